@@ -1,0 +1,135 @@
+# pscluster - top-level Makefile.
+#
+# Public targets (each first runs scripts/install-deps.sh, which installs missing Debian
+# packages and prints what it installs):
+#   all (default)  libraries and tools under build/
+#   check          unit tests (plain and ASan/UBSan), protocol tests, namespace tests (root),
+#                  a short fuzz run (clang)
+#   demo           the quick start: a short show of what works
+#   bench          benchmarks against the peers; figures go to bench/RESULTS.md by hand
+#   fuzz           longer fuzz runs of every decoder (FUZZ_SECONDS, default 60 each)
+#   install        PREFIX (/usr/local) and DESTDIR
+#   clean, format, format-check
+#
+# Internal targets (build-*, the sanitizer tree) run in a sub-make so that pkg-config is
+# asked only after the packages are there.
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build
+CC      ?= cc
+SAN     ?=
+
+PKGS       := libconfig libsodium libnl-route-3.0
+WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+OPT        ?= -O2
+CFLAGS     ?= $(OPT) -g
+ifeq ($(SAN),1)
+CFLAGS     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+LDSAN      := -fsanitize=address,undefined
+endif
+ALL_CFLAGS  = -std=gnu11 $(WARN) -D_GNU_SOURCE -fPIC -Iinclude -Itest/lib $(CFLAGS) \
+              $(shell pkg-config --cflags $(PKGS))
+SYS_LIBS    = $(shell pkg-config --libs $(PKGS))
+ALL_LDFLAGS = $(LDSAN) $(LDFLAGS)
+
+RDP_SRC   := $(wildcard rdp/*.c)
+CONF_SRC  := $(wildcard conf/*.c)
+TOOL_SRC  := $(wildcard tools/*.c)
+TLIB_SRC  := test/lib/runner.c
+UNIT_SRC  := $(wildcard test/unit/*.c)
+RDPT_SRC  := $(wildcard test/rdp/*.c)
+FUZZ_SRC  := $(wildcard test/fuzz/fuzz_*.c)
+
+LIBRDP    := $(BUILD)/lib/librdp.a
+LIBCONF   := $(BUILD)/lib/libpsconf.a
+LIBS      := $(LIBCONF) $(LIBRDP)
+TOOLS     := $(patsubst tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC))
+UNIT_BIN  := $(BUILD)/test/unit-tests
+RDPT_BIN  := $(BUILD)/test/rdp-tests
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+.PHONY: all check demo bench fuzz install clean deps format format-check \
+        build-all build-tests build-fuzz
+
+all: deps
+	@$(MAKE) --no-print-directory build-all
+
+deps:
+	@scripts/install-deps.sh
+
+build-all: $(LIBS) $(TOOLS)
+
+build-tests: build-all $(UNIT_BIN) $(RDPT_BIN)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIBRDP): $(call obj,$(RDP_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(LIBCONF): $(call obj,$(CONF_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) $< $(LIBS) $(SYS_LIBS) -lm -o $@
+
+$(UNIT_BIN): $(call obj,$(UNIT_SRC) $(TLIB_SRC)) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) $(call obj,$(UNIT_SRC) $(TLIB_SRC)) $(LIBS) $(SYS_LIBS) -lcunit -lm -o $@
+
+$(RDPT_BIN): $(call obj,$(RDPT_SRC) $(TLIB_SRC)) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) $(call obj,$(RDPT_SRC) $(TLIB_SRC)) $(LIBS) $(SYS_LIBS) -lcunit -lm -o $@
+
+# libFuzzer targets need clang; each links the library sources directly.
+FUZZ_BIN := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+build-fuzz: $(FUZZ_BIN)
+$(BUILD)/fuzz/%: test/fuzz/%.c $(RDP_SRC) $(CONF_SRC)
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -D_GNU_SOURCE -DRDP_FUZZING -Iinclude -g -O1 \
+	    -fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS)) \
+	    $< $(RDP_SRC) $(CONF_SRC) $(SYS_LIBS) -lm -o $@
+
+check: deps
+	@$(MAKE) --no-print-directory build-tests
+	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 build-tests
+	@if command -v clang >/dev/null; then $(MAKE) --no-print-directory build-fuzz; fi
+	@scripts/run-tests.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory build-all
+	@scripts/demo.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory build-all
+	@bench/run.sh
+
+fuzz: deps
+	@$(MAKE) --no-print-directory build-fuzz
+	@scripts/fuzz.sh $${FUZZ_SECONDS:-60}
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/doc/pscluster
+	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(wildcard docs/man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 conf/psid.conf README.md INSTALL $(DESTDIR)$(PREFIX)/share/doc/pscluster/
+
+clean:
+	rm -rf build
+
+FORMAT_SRC = $(shell git ls-files '*.c' '*.h')
+format:
+	clang-format -i $(FORMAT_SRC)
+format-check:
+	clang-format --dry-run -Werror $(FORMAT_SRC)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

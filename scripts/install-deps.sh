@@ -1,0 +1,136 @@
+#!/bin/bash
+# install-deps.sh - install the Debian 12 packages pscluster needs, and only those missing.
+#
+# Every public make target runs this first. When everything is present it prints nothing.
+#
+# usage: scripts/install-deps.sh [--bench] [--list] [PKG...]
+#   --bench   also the benchmark peers that `make bench` compares against
+#   --list    print the packages that would be installed (one line, nothing if none), exit 0
+#   PKG...    further packages to require (for scripts that need one more tool)
+#
+# As root it runs `apt-get update` only when a package has no install candidate or the first
+# install attempt fails (an empty or stale apt cache), then
+# `apt-get install -y --no-install-recommends`. Not as root it prints the command to run and
+# exits 1.
+set -euo pipefail
+
+# clang-14 only recommends the compiler-rt package that carries libFuzzer and the sanitizer
+# runtimes; --no-install-recommends therefore needs it named. Its name follows clang's major.
+clang_major=14
+if ver=$(dpkg-query -W -f='${Version}' clang 2>/dev/null) && [[ $ver =~ ^([0-9]+:)?([0-9]+) ]]; then
+    clang_major=${BASH_REMATCH[2]}
+fi
+
+# Build, test and namespace-test requirements (make all / check / demo / fuzz).
+base_pkgs=(
+    build-essential pkg-config
+    libconfig-dev libsodium-dev libnl-3-dev libnl-route-3-dev libcunit1-dev
+    iproute2 nftables iputils-ping procps
+    clang "libclang-rt-${clang_major}-dev"
+)
+# Peers for make bench.
+bench_pkgs=(sockperf iperf3 hyperfine jq mpich linux-perf valgrind)
+
+want=("${base_pkgs[@]}")
+list_only=0
+while (($#)); do
+    case $1 in
+    --bench) want+=("${bench_pkgs[@]}") ;;
+    --list) list_only=1 ;;
+    -h | --help)
+        sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"
+        exit 0
+        ;;
+    -*)
+        echo "install-deps: unknown option $1 (try --help)" >&2
+        exit 2
+        ;;
+    *) want+=("$1") ;;
+    esac
+    shift
+done
+
+installed() { # installed PKG -> 0 if dpkg says it is installed
+    [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true) == "install ok installed" ]]
+}
+
+missing=()
+declare -A seen=()
+for p in "${want[@]}"; do
+    [[ -n ${seen[$p]:-} ]] && continue
+    seen[$p]=1
+    installed "$p" || missing+=("$p")
+done
+
+if ((list_only)); then
+    ((${#missing[@]})) && echo "${missing[*]}"
+    exit 0
+fi
+((${#missing[@]})) || exit 0
+
+if ((EUID != 0)); then
+    echo "install-deps: missing Debian packages: ${missing[*]}" >&2
+    echo "install-deps: run: sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+fi
+
+echo "install-deps: installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt_opts=(-y -q --no-install-recommends -o DPkg::Lock::Timeout=300)
+
+# A package without an install candidate means the package lists are absent or too old.
+need_update=0
+for p in "${missing[@]}"; do
+    policy=$(apt-cache policy "$p" 2>/dev/null || true)
+    if [[ ! $policy =~ Candidate:\ [^\(] ]]; then
+        need_update=1
+        break
+    fi
+done
+
+# apt's chatter goes to a log that is shown only when something fails.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+log=$tmp/apt.log
+run_apt() { # run_apt ARGS... -> apt-get ARGS, output to the log; on failure show its tail
+    if ! apt-get "$@" >>"$log" 2>&1; then
+        echo "install-deps: apt-get $1 failed:" >&2
+        tail -n 40 "$log" >&2
+        return 1
+    fi
+}
+
+updated=0
+update() {
+    ((updated)) && return 0
+    updated=1
+    run_apt update -q -o DPkg::Lock::Timeout=300
+}
+
+((need_update)) && update
+if ! run_apt install "${apt_opts[@]}" "${missing[@]}"; then
+    # Stale lists point at files the mirror no longer has: refresh once and retry.
+    ((updated)) && exit 1
+    echo "install-deps: refreshing the package lists and trying again" >&2
+    update
+    run_apt install "${apt_opts[@]}" "${missing[@]}"
+fi
+
+still=()
+for p in "${missing[@]}"; do installed "$p" || still+=("$p"); done
+if ((${#still[@]})); then
+    echo "install-deps: still missing after install: ${still[*]}" >&2
+    exit 1
+fi
+
+# libFuzzer must link (make check and make fuzz build with -fsanitize=fuzzer).
+if [[ " ${missing[*]} " == *" clang "* || " ${missing[*]} " == *" libclang-rt-"* ]]; then
+    printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
+        'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }' \
+        >"$tmp/f.c"
+    if ! clang -fsanitize=fuzzer,address,undefined "$tmp/f.c" -o "$tmp/f" >"$tmp/log" 2>&1; then
+        echo "install-deps: warning: clang -fsanitize=fuzzer does not link:" >&2
+        cat "$tmp/log" >&2
+    fi
+fi
+echo "install-deps: installed ${#missing[@]} package(s)"

@@ -1,0 +1,277 @@
+#!/bin/bash
+# run-tests.sh - the test driver of `make check`, run after the build trees exist.
+#
+# Steps, in order (each shows its full output and wall time):
+#   a. build/test/unit-tests            plain
+#   b. build/san/test/unit-tests        ASan + UBSan
+#   c. build/test/rdp-tests             protocol tests on loopback
+#   d. build/san/test/rdp-tests         ASan + UBSan, RDP_TEST_QUICK=1
+#   e. test/netns/*.sh                  namespace tests (root only)
+#   f. build/fuzz/*                     each fuzz target for FUZZ_SECONDS (clang only)
+# CUnit binaries are counted from their "Run Summary" table, namespace scripts from their
+# PASS:/FAIL:/SKIP: lines, fuzz targets as one test each. A step that is not built is skipped.
+# The last line is "check: N passed, N failed, N skipped"; the exit status is 1 if anything
+# failed or no test ran.
+#
+# Environment: STEP_TIMEOUT (seconds per step, default 300), FUZZ_SECONDS (default 10).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+STEP_TIMEOUT=${STEP_TIMEOUT:-300}
+FUZZ_SECONDS=${FUZZ_SECONDS:-10}
+SAN_ENV=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+
+passed=0 failed=0 skipped=0
+summary=() # one line per step, repeated at the end
+tail_pid="" # the tail showing the running step's output
+
+tmp=$(mktemp -d)
+# stop_group PGID: TERM to a step's process group, up to 15 s for its own cleanup, then KILL.
+stop_group() {
+    local pg=$1 deadline
+    kill -TERM -- "-$pg" 2>/dev/null || return 0
+    deadline=$((SECONDS + 15))
+    while ((SECONDS < deadline)) && kill -0 -- "-$pg" 2>/dev/null; do sleep 0.1; done
+    kill -KILL -- "-$pg" 2>/dev/null || true
+}
+
+# On the way out, a step still running (an interrupted run) is stopped with its whole group;
+# the step's own cleanup output is still shown (tail follows the log until the step is gone).
+cleanup() {
+    local pg pid
+    pg=$(cat "$tmp/step.pgid" 2>/dev/null || true)
+    if [[ -n $pg ]] && kill -0 -- "-$pg" 2>/dev/null; then
+        echo "run-tests: interrupted; stopping the running step"
+        stop_group "$pg"
+        pid=$(cat "$tmp/netns.pid" 2>/dev/null || true)
+        [[ -n $pid ]] && netns_leftovers "$pid" >/dev/null
+    fi
+    if [[ -n $tail_pid ]]; then
+        sleep 0.3
+        kill -KILL "$tail_pid" 2>/dev/null || true
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+header() { printf '\n==== %s ====\n' "$*"; }
+
+skip() { # skip NAME WHY
+    echo "SKIP: $1 $2"
+    skipped=$((skipped + 1))
+    summary+=("$(printf '%-32s skipped: %s' "$1" "$2")")
+}
+
+# run_logged LOG CMD... -> run CMD under timeout in a session of its own, output to LOG and
+# shown as it comes (tail); sets step_rc and step_secs. Never fails itself. When CMD ends,
+# whatever it left running in its process group is killed.
+run_logged() {
+    local log=$1 t0 t1 pid
+    shift
+    t0=$EPOCHREALTIME
+    : >"$log"
+    setsid timeout -k 10 "$STEP_TIMEOUT" "$@" </dev/null >"$log" 2>&1 &
+    pid=$!
+    echo "$pid" >"$tmp/step.pgid"
+    # tail outlives a TERM to our group: it ends when the step does.
+    (
+        trap '' TERM
+        exec tail -n +1 -s 0.2 -f --pid="$pid" "$log"
+    ) &
+    tail_pid=$!
+    step_rc=0
+    { wait "$pid"; } 2>/dev/null || step_rc=$?
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    rm -f "$tmp/step.pgid"
+    wait "$tail_pid" 2>/dev/null || true
+    tail_pid=""
+    t1=$EPOCHREALTIME
+    step_secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+    # timeout: 124, or 137 when TERM was not enough (a command killed by KILL is 137 too).
+    if ((step_rc == 124)) || { ((step_rc == 137)) &&
+        awk -v s="$step_secs" -v t="$STEP_TIMEOUT" 'BEGIN { exit !(s >= t) }'; }; then
+        echo "TIMEOUT: no result after ${STEP_TIMEOUT} s"
+    fi
+}
+
+record() { # record NAME PASS FAIL SKIP
+    passed=$((passed + $2)) failed=$((failed + $3)) skipped=$((skipped + $4))
+    summary+=("$(printf '%-32s %3d passed %3d failed %3d skipped  %7s s' "$1" "$2" "$3" "$4" "$step_secs")")
+    printf -- '---- %s: %d passed, %d failed, %d skipped, exit %d, %s s\n' \
+        "$1" "$2" "$3" "$4" "$step_rc" "$step_secs"
+}
+
+# A CUnit binary built from test/lib/runner.c.
+cunit_step() { # cunit_step LETTER NAME BINARY [VAR=VALUE...]
+    local letter=$1 name=$2 bin=$3 log p=0 f=0 s=0 line
+    shift 3
+    header "$letter. $name"
+    if [[ ! -x $bin ]]; then
+        skip "$name" "not built ($bin)"
+        return
+    fi
+    log=$tmp/$letter.log
+    run_logged "$log" env "$@" "$bin"
+    # "Run Summary:    Type  Total    Ran Passed Failed Inactive"
+    # "               tests      4      4      3      1        0"
+    line=$(awk '/^Run Summary:/ { on = 1 } on && $1 == "tests" && NF == 6 { print; exit }' "$log")
+    if [[ -n $line ]]; then
+        read -r _ _ _ p f s <<<"$line"
+        # The tests passed but the binary did not (a leak report at exit, a crash after the
+        # summary): one failure more.
+        if ((step_rc != 0 && f == 0)); then
+            echo "FAIL: $name exited with status $step_rc after its tests"
+            f=1
+        fi
+    else
+        echo "FAIL: $name: no CUnit run summary (exit status $step_rc)"
+        f=1
+    fi
+    record "$name" "$p" "$f" "$s"
+}
+
+netns_works() {
+    ((EUID == 0)) || return 1
+    command -v ip >/dev/null || return 1
+    local probe=psck$$
+    ip netns add "$probe" 2>/dev/null || return 1
+    ip netns del "$probe" 2>/dev/null || true
+}
+
+# Delete what a namespace test script with pid PID left behind (names from
+# test/netns/lib/netns.sh, which embed the script's pid). Prints what it removed.
+netns_leftovers() { # netns_leftovers PID
+    local pid=$1 ns link found=()
+    while read -r ns _; do
+        [[ $ns == "psns$pid-"* ]] || continue
+        found+=("netns $ns")
+        local p
+        for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+        ip netns del "$ns" 2>/dev/null || true
+    done < <(ip netns list 2>/dev/null)
+    for link in "psbr$pid" $(ip -o link show 2>/dev/null | awk -F': ' '{ print $2 }' |
+        sed 's/@.*//' | grep -E "^psv$pid-[0-9]+$" || true); do
+        ip link show "$link" >/dev/null 2>&1 || continue
+        found+=("link $link")
+        ip link del "$link" 2>/dev/null || true
+    done
+    ((${#found[@]} == 0)) || echo "${found[*]}"
+}
+
+netns_step() {
+    local scripts=() sc name log pidf pid p f s left
+    header "e. namespace tests (test/netns/*.sh)"
+    shopt -s nullglob
+    scripts=(test/netns/*.sh)
+    shopt -u nullglob
+    if ((${#scripts[@]} == 0)); then
+        echo "(no namespace tests yet)"
+        return
+    fi
+    if ! netns_works; then
+        echo "SKIP: namespace tests need root (and a working 'ip netns add')"
+        skipped=$((skipped + ${#scripts[@]}))
+        summary+=("$(printf '%-32s skipped: need root' "namespace tests")")
+        return
+    fi
+    for sc in "${scripts[@]}"; do
+        name=netns/$(basename "$sc" .sh)
+        printf '\n-- %s\n' "$sc"
+        log=$tmp/netns-$(basename "$sc").log
+        pidf=$tmp/netns.pid
+        rm -f "$pidf"
+        # exec keeps the pid, so the script's $$ (and the names its namespaces get) is known.
+        # shellcheck disable=SC2016 # $$ and $1 belong to the inner shell
+        run_logged "$log" bash -c 'echo $$ >"$1"; exec bash "$2"' netns-test "$pidf" "$sc"
+        p=$(grep -c '^PASS: ' "$log" || true)
+        f=$(grep -c '^FAIL: ' "$log" || true)
+        s=$(grep -c '^SKIP: ' "$log" || true)
+        if ((step_rc != 0 && f == 0)); then
+            echo "FAIL: $name exited with status $step_rc"
+            f=1
+        elif ((step_rc == 0 && p + f + s == 0)); then
+            p=1 # a script that reports nothing counts by its exit status
+        fi
+        pid=$(cat "$pidf" 2>/dev/null || true)
+        if [[ -n $pid ]]; then
+            left=$(netns_leftovers "$pid")
+            if [[ -n $left ]]; then
+                echo "FAIL: $name left behind (now removed): $left"
+                f=$((f + 1))
+            fi
+        fi
+        record "$name" "$p" "$f" "$s"
+    done
+}
+
+fuzz_step() {
+    local bins=() b name corpus work art p f
+    header "f. fuzz targets (build/fuzz/*, ${FUZZ_SECONDS} s each)"
+    for b in build/fuzz/*; do
+        [[ -f $b && -x $b ]] && bins+=("$b")
+    done
+    if ! command -v clang >/dev/null; then
+        if ((${#bins[@]})); then skip "fuzz" "needs clang"; else echo "(clang not installed)"; fi
+        return
+    fi
+    if ((${#bins[@]} == 0)); then
+        if compgen -G 'test/fuzz/fuzz_*.c' >/dev/null; then
+            skip "fuzz" "targets not built (build/fuzz/)"
+        else
+            echo "(no fuzz targets yet)"
+        fi
+        return
+    fi
+    for b in "${bins[@]}"; do
+        name=$(basename "$b")
+        printf '\n-- %s\n' "$name"
+        # The repository's corpus is copied: libFuzzer adds to the directory it is given.
+        work=$tmp/corpus-$name
+        mkdir -p "$work"
+        for corpus in "test/fuzz/corpus/$name" "test/fuzz/corpus/${name#fuzz_}"; do
+            if [[ -d $corpus ]]; then
+                cp -R "$corpus/." "$work/"
+                break
+            fi
+        done
+        # Crash inputs are kept under build/ to reproduce with: BINARY FILE
+        art=build/fuzz-artifacts/$name
+        mkdir -p "$art"
+        local extra=()
+        [[ -f test/fuzz/${name#fuzz_}.dict ]] && extra+=("-dict=test/fuzz/${name#fuzz_}.dict")
+        [[ -f test/fuzz/$name.dict ]] && extra+=("-dict=test/fuzz/$name.dict")
+        run_logged "$tmp/fuzz-$name.log" "$b" -max_total_time="$FUZZ_SECONDS" -timeout=10 \
+            -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art/" \
+            "${extra[@]}" "$work"
+        if ((step_rc == 0)); then
+            p=1 f=0
+            echo "PASS: $name"
+        else
+            p=0 f=1
+            echo "FAIL: $name (exit status $step_rc; inputs kept in $art/)"
+        fi
+        record "fuzz/$name" "$p" "$f" 0
+    done
+}
+
+echo "run-tests: $(uname -sr), $(nproc) cpus, step timeout ${STEP_TIMEOUT} s"
+
+cunit_step a "unit-tests" build/test/unit-tests
+cunit_step b "unit-tests (asan+ubsan)" build/san/test/unit-tests "${SAN_ENV[@]}"
+cunit_step c "rdp-tests" build/test/rdp-tests
+cunit_step d "rdp-tests (asan+ubsan, quick)" build/san/test/rdp-tests "${SAN_ENV[@]}" RDP_TEST_QUICK=1
+netns_step
+fuzz_step
+
+header "summary"
+printf '  %s\n' "${summary[@]}"
+echo
+if ((passed + failed == 0)); then
+    echo "run-tests: no test ran"
+fi
+echo "check: $passed passed, $failed failed, $skipped skipped"
+((failed == 0 && passed > 0))
