@@ -1,0 +1,163 @@
+/*
+ * rdp.h - the reliable datagram protocol (public API).
+ *
+ * RDP carries messages of up to RDP_MAX_MSG bytes between cluster nodes over one UDP socket.
+ * Every message sent to a node arrives there complete, in order and exactly once, or the sender
+ * is told it was not delivered (the undeliverable callback), together with the loss of the
+ * connection. Connections are implicit: the first rdp_send() to a node opens one.
+ *
+ * The library owns no thread and no event loop. The caller polls rdp_fd() for readability
+ * (and error), arms a timer at rdp_next_deadline(), and calls rdp_process() whenever either
+ * fires. All callbacks run from inside rdp_process() or rdp_send(); they may call rdp_send()
+ * and the query functions, but never rdp_close().
+ *
+ * Wire format, state machine and security model: docs/rdp-protocol.md.
+ */
+#ifndef PSCLUSTER_RDP_H
+#define PSCLUSTER_RDP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#define RDP_MAX_MSG   (1u << 20) /* largest message, bytes */
+#define RDP_KEY_BYTES 32         /* cluster key length */
+#define RDP_MAX_NODES 65536      /* node ids are 0 .. RDP_MAX_NODES-1 */
+
+typedef struct rdp rdp_t;
+
+/* Why a connection was lost (the reason argument of the lost callback). */
+enum rdp_lost_reason {
+    RDP_LOST_TIMEOUT = 1, /* max_retrans retransmissions went unanswered */
+    RDP_LOST_UNREACH,     /* ICMP error: port or host unreachable */
+    RDP_LOST_RESTART,     /* the peer came back with a new incarnation or connection */
+    RDP_LOST_CLOSED,      /* rdp_disconnect() or rdp_remove_peer() on this side */
+};
+
+/* Why an incoming packet was dropped. Counted per peer where the peer is known,
+ * and per endpoint always. */
+enum rdp_drop_reason {
+    RDP_DROP_SHORT,     /* shorter than a header plus MAC */
+    RDP_DROP_VERSION,   /* unknown protocol version */
+    RDP_DROP_MALFORMED, /* bad type, flags, or length fields */
+    RDP_DROP_UNKNOWN,   /* source node not in the peer table, or not addressed to us */
+    RDP_DROP_ADDRESS,   /* source address differs from the peer's configured address */
+    RDP_DROP_MAC,       /* MAC does not verify (wrong key, corruption, forgery) */
+    RDP_DROP_REPLAY,    /* packet number already seen or too old */
+    RDP_DROP_STALE,     /* connection ids of an old or unknown connection */
+    RDP_DROP_DUPLICATE, /* data already received (retransmission that crossed an ACK) */
+    RDP_DROP_WINDOW,    /* data beyond the advertised receive window */
+    RDP_DROP_NOBUF,     /* no buffer memory to hold it */
+    RDP_DROP__COUNT
+};
+
+struct rdp_config {
+    uint32_t node_id;                 /* this endpoint's node id */
+    struct sockaddr_storage bind;     /* address and UDP port to bind */
+    socklen_t bind_len;               /* 0: bind_len of bind's family */
+    unsigned char key[RDP_KEY_BYTES]; /* cluster key */
+    unsigned mtu;          /* link MTU; datagrams are at most mtu-28 bytes (default 1500) */
+    unsigned rto_min_us;   /* retransmission timeout floor (default 2000) */
+    unsigned rto_max_us;   /* retransmission timeout ceiling (default 200000) */
+    unsigned rto_init_us;  /* before the first RTT sample (default 20000) */
+    unsigned max_retrans;  /* retransmissions of one packet before the peer is lost (10) */
+    unsigned ack_delay_us; /* delayed ACK (default 100) */
+    size_t sndbuf;         /* per peer: bytes queued or in flight (default 4 MiB) */
+    size_t rcvbuf;         /* per peer: bytes held out of order (default 4 MiB) */
+    size_t sock_buf;       /* SO_SNDBUF/SO_RCVBUF of the UDP socket (default 8 MiB) */
+};
+
+/* Fill every field with its default (node_id 0, no bind address, zero key). */
+void rdp_config_defaults(struct rdp_config *cfg);
+
+/* Upper bound, in microseconds, between the first unanswered transmission to a silent peer
+ * and the lost callback, for this configuration. */
+uint64_t rdp_lost_bound_us(const struct rdp_config *cfg);
+
+struct rdp_callbacks {
+    void *ctx;
+    /* A complete message from node. msg is valid only during the call. */
+    void (*recv)(void *ctx, uint32_t node, const void *msg, size_t len);
+    /* A connection to node was established (first, or after a loss or restart). */
+    void (*connected)(void *ctx, uint32_t node);
+    /* The connection to node is gone; undeliverable callbacks for its pending messages
+     * follow, one each, in the order they were sent. */
+    void (*lost)(void *ctx, uint32_t node, enum rdp_lost_reason why);
+    /* A message accepted by rdp_send() that will never be delivered. */
+    void (*undeliverable)(void *ctx, uint32_t node, const void *msg, size_t len);
+    /* rdp_send() to node failed with EAGAIN before; there is room again. */
+    void (*can_send)(void *ctx, uint32_t node);
+};
+
+/* Open an endpoint: bind the UDP socket and seed connection ids. NULL and errno on error. */
+rdp_t *rdp_open(const struct rdp_config *cfg, const struct rdp_callbacks *cb);
+void rdp_close(rdp_t *rdp);
+
+/* The peer table: which node lives at which address. 0, or -1 and errno
+ * (EINVAL: bad id or address, EEXIST: id already present). */
+int rdp_add_peer(rdp_t *rdp, uint32_t node, const struct sockaddr *sa, socklen_t len);
+/* Remove a peer; a connection is reported lost (RDP_LOST_CLOSED) first. */
+int rdp_remove_peer(rdp_t *rdp, uint32_t node);
+/* Drop the connection to node (reported lost with RDP_LOST_CLOSED); a later send reconnects. */
+int rdp_disconnect(rdp_t *rdp, uint32_t node);
+
+/* Queue a message for node. 0, or -1 and errno: EAGAIN (send queue full: wait for can_send),
+ * EMSGSIZE (len > RDP_MAX_MSG), EHOSTUNREACH (node not in the peer table). */
+int rdp_send(rdp_t *rdp, uint32_t node, const void *msg, size_t len);
+
+/* The socket to poll for EPOLLIN (errors arrive as EPOLLERR). */
+int rdp_fd(const rdp_t *rdp);
+/* Absolute CLOCK_MONOTONIC time in ns at which rdp_process() must run next; UINT64_MAX if
+ * no timer is armed. */
+uint64_t rdp_next_deadline(const rdp_t *rdp);
+/* Read every datagram waiting, handle ICMP errors, run due timers, flush output.
+ * 0, or -1 and errno on a fatal socket error. */
+int rdp_process(rdp_t *rdp);
+
+/* Current CLOCK_MONOTONIC time in ns (the clock of rdp_next_deadline). */
+uint64_t rdp_now_ns(void);
+
+enum rdp_conn_state { RDP_CLOSED, RDP_SYN_SENT, RDP_ESTABLISHED };
+
+struct rdp_peer_stats {
+    enum rdp_conn_state state;
+    uint64_t msgs_sent, msgs_recv;       /* whole messages */
+    uint64_t bytes_sent, bytes_recv;     /* message payload bytes */
+    uint64_t pkts_sent, pkts_recv;       /* datagrams, including ACKs and retransmissions */
+    uint64_t retransmits;                /* data packets sent again */
+    uint64_t timeouts;                   /* retransmission timer expiries */
+    uint64_t connects, losses;           /* connections established, connections lost */
+    uint64_t drops[RDP_DROP__COUNT];     /* incoming packets dropped, by reason */
+    uint32_t srtt_us, rttvar_us, rto_us; /* RTT estimator */
+    uint32_t cwnd, peer_wnd, inflight;   /* packets */
+    size_t queued;                       /* bytes accepted by rdp_send and not yet acked */
+};
+
+struct rdp_stats {
+    uint64_t pkts_sent, pkts_recv, bytes_sent, bytes_recv;
+    uint64_t retransmits;
+    uint64_t drops[RDP_DROP__COUNT];
+    uint64_t icmp_errors;
+    /* fault injector: packets dropped, duplicated, reordered, corrupted (both directions) */
+    uint64_t inj_drop, inj_dup, inj_reorder, inj_corrupt;
+};
+
+int rdp_peer_stats(const rdp_t *rdp, uint32_t node, struct rdp_peer_stats *st);
+void rdp_stats(const rdp_t *rdp, struct rdp_stats *st);
+const char *rdp_drop_reason_name(enum rdp_drop_reason r);
+const char *rdp_lost_reason_name(enum rdp_lost_reason r);
+
+/* Fault injection, for tests. Probabilities in [0,1]; each direction separately. */
+enum rdp_fault_dir { RDP_FAULT_TX = 1, RDP_FAULT_RX = 2, RDP_FAULT_BOTH = 3 };
+struct rdp_faults {
+    double drop, dup, reorder, corrupt;
+    unsigned dir;  /* enum rdp_fault_dir mask */
+    uint64_t seed; /* 0: seeded from the clock */
+};
+/* Switch the injector on (any probability > 0) or off (all zero). 0, or -1/EINVAL. */
+int rdp_set_faults(rdp_t *rdp, const struct rdp_faults *f);
+/* Parse "drop=0.2,dup=0.1,reorder=0.1,corrupt=0.01,dir=both,seed=7" (the RDP_FAULTS
+ * environment variable, which rdp_open() applies). 0, or -1/EINVAL. */
+int rdp_parse_faults(const char *spec, struct rdp_faults *f);
+
+#endif

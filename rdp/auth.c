@@ -1,0 +1,62 @@
+/*
+ * auth.c - packet MAC (ChaCha20-Poly1305 over associated data) and the anti-replay window.
+ * The design is explained in auth.h.
+ */
+#include "auth.h"
+#include "wire.h"
+
+#include <sodium.h>
+#include <string.h>
+
+static void nonce(uint8_t n[12], uint32_t src, uint32_t dst, uint64_t pn)
+{
+    rdp_put16(n, (uint16_t)src);
+    rdp_put16(n + 2, (uint16_t)dst);
+    rdp_put64(n + 4, pn);
+}
+
+void rdp_mac_sign(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn, uint8_t *pkt,
+                  size_t body_len)
+{
+    uint8_t n[12];
+    unsigned long long maclen;
+    nonce(n, src, dst, pn);
+    uint8_t none[1];
+    crypto_aead_chacha20poly1305_ietf_encrypt_detached(none, pkt + body_len, &maclen, NULL, 0, pkt,
+                                                       body_len, NULL, n, key);
+}
+
+bool rdp_mac_verify(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn, const uint8_t *pkt,
+                    size_t body_len)
+{
+    uint8_t n[12];
+    nonce(n, src, dst, pn);
+    uint8_t none[1] = {0};
+    return crypto_aead_chacha20poly1305_ietf_decrypt_detached(none, NULL, none, 0, pkt + body_len,
+                                                              pkt, body_len, n, key) == 0;
+}
+
+#define WORDS (RDP_REPLAY_BITS / 64)
+
+bool rdp_replay_check(const struct rdp_replay *r, uint64_t pn)
+{
+    if (pn == 0) return false;
+    if (pn > r->top) return true;
+    /* one word of the ring is the one top lives in, so the usable depth is a word less */
+    if (r->top - pn >= RDP_REPLAY_BITS - 64) return false;
+    return !(r->bits[(pn / 64) % WORDS] >> (pn % 64) & 1);
+}
+
+void rdp_replay_update(struct rdp_replay *r, uint64_t pn)
+{
+    if (pn > r->top) {
+        /* clear the words that slide into the window between the old and new top */
+        uint64_t from = r->top / 64 + 1, to = pn / 64;
+        if (r->top == 0 || to - from + 1 >= WORDS)
+            memset(r->bits, 0, sizeof r->bits);
+        else
+            for (uint64_t w = from; w <= to; w++) r->bits[w % WORDS] = 0;
+        r->top = pn;
+    }
+    r->bits[(pn / 64) % WORDS] |= 1ull << (pn % 64);
+}

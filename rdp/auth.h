@@ -1,0 +1,40 @@
+/*
+ * auth.h - packet authentication and replay protection.
+ *
+ * MAC: ChaCha20-Poly1305 (IETF) over header and payload as associated data with an empty
+ * plaintext, keyed with the cluster key. The 96-bit nonce is src_node (16 bits) | dst_node
+ * (16 bits) | pn (64 bits): every sender numbers the packets to each destination with a
+ * counter that starts at CLOCK_REALTIME in ns when the endpoint opens, so a nonce is never
+ * used twice, also across restarts (as long as the clock does not step back by more than the
+ * downtime). Retransmissions get a new pn.
+ *
+ * Replay: the receiver keeps the highest pn seen from each peer and a 4096-packet window
+ * below it (the scheme of IPsec and WireGuard); a pn seen before or older than the window is
+ * dropped. The window is updated only after the MAC verified.
+ */
+#ifndef PSCLUSTER_RDP_AUTH_H
+#define PSCLUSTER_RDP_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RDP_REPLAY_BITS 4096
+
+struct rdp_replay {
+    uint64_t top; /* highest pn accepted; 0: none yet */
+    uint64_t bits[RDP_REPLAY_BITS / 64];
+};
+
+/* pkt holds body_len bytes (header + payload); the MAC is written at pkt + body_len. */
+void rdp_mac_sign(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn, uint8_t *pkt,
+                  size_t body_len);
+bool rdp_mac_verify(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn, const uint8_t *pkt,
+                    size_t body_len);
+
+/* true if pn may be accepted (not seen, not too old). */
+bool rdp_replay_check(const struct rdp_replay *r, uint64_t pn);
+/* Record pn as seen (call after rdp_replay_check and the MAC succeeded). */
+void rdp_replay_update(struct rdp_replay *r, uint64_t pn);
+
+#endif

@@ -1,0 +1,186 @@
+/*
+ * internal.h - the state of an RDP endpoint and of each peer, shared by the modules of rdp/:
+ *
+ *   endpoint.c  public API: open/close, peer table, rdp_process, timers, statistics
+ *   io.c        the UDP socket: recvmmsg/sendmmsg batches, ICMP errors, fault injection
+ *   conn.c      the connection state machine: SYN/SYNACK/RST, restarts, loss of a peer
+ *   send.c      the send queue: fragmentation, transmission, ACK/SACK processing,
+ *               retransmission, congestion and flow control
+ *   recv.c      the receive side: reorder buffer, reassembly, delivery, ACK generation
+ *
+ * Sequence numbers count packets. On the send side a ring holds every packet from the
+ * oldest message not yet fully acknowledged (snd_rel) to the newest queued one:
+ *
+ *   snd_rel <= snd_una <= snd_tx <= snd_nxt
+ *   [snd_rel, snd_una)  acknowledged, kept until their whole message is (undeliverable
+ *                       reports need the whole message)
+ *   [snd_una, snd_tx)   sent at least once, not cumulatively acknowledged (some SACKed)
+ *   [snd_tx, snd_nxt)   queued, waiting for window
+ *
+ * On the receive side rcv_nxt is the next packet to deliver; packets in (rcv_nxt,
+ * rcv_nxt + rxcap) wait in a reorder ring. In-order fragments are appended to the
+ * reassembly buffer; a message that fits one packet is delivered straight from it.
+ */
+#ifndef PSCLUSTER_RDP_INTERNAL_H
+#define PSCLUSTER_RDP_INTERNAL_H
+
+#include "auth.h"
+#include "fault.h"
+#include "pool.h"
+#include "rdp.h"
+#include "rtt.h"
+#include "seq.h"
+#include "wire.h"
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#define RDP_INIT_CWND  16 /* packets */
+#define RDP_MIN_CWND   8 /* floor: random loss on a LAN is not congestion */
+#define RDP_RX_BATCH   32 /* datagrams per recvmmsg */
+#define RDP_TX_BATCH   64 /* datagrams per sendmmsg */
+#define RDP_RST_GAP_NS 1000000ull
+
+struct rdp_txslot {
+    struct rdp_buf *buf; /* the encoded packet (header + payload + MAC room) */
+    uint64_t sent_ns;    /* last transmission; 0: never sent */
+    uint32_t msg_last;   /* sequence number of the last fragment of this packet's message */
+    uint16_t sends;      /* transmissions so far */
+    bool sacked;
+};
+
+struct rdp_peer {
+    uint32_t node;
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+
+    enum rdp_conn_state state;
+    uint32_t my_conn, peer_conn;
+    uint32_t my_iseq;
+    uint64_t peer_inc; /* peer's incarnation; valid if peer_inc_known */
+    bool peer_inc_known;
+    uint64_t pn_next;         /* next packet number we use towards this peer */
+    struct rdp_replay replay; /* packet numbers seen from this peer */
+    uint64_t syn_sent_ns;     /* first SYN of this connection attempt */
+    uint16_t syn_sends;
+
+    /* send side */
+    struct rdp_txslot *tx;
+    uint32_t txcap, txmask;
+    uint32_t snd_rel, snd_una, snd_tx, snd_nxt;
+    uint32_t nsacked; /* SACKed slots in [snd_una, snd_tx) */
+    size_t queued;    /* payload bytes in [snd_rel, snd_nxt) */
+    uint32_t cwnd, ssthresh, cwnd_acc, peer_wnd;
+    bool in_recovery;
+    uint32_t recover; /* recovery ends when snd_una passes this */
+    bool want_can_send;
+    uint64_t rto_at; /* retransmission deadline (probe or timeout); 0: disarmed */
+    bool probed;     /* the tail-loss probe went out since the last progress */
+    uint32_t rto_fails; /* timer expiries in a row without any progress */
+    uint64_t rack_ns;   /* send time of the latest-sent packet known delivered */
+    uint32_t rack_seq;  /* and its sequence number (orders packets sent in one round) */
+    uint64_t rack_at;   /* when a loss candidate's reordering window ends; 0: none */
+    struct rdp_rtt rtt;
+
+    /* receive side */
+    struct rdp_buf **rx;
+    uint32_t rxcap, rxmask;
+    uint32_t rcv_nxt;
+    uint32_t rx_held;
+    uint32_t rx_high; /* one past the highest sequence held in the ring */
+    uint8_t *asm_buf;
+    size_t asm_cap, asm_len;
+    uint32_t asm_msg_len;
+    bool asm_active;
+    unsigned ack_pending; /* data packets not yet acknowledged */
+    bool ack_now;         /* send an ACK at the end of this round */
+    uint64_t ack_at;      /* delayed ACK deadline; 0: none */
+    uint64_t rst_sent_ns;
+
+    bool dirty; /* on the endpoint's list of peers to look at after a round */
+    struct rdp_peer_stats st;
+};
+
+struct rdp {
+    int fd;
+    int family;
+    struct rdp_config cfg;
+    struct rdp_callbacks cb;
+    uint64_t incarnation;
+    uint32_t max_dgram; /* largest datagram we send or accept */
+    uint32_t payload;   /* DATA payload per packet */
+    struct rdp_pool pool;
+
+    struct rdp_peer **peers; /* indexed by node id */
+    uint32_t npeers_slots;
+    uint32_t *active; /* node ids present, for iteration */
+    uint32_t nactive, active_cap;
+
+    struct rdp_injector inj;
+
+    /* transmit batch */
+    struct mmsghdr txm[RDP_TX_BATCH];
+    struct iovec txiov[RDP_TX_BATCH];
+    struct rdp_buf *txbuf[RDP_TX_BATCH];
+    bool tx_reorder[RDP_TX_BATCH];
+    unsigned ntx;
+    bool tx_error; /* a send failed with an ICMP-reported error: read the error queue */
+
+    /* receive batch */
+    struct mmsghdr rxm[RDP_RX_BATCH];
+    struct iovec rxiov[RDP_RX_BATCH];
+    struct rdp_buf *rxbuf[RDP_RX_BATCH];
+    struct sockaddr_storage rxaddr[RDP_RX_BATCH];
+
+    uint8_t *scratch; /* RDP_MAX_MSG bytes: reassembles undeliverable messages */
+    bool in_process;
+    struct rdp_peer **dirty;
+    uint32_t ndirty;
+    uint64_t now; /* time of the current round */
+    struct rdp_stats st;
+};
+
+/* endpoint.c */
+struct rdp_peer *rdp_peer_get(const rdp_t *ep, uint32_t node);
+void rdp_mark_dirty(rdp_t *ep, struct rdp_peer *p);
+bool rdp_addr_equal(const struct sockaddr_storage *a, const struct sockaddr *b);
+void rdp_count_drop(rdp_t *ep, struct rdp_peer *p, enum rdp_drop_reason why);
+
+/* io.c */
+int rdp_io_socket(rdp_t *ep);
+void rdp_io_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b);
+void rdp_io_flush(rdp_t *ep);
+int rdp_io_receive(rdp_t *ep);
+void rdp_io_errqueue(rdp_t *ep);
+/* Sign a packet (header already encoded, b->len = header + payload) and queue it. */
+void rdp_io_sign_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b);
+
+/* conn.c */
+void rdp_conn_open(rdp_t *ep, struct rdp_peer *p);
+void rdp_conn_lost(rdp_t *ep, struct rdp_peer *p, enum rdp_lost_reason why);
+void rdp_conn_free(rdp_t *ep, struct rdp_peer *p);
+void rdp_handle_packet(rdp_t *ep, struct rdp_buf **bufp, const struct sockaddr *from);
+void rdp_send_ctl(rdp_t *ep, struct rdp_peer *p, uint8_t type);
+
+/* send.c */
+int rdp_sendq_init(rdp_t *ep, struct rdp_peer *p);
+void rdp_sendq_reset(rdp_t *ep, struct rdp_peer *p, uint32_t iseq);
+struct rdp_buf *rdp_sendq_detach(struct rdp_peer *p);
+void rdp_try_transmit(rdp_t *ep, struct rdp_peer *p);
+void rdp_handle_ack(rdp_t *ep, struct rdp_peer *p, uint32_t ack, uint32_t wnd, const uint8_t *sack,
+                    size_t sack_len);
+void rdp_on_rto(rdp_t *ep, struct rdp_peer *p);
+uint32_t rdp_inflight(const struct rdp_peer *p);
+void rdp_detect_losses(rdp_t *ep, struct rdp_peer *p);
+
+/* recv.c */
+int rdp_recvq_init(rdp_t *ep, struct rdp_peer *p);
+void rdp_recvq_reset(rdp_t *ep, struct rdp_peer *p, uint32_t iseq);
+void rdp_handle_data(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, struct rdp_buf **bufp);
+void rdp_ack_sent(struct rdp_peer *p);
+void rdp_flush_ack(rdp_t *ep, struct rdp_peer *p);
+size_t rdp_sack_build(const struct rdp_peer *p, uint8_t *out, size_t max);
+uint32_t rdp_rcv_wnd(const struct rdp_peer *p);
+
+#endif

@@ -1,0 +1,52 @@
+/*
+ * pool.c - the packet buffer free list (see pool.h).
+ */
+#include "pool.h"
+
+#include <stdlib.h>
+
+void rdp_pool_init(struct rdp_pool *p, size_t bufsize)
+{
+    p->bufsize = bufsize;
+    p->free = NULL;
+    p->total = p->nfree = 0;
+}
+
+void rdp_pool_destroy(struct rdp_pool *p)
+{
+    while (p->free) {
+        struct rdp_buf *b = p->free;
+        p->free = b->next;
+        free(b);
+    }
+    p->total = p->nfree = 0;
+}
+
+struct rdp_buf *rdp_pool_get(struct rdp_pool *p)
+{
+    struct rdp_buf *b = p->free;
+    if (b) {
+        p->free = b->next;
+        p->nfree--;
+    } else {
+        b = malloc(sizeof *b + p->bufsize);
+        if (!b) return NULL;
+        p->total++;
+    }
+    b->next = NULL;
+    b->len = 0;
+    b->in_tx = b->release = false;
+    return b;
+}
+
+void rdp_pool_put(struct rdp_pool *p, struct rdp_buf *b)
+{
+    if (!b) return;
+    if (b->in_tx) {
+        b->release = true;
+        return;
+    }
+    b->next = p->free;
+    p->free = b;
+    p->nfree++;
+}

@@ -1,0 +1,200 @@
+/*
+ * recv.c - the receive side of an RDP connection: in-order delivery through a reorder ring,
+ * reassembly of fragmented messages, and acknowledgements.
+ *
+ * A packet at rcv_nxt is delivered at once (a single-packet message straight from the
+ * receive buffer, without a copy); one further ahead, within the window, waits in the ring
+ * until the gap before it is filled. ACKs: the cumulative ACK rides on every DATA we send;
+ * an ACK packet with a SACK bitmap goes out at the end of the round whenever something
+ * arrived out of order or twice, or two packets are unacknowledged; a lone packet is
+ * acknowledged after ack_delay_us unless a reply carries the ACK first.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t pow2_at_most(uint64_t v)
+{
+    uint32_t c = 16;
+    while ((uint64_t)c * 2 <= v && c < (1u << 20)) c <<= 1;
+    return c;
+}
+
+int rdp_recvq_init(rdp_t *ep, struct rdp_peer *p)
+{
+    uint32_t cap = pow2_at_most(ep->cfg.rcvbuf / ep->payload);
+    /* the SACK bitmap of a full window must fit in one ACK */
+    while (cap > 16 && cap / 8 > ep->max_dgram - RDP_OVERHEAD) cap >>= 1;
+    p->rxcap = cap;
+    p->rxmask = cap - 1;
+    p->rx = calloc(cap, sizeof *p->rx);
+    return p->rx ? 0 : -1;
+}
+
+void rdp_recvq_reset(rdp_t *ep, struct rdp_peer *p, uint32_t iseq)
+{
+    for (uint32_t i = 0; i < p->rxcap && p->rx_held; i++) {
+        if (p->rx[i]) {
+            rdp_pool_put(&ep->pool, p->rx[i]);
+            p->rx[i] = NULL;
+            p->rx_held--;
+        }
+    }
+    p->rx_held = 0;
+    p->rcv_nxt = p->rx_high = iseq;
+    p->asm_active = false;
+    p->asm_len = 0;
+    p->ack_pending = 0;
+    p->ack_now = false;
+    p->ack_at = 0;
+}
+
+uint32_t rdp_rcv_wnd(const struct rdp_peer *p)
+{
+    return p->rxcap;
+}
+
+void rdp_ack_sent(struct rdp_peer *p)
+{
+    p->ack_pending = 0;
+    p->ack_at = 0;
+    /* an ACK without SACK information leaves a gap unreported */
+    p->ack_now = p->rx_held > 0 && p->ack_now;
+}
+
+size_t rdp_sack_build(const struct rdp_peer *p, uint8_t *out, size_t max)
+{
+    if (!p->rx_held) return 0;
+    uint32_t bits = p->rx_high - p->rcv_nxt - 1;
+    size_t bytes = (bits + 7) / 8;
+    if (bytes > max) bytes = max;
+    memset(out, 0, bytes);
+    for (uint32_t i = 0; i < bytes * 8; i++)
+        if (p->rx[(p->rcv_nxt + 1 + i) & p->rxmask]) out[i / 8] |= (uint8_t)(1u << (i % 8));
+    return bytes;
+}
+
+static bool grow_asm(struct rdp_peer *p, size_t need)
+{
+    if (p->asm_cap >= need) return true;
+    size_t cap = p->asm_cap ? p->asm_cap : 65536;
+    while (cap < need) cap *= 2;
+    uint8_t *n = realloc(p->asm_buf, cap);
+    if (!n) return false;
+    p->asm_buf = n;
+    p->asm_cap = cap;
+    return true;
+}
+
+static void deliver_msg(rdp_t *ep, struct rdp_peer *p, const uint8_t *msg, size_t len)
+{
+    p->st.msgs_recv++;
+    p->st.bytes_recv += len;
+    if (ep->cb.recv) ep->cb.recv(ep->cb.ctx, p->node, msg, len);
+}
+
+/* One in-order packet (rcv_nxt already advanced past it). The fields were validated by
+ * the decoder; a fragment that does not continue the message being assembled means a
+ * broken peer: the partial message is dropped and counted, the stream goes on. */
+static void consume(rdp_t *ep, struct rdp_peer *p, const uint8_t *pkt)
+{
+    uint16_t flags = rdp_get16(pkt + 2);
+    uint32_t msg_len = rdp_get32(pkt + 40);
+    uint16_t len = rdp_get16(pkt + 44);
+    const uint8_t *data = pkt + RDP_HDR_LEN;
+
+    if (flags & RDP_F_FIRST) {
+        if (p->asm_active) rdp_count_drop(ep, p, RDP_DROP_MALFORMED);
+        p->asm_active = false;
+        if (flags & RDP_F_LAST) {
+            deliver_msg(ep, p, data, len);
+            return;
+        }
+        if (!grow_asm(p, msg_len)) {
+            rdp_count_drop(ep, p, RDP_DROP_NOBUF);
+            return;
+        }
+        p->asm_active = true;
+        p->asm_msg_len = msg_len;
+        p->asm_len = 0;
+    } else if (!p->asm_active || msg_len != p->asm_msg_len) {
+        rdp_count_drop(ep, p, RDP_DROP_MALFORMED);
+        p->asm_active = false;
+        return;
+    }
+    if (p->asm_len + len > p->asm_msg_len ||
+        (!(flags & RDP_F_LAST) && p->asm_len + len == p->asm_msg_len)) {
+        rdp_count_drop(ep, p, RDP_DROP_MALFORMED);
+        p->asm_active = false;
+        return;
+    }
+    memcpy(p->asm_buf + p->asm_len, data, len);
+    p->asm_len += len;
+    if (flags & RDP_F_LAST) {
+        p->asm_active = false;
+        if (p->asm_len != p->asm_msg_len) {
+            rdp_count_drop(ep, p, RDP_DROP_MALFORMED);
+            return;
+        }
+        deliver_msg(ep, p, p->asm_buf, p->asm_len);
+    }
+}
+
+void rdp_handle_data(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, struct rdp_buf **bufp)
+{
+    uint32_t off = h->seq - p->rcv_nxt;
+    if (seq_lt(h->seq, p->rcv_nxt)) {
+        rdp_count_drop(ep, p, RDP_DROP_DUPLICATE);
+        p->ack_now = true; /* our ACK was probably lost */
+        return;
+    }
+    if (off >= p->rxcap) {
+        rdp_count_drop(ep, p, RDP_DROP_WINDOW);
+        p->ack_now = true;
+        return;
+    }
+    if (off > 0) {
+        struct rdp_buf **s = &p->rx[h->seq & p->rxmask];
+        if (*s) {
+            rdp_count_drop(ep, p, RDP_DROP_DUPLICATE);
+        } else {
+            *s = *bufp; /* keep it until the gap is filled */
+            *bufp = NULL;
+            p->rx_held++;
+            if (seq_ge(h->seq, p->rx_high)) p->rx_high = h->seq + 1;
+        }
+        p->ack_now = true;
+        return;
+    }
+    bool gap_filled = p->rx_held > 0;
+    p->rcv_nxt++;
+    p->ack_pending++;
+    consume(ep, p, (*bufp)->data);
+    /* the callback may have run anything but rdp_close; our state is still ours */
+    while (p->rx_held && p->state == RDP_ESTABLISHED) {
+        struct rdp_buf **s = &p->rx[p->rcv_nxt & p->rxmask];
+        if (!*s) break;
+        struct rdp_buf *b = *s;
+        *s = NULL;
+        p->rx_held--;
+        p->rcv_nxt++;
+        p->ack_pending++;
+        consume(ep, p, b->data);
+        rdp_pool_put(&ep->pool, b);
+    }
+    if (!p->rx_held) p->rx_high = p->rcv_nxt;
+    if (gap_filled) p->ack_now = true;
+}
+
+/* End of a round: acknowledge now, or arm the delayed ACK. */
+void rdp_flush_ack(rdp_t *ep, struct rdp_peer *p)
+{
+    if (p->state != RDP_ESTABLISHED) return;
+    if (p->ack_now || p->ack_pending >= 2) {
+        rdp_send_ctl(ep, p, RDP_T_ACK);
+        p->ack_now = false;
+    } else if (p->ack_pending && !p->ack_at) {
+        p->ack_at = ep->now + (uint64_t)ep->cfg.ack_delay_us * 1000;
+    }
+}

@@ -1,0 +1,380 @@
+/*
+ * send.c - the send side of an RDP connection: messages are cut into packets when queued,
+ * transmitted as window allows, and retransmitted until acknowledged.
+ *
+ *  - Flow control: at most the receiver's advertised window beyond snd_una; at most sndbuf
+ *    bytes queued (a full queue gives EAGAIN, and can_send once it has drained to half).
+ *  - Congestion control: a packet window (cwnd) that grows per acknowledged packet (slow
+ *    start, then one per window), shrinks to 70% once per loss episode and falls to
+ *    RDP_MIN_CWND on a timeout, so that a burst does not overrun the receiver's socket buffer.
+ *  - Loss recovery: SACK bitmaps mark packets received out of order; a packet is resent at
+ *    once when one sent after it has been delivered (time-based, see detect_losses; no
+ *    go-back-N). The retransmission timer (RTO from measured RTT, doubled on each
+ *    expiry) resends what is outstanding; max_retrans+1 expiries in a row without any
+ *    progress (no new packet acknowledged) mean the peer is lost.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void transmit(rdp_t *ep, struct rdp_peer *p, uint32_t seq);
+
+static uint32_t pow2_at_least(uint64_t v)
+{
+    uint32_t c = 16;
+    while (c < v && c < (1u << 30)) c <<= 1;
+    return c;
+}
+
+int rdp_sendq_init(rdp_t *ep, struct rdp_peer *p)
+{
+    /* room for sndbuf worth of packets plus one message of maximum size */
+    uint64_t pkts = ep->cfg.sndbuf / ep->payload + RDP_MAX_MSG / ep->payload + 2;
+    p->txcap = pow2_at_least(pkts);
+    p->txmask = p->txcap - 1;
+    p->tx = calloc(p->txcap, sizeof *p->tx);
+    return p->tx ? 0 : -1;
+}
+
+static struct rdp_txslot *slot(struct rdp_peer *p, uint32_t seq)
+{
+    return &p->tx[seq & p->txmask];
+}
+
+void rdp_sendq_reset(rdp_t *ep, struct rdp_peer *p, uint32_t iseq)
+{
+    (void)ep;
+    p->snd_rel = p->snd_una = p->snd_tx = p->snd_nxt = iseq;
+    p->nsacked = 0;
+    p->queued = 0;
+    p->cwnd = RDP_INIT_CWND;
+    p->ssthresh = p->txcap;
+    p->cwnd_acc = 0;
+    p->peer_wnd = RDP_INIT_CWND;
+    p->in_recovery = false;
+    p->rto_at = 0;
+    p->rack_ns = p->rack_at = 0;
+    p->rack_seq = iseq;
+    p->probed = false;
+}
+
+/* Unlink every queued packet, oldest first, as a chain through buf->next. */
+struct rdp_buf *rdp_sendq_detach(struct rdp_peer *p)
+{
+    struct rdp_buf *head = NULL, **tail = &head;
+    for (uint32_t s = p->snd_rel; s != p->snd_nxt; s++) {
+        struct rdp_txslot *t = slot(p, s);
+        if (!t->buf) continue;
+        *tail = t->buf;
+        tail = &t->buf->next;
+        t->buf->next = NULL;
+        memset(t, 0, sizeof *t);
+    }
+    p->snd_rel = p->snd_una = p->snd_tx = p->snd_nxt;
+    p->nsacked = 0;
+    p->queued = 0;
+    p->rto_at = 0;
+    return head;
+}
+
+uint32_t rdp_inflight(const struct rdp_peer *p)
+{
+    return p->snd_tx - p->snd_una - p->nsacked;
+}
+
+/* The retransmission timer first fires as a tail-loss probe after about two RTTs (and no
+ * later than the RTO), then as the RTO itself. */
+static void arm_rto(rdp_t *ep, struct rdp_peer *p)
+{
+    uint64_t rto = (uint64_t)p->rtt.rto_us * 1000;
+    if (!p->probed && p->rtt.sampled) {
+        uint64_t pto = 2ull * p->rtt.srtt_us * 1000 + 2ull * ep->cfg.ack_delay_us * 1000;
+        if (pto < 200000) pto = 200000;
+        if (pto < rto) rto = pto;
+    }
+    p->rto_at = ep->now + rto;
+}
+
+/* Resend the newest outstanding packet so that its ACK tells what is missing. */
+static bool probe(rdp_t *ep, struct rdp_peer *p)
+{
+    p->probed = true;
+    for (uint32_t s = p->snd_tx - 1; s != p->snd_una - 1; s--)
+        if (!slot(p, s)->sacked) {
+            transmit(ep, p, s);
+            return true;
+        }
+    return false;
+}
+
+static void transmit(rdp_t *ep, struct rdp_peer *p, uint32_t seq)
+{
+    struct rdp_txslot *t = slot(p, seq);
+    struct rdp_buf *b = t->buf;
+    if (b->in_tx) return; /* already in this round's batch */
+    if (t->sends) {
+        p->st.retransmits++;
+        ep->st.retransmits++;
+    }
+    t->sends++;
+    t->sent_ns = ep->now;
+    uint16_t plen = rdp_get16(b->data + 44);
+    b->len = RDP_HDR_LEN + plen;
+    rdp_put32(b->data + 16, p->peer_conn);
+    rdp_hdr_patch(b->data, p->rcv_nxt, rdp_rcv_wnd(p), 0);
+    rdp_ack_sent(p); /* the cumulative ACK rides along */
+    rdp_io_sign_queue(ep, p, b);
+}
+
+void rdp_try_transmit(rdp_t *ep, struct rdp_peer *p)
+{
+    if (p->state != RDP_ESTABLISHED) return;
+    uint32_t wnd = p->peer_wnd < p->txcap ? p->peer_wnd : p->txcap;
+    while (p->snd_tx != p->snd_nxt && p->snd_tx - p->snd_una < wnd && rdp_inflight(p) < p->cwnd) {
+        transmit(ep, p, p->snd_tx);
+        p->snd_tx++;
+        if (!p->rto_at) arm_rto(ep, p);
+    }
+}
+
+int rdp_send(rdp_t *ep, uint32_t node, const void *msg, size_t len)
+{
+    if (len > RDP_MAX_MSG || len == 0) {
+        errno = len ? EMSGSIZE : EINVAL;
+        return -1;
+    }
+    struct rdp_peer *p = rdp_peer_get(ep, node);
+    if (!p) {
+        errno = EHOSTUNREACH;
+        return -1;
+    }
+    uint32_t nfrag = (uint32_t)((len + ep->payload - 1) / ep->payload);
+    if ((p->queued && p->queued + len > ep->cfg.sndbuf) ||
+        p->snd_nxt + nfrag - p->snd_rel > p->txcap) {
+        p->want_can_send = true;
+        errno = EAGAIN;
+        return -1;
+    }
+    if (!ep->in_process) ep->now = rdp_now_ns();
+    if (p->state == RDP_CLOSED) rdp_conn_open(ep, p);
+
+    const uint8_t *src = msg;
+    uint32_t last = p->snd_nxt + nfrag - 1;
+    for (uint32_t i = 0; i < nfrag; i++) {
+        struct rdp_buf *b = rdp_pool_get(&ep->pool);
+        if (!b) {
+            /* out of memory midway: unqueue the fragments of this message */
+            while (p->snd_nxt != last - nfrag + 1) {
+                struct rdp_txslot *t = slot(p, --p->snd_nxt);
+                rdp_pool_put(&ep->pool, t->buf);
+                memset(t, 0, sizeof *t);
+            }
+            errno = ENOMEM;
+            return -1;
+        }
+        size_t off = (size_t)i * ep->payload;
+        size_t n = len - off < ep->payload ? len - off : ep->payload;
+        struct rdp_hdr h = {
+            .version = RDP_VERSION,
+            .type = RDP_T_DATA,
+            .flags = (i == 0 ? RDP_F_FIRST : 0) | (i == nfrag - 1 ? RDP_F_LAST : 0),
+            .src_node = ep->cfg.node_id,
+            .dst_node = node,
+            .src_conn = p->my_conn,
+            .seq = p->snd_nxt,
+            .msg_len = (uint32_t)len,
+            .len = (uint16_t)n,
+        };
+        rdp_hdr_encode(b->data, &h);
+        memcpy(b->data + RDP_HDR_LEN, src + off, n);
+        b->len = RDP_HDR_LEN + n;
+        struct rdp_txslot *t = slot(p, p->snd_nxt++);
+        *t = (struct rdp_txslot){.buf = b, .msg_last = last};
+    }
+    p->queued += len;
+    p->st.msgs_sent++;
+    p->st.bytes_sent += len;
+    rdp_try_transmit(ep, p);
+    if (!ep->in_process) rdp_io_flush(ep);
+    return 0;
+}
+
+/* Free the messages whose every fragment is acknowledged. */
+static void release_acked(rdp_t *ep, struct rdp_peer *p)
+{
+    while (p->snd_rel != p->snd_una) {
+        uint32_t last = slot(p, p->snd_rel)->msg_last;
+        if (!seq_lt(last, p->snd_una)) break;
+        for (uint32_t s = p->snd_rel; s != last + 1; s++) {
+            struct rdp_txslot *t = slot(p, s);
+            p->queued -= rdp_get16(t->buf->data + 44);
+            rdp_pool_put(&ep->pool, t->buf);
+            memset(t, 0, sizeof *t);
+        }
+        p->snd_rel = last + 1;
+    }
+}
+
+static void rtt_sample(rdp_t *ep, struct rdp_peer *p, const struct rdp_txslot *t)
+{
+    if (t->sends == 1 && t->sent_ns && ep->now > t->sent_ns)
+        rdp_rtt_sample(&p->rtt, (uint32_t)((ep->now - t->sent_ns) / 1000));
+}
+
+static void grow_cwnd(struct rdp_peer *p, uint32_t acked)
+{
+    if (p->in_recovery) return;
+    if (p->cwnd < p->ssthresh) {
+        p->cwnd += acked;
+    } else {
+        p->cwnd_acc += acked;
+        while (p->cwnd_acc >= p->cwnd) {
+            p->cwnd_acc -= p->cwnd;
+            p->cwnd++;
+        }
+    }
+    if (p->cwnd > p->txcap) p->cwnd = p->txcap;
+}
+
+static void enter_recovery(struct rdp_peer *p)
+{
+    if (p->in_recovery) return;
+    uint32_t reduced = p->cwnd * 7 / 10; /* CUBIC's factor: gentler than halving */
+    p->ssthresh = reduced > RDP_MIN_CWND ? reduced : RDP_MIN_CWND;
+    p->cwnd = p->ssthresh;
+    p->in_recovery = true;
+    p->recover = p->snd_tx;
+}
+
+/* Time-based loss detection (the idea of RACK, RFC 8985): a packet is lost when a packet
+ * sent after it has been delivered and it has itself waited an RTT plus a reordering window
+ * (a quarter RTT) since it was sent. Works for any number of packets in flight, unlike a
+ * duplicate-ACK threshold; a resent packet is judged by its new send time. Packets sent in
+ * one round share a timestamp and are ordered by sequence number. */
+static bool sent_before(const struct rdp_txslot *t, uint32_t s, const struct rdp_peer *p)
+{
+    return t->sent_ns < p->rack_ns || (t->sent_ns == p->rack_ns && seq_lt(s, p->rack_seq));
+}
+
+void rdp_detect_losses(rdp_t *ep, struct rdp_peer *p)
+{
+    p->rack_at = 0;
+    if (p->state != RDP_ESTABLISHED || !p->rack_ns) return;
+    uint64_t srtt = (uint64_t)(p->rtt.sampled ? p->rtt.srtt_us : p->rtt.rto_us) * 1000;
+    uint64_t reo = srtt / 4 > 20000 ? srtt / 4 : 20000;
+    for (uint32_t s = p->snd_una; s != p->snd_tx; s++) {
+        struct rdp_txslot *t = slot(p, s);
+        if (!sent_before(t, s, p)) {
+            if (t->sends == 1) break; /* first sends go in sequence order: the rest is newer */
+            continue;
+        }
+        if (t->sacked) continue;
+        uint64_t due = t->sent_ns + srtt + reo;
+        if (due <= ep->now) {
+            enter_recovery(p);
+            transmit(ep, p, s);
+        } else if (!p->rack_at || due < p->rack_at) {
+            p->rack_at = due;
+        }
+    }
+}
+
+static void delivered(struct rdp_peer *p, const struct rdp_txslot *t, uint32_t s)
+{
+    if (t->sent_ns > p->rack_ns || (t->sent_ns == p->rack_ns && seq_gt(s, p->rack_seq))) {
+        p->rack_ns = t->sent_ns;
+        p->rack_seq = s;
+    }
+}
+
+void rdp_handle_ack(rdp_t *ep, struct rdp_peer *p, uint32_t ack, uint32_t wnd, const uint8_t *sack,
+                    size_t sack_len)
+{
+    if (seq_gt(ack, p->snd_tx) || seq_lt(ack, p->snd_una)) return; /* nothing we can use */
+    p->peer_wnd = wnd;
+    uint32_t acked = 0;
+    for (; p->snd_una != ack; p->snd_una++) {
+        struct rdp_txslot *t = slot(p, p->snd_una);
+        if (t->sacked) {
+            p->nsacked--;
+        } else {
+            acked++;
+            delivered(p, t, p->snd_una);
+            if (p->snd_una + 1 == ack) rtt_sample(ep, p, t);
+        }
+    }
+    for (size_t i = 0; i < sack_len * 8; i++) {
+        if (!(sack[i / 8] >> (i % 8) & 1)) continue;
+        uint32_t s = ack + 1 + (uint32_t)i;
+        if (!seq_lt(s, p->snd_tx)) break;
+        struct rdp_txslot *t = slot(p, s);
+        if (t->sacked) continue;
+        t->sacked = true;
+        p->nsacked++;
+        acked++;
+        delivered(p, t, s);
+        rtt_sample(ep, p, t);
+    }
+    if (p->in_recovery && seq_ge(p->snd_una, p->recover)) p->in_recovery = false;
+    if (acked) {
+        p->rto_fails = 0;
+        p->probed = false;
+        rdp_rtt_reset_backoff(&p->rtt);
+        grow_cwnd(p, acked);
+    }
+    if (acked && p->snd_una != p->snd_tx) rdp_detect_losses(ep, p);
+    release_acked(ep, p);
+    if (p->snd_una == p->snd_tx)
+        p->rto_at = 0;
+    else if (acked)
+        arm_rto(ep, p);
+    rdp_try_transmit(ep, p);
+    if (p->want_can_send && p->queued <= ep->cfg.sndbuf / 2) {
+        p->want_can_send = false;
+        if (ep->cb.can_send) ep->cb.can_send(ep->cb.ctx, p->node);
+    }
+}
+
+void rdp_on_rto(rdp_t *ep, struct rdp_peer *p)
+{
+    p->rto_at = 0;
+    if (p->state == RDP_ESTABLISHED && !p->probed && p->rtt.sampled && p->snd_una != p->snd_tx &&
+        probe(ep, p)) {
+        arm_rto(ep, p);
+        return;
+    }
+    p->st.timeouts++;
+    if (++p->rto_fails > ep->cfg.max_retrans) {
+        rdp_conn_lost(ep, p, RDP_LOST_TIMEOUT);
+        return;
+    }
+    if (p->state == RDP_SYN_SENT) {
+        rdp_rtt_backoff(&p->rtt);
+        p->st.retransmits++;
+        ep->st.retransmits++;
+        rdp_send_ctl(ep, p, RDP_T_SYN);
+        p->syn_sends++;
+        arm_rto(ep, p);
+        return;
+    }
+    if (p->state != RDP_ESTABLISHED || p->snd_una == p->snd_tx) return;
+    uint32_t first = p->snd_una;
+    while (first != p->snd_tx && slot(p, first)->sacked) first++;
+    /* resend what has waited a whole timeout, at most a window's worth */
+    uint64_t rto_ns = (uint64_t)p->rtt.rto_us * 1000;
+    uint32_t budget = p->cwnd;
+    for (uint32_t s = first; s != p->snd_tx && budget; s++) {
+        struct rdp_txslot *t = slot(p, s);
+        if (t->sacked || (s != first && ep->now - t->sent_ns < rto_ns)) continue;
+        transmit(ep, p, s);
+        budget--;
+    }
+    uint32_t half = p->cwnd / 2;
+    p->ssthresh = half > RDP_MIN_CWND ? half : RDP_MIN_CWND;
+    p->cwnd = RDP_MIN_CWND;
+    p->in_recovery = false;
+    rdp_rtt_backoff(&p->rtt);
+    arm_rto(ep, p);
+}

@@ -1,0 +1,259 @@
+/*
+ * test_rdp_wire.c - unit tests for RDP's pure parts: header encode/decode and every kind of
+ * malformed header, sequence arithmetic across wrap-around, the replay window, the MAC, the
+ * RTT estimator and the fault specification parser.
+ */
+#include "../../rdp/auth.h"
+#include "../../rdp/rtt.h"
+#include "../../rdp/seq.h"
+#include "../../rdp/wire.h"
+#include "unit.h"
+
+#include <sodium.h>
+#include <string.h>
+
+static struct rdp_hdr data_hdr(void)
+{
+    struct rdp_hdr h = {.version = RDP_VERSION,
+                        .type = RDP_T_DATA,
+                        .flags = RDP_F_FIRST | RDP_F_LAST,
+                        .src_node = 3,
+                        .dst_node = 7,
+                        .src_conn = 0x11223344,
+                        .dst_conn = 0x55667788,
+                        .seq = 0xfffffffe,
+                        .ack = 5,
+                        .wnd = 64,
+                        .pn = 0x0102030405060708ull,
+                        .msg_len = 10,
+                        .len = 10};
+    return h;
+}
+
+static size_t encode(uint8_t *buf, const struct rdp_hdr *h)
+{
+    rdp_hdr_encode(buf, h);
+    memset(buf + RDP_HDR_LEN, 0xab, h->len);
+    return RDP_OVERHEAD + h->len;
+}
+
+static enum rdp_drop_reason decode_fails(const uint8_t *buf, size_t n)
+{
+    struct rdp_hdr h;
+    enum rdp_drop_reason why = RDP_DROP__COUNT;
+    CU_ASSERT_FALSE(rdp_hdr_decode(buf, n, &h, &why));
+    return why;
+}
+
+static void test_roundtrip(void)
+{
+    uint8_t buf[256];
+    struct rdp_hdr h = data_hdr(), d;
+    enum rdp_drop_reason why;
+    size_t n = encode(buf, &h);
+    CU_ASSERT_EQUAL(buf[0], RDP_VERSION);
+    CU_ASSERT_EQUAL(rdp_get32(buf + 4), 3); /* network byte order */
+    CU_ASSERT_TRUE_FATAL(rdp_hdr_decode(buf, n, &d, &why));
+    CU_ASSERT_EQUAL(d.type, RDP_T_DATA);
+    CU_ASSERT_EQUAL(d.src_conn, 0x11223344u);
+    CU_ASSERT_EQUAL(d.dst_conn, 0x55667788u);
+    CU_ASSERT_EQUAL(d.seq, 0xfffffffeu);
+    CU_ASSERT_EQUAL(d.pn, 0x0102030405060708ull);
+    CU_ASSERT_EQUAL(d.msg_len, 10);
+    CU_ASSERT_EQUAL(d.len, 10);
+
+    rdp_hdr_patch(buf, 99, 17, 42);
+    CU_ASSERT_TRUE(rdp_hdr_decode(buf, n, &d, &why));
+    CU_ASSERT_EQUAL(d.ack, 99);
+    CU_ASSERT_EQUAL(d.wnd, 17);
+    CU_ASSERT_EQUAL(d.pn, 42);
+
+    struct rdp_hs hs = {.incarnation = 0xdeadbeefcafef00dull, .max_payload = 1416}, hs2;
+    h.type = RDP_T_SYN;
+    h.flags = 0;
+    h.msg_len = 0;
+    h.dst_conn = 0;
+    h.len = RDP_HS_LEN;
+    rdp_hdr_encode(buf, &h);
+    rdp_hs_encode(buf + RDP_HDR_LEN, &hs);
+    CU_ASSERT_TRUE(rdp_hdr_decode(buf, RDP_OVERHEAD + RDP_HS_LEN, &d, &why));
+    rdp_hs_decode(buf + RDP_HDR_LEN, &hs2);
+    CU_ASSERT_EQUAL(hs2.incarnation, hs.incarnation);
+    CU_ASSERT_EQUAL(hs2.max_payload, 1416);
+}
+
+static void test_malformed(void)
+{
+    uint8_t buf[256];
+    struct rdp_hdr h = data_hdr();
+    size_t n = encode(buf, &h);
+
+    for (size_t k = 0; k < RDP_OVERHEAD; k++) CU_ASSERT_EQUAL(decode_fails(buf, k), RDP_DROP_SHORT);
+    CU_ASSERT_EQUAL(decode_fails(buf, n - 1), RDP_DROP_MALFORMED); /* length field disagrees */
+    CU_ASSERT_EQUAL(decode_fails(buf, RDP_MAX_DGRAM + 1), RDP_DROP_MALFORMED);
+
+    struct rdp_hdr bad;
+#define EXPECT(field_change, reason)                                                               \
+    do {                                                                                           \
+        bad = data_hdr();                                                                          \
+        field_change;                                                                              \
+        n = encode(buf, &bad);                                                                     \
+        CU_ASSERT_EQUAL(decode_fails(buf, n), reason);                                             \
+    } while (0)
+    EXPECT(bad.version = 2, RDP_DROP_VERSION);
+    EXPECT(bad.version = 0, RDP_DROP_VERSION);
+    EXPECT(bad.type = 0, RDP_DROP_MALFORMED);
+    EXPECT(bad.type = RDP_T__MAX, RDP_DROP_MALFORMED);
+    EXPECT(bad.type = 200, RDP_DROP_MALFORMED);
+    EXPECT(bad.flags = 0x4, RDP_DROP_MALFORMED);
+    EXPECT(bad.src_conn = 0, RDP_DROP_MALFORMED);
+    EXPECT(bad.dst_conn = 0, RDP_DROP_MALFORMED);
+    EXPECT(bad.src_node = RDP_MAX_NODES, RDP_DROP_MALFORMED);
+    EXPECT(bad.dst_node = 0xffffffff, RDP_DROP_MALFORMED);
+    EXPECT(bad.msg_len = 0, RDP_DROP_MALFORMED);
+    EXPECT(bad.msg_len = RDP_MAX_MSG + 1, RDP_DROP_MALFORMED);
+    EXPECT(bad.msg_len = 5, RDP_DROP_MALFORMED);  /* fragment longer than message */
+    EXPECT(bad.msg_len = 20, RDP_DROP_MALFORMED); /* FIRST|LAST but not whole */
+    EXPECT((bad.len = 0, bad.msg_len = 0), RDP_DROP_MALFORMED);
+    EXPECT((bad.type = RDP_T_ACK, bad.flags = 1), RDP_DROP_MALFORMED);
+    EXPECT((bad.type = RDP_T_ACK, bad.flags = 0), RDP_DROP_MALFORMED); /* msg_len set */
+    EXPECT((bad.type = RDP_T_SYN, bad.flags = 0, bad.msg_len = 0), RDP_DROP_MALFORMED); /* len */
+    EXPECT((bad.type = RDP_T_SYN, bad.flags = 0, bad.msg_len = 0, bad.len = RDP_HS_LEN),
+           RDP_DROP_MALFORMED); /* SYN with a dst_conn */
+    EXPECT((bad.type = RDP_T_RST, bad.flags = 0, bad.msg_len = 0, bad.len = 3), RDP_DROP_MALFORMED);
+#undef EXPECT
+    /* reserved bytes must be zero */
+    h = data_hdr();
+    n = encode(buf, &h);
+    buf[47] = 1;
+    CU_ASSERT_EQUAL(decode_fails(buf, n), RDP_DROP_MALFORMED);
+
+    /* an ACK with a SACK bitmap is fine */
+    h = data_hdr();
+    h.type = RDP_T_ACK;
+    h.flags = 0;
+    h.msg_len = 0;
+    h.len = 3;
+    n = encode(buf, &h);
+    struct rdp_hdr d;
+    enum rdp_drop_reason why;
+    CU_ASSERT_TRUE(rdp_hdr_decode(buf, n, &d, &why));
+}
+
+static void test_seq_wrap(void)
+{
+    CU_ASSERT_TRUE(seq_lt(0xfffffff0u, 0x10u));
+    CU_ASSERT_TRUE(seq_gt(0x10u, 0xfffffff0u));
+    CU_ASSERT_TRUE(seq_le(5, 5));
+    CU_ASSERT_TRUE(seq_ge(5, 5));
+    CU_ASSERT_FALSE(seq_lt(5, 5));
+    CU_ASSERT_TRUE(seq_lt(0x7ffffffeu, 0x7fffffffu));
+    CU_ASSERT_TRUE(seq_lt(0xffffffffu, 0));
+    CU_ASSERT_TRUE(seq_in(0, 0xfffffffeu, 2));
+    CU_ASSERT_TRUE(seq_in(0xffffffffu, 0xfffffffeu, 2));
+    CU_ASSERT_FALSE(seq_in(2, 0xfffffffeu, 2));
+    CU_ASSERT_FALSE(seq_in(0xfffffffdu, 0xfffffffeu, 2));
+    uint32_t a = 0xffffff00u;
+    for (int i = 0; i < 512; i++, a++) CU_ASSERT_TRUE(seq_lt(a, a + 1) && seq_gt(a + 100, a));
+}
+
+static void test_replay(void)
+{
+    static struct rdp_replay r; /* zeroed */
+    CU_ASSERT_FALSE(rdp_replay_check(&r, 0));
+    CU_ASSERT_TRUE(rdp_replay_check(&r, 1000000));
+    rdp_replay_update(&r, 1000000);
+    CU_ASSERT_FALSE(rdp_replay_check(&r, 1000000)); /* exact replay */
+    CU_ASSERT_TRUE(rdp_replay_check(&r, 999999));   /* late, not seen */
+    rdp_replay_update(&r, 999999);
+    CU_ASSERT_FALSE(rdp_replay_check(&r, 999999));
+    CU_ASSERT_TRUE(rdp_replay_check(&r, 1000001));
+    CU_ASSERT_FALSE(rdp_replay_check(&r, 1000000 - RDP_REPLAY_BITS)); /* too old */
+    /* a jump far ahead forgets nothing it must remember and keeps old ones rejected */
+    rdp_replay_update(&r, 1000000 + 3 * RDP_REPLAY_BITS);
+    CU_ASSERT_FALSE(rdp_replay_check(&r, 1000000));
+    CU_ASSERT_TRUE(rdp_replay_check(&r, 1000000 + 3 * RDP_REPLAY_BITS - 5));
+    CU_ASSERT_FALSE(rdp_replay_check(&r, 1000000 + 3 * RDP_REPLAY_BITS));
+    /* every packet number within the window is accepted once, then refused */
+    uint64_t top = 1000000 + 3 * RDP_REPLAY_BITS;
+    for (uint64_t pn = top - 1; pn > top - (RDP_REPLAY_BITS - 64); pn--) {
+        CU_ASSERT_TRUE(rdp_replay_check(&r, pn));
+        rdp_replay_update(&r, pn);
+        CU_ASSERT_FALSE(rdp_replay_check(&r, pn));
+    }
+    /* a small step forward clears the slots that enter the window */
+    for (uint64_t pn = top + 1; pn < top + 3 * 64; pn++) CU_ASSERT_TRUE(rdp_replay_check(&r, pn));
+}
+
+static void test_mac(void)
+{
+    CU_ASSERT_TRUE_FATAL(sodium_init() >= 0);
+    uint8_t key[32], key2[32], pkt[128];
+    memset(key, 1, sizeof key);
+    memset(key2, 2, sizeof key2);
+    for (int i = 0; i < 100; i++) pkt[i] = (uint8_t)i;
+    rdp_mac_sign(key, 1, 2, 77, pkt, 100);
+    CU_ASSERT_TRUE(rdp_mac_verify(key, 1, 2, 77, pkt, 100));
+    CU_ASSERT_FALSE(rdp_mac_verify(key2, 1, 2, 77, pkt, 100)); /* other key */
+    CU_ASSERT_FALSE(rdp_mac_verify(key, 1, 2, 78, pkt, 100));  /* other packet number */
+    CU_ASSERT_FALSE(rdp_mac_verify(key, 2, 1, 77, pkt, 100));  /* other direction */
+    CU_ASSERT_FALSE(rdp_mac_verify(key, 1, 2, 77, pkt, 99));   /* truncated */
+    for (int bit = 0; bit < 116 * 8; bit += 7) {
+        pkt[bit / 8] ^= (uint8_t)(1 << (bit % 8));
+        CU_ASSERT_FALSE(rdp_mac_verify(key, 1, 2, 77, pkt, 100));
+        pkt[bit / 8] ^= (uint8_t)(1 << (bit % 8));
+    }
+    CU_ASSERT_TRUE(rdp_mac_verify(key, 1, 2, 77, pkt, 100));
+}
+
+static void test_rtt(void)
+{
+    struct rdp_rtt r;
+    rdp_rtt_init(&r, 20000, 2000, 200000);
+    CU_ASSERT_EQUAL(r.rto_us, 20000);
+    CU_ASSERT_FALSE(r.sampled);
+    rdp_rtt_sample(&r, 1000);
+    CU_ASSERT_EQUAL(r.srtt_us, 1000);
+    CU_ASSERT_EQUAL(r.rttvar_us, 500);
+    CU_ASSERT_EQUAL(r.rto_us, 3000); /* 1000 + 4 * 500 */
+    for (int i = 0; i < 100; i++) rdp_rtt_sample(&r, 100);
+    CU_ASSERT(r.srtt_us >= 100 && r.srtt_us < 110);
+    CU_ASSERT_EQUAL(r.rto_us, 2000); /* clamped to the floor */
+    rdp_rtt_backoff(&r);
+    CU_ASSERT_EQUAL(r.rto_us, 4000);
+    for (int i = 0; i < 20; i++) rdp_rtt_backoff(&r);
+    CU_ASSERT_EQUAL(r.rto_us, 200000); /* ceiling */
+    rdp_rtt_reset_backoff(&r);
+    CU_ASSERT_EQUAL(r.rto_us, 2000);
+    rdp_rtt_sample(&r, 1000000);
+    CU_ASSERT_EQUAL(r.rto_us, 200000);
+
+    struct rdp_config c;
+    rdp_config_defaults(&c);
+    CU_ASSERT_EQUAL(rdp_lost_bound_us(&c), (uint64_t)(c.max_retrans + 1) * c.rto_max_us);
+}
+
+static void test_fault_spec(void)
+{
+    struct rdp_faults f;
+    CU_ASSERT_EQUAL(rdp_parse_faults("drop=0.2,dup=0.1,reorder=0.1,corrupt=0.01,dir=tx,seed=7", &f),
+                    0);
+    CU_ASSERT_DOUBLE_EQUAL(f.drop, 0.2, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(f.dup, 0.1, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(f.corrupt, 0.01, 1e-12);
+    CU_ASSERT_EQUAL(f.dir, RDP_FAULT_TX);
+    CU_ASSERT_EQUAL(f.seed, 7);
+    CU_ASSERT_EQUAL(rdp_parse_faults("loss=1", &f), 0);
+    CU_ASSERT_EQUAL(f.dir, RDP_FAULT_BOTH);
+    CU_ASSERT_EQUAL(rdp_parse_faults("drop=1.5", &f), -1);
+    CU_ASSERT_EQUAL(rdp_parse_faults("drop=-0.1", &f), -1);
+    CU_ASSERT_EQUAL(rdp_parse_faults("drop=abc", &f), -1);
+    CU_ASSERT_EQUAL(rdp_parse_faults("flood=0.1", &f), -1);
+    CU_ASSERT_EQUAL(rdp_parse_faults("drop", &f), -1);
+    CU_ASSERT_EQUAL(rdp_parse_faults("dir=up", &f), -1);
+    CU_ASSERT_EQUAL(rdp_parse_faults(NULL, &f), -1);
+}
+
+UNIT_SUITE(rdp_wire, UNIT_TEST(test_roundtrip), UNIT_TEST(test_malformed), UNIT_TEST(test_seq_wrap),
+           UNIT_TEST(test_replay), UNIT_TEST(test_mac), UNIT_TEST(test_rtt),
+           UNIT_TEST(test_fault_spec))
