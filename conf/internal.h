@@ -63,6 +63,7 @@ enum conf_key_id {
     CK_SNDBUF,
     CK_RCVBUF,
     CK_SOCK_BUF,
+    CK_MAC,
     CK_HB,
     CK_HB_INTERVAL,
     CK_HB_DEAD_LIMIT,

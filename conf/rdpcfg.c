@@ -32,5 +32,6 @@ int psconf_rdp_config(const struct psconf *c, uint32_t node, struct rdp_config *
     out->sndbuf = c->sndbuf;
     out->rcvbuf = c->rcvbuf;
     out->sock_buf = c->sock_buf;
+    out->mac = (enum rdp_mac_alg)c->mac;
     return 0;
 }

@@ -9,6 +9,7 @@
  * handed to nodes.c, which uses the same walk for each node's group.
  */
 #include "internal.h"
+#include "rdp.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -118,6 +119,21 @@ static int set_log_level(struct conf_ctx *x, void *base, const char *key, const 
     return 0;
 }
 
+static int set_mac(struct conf_ctx *x, void *base, const char *key, const char *val,
+                   struct conf_where w)
+{
+    struct psconf *c = base;
+    if (strcmp(val, "chacha20poly1305") == 0)
+        c->mac = RDP_MAC_CHACHA20POLY1305;
+    else if (strcmp(val, "aes256gcm") == 0)
+        c->mac = RDP_MAC_AES256GCM;
+    else
+        return conf_error_at(x, w, key, "\"%s\" is not a MAC (chacha20poly1305, aes256gcm)", val);
+    if (!rdp_mac_available(c->mac))
+        return conf_error_at(x, w, key, "\"%s\" needs AES-NI, which this CPU lacks", val);
+    return 0;
+}
+
 static int set_hb_mode(struct conf_ctx *x, void *base, const char *key, const char *val,
                        struct conf_where w)
 {
@@ -177,6 +193,7 @@ static const struct conf_key rdp_keys[] = {
     SIZE_KEY("sndbuf", CK_SNDBUF, 65536, 1073741824, sndbuf),
     SIZE_KEY("rcvbuf", CK_RCVBUF, 65536, 1073741824, rcvbuf),
     SIZE_KEY("sock_buf", CK_SOCK_BUF, 65536, 1073741824, sock_buf),
+    STR_KEY("mac", CK_MAC, set_mac),
     {0},
 };
 

@@ -58,6 +58,7 @@ struct psconf {
     /* rdp = { ... } (see struct rdp_config for their meaning) */
     unsigned rdp_port, mtu, rto_min_us, rto_max_us, rto_init_us, max_retrans, ack_delay_us;
     size_t sndbuf, rcvbuf, sock_buf;
+    int mac; /* enum rdp_mac_alg */
 
     /* heartbeat = { ... } */
     unsigned hb_interval_ms, hb_dead_limit;

@@ -5,6 +5,7 @@
 #include "auth.h"
 #include "wire.h"
 
+#include <errno.h>
 #include <sodium.h>
 #include <string.h>
 
@@ -34,6 +35,50 @@ bool rdp_mac_verify(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn,
     uint8_t none[1] = {0};
     return crypto_aead_chacha20poly1305_ietf_decrypt_detached(none, NULL, none, 0, pkt + body_len,
                                                               pkt, body_len, n, key) == 0;
+}
+
+int rdp_mac_available(enum rdp_mac_alg alg)
+{
+    if (sodium_init() < 0) return 0;
+    if (alg == RDP_MAC_CHACHA20POLY1305) return 1;
+    return alg == RDP_MAC_AES256GCM && crypto_aead_aes256gcm_is_available();
+}
+
+int rdp_mac_init(struct rdp_mac *m, enum rdp_mac_alg alg, const uint8_t *key)
+{
+    if (!rdp_mac_available(alg)) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    m->alg = alg;
+    memcpy(m->key, key, sizeof m->key);
+    if (alg == RDP_MAC_AES256GCM) crypto_aead_aes256gcm_beforenm(&m->aes, key);
+    return 0;
+}
+
+void rdp_mac_sign_ctx(const struct rdp_mac *m, uint32_t src, uint32_t dst, uint64_t pn,
+                      uint8_t *pkt, size_t body_len)
+{
+    if (m->alg == RDP_MAC_CHACHA20POLY1305) {
+        rdp_mac_sign(m->key, src, dst, pn, pkt, body_len);
+        return;
+    }
+    uint8_t n[12], none[1];
+    unsigned long long maclen;
+    nonce(n, src, dst, pn);
+    crypto_aead_aes256gcm_encrypt_detached_afternm(none, pkt + body_len, &maclen, NULL, 0, pkt,
+                                                   body_len, NULL, n, &m->aes);
+}
+
+bool rdp_mac_verify_ctx(const struct rdp_mac *m, uint32_t src, uint32_t dst, uint64_t pn,
+                        const uint8_t *pkt, size_t body_len)
+{
+    if (m->alg == RDP_MAC_CHACHA20POLY1305)
+        return rdp_mac_verify(m->key, src, dst, pn, pkt, body_len);
+    uint8_t n[12], none[1] = {0};
+    nonce(n, src, dst, pn);
+    return crypto_aead_aes256gcm_decrypt_detached_afternm(none, NULL, none, 0, pkt + body_len, pkt,
+                                                          body_len, n, &m->aes) == 0;
 }
 
 #define WORDS (RDP_REPLAY_BITS / 64)

@@ -1,8 +1,9 @@
 /*
  * auth.h - packet authentication and replay protection.
  *
- * MAC: ChaCha20-Poly1305 (IETF) over header and payload as associated data with an empty
- * plaintext, keyed with the cluster key. The 96-bit nonce is src_node (16 bits) | dst_node
+ * MAC: an AEAD over header and payload as associated data with an empty plaintext, keyed
+ * with the cluster key: ChaCha20-Poly1305 (IETF) by default, AES-256-GCM (a GMAC) where
+ * configured and the CPU has AES-NI. The 96-bit nonce is src_node (16 bits) | dst_node
  * (16 bits) | pn (64 bits): every sender numbers the packets to each destination with a
  * counter that starts at CLOCK_REALTIME in ns when the endpoint opens, so a nonce is never
  * used twice, also across restarts (as long as the clock does not step back by more than the
@@ -19,14 +20,32 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rdp.h"
+
+#include <sodium.h>
+
 #define RDP_REPLAY_BITS 4096
+
+struct rdp_mac {
+    enum rdp_mac_alg alg;
+    uint8_t key[RDP_KEY_BYTES];
+    crypto_aead_aes256gcm_state aes; /* expanded AES key */
+};
 
 struct rdp_replay {
     uint64_t top; /* highest pn accepted; 0: none yet */
     uint64_t bits[RDP_REPLAY_BITS / 64];
 };
 
-/* pkt holds body_len bytes (header + payload); the MAC is written at pkt + body_len. */
+/* 0, or -1/ENOTSUP if alg cannot run on this CPU. */
+int rdp_mac_init(struct rdp_mac *m, enum rdp_mac_alg alg, const uint8_t *key);
+void rdp_mac_sign_ctx(const struct rdp_mac *m, uint32_t src, uint32_t dst, uint64_t pn,
+                      uint8_t *pkt, size_t body_len);
+bool rdp_mac_verify_ctx(const struct rdp_mac *m, uint32_t src, uint32_t dst, uint64_t pn,
+                        const uint8_t *pkt, size_t body_len);
+
+/* ChaCha20-Poly1305 with a raw key (tests and tools). pkt holds body_len bytes (header + payload);
+ * the MAC is written at pkt + body_len. */
 void rdp_mac_sign(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn, uint8_t *pkt,
                   size_t body_len);
 bool rdp_mac_verify(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn, const uint8_t *pkt,

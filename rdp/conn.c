@@ -253,7 +253,7 @@ void rdp_handle_packet(rdp_t *ep, struct rdp_buf **bufp, const struct sockaddr *
         return;
     }
     size_t body = RDP_HDR_LEN + h.len;
-    if (!rdp_mac_verify(ep->cfg.key, h.src_node, h.dst_node, h.pn, b->data, body)) {
+    if (!rdp_mac_verify_ctx(&ep->mac, h.src_node, h.dst_node, h.pn, b->data, body)) {
         rdp_count_drop(ep, p, RDP_DROP_MAC);
         return;
     }

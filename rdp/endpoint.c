@@ -48,7 +48,8 @@ static bool config_ok(const struct rdp_config *c)
 {
     return c->node_id < RDP_MAX_NODES && c->mtu >= 576 && c->mtu <= 65536 && c->rto_min_us &&
            c->rto_min_us <= c->rto_max_us && c->max_retrans >= 1 && c->max_retrans <= 1000 &&
-           c->sndbuf >= 65536 && c->rcvbuf >= 65536;
+           c->sndbuf >= 65536 && c->rcvbuf >= 65536 &&
+           (c->mac == RDP_MAC_CHACHA20POLY1305 || c->mac == RDP_MAC_AES256GCM);
 }
 
 struct rdp_peer *rdp_peer_get(const rdp_t *ep, uint32_t node)
@@ -96,6 +97,10 @@ rdp_t *rdp_open(const struct rdp_config *cfg, const struct rdp_callbacks *cb)
     }
     rdp_t *ep = calloc(1, sizeof *ep);
     if (!ep) return NULL;
+    if (rdp_mac_init(&ep->mac, cfg->mac, cfg->key) < 0) {
+        free(ep);
+        return NULL;
+    }
     ep->cfg = *cfg;
     if (cb) ep->cb = *cb;
     ep->fd = -1;
@@ -132,6 +137,7 @@ void rdp_close(rdp_t *ep)
     for (unsigned i = 0; i < RDP_RX_BATCH; i++) free(ep->rxbuf[i]);
     if (ep->fd >= 0) close(ep->fd);
     rdp_pool_destroy(&ep->pool);
+    sodium_memzero(&ep->mac, sizeof ep->mac);
     free(ep->peers);
     free(ep->active);
     free(ep->dirty);

@@ -37,7 +37,7 @@
 #include <sys/socket.h>
 
 #define RDP_INIT_CWND  16 /* packets */
-#define RDP_MIN_CWND   8 /* floor: random loss on a LAN is not congestion */
+#define RDP_MIN_CWND   8  /* floor: random loss on a LAN is not congestion */
 #define RDP_RX_BATCH   32 /* datagrams per recvmmsg */
 #define RDP_TX_BATCH   64 /* datagrams per sendmmsg */
 #define RDP_RST_GAP_NS 1000000ull
@@ -75,8 +75,8 @@ struct rdp_peer {
     bool in_recovery;
     uint32_t recover; /* recovery ends when snd_una passes this */
     bool want_can_send;
-    uint64_t rto_at; /* retransmission deadline (probe or timeout); 0: disarmed */
-    bool probed;     /* the tail-loss probe went out since the last progress */
+    uint64_t rto_at;    /* retransmission deadline (probe or timeout); 0: disarmed */
+    bool probed;        /* the tail-loss probe went out since the last progress */
     uint32_t rto_fails; /* timer expiries in a row without any progress */
     uint64_t rack_ns;   /* send time of the latest-sent packet known delivered */
     uint32_t rack_seq;  /* and its sequence number (orders packets sent in one round) */
@@ -106,6 +106,7 @@ struct rdp {
     int fd;
     int family;
     struct rdp_config cfg;
+    struct rdp_mac mac;
     struct rdp_callbacks cb;
     uint64_t incarnation;
     uint32_t max_dgram; /* largest datagram we send or accept */

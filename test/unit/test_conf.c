@@ -573,6 +573,8 @@ static void test_err_values(void)
     expect_err(&t, 2, "heartbeat.group", "\"239.1.1\" is not an IPv4 address",
                KEYREL "heartbeat = { group = \"239.1.1\"; };\n" NODE0);
     expect_err(&t, 1, "key_file", "empty path", "key_file = \"\";\n" NODE0);
+    expect_err(&t, 2, "rdp.mac", "\"md5\" is not a MAC",
+               KEYREL "rdp = { mac = \"md5\"; };\n" NODE0);
     tdir_close(&t);
 }
 
@@ -837,6 +839,7 @@ static void test_rdp_config(void)
         CU_ASSERT_EQUAL(r.sndbuf, 1073741824);
         CU_ASSERT_EQUAL(r.rcvbuf, 65536);
         CU_ASSERT_EQUAL(r.sock_buf, 16777216);
+        CU_ASSERT_EQUAL(r.mac, RDP_MAC_CHACHA20POLY1305);
         errno = 0;
         CU_ASSERT_EQUAL(psconf_rdp_config(&c, 8, &r), -1);
         CU_ASSERT_EQUAL(errno, ENOENT);

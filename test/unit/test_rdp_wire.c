@@ -204,6 +204,24 @@ static void test_mac(void)
         pkt[bit / 8] ^= (uint8_t)(1 << (bit % 8));
     }
     CU_ASSERT_TRUE(rdp_mac_verify(key, 1, 2, 77, pkt, 100));
+
+    /* the context form: ChaCha20-Poly1305 agrees with the raw functions; AES-256-GCM (where
+     * the CPU has it) verifies its own tags and rejects the other algorithm's */
+    struct rdp_mac cc, aes;
+    CU_ASSERT_EQUAL_FATAL(rdp_mac_init(&cc, RDP_MAC_CHACHA20POLY1305, key), 0);
+    CU_ASSERT_TRUE(rdp_mac_verify_ctx(&cc, 1, 2, 77, pkt, 100));
+    if (!rdp_mac_available(RDP_MAC_AES256GCM)) {
+        CU_ASSERT_EQUAL(rdp_mac_init(&aes, RDP_MAC_AES256GCM, key), -1);
+        return;
+    }
+    CU_ASSERT_EQUAL_FATAL(rdp_mac_init(&aes, RDP_MAC_AES256GCM, key), 0);
+    CU_ASSERT_FALSE(rdp_mac_verify_ctx(&aes, 1, 2, 77, pkt, 100));
+    rdp_mac_sign_ctx(&aes, 1, 2, 77, pkt, 100);
+    CU_ASSERT_TRUE(rdp_mac_verify_ctx(&aes, 1, 2, 77, pkt, 100));
+    CU_ASSERT_FALSE(rdp_mac_verify_ctx(&cc, 1, 2, 77, pkt, 100));
+    CU_ASSERT_FALSE(rdp_mac_verify_ctx(&aes, 1, 2, 78, pkt, 100));
+    pkt[5] ^= 1;
+    CU_ASSERT_FALSE(rdp_mac_verify_ctx(&aes, 1, 2, 77, pkt, 100));
 }
 
 static void test_rtt(void)
