@@ -141,6 +141,12 @@ void rdp_conn_lost(rdp_t *ep, struct rdp_peer *p, enum rdp_lost_reason why)
     p->st.losses++;
     if (ep->cb.lost) ep->cb.lost(ep->cb.ctx, p->node, why);
     report_undeliverable(ep, p, pending);
+    /* the loss emptied the queue: a sender that met EAGAIN may go on (a later send opens
+     * a new connection) */
+    if (p->want_can_send && p->queued <= ep->cfg.sndbuf / 2) {
+        p->want_can_send = false;
+        if (ep->cb.can_send) ep->cb.can_send(ep->cb.ctx, p->node);
+    }
 }
 
 void rdp_conn_free(rdp_t *ep, struct rdp_peer *p)

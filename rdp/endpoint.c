@@ -256,14 +256,9 @@ static void run_timers(rdp_t *ep)
     }
 }
 
-int rdp_process(rdp_t *ep)
+/* Acknowledge what the batch made necessary and send everything queued. */
+static void end_batch(rdp_t *ep)
 {
-    ep->in_process = true;
-    ep->now = rdp_now_ns();
-    int r = rdp_io_receive(ep);
-    int err = errno;
-    ep->now = rdp_now_ns();
-    run_timers(ep);
     for (uint32_t i = 0; i < ep->ndirty; i++) {
         struct rdp_peer *p = ep->dirty[i];
         p->dirty = false;
@@ -271,6 +266,25 @@ int rdp_process(rdp_t *ep)
     }
     ep->ndirty = 0;
     rdp_io_flush(ep);
+}
+
+int rdp_process(rdp_t *ep)
+{
+    ep->in_process = true;
+    int r = 0, err = 0;
+    /* ACK after every batch, not after draining the socket: the sender's window must not
+     * empty while the receiver reads */
+    for (int batch = 0; batch < 16; batch++) {
+        ep->now = rdp_now_ns();
+        r = rdp_io_receive(ep);
+        err = errno;
+        if (r <= 0) break;
+        end_batch(ep);
+        if (r < RDP_RX_BATCH) break;
+    }
+    ep->now = rdp_now_ns();
+    run_timers(ep);
+    end_batch(ep);
     if (ep->tx_error) {
         ep->tx_error = false;
         rdp_io_errqueue(ep);

@@ -222,15 +222,15 @@ static int fill_rx(rdp_t *ep)
     return 0;
 }
 
-/* Read up to a bounded number of batches. Returns datagrams read, or -1 on a fatal error. */
+/* Read one batch (up to RDP_RX_BATCH datagrams). Returns datagrams read: 0 when nothing is
+ * waiting, -1 on a fatal socket error. */
 int rdp_io_receive(rdp_t *ep)
 {
-    int total = 0;
-    for (int round = 0; round < 16; round++) {
-        if (fill_rx(ep) < 0) return total;
+    for (int tries = 0; tries < 8; tries++) {
+        if (fill_rx(ep) < 0) return 0;
         int n = recvmmsg(ep->fd, ep->rxm, RDP_RX_BATCH, MSG_DONTWAIT, NULL);
         if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
             if (errno == EINTR) continue;
             if (is_icmp_errno(errno)) {
                 rdp_io_errqueue(ep);
@@ -238,8 +238,6 @@ int rdp_io_receive(rdp_t *ep)
             }
             return -1;
         }
-        if (n == 0) break;
-        total += n;
         unsigned later[RDP_RX_BATCH], nlater = 0;
         for (int i = 0; i < n; i++) {
             struct rdp_buf *b = ep->rxbuf[i];
@@ -271,7 +269,7 @@ int rdp_io_receive(rdp_t *ep)
             ep->tx_error = false;
             rdp_io_errqueue(ep);
         }
-        if ((unsigned)n < RDP_RX_BATCH) break;
+        return n;
     }
-    return total;
+    return 0;
 }
