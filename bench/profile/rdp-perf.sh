@@ -1,0 +1,177 @@
+#!/bin/bash
+# bench/profile/rdp-perf.sh - where RDP's time goes: profile rdpbench (server and client) with
+# `perf record -a -g -e cpu-clock` and sort its samples into cost categories by the leaf frame
+# and the system call on the call chain:
+#   MAC (libsodium)   the per-packet ChaCha20-Poly1305 / AES-256-GCM over header + payload
+#   kernel: SYSCALL   kernel time under that system call (sendmmsg includes the loopback or
+#                     veth delivery to the receiver, which runs in the sender's context)
+#   user copies       libc memcpy/memmove (fragmenting into packets, reassembly, echo copies)
+#   generate/verify   rdpbench's own message generation and checking (TCP runs pay it too)
+#   librdp + other    the protocol code itself
+# Not part of `make bench` (it lives outside bench/*.sh); run it by hand, as root, on a quiet
+# machine: the first line of each case says which share of all samples was rdpbench's.
+#
+# usage: bench/profile/rdp-perf.sh [--help] [CASE...]
+# cases: mac lo-pp16 lo-pp64k lo-st64k lo-st64k-gcm ns1500-pp64k ns1500-st64k (default: all;
+#        ns* need root; mac = bench/profile/macspeed.c, MAC throughput per packet size)
+# env:   RDPBENCH (build/bin/rdpbench), FREQ (perf sampling Hz, 4999), KEEP=1 keeps perf.data
+#        files in bench/out/perf/
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BIN=${RDPBENCH:-$ROOT/build/bin/rdpbench}
+FREQ=${FREQ:-4999}
+ALL=(mac lo-pp16 lo-pp64k lo-st64k lo-st64k-gcm ns1500-pp64k ns1500-st64k)
+cases=()
+for a in "$@"; do
+    case $a in
+    -h | --help)
+        sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"
+        exit 0
+        ;;
+    mac | lo-pp16 | lo-pp64k | lo-st64k | lo-st64k-gcm | ns1500-pp64k | ns1500-st64k) cases+=("$a") ;;
+    *)
+        echo "usage: bench/profile/rdp-perf.sh [--help] [CASE...]  (cases: ${ALL[*]})" >&2
+        exit 2
+        ;;
+    esac
+done
+((${#cases[@]})) || cases=("${ALL[@]}")
+command -v perf >/dev/null || {
+    echo "rdp-perf: needs perf (scripts/install-deps.sh --bench installs linux-perf)" >&2
+    exit 1
+}
+[[ -x $BIN ]] || {
+    echo "rdp-perf: $BIN not built" >&2
+    exit 1
+}
+
+tmp=$(mktemp -d)
+SRV_PID=""
+stop_server() {
+    if [[ -n $SRV_PID ]]; then
+        kill "$SRV_PID" 2>/dev/null || true
+        wait "$SRV_PID" 2>/dev/null || true
+        SRV_PID=""
+    fi
+}
+cleanup() {
+    stop_server
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+start_server() { # start_server IP [PREFIX...] -> SRV_ADDR
+    local ip=$1
+    shift
+    stop_server
+    "$@" "$BIN" server "$ip:0" --quiet >"$tmp/server.log" 2>&1 &
+    SRV_PID=$!
+    SRV_ADDR=""
+    for _ in $(seq 100); do
+        SRV_ADDR=$(sed -n 's/^server: listening on \([^ ]*\) .*/\1/p' "$tmp/server.log")
+        [[ -n $SRV_ADDR ]] && return 0
+        sleep 0.05
+    done
+    echo "rdp-perf: server did not start" >&2
+    cat "$tmp/server.log" >&2
+    return 1
+}
+
+# categorise DATA: perf script output -> "share category" lines, rdpbench samples only
+categorise() {
+    perf script -i "$1" -F comm,pid,ip,sym,dso 2>/dev/null | awk '
+        function flush() {
+            if (!n) return
+            total++
+            if (comm == "rdpbench") {
+                rdp++
+                if (leaf ~ /libsodium/) c = "MAC (libsodium)"
+                else if (leaf ~ /kernel\.kallsyms/) c = "kernel: " (sc != "" ? sc : "irq/softirq/other")
+                else if (leaf ~ / (__)?mem(move|cpy)/) c = "user copies (libc memcpy/memmove)"
+                else if (leaf ~ / (msg_check|make_msg|msg_fill)/) c = "rdpbench generate/verify"
+                else if (leaf ~ /rdpbench\)/) c = "librdp + rdpbench other"
+                else c = "other user code (libc, vdso)"
+                cnt[c]++
+            }
+            n = 0; sc = ""
+        }
+        /^\t/ {
+            if (n == 0) leaf = $0
+            if (sc == "" && match($0, /__x64_sys_[a-z0-9_]+/)) sc = substr($0, RSTART + 10, RLENGTH - 10)
+            n++; next
+        }
+        /^ *$/ { flush(); next }
+        { flush(); comm = $1; n = 0 }
+        END {
+            flush()
+            printf "rdpbench: %d of %d samples (%.0f %% of both CPUs'\'' samples)\n", rdp, total, 100 * rdp / (total ? total : 1)
+            for (k in cnt) printf "%5.1f %%  %s\n", 100 * cnt[k] / (rdp ? rdp : 1), k
+        }' | { read -r head; echo "$head"; sort -rn; }
+}
+
+profile() { # profile CASE PREFIX... -- CLIENT-ARGS...
+    local name=$1 pre=() data
+    shift
+    while [[ $1 != -- ]]; do
+        pre+=("$1")
+        shift
+    done
+    shift
+    data=$tmp/$name.data
+    echo
+    echo "### $name: rdpbench client SERVER $*"
+    perf record -a -g -e cpu-clock -F "$FREQ" -o "$data" -- \
+        "${pre[@]}" "$BIN" client "$SRV_ADDR" "$@" --seed 1 2>&1 | grep -E '^rdp (stream|pingpong):' || true
+    categorise "$data"
+    if [[ ${KEEP:-0} == 1 ]]; then
+        mkdir -p "$ROOT/bench/out/perf"
+        cp "$data" "$ROOT/bench/out/perf/"
+    fi
+}
+
+echo "# rdp-perf: $(date -u +%Y-%m-%dT%H:%M:%SZ), kernel $(uname -r), $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
+need_lo=0 need_ns=0
+for c in "${cases[@]}"; do
+    case $c in
+    mac)
+        echo
+        echo "### mac: cc -O2 bench/profile/macspeed.c -lsodium && ./macspeed"
+        cc -std=gnu11 -O2 -o "$tmp/macspeed" "$HERE/macspeed.c" -lsodium
+        "$tmp/macspeed"
+        ;;
+    lo-*) need_lo=1 ;;
+    *) need_ns=1 ;;
+    esac
+done
+if ((need_lo)); then
+    start_server 127.0.0.1
+    for c in "${cases[@]}"; do
+        case $c in
+        lo-pp16) profile "$c" env -- --mode pingpong --size 16 --count 20000 ;;
+        lo-pp64k) profile "$c" env -- --mode pingpong --size 65536 --count 5000 ;;
+        lo-st64k) profile "$c" env -- --mode stream --size 65536 --count 20000 ;;
+        lo-st64k-gcm) profile "$c" env -- --mode stream --size 65536 --count 20000 --mac aes256gcm ;;
+        esac
+    done
+    stop_server
+fi
+if ((need_ns)); then
+    if ((EUID != 0)); then
+        echo "rdp-perf: namespace cases skipped (need root)"
+        exit 0
+    fi
+    # shellcheck source-path=SCRIPTDIR source=../../test/netns/lib/netns.sh
+    . "$ROOT/test/netns/lib/netns.sh"
+    ns_up 2 "rp$$"
+    start_server "$(ns_addr 1)" ip netns exec "$(ns_name 1)"
+    for c in "${cases[@]}"; do
+        case $c in
+        ns1500-pp64k) profile "$c" ip netns exec "$(ns_name 0)" -- --mode pingpong --size 65536 --count 2000 ;;
+        ns1500-st64k) profile "$c" ip netns exec "$(ns_name 0)" -- --mode stream --size 65536 --count 5000 ;;
+        esac
+    done
+    stop_server
+    ns_down
+fi
