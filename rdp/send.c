@@ -362,15 +362,9 @@ void rdp_on_rto(rdp_t *ep, struct rdp_peer *p)
     if (p->state != RDP_ESTABLISHED || p->snd_una == p->snd_tx) return;
     uint32_t first = p->snd_una;
     while (first != p->snd_tx && slot(p, first)->sacked) first++;
-    /* resend what has waited a whole timeout, at most a window's worth */
-    uint64_t rto_ns = (uint64_t)p->rtt.rto_us * 1000;
-    uint32_t budget = p->cwnd;
-    for (uint32_t s = first; s != p->snd_tx && budget; s++) {
-        struct rdp_txslot *t = slot(p, s);
-        if (t->sacked || (s != first && ep->now - t->sent_ns < rto_ns)) continue;
-        transmit(ep, p, s);
-        budget--;
-    }
+    /* resend only the oldest outstanding packet: a timeout may be spurious (a late ACK), and
+     * whatever else is missing shows up as loss once this one is acknowledged */
+    if (first != p->snd_tx) transmit(ep, p, first);
     uint32_t half = p->cwnd / 2;
     p->ssthresh = half > RDP_MIN_CWND ? half : RDP_MIN_CWND;
     p->cwnd = RDP_MIN_CWND;
