@@ -34,19 +34,26 @@ SYS_LIBS    = $(shell pkg-config --libs $(PKGS))
 ALL_LDFLAGS = $(LDSAN) $(LDFLAGS)
 
 RDP_SRC   := $(wildcard rdp/*.c)
+PSI_SRC   := $(wildcard psi/*.c)
+PSID_SRC  := $(wildcard psid/*.c)
+PSIDC_SRC := $(filter-out psid/main.c,$(PSID_SRC))
 CONF_SRC  := $(wildcard conf/*.c)
 TOOL_SRC  := $(wildcard tools/*.c)
 TLIB_SRC  := test/lib/runner.c
 UNIT_SRC  := $(wildcard test/unit/*.c)
 RDPT_SRC  := $(wildcard test/rdp/*.c)
 FUZZ_SRC  := $(wildcard test/fuzz/fuzz_*.c)
+TTOOL_SRC := $(wildcard test/tools/*.c)
 
 LIBRDP    := $(BUILD)/lib/librdp.a
 LIBCONF   := $(BUILD)/lib/libpsconf.a
-LIBS      := $(LIBCONF) $(LIBRDP)
-TOOLS     := $(patsubst tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC))
+LIBPSI    := $(BUILD)/lib/libpsi.a
+LIBPSIDC  := $(BUILD)/lib/libpsidcore.a
+LIBS      := $(LIBPSI) $(LIBCONF) $(LIBRDP)
+TOOLS     := $(patsubst tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC)) $(BUILD)/bin/psid
 UNIT_BIN  := $(BUILD)/test/unit-tests
 RDPT_BIN  := $(BUILD)/test/rdp-tests
+TTOOLS    := $(patsubst test/tools/%.c,$(BUILD)/test/tools/%,$(TTOOL_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -61,7 +68,7 @@ deps:
 
 build-all: $(LIBS) $(TOOLS)
 
-build-tests: build-all $(UNIT_BIN) $(RDPT_BIN)
+build-tests: build-all $(UNIT_BIN) $(RDPT_BIN) $(TTOOLS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -75,26 +82,44 @@ $(LIBCONF): $(call obj,$(CONF_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
+$(LIBPSI): $(call obj,$(PSI_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+# the node daemon: main.c over libpsidcore.a (psid's modules, which the unit tests link too)
+$(LIBPSIDC): $(call obj,$(PSIDC_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(BUILD)/bin/psid: $(BUILD)/obj/psid/main.o $(LIBPSIDC) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) $< $(LIBPSIDC) $(LIBS) $(SYS_LIBS) -lm -o $@
+
 $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $< $(LIBS) $(SYS_LIBS) -lm -o $@
 
-$(UNIT_BIN): $(call obj,$(UNIT_SRC) $(TLIB_SRC)) $(LIBS)
+$(UNIT_BIN): $(call obj,$(UNIT_SRC) $(TLIB_SRC)) $(LIBPSIDC) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) $(call obj,$(UNIT_SRC) $(TLIB_SRC)) $(LIBS) $(SYS_LIBS) -lcunit -lm -o $@
+	$(CC) $(ALL_LDFLAGS) $(call obj,$(UNIT_SRC) $(TLIB_SRC)) $(LIBPSIDC) $(LIBS) $(SYS_LIBS) -lcunit -lm -o $@
 
 $(RDPT_BIN): $(call obj,$(RDPT_SRC) $(TLIB_SRC)) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $(call obj,$(RDPT_SRC) $(TLIB_SRC)) $(LIBS) $(SYS_LIBS) -lcunit -lm -o $@
 
+# small programs the integration tests drive (test/tools/NAME.c -> build/test/tools/NAME)
+$(BUILD)/test/tools/%: $(BUILD)/obj/test/tools/%.o $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) $< $(LIBS) $(SYS_LIBS) -lm -o $@
+
 # libFuzzer targets need clang; each links the library sources directly.
 FUZZ_BIN := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 build-fuzz: $(FUZZ_BIN)
-$(BUILD)/fuzz/%: test/fuzz/%.c $(RDP_SRC) $(CONF_SRC)
+$(BUILD)/fuzz/%: test/fuzz/%.c $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC)
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -D_GNU_SOURCE -DRDP_FUZZING -Iinclude -g -O1 \
 	    -fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS)) \
-	    $< $(RDP_SRC) $(CONF_SRC) $(SYS_LIBS) -lm -o $@
+	    $< $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(SYS_LIBS) -lm -o $@
 
 check: deps
 	@$(MAKE) --no-print-directory build-tests

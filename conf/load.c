@@ -43,7 +43,7 @@ void psconf_defaults(struct psconf *c)
     c->hb_group.sin_family = AF_INET;
     c->hb_group.sin_port = htons(4887);
     inet_pton(AF_INET, "239.255.88.6", &c->hb_group.sin_addr);
-    strcpy(c->socket_fmt, "/run/pscluster/psid-%n.sock");
+    strcpy(c->socket_fmt, "/run/pscluster/psid.sock");
     c->kill_delay_ms = 10000;
 }
 

@@ -6,6 +6,7 @@
 #   b. build/san/test/unit-tests        ASan + UBSan
 #   c. build/test/rdp-tests             protocol tests on loopback
 #   d. build/san/test/rdp-tests         ASan + UBSan, RDP_TEST_QUICK=1
+#   e. test/shell/*.sh                  integration tests on loopback clusters (no root)
 #   e. test/netns/*.sh                  namespace tests (root only)
 #   f. build/fuzz/*                     each fuzz target for FUZZ_SECONDS (clang only)
 # CUnit binaries are counted from their "Run Summary" table, namespace scripts from their
@@ -208,6 +209,37 @@ netns_step() {
     done
 }
 
+# Integration scripts on loopback clusters: PASS:/FAIL:/SKIP: lines, like the namespace
+# tests, but no root needed. Each script cleans up after itself (trap); whatever it left
+# running in its process group is killed by run_logged.
+shell_step() {
+    local scripts=() sc name log p f s
+    header "e. integration tests (test/shell/*.sh)"
+    shopt -s nullglob
+    scripts=(test/shell/*.sh)
+    shopt -u nullglob
+    if ((${#scripts[@]} == 0)); then
+        echo "(no integration tests yet)"
+        return
+    fi
+    for sc in "${scripts[@]}"; do
+        name=shell/$(basename "$sc" .sh)
+        printf '\n-- %s\n' "$sc"
+        log=$tmp/shell-$(basename "$sc").log
+        run_logged "$log" bash "$sc"
+        p=$(grep -c '^PASS: ' "$log" || true)
+        f=$(grep -c '^FAIL: ' "$log" || true)
+        s=$(grep -c '^SKIP: ' "$log" || true)
+        if ((step_rc != 0 && f == 0)); then
+            echo "FAIL: $name exited with status $step_rc"
+            f=1
+        elif ((step_rc == 0 && p + f + s == 0)); then
+            p=1
+        fi
+        record "$name" "$p" "$f" "$s"
+    done
+}
+
 fuzz_step() {
     local bins=() b name corpus work art p f
     header "f. fuzz targets (build/fuzz/*, ${FUZZ_SECONDS} s each)"
@@ -264,6 +296,7 @@ cunit_step a "unit-tests" build/test/unit-tests
 cunit_step b "unit-tests (asan+ubsan)" build/san/test/unit-tests "${SAN_ENV[@]}"
 cunit_step c "rdp-tests" build/test/rdp-tests
 cunit_step d "rdp-tests (asan+ubsan, quick)" build/san/test/rdp-tests "${SAN_ENV[@]}" RDP_TEST_QUICK=1
+shell_step
 netns_step
 fuzz_step
 

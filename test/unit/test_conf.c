@@ -205,7 +205,7 @@ static void test_minimal_defaults(void)
         CU_ASSERT_EQUAL(ntohs(c.hb_group.sin_port), 4887);
         CU_ASSERT_STRING_EQUAL(inet_ntop(AF_INET, &c.hb_group.sin_addr, ip, sizeof ip),
                                "239.255.88.6");
-        CU_ASSERT_STRING_EQUAL(c.socket_fmt, "/run/pscluster/psid-%n.sock");
+        CU_ASSERT_STRING_EQUAL(c.socket_fmt, "/run/pscluster/psid.sock");
         CU_ASSERT_EQUAL(c.kill_delay_ms, 10000);
         CU_ASSERT_EQUAL(c.nnodes, 1);
         if (c.nnodes == 1) {

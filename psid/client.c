@@ -1,0 +1,323 @@
+/*
+ * client.c - psid's UNIX socket for local clients (psrun, pskill, psstat, user programs).
+ *
+ * Any local user may connect (mode 0666); SO_PEERCRED at accept says who the caller is,
+ * and that, never a field of a message, decides what it may do. Requests are psmsg
+ * messages framed by their length field; each gets one reply with the request's id. A
+ * malformed frame is answered with PSM_ERROR (EBADMSG) and the connection is closed after
+ * the reply; a client that does not read its replies is dropped once 4 MiB are waiting.
+ */
+#include "daemon.h"
+#include "log.h"
+#include "psmsg.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define MAX_CLIENTS 4096
+#define MAX_OUT     (4u << 20)
+
+struct client {
+    struct psid *d;
+    int fd;
+    struct ucred cred;
+    uint8_t *in;
+    size_t inlen, incap;
+    uint8_t *out;
+    size_t outlen, outoff, outcap;
+    bool closing; /* close once the output is flushed */
+    struct client *next;
+};
+
+struct clients {
+    int lfd;
+    char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    struct client *list;
+    unsigned n;
+};
+
+static void client_close(struct client *c)
+{
+    struct clients *cs = c->d->clients;
+    for (struct client **pp = &cs->list; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    cs->n--;
+    loop_fd_del(c->d->loop, c->fd);
+    close(c->fd);
+    free(c->in);
+    free(c->out);
+    free(c);
+}
+
+static void on_client(void *ctx, uint32_t events);
+
+static void set_events(struct client *c)
+{
+    uint32_t ev = (c->closing ? 0 : EPOLLIN) | (c->outlen > c->outoff ? EPOLLOUT : 0);
+    loop_fd(c->d->loop, c->fd, ev, on_client, c);
+}
+
+/* Returns false if the client was closed. */
+static bool flush_out(struct client *c)
+{
+    while (c->outoff < c->outlen) {
+        ssize_t w =
+            send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            if (errno == EINTR) continue;
+            client_close(c);
+            return false;
+        }
+        c->outoff += (size_t)w;
+    }
+    if (c->outoff == c->outlen) {
+        c->outoff = c->outlen = 0;
+        if (c->closing) {
+            client_close(c);
+            return false;
+        }
+    }
+    set_events(c);
+    return true;
+}
+
+static void queue_reply(struct client *c, struct psmsg_buf *b)
+{
+    if (psmsg_end(b) < 0) {
+        log_err("reply to pid %d: %s", (int)c->cred.pid, strerror(errno));
+        c->closing = true;
+        return;
+    }
+    if (c->outlen + b->len > MAX_OUT) {
+        log_warn("client pid %d does not read its replies; dropped", (int)c->cred.pid);
+        c->closing = true;
+        c->outlen = c->outoff = 0;
+        return;
+    }
+    if (c->outlen + b->len > c->outcap) {
+        size_t cap = c->outcap ? c->outcap : 4096;
+        while (cap < c->outlen + b->len) cap *= 2;
+        uint8_t *o = realloc(c->out, cap);
+        if (!o) {
+            c->closing = true;
+            return;
+        }
+        c->out = o;
+        c->outcap = cap;
+    }
+    memcpy(c->out + c->outlen, b->data, b->len);
+    c->outlen += b->len;
+}
+
+static void reply_error(struct client *c, uint32_t id, int err, const char *text)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_ERROR, id);
+    psmsg_put_u32(&b, PSF_ERRNO, (uint32_t)err);
+    psmsg_put_str(&b, PSF_TEXT, text);
+    queue_reply(c, &b);
+    psmsg_buf_free(&b);
+}
+
+static void handle_nodes(struct client *c, const struct psmsg *m)
+{
+    struct psid *d = c->d;
+    struct psmsg_buf b = {0};
+    uint64_t now = loop_now();
+    psmsg_begin(&b, PSM_NODES_REPLY, m->id);
+    psmsg_put_u32(&b, PSF_SELF, d->self->id);
+    for (size_t i = 0; i < d->conf.nnodes; i++) {
+        const struct psid_node *n = &d->nodes[i];
+        psmsg_record_begin(&b, PSF_NODE);
+        psmsg_put_u32(&b, PSF_NODE_ID, n->conf->id);
+        psmsg_put_str(&b, PSF_NAME, n->conf->name);
+        psmsg_put_str(&b, PSF_ADDR, n->conf->addr_str);
+        psmsg_put_u32(&b, PSF_STATE, n->state);
+        psmsg_put_u32(&b, PSF_LOAD, n->load_milli);
+        psmsg_put_u32(&b, PSF_TASKS, n->tasks);
+        psmsg_put_u32(&b, PSF_CPUS, n->cpus);
+        psmsg_put_u64(&b, PSF_INCARNATION, n->incarnation);
+        if (n->conf != d->self && n->last_heard) {
+            uint64_t age = (now - n->last_heard) / 1000000;
+            psmsg_put_u32(&b, PSF_AGE_MS, age > UINT32_MAX ? UINT32_MAX : (uint32_t)age);
+        }
+        psmsg_record_end(&b);
+    }
+    queue_reply(c, &b);
+    psmsg_buf_free(&b);
+}
+
+static void dispatch(struct client *c, const uint8_t *frame, size_t len)
+{
+    struct psmsg m;
+    if (psmsg_parse(frame, len, &m) < 0) {
+        reply_error(c, 0, errno, "malformed request");
+        c->closing = true;
+        return;
+    }
+    switch (m.type) {
+    case PSM_NODES:
+        handle_nodes(c, &m);
+        break;
+    default:
+        reply_error(c, m.id, EOPNOTSUPP, "unknown request type");
+    }
+}
+
+static void on_client(void *ctx, uint32_t events)
+{
+    struct client *c = ctx;
+    if (events & EPOLLOUT && !flush_out(c)) return;
+    if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || c->closing) return;
+    for (;;) {
+        if (c->incap - c->inlen < 4096) {
+            size_t cap = c->incap ? c->incap * 2 : 8192;
+            if (cap > PSMSG_MAX + 8192) cap = PSMSG_MAX + 8192;
+            uint8_t *in = cap > c->incap ? realloc(c->in, cap) : NULL;
+            if (!in) {
+                client_close(c);
+                return;
+            }
+            c->in = in;
+            c->incap = cap;
+        }
+        ssize_t r = recv(c->fd, c->in + c->inlen, c->incap - c->inlen, MSG_DONTWAIT);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            client_close(c);
+            return;
+        }
+        if (r < 0) break;
+        c->inlen += (size_t)r;
+        size_t off = 0;
+        while (!c->closing && c->inlen - off >= PSMSG_HDR) {
+            uint32_t flen = psmsg_frame_len(c->in + off, c->inlen - off);
+            if (!flen) {
+                reply_error(c, 0, EBADMSG, "malformed frame");
+                c->closing = true;
+                break;
+            }
+            if (c->inlen - off < flen) break;
+            dispatch(c, c->in + off, flen);
+            off += flen;
+        }
+        memmove(c->in, c->in + off, c->inlen - off);
+        c->inlen -= off;
+        if (c->closing) break;
+    }
+    flush_out(c);
+}
+
+static void on_accept(void *ctx, uint32_t events)
+{
+    struct psid *d = ctx;
+    (void)events;
+    for (;;) {
+        int fd = accept4(d->clients->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return;
+        struct client *c = calloc(1, sizeof *c);
+        socklen_t cl = sizeof c->cred;
+        if (!c || d->clients->n >= MAX_CLIENTS ||
+            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &cl) < 0) {
+            if (c && d->clients->n >= MAX_CLIENTS) log_warn("too many clients; refused one");
+            free(c);
+            close(fd);
+            continue;
+        }
+        c->d = d;
+        c->fd = fd;
+        c->next = d->clients->list;
+        d->clients->list = c;
+        d->clients->n++;
+        if (loop_fd(d->loop, fd, EPOLLIN, on_client, c) < 0) client_close(c);
+        log_debug("client pid %d uid %d connected", (int)c->cred.pid, (int)c->cred.uid);
+    }
+}
+
+/* A leftover socket from a daemon that died is removed; a live one is an error. */
+static int claim_path(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0) return errno == ENOENT ? 0 : -1;
+    if (!S_ISSOCK(st.st_mode)) {
+        errno = EEXIST;
+        return -1;
+    }
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    strcpy(a.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int r = fd >= 0 ? connect(fd, (struct sockaddr *)&a, sizeof a) : -1;
+    int e = errno;
+    if (fd >= 0) close(fd);
+    if (r == 0) {
+        errno = EADDRINUSE;
+        return -1;
+    }
+    if (e != ECONNREFUSED) {
+        errno = e;
+        return -1;
+    }
+    return unlink(path);
+}
+
+int clients_start(struct psid *d)
+{
+    struct clients *cs = calloc(1, sizeof *cs);
+    if (!cs) return -1;
+    d->clients = cs;
+    cs->lfd = -1;
+    if (psconf_socket_path(&d->conf, d->self->id, cs->path, sizeof cs->path) < 0) {
+        log_err("client socket path: %s", strerror(errno));
+        return -1;
+    }
+    char dir[sizeof cs->path];
+    strcpy(dir, cs->path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = 0;
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+            log_err("%s: %s", dir, strerror(errno));
+            return -1;
+        }
+    }
+    if (claim_path(cs->path) < 0) {
+        log_err("%s: %s%s", cs->path, strerror(errno),
+                errno == EADDRINUSE ? " (another psid runs here)" : "");
+        return -1;
+    }
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    strcpy(a.sun_path, cs->path);
+    cs->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (cs->lfd < 0 || bind(cs->lfd, (struct sockaddr *)&a, sizeof a) < 0 ||
+        chmod(cs->path, 0666) < 0 || listen(cs->lfd, 128) < 0 ||
+        loop_fd(d->loop, cs->lfd, EPOLLIN, on_accept, d) < 0) {
+        log_err("client socket %s: %s", cs->path, strerror(errno));
+        return -1;
+    }
+    log_info("clients: %s", cs->path);
+    return 0;
+}
+
+void clients_stop(struct psid *d)
+{
+    struct clients *cs = d->clients;
+    if (!cs) return;
+    while (cs->list) client_close(cs->list);
+    if (cs->lfd >= 0) {
+        loop_fd_del(d->loop, cs->lfd);
+        close(cs->lfd);
+        unlink(cs->path);
+    }
+    free(cs);
+    d->clients = NULL;
+}

@@ -1,0 +1,43 @@
+/*
+ * hbwire.h - the heartbeat packet (UDP, multicast or unicast), 56 bytes, big-endian:
+ *
+ *   off size field
+ *     0    1 version (1)
+ *     1    1 type: 1 beat, 2 leaving (the daemon shuts down)
+ *     2    2 reserved (0)
+ *     4    4 node id
+ *     8    8 incarnation (CLOCK_REALTIME ns at the daemon's start)
+ *    16    8 seq: increasing within an incarnation (starts at the incarnation)
+ *    24    4 1-minute load average x 1000
+ *    28    4 tasks
+ *    32    4 cpus
+ *    36    4 reserved (0)
+ *    40   16 MAC: BLAKE2b-128 keyed with the cluster key over bytes 0..39
+ *
+ * A receiver accepts a beat only with a valid MAC, from a configured node other than
+ * itself, with an incarnation not older than the known one and, within one incarnation, a
+ * seq above the last accepted: a replayed heartbeat changes nothing.
+ */
+#ifndef PSCLUSTER_PSID_HBWIRE_H
+#define PSCLUSTER_PSID_HBWIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HB_LEN     56
+#define HB_VERSION 1
+
+enum hb_type { HB_BEAT = 1, HB_LEAVING = 2 };
+
+struct hb {
+    uint8_t type;
+    uint32_t node;
+    uint64_t incarnation, seq;
+    uint32_t load_milli, tasks, cpus;
+};
+
+void hb_encode(uint8_t out[HB_LEN], const struct hb *h, const uint8_t key[32]);
+/* 0, or -1 with *why: "length", "version", "type", "reserved", "mac". */
+int hb_decode(const uint8_t *buf, size_t n, struct hb *h, const uint8_t key[32], const char **why);
+
+#endif

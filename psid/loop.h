@@ -1,0 +1,33 @@
+/*
+ * loop.h - psid's event loop: one epoll set for file descriptors and a timer heap, with
+ * nanosecond deadlines on CLOCK_MONOTONIC (epoll_pwait2). Everything psid does runs from a
+ * callback of this loop; nothing blocks.
+ */
+#ifndef PSCLUSTER_PSID_LOOP_H
+#define PSCLUSTER_PSID_LOOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct loop;
+typedef void (*loop_fd_fn)(void *ctx, uint32_t events);
+typedef void (*loop_timer_fn)(void *ctx);
+
+struct loop *loop_new(void);
+void loop_free(struct loop *l);
+/* Watch fd for events (EPOLLIN, EPOLLOUT...); re-adding an fd changes its events. */
+int loop_fd(struct loop *l, int fd, uint32_t events, loop_fd_fn fn, void *ctx);
+void loop_fd_del(struct loop *l, int fd);
+/* A one-shot timer at absolute time `at` (loop_now ns); returns an id > 0, or 0 on error. */
+uint64_t loop_timer(struct loop *l, uint64_t at, loop_timer_fn fn, void *ctx);
+void loop_timer_cancel(struct loop *l, uint64_t id);
+/* An outside timer source (RDP): deadline() is asked before each wait; due() runs after a
+ * wake-up once that deadline has passed. */
+void loop_set_timer_source(struct loop *l, uint64_t (*deadline)(void *ctx), void (*due)(void *ctx),
+                           void *ctx);
+uint64_t loop_now(void);
+/* Run until loop_stop. -1 on an epoll error. */
+int loop_run(struct loop *l);
+void loop_stop(struct loop *l);
+
+#endif

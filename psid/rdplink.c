@@ -1,0 +1,106 @@
+/*
+ * rdplink.c - this daemon's RDP endpoint: every other configured node is a peer. Incoming
+ * messages are decoded (psmsg) and dispatched by type; RDP's losses feed membership. RDP's
+ * timers run from the event loop's timer source.
+ */
+#include "daemon.h"
+#include "log.h"
+#include "psmsg.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+static void on_recv(void *ctx, uint32_t node, const void *buf, size_t len)
+{
+    (void)ctx; /* the daemon, for the handlers to come */
+    struct psmsg m;
+    if (psmsg_parse(buf, len, &m) < 0) {
+        log_warn("malformed message from node %u dropped (%zu bytes): %s", node, len,
+                 strerror(errno));
+        return;
+    }
+    switch (m.type) {
+    case PSM_D_HELLO:
+        log_debug("hello from node %u", node);
+        break;
+    default:
+        log_info("message of unknown type %u from node %u dropped", m.type, node);
+    }
+}
+
+static void on_connected(void *ctx, uint32_t node)
+{
+    (void)ctx;
+    log_debug("rdp: connected to node %u", node);
+}
+
+static void on_lost(void *ctx, uint32_t node, enum rdp_lost_reason why)
+{
+    struct psid *d = ctx;
+    log_info("rdp: connection to node %u lost: %s", node, rdp_lost_reason_name(why));
+    membership_rdp_lost(d, node, why);
+}
+
+static void on_undeliverable(void *ctx, uint32_t node, const void *msg, size_t len)
+{
+    (void)ctx;
+    (void)msg;
+    log_debug("rdp: %zu-byte message to node %u undeliverable", len, node);
+}
+
+static void process(void *ctx)
+{
+    struct psid *d = ctx;
+    if (rdp_process(d->rdp) < 0) log_err("rdp: %s", strerror(errno));
+}
+
+static void on_readable(void *ctx, uint32_t events)
+{
+    (void)events;
+    process(ctx);
+}
+
+static uint64_t deadline(void *ctx)
+{
+    struct psid *d = ctx;
+    return rdp_next_deadline(d->rdp);
+}
+
+int rdplink_start(struct psid *d)
+{
+    struct rdp_config rc;
+    if (psconf_rdp_config(&d->conf, d->self->id, &rc) < 0) return -1;
+    struct rdp_callbacks cb = {.ctx = d,
+                               .recv = on_recv,
+                               .connected = on_connected,
+                               .lost = on_lost,
+                               .undeliverable = on_undeliverable};
+    d->rdp = rdp_open(&rc, &cb);
+    if (!d->rdp) {
+        log_err("rdp on %s:%u: %s", d->self->addr_str, d->conf.rdp_port, strerror(errno));
+        return -1;
+    }
+    for (size_t i = 0; i < d->conf.nnodes; i++) {
+        const struct psconf_node *n = &d->conf.nodes[i];
+        if (n == d->self) continue;
+        struct sockaddr_storage a = n->addr;
+        ((struct sockaddr_in *)&a)->sin_port = htons((uint16_t)d->conf.rdp_port);
+        if (rdp_add_peer(d->rdp, n->id, (struct sockaddr *)&a, n->addrlen) < 0) {
+            log_err("rdp peer %u: %s", n->id, strerror(errno));
+            return -1;
+        }
+    }
+    if (loop_fd(d->loop, rdp_fd(d->rdp), EPOLLIN, on_readable, d) < 0) return -1;
+    loop_set_timer_source(d->loop, deadline, process, d);
+    return 0;
+}
+
+void rdplink_stop(struct psid *d)
+{
+    if (!d->rdp) return;
+    loop_set_timer_source(d->loop, NULL, NULL, NULL);
+    loop_fd_del(d->loop, rdp_fd(d->rdp));
+    rdp_close(d->rdp);
+    d->rdp = NULL;
+}

@@ -1,0 +1,113 @@
+# test/shell/lib/cluster.sh - helpers for integration tests on loopback clusters. Source it.
+#   cluster_up N DIR        config + key in DIR, N psids on 127.0.0.1..N (unicast heartbeats)
+#   start_node I / kill_node I [SIG]   one daemon, by the pid we recorded
+#   state_of OBSERVER NODE  "up" or "down", as OBSERVER's psid sees NODE
+#   wait_state OBS NODE STATE MS   poll until it is so (bounded); prints elapsed ms
+#   pass NAME / fail NAME WHY      result lines for scripts/run-tests.sh
+# Every daemon started is killed by pid on exit (trap), also when a test fails.
+set -u
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+BIN=$TOP/build/bin
+FAILS=0
+PIDS=()
+
+pass() { echo "PASS: $1"; }
+fail() {
+    echo "FAIL: $1: $2"
+    FAILS=$((FAILS + 1))
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    [ -n "${CDIR:-}" ] && rm -rf "$CDIR"
+}
+trap cleanup EXIT
+
+# free_port: a UDP port nobody uses on 127.0.0.1..127.0.0.N
+free_port() {
+    local n=$1 p i
+    for _ in $(seq 50); do
+        p=$((20000 + RANDOM % 20000))
+        for i in $(seq "$n"); do
+            if ss -Hlun "sport = :$p" 2>/dev/null | grep -q . ||
+                ss -Hlun "sport = :$((p + 1))" 2>/dev/null | grep -q .; then
+                p=
+                break
+            fi
+        done
+        [ -n "$p" ] && {
+            echo "$p"
+            return
+        }
+    done
+    echo 29886
+}
+
+cluster_up() { # cluster_up N [extra rdp/heartbeat lines]
+    NNODES=$1
+    CDIR=$(mktemp -d /tmp/pstest.XXXXXX)
+    local port i
+    port=$(free_port "$NNODES")
+    head -c 32 /dev/urandom >"$CDIR/key"
+    chmod 600 "$CDIR/key"
+    {
+        echo "cluster = \"test\";"
+        echo "key_file = \"$CDIR/key\";"
+        echo "log_level = \"info\";"
+        echo "rdp = { port = $port; mtu = 65536; };"
+        echo "heartbeat = { mode = \"unicast\"; port = $((port + 1)); };"
+        echo "psid = { socket = \"$CDIR/psid-%n.sock\"; kill_delay_ms = 1000; };"
+        echo "nodes = ("
+        for i in $(seq 0 $((NNODES - 1))); do
+            echo "  { id = $i; name = \"n$i\"; address = \"127.0.0.$((i + 1))\"; cpus = 2; }$([ "$i" -lt $((NNODES - 1)) ] && echo ,)"
+        done
+        echo ");"
+    } >"$CDIR/psid.conf"
+    for i in $(seq 0 $((NNODES - 1))); do start_node "$i"; done
+}
+
+start_node() { # start_node I [CONFIG]
+    local i=$1 conf=${2:-$CDIR/psid.conf}
+    "$BIN/psid" -f "$conf" --node "$i" --foreground >>"$CDIR/psid-$i.log" 2>&1 &
+    PIDS[$i]=$!
+}
+
+kill_node() { # kill_node I [SIGNAL]
+    kill -"${2:-KILL}" "${PIDS[$1]}" 2>/dev/null
+    wait "${PIDS[$1]}" 2>/dev/null
+    PIDS[$1]=
+}
+
+state_of() { # state_of OBSERVER NODE
+    PSID_SOCKET=$CDIR/psid-$1.sock "$BIN/psstat" --json nodes 2>/dev/null |
+        grep -o "\"id\":$2,[^}]*\"state\":\"[a-z]*\"" | sed 's/.*"state":"\([a-z]*\)"/\1/'
+}
+
+wait_state() { # wait_state OBSERVER NODE STATE TIMEOUT_MS -> prints elapsed ms, status 0/1
+    local t0 t
+    t0=$(now_ms)
+    while :; do
+        [ "$(state_of "$1" "$2")" = "$3" ] && {
+            echo $(($(now_ms) - t0))
+            return 0
+        }
+        t=$(($(now_ms) - t0))
+        [ "$t" -gt "$4" ] && {
+            echo "$t"
+            return 1
+        }
+        sleep 0.01
+    done
+}
+
+all_up() { # all_up TIMEOUT_MS: every node sees every node up
+    local o n
+    for o in $(seq 0 $((NNODES - 1))); do
+        for n in $(seq 0 $((NNODES - 1))); do
+            wait_state "$o" "$n" up "$1" >/dev/null || return 1
+        done
+    done
+}
