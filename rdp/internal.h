@@ -75,12 +75,13 @@ struct rdp_peer {
     bool in_recovery;
     uint32_t recover; /* recovery ends when snd_una passes this */
     bool want_can_send;
-    uint64_t rto_at;    /* retransmission deadline (probe or timeout); 0: disarmed */
-    bool probed;        /* the tail-loss probe went out since the last progress */
-    uint32_t rto_fails; /* timer expiries in a row without any progress */
-    uint64_t rack_ns;   /* send time of the latest-sent packet known delivered */
-    uint32_t rack_seq;  /* and its sequence number (orders packets sent in one round) */
-    uint64_t rack_at;   /* when a loss candidate's reordering window ends; 0: none */
+    uint64_t rto_at;         /* retransmission deadline (probe or timeout); 0: disarmed */
+    bool probed;             /* the tail-loss probe went out since the last progress */
+    uint64_t last_rexmit_ns; /* last timeout or probe: no RTT sample from packets sent before */
+    uint32_t rto_fails;      /* timer expiries in a row without any progress */
+    uint64_t rack_ns;        /* send time of the latest-sent packet known delivered */
+    uint32_t rack_seq;       /* and its sequence number (orders packets sent in one round) */
+    uint64_t rack_at;        /* when a loss candidate's reordering window ends; 0: none */
     struct rdp_rtt rtt;
 
     /* receive side */

@@ -101,6 +101,7 @@ static void arm_rto(rdp_t *ep, struct rdp_peer *p)
 static bool probe(rdp_t *ep, struct rdp_peer *p)
 {
     p->probed = true;
+    p->last_rexmit_ns = ep->now;
     for (uint32_t s = p->snd_tx - 1; s != p->snd_una - 1; s--)
         if (!slot(p, s)->sacked) {
             transmit(ep, p, s);
@@ -217,9 +218,13 @@ static void release_acked(rdp_t *ep, struct rdp_peer *p)
     }
 }
 
+/* One RTT sample per ACK, from the newest packet it newly acknowledges (QUIC's "largest
+ * acknowledged"), and only from a packet sent once and after the last timeout or probe: a
+ * packet whose ACK was lost is acknowledged only after recovery, and timing it would measure
+ * the recovery, not the path (Karn's rule, extended). */
 static void rtt_sample(rdp_t *ep, struct rdp_peer *p, const struct rdp_txslot *t)
 {
-    if (t->sends == 1 && t->sent_ns && ep->now > t->sent_ns)
+    if (t && t->sends == 1 && t->sent_ns > p->last_rexmit_ns && ep->now > t->sent_ns)
         rdp_rtt_sample(&p->rtt, (uint32_t)((ep->now - t->sent_ns) / 1000));
 }
 
@@ -295,6 +300,7 @@ void rdp_handle_ack(rdp_t *ep, struct rdp_peer *p, uint32_t ack, uint32_t wnd, c
     if (seq_gt(ack, p->snd_tx) || seq_lt(ack, p->snd_una)) return; /* nothing we can use */
     p->peer_wnd = wnd;
     uint32_t acked = 0;
+    const struct rdp_txslot *newest = NULL; /* newest newly acknowledged, for the RTT */
     for (; p->snd_una != ack; p->snd_una++) {
         struct rdp_txslot *t = slot(p, p->snd_una);
         if (t->sacked) {
@@ -302,7 +308,7 @@ void rdp_handle_ack(rdp_t *ep, struct rdp_peer *p, uint32_t ack, uint32_t wnd, c
         } else {
             acked++;
             delivered(p, t, p->snd_una);
-            if (p->snd_una + 1 == ack) rtt_sample(ep, p, t);
+            if (!newest || t->sent_ns >= newest->sent_ns) newest = t;
         }
     }
     for (size_t i = 0; i < sack_len * 8; i++) {
@@ -315,8 +321,9 @@ void rdp_handle_ack(rdp_t *ep, struct rdp_peer *p, uint32_t ack, uint32_t wnd, c
         p->nsacked++;
         acked++;
         delivered(p, t, s);
-        rtt_sample(ep, p, t);
+        if (!newest || t->sent_ns >= newest->sent_ns) newest = t;
     }
+    rtt_sample(ep, p, newest);
     if (p->in_recovery && seq_ge(p->snd_una, p->recover)) p->in_recovery = false;
     if (acked) {
         p->rto_fails = 0;
@@ -346,6 +353,7 @@ void rdp_on_rto(rdp_t *ep, struct rdp_peer *p)
         return;
     }
     p->st.timeouts++;
+    p->last_rexmit_ns = ep->now;
     if (++p->rto_fails > ep->cfg.max_retrans) {
         rdp_conn_lost(ep, p, RDP_LOST_TIMEOUT);
         return;

@@ -1,0 +1,296 @@
+/*
+ * failure.c - RDP tests of peers that restart, vanish or are unreachable (suite rdp_failure).
+ *
+ *  test_restart  A streams to B; mid-stream B is closed and B' (a new incarnation) opened on
+ *                the same address and port, back to back in the same thread, so that no
+ *                datagram of A can meet the closed port (no ICMP). A must see exactly one lost
+ *                callback, reason RDP_LOST_RESTART (B' answers A's stale data with an RST), a
+ *                second connected callback, and every message A accepted is delivered to B, or
+ *                reported undeliverable, or delivered to B' - exactly once, in that order of
+ *                indices; B' gets exactly the messages A accepted after the lost callback.
+ *  test_vanish   B's address answers nothing (a plain UDP socket nobody reads, so no ICMP): A
+ *                reports RDP_LOST_TIMEOUT no later than rdp_lost_bound_us() + 20% (and not
+ *                before rto_min * max_retrans), then one undeliverable per pending message, in
+ *                order, with the right content.
+ *  test_icmp     nothing is bound at B's port: A reports RDP_LOST_UNREACH at once (< 100 ms,
+ *                far below the timeout bound), then the undeliverables; icmp_errors > 0.
+ *
+ * Endpoints: A = node 1 on 127.0.0.1, B = node 2 on 127.0.0.2.
+ */
+#include "harness.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- restart ---- */
+
+struct restart_ctx {
+    struct h_stream s;
+    struct h_ep *a, *b, *b2;
+    struct h_net *net;
+    const unsigned char *key;
+    uint16_t port;
+    uint64_t restart_after; /* close B once it received this many messages */
+    int restarted, failed;
+};
+
+static int restart_done(void *p)
+{
+    struct restart_ctx *c = p;
+    if (h_stream_pump(&c->s) < 0) c->failed = 1;
+    if (!c->restarted && h_count(c->b, H_RECV, 1) >= c->restart_after) {
+        /* back to back: A runs in this thread, so nothing reaches the closed port */
+        h_ep_close(c->b);
+        if (h_ep_open(c->b2, 2, 2, c->port, c->key, NULL) < 0 || h_add_peer(c->b2, c->a) < 0) {
+            c->failed = 1;
+            return 1;
+        }
+        h_net_add(c->net, c->b2);
+        c->restarted = 1;
+    }
+    if (c->failed || h_count(c->a, H_LOST, 2) > 1) return 1;
+    if (!c->restarted || c->s.next < c->s.total) return 0;
+    struct rdp_peer_stats ps;
+    if (rdp_peer_stats(c->a->rdp, 2, &ps) < 0) return 0;
+    return ps.queued == 0 && ps.inflight == 0 && ps.state == RDP_ESTABLISHED;
+}
+
+static void test_restart(void)
+{
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 3);
+    struct h_ep a, b, b2;
+    memset(&b2, 0, sizeof(b2));
+    struct h_net net;
+    h_net_init(&net);
+    if (h_ep_open(&a, 1, 1, 0, key, NULL) < 0) {
+        CU_FAIL("open A");
+        return;
+    }
+    if (h_ep_open(&b, 2, 2, 0, key, NULL) < 0) {
+        CU_FAIL("open B");
+        h_ep_free(&a);
+        return;
+    }
+    CU_ASSERT_EQUAL(h_pair(&a, &b), 0);
+    h_net_add(&net, &a);
+    h_net_add(&net, &b);
+
+    struct restart_ctx c = {.a = &a, .b = &b, .b2 = &b2, .net = &net, .key = key};
+    c.port = ntohs(b.addr.sin_port);
+    h_stream_init(&c.s, &a, 2, h_scale(3000), H_MSG_HDR, 256 << 10);
+    c.restart_after = c.s.total / 3;
+    int r = h_run(&net, restart_done, &c, H_S(20));
+    CU_ASSERT_EQUAL(r, 1);
+    CU_ASSERT_EQUAL(c.failed, 0);
+    CU_ASSERT(c.restarted);
+
+    /* exactly one loss, for the restart, and a second connection */
+    CU_ASSERT_EQUAL(h_count(&a, H_LOST, 2), 1);
+    const struct h_event *lost = h_find(&a, H_LOST, 2, 0);
+    CU_ASSERT(lost && lost->reason == RDP_LOST_RESTART);
+    CU_ASSERT_EQUAL(h_count(&a, H_CONNECTED, 2), 2);
+    CU_ASSERT_EQUAL(h_count(&b, H_CONNECTED, 1), 1);
+    CU_ASSERT_EQUAL(h_count(&b2, H_CONNECTED, 1), 1);
+    CU_ASSERT_EQUAL(h_count(&b2, H_LOST, 1), 0);
+
+    /* B got [0, j); A reported [j, s) undeliverable, all after the lost callback; B' got
+     * [s, total), where s is the number of messages A had accepted when it was told */
+    uint64_t j = h_count(&b, H_RECV, 1);
+    uint64_t nund = h_count(&a, H_UNDELIV, 2);
+    uint64_t s = j + nund;
+    CU_ASSERT(h_check_recv_seq(&b, 1, 0, j));
+    for (uint64_t i = 0; i < nund; i++) {
+        const struct h_event *e = h_find(&a, H_UNDELIV, 2, i);
+        if (!e || e->idx != j + i || !e->ok || (lost && e < lost)) {
+            fprintf(stderr, "restart: undeliverable #%llu: idx %llu ok %d, expected idx %llu\n",
+                    (unsigned long long)i, e ? (unsigned long long)e->idx : 0ull, e ? e->ok : 0,
+                    (unsigned long long)(j + i));
+            CU_FAIL("undeliverable sequence");
+            break;
+        }
+    }
+    if (lost) CU_ASSERT(s == lost->accepted || (lost->in_send && s == lost->accepted + 1));
+    CU_ASSERT(h_check_recv_seq(&b2, 1, s, c.s.total));
+    CU_ASSERT_EQUAL(a.bad_content + b.bad_content + b2.bad_content, 0);
+    if (r != 1 || c.failed || h_count(&a, H_LOST, 2) != 1 || !lost ||
+        lost->reason != RDP_LOST_RESTART) {
+        fprintf(stderr,
+                "restart: sent %llu/%llu (eagain %llu, blocked %d), B got %llu, undeliverable "
+                "%llu, B' got %llu\n",
+                (unsigned long long)c.s.next, (unsigned long long)c.s.total,
+                (unsigned long long)c.s.eagains, c.s.blocked, (unsigned long long)j,
+                (unsigned long long)nund, (unsigned long long)h_count(&b2, H_RECV, 1));
+        if (c.s.blocked && lost)
+            fprintf(stderr, "restart: the sender is still waiting for can_send after EAGAIN, "
+                            "although the loss emptied its queue\n");
+        h_dump(&a, "restart");
+        h_dump(&b2, "restart (B')");
+    }
+
+    h_ep_free(&a);
+    h_ep_free(&b);
+    h_ep_free(&b2);
+}
+
+/* ---- vanish and ICMP ---- */
+
+struct lost_ctx {
+    struct h_ep *a;
+    uint64_t want_undeliv;
+};
+
+static int lost_and_reported(void *p)
+{
+    struct lost_ctx *c = p;
+    return h_count(c->a, H_LOST, 2) > 0 && h_count(c->a, H_UNDELIV, 2) >= c->want_undeliv;
+}
+
+static const size_t pending_len[] = {1000, 100000, 20, 5};
+#define NPENDING (sizeof(pending_len) / sizeof(pending_len[0]))
+
+/* A sends NPENDING messages to node 2 and waits for the loss. Returns the time in ns from the
+ * first send to the lost callback, or 0 if it did not come. */
+static uint64_t send_until_lost(struct h_ep *a, struct h_net *net, uint64_t timeout_ns)
+{
+    uint64_t t0 = rdp_now_ns();
+    for (size_t i = 0; i < NPENDING; i++) CU_ASSERT_EQUAL(h_send(a, 2, i, pending_len[i]), 0);
+    struct lost_ctx c = {a, NPENDING};
+    CU_ASSERT_EQUAL(h_run(net, lost_and_reported, &c, timeout_ns), 1);
+    const struct h_event *lost = h_find(a, H_LOST, 2, 0);
+    return lost ? lost->t_ns - t0 : 0;
+}
+
+/* Exactly one loss with reason why, followed by one undeliverable per message, in order. */
+static void check_lost(const struct h_ep *a, enum rdp_lost_reason why)
+{
+    CU_ASSERT_EQUAL(h_count(a, H_LOST, 2), 1);
+    const struct h_event *lost = h_find(a, H_LOST, 2, 0);
+    CU_ASSERT(lost && lost->reason == (int)why);
+    if (lost && lost->reason != (int)why)
+        fprintf(stderr, "lost: reason %s, expected %s\n",
+                rdp_lost_reason_name((enum rdp_lost_reason)lost->reason),
+                rdp_lost_reason_name(why));
+    CU_ASSERT_EQUAL(h_count(a, H_UNDELIV, 2), NPENDING);
+    for (size_t i = 0; i < NPENDING; i++) {
+        const struct h_event *e = h_find(a, H_UNDELIV, 2, i);
+        CU_ASSERT(e != NULL);
+        if (!e) continue;
+        CU_ASSERT_EQUAL(e->idx, i);
+        CU_ASSERT_EQUAL(e->len, pending_len[i]);
+        CU_ASSERT(e->ok);
+        CU_ASSERT(lost && e > lost); /* after the lost callback */
+    }
+    CU_ASSERT_EQUAL(h_count(a, H_CONNECTED, 2), 0);
+    struct rdp_peer_stats ps;
+    CU_ASSERT_EQUAL(rdp_peer_stats(a->rdp, 2, &ps), 0);
+    CU_ASSERT_EQUAL(ps.state, RDP_CLOSED);
+    CU_ASSERT_EQUAL(ps.losses, 1);
+    CU_ASSERT_EQUAL(ps.queued, 0);
+}
+
+/* Small timers so that a silent peer is given up quickly. */
+static void fast_config(struct rdp_config *cfg)
+{
+    h_config(cfg);
+    cfg->rto_min_us = 2000;
+    cfg->rto_init_us = 5000;
+    cfg->rto_max_us = 20000;
+    cfg->max_retrans = 4;
+}
+
+static void test_vanish(void)
+{
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 4);
+    struct rdp_config cfg;
+    fast_config(&cfg);
+    struct h_ep a;
+    struct h_net net;
+    h_net_init(&net);
+    if (h_ep_open(&a, 1, 1, 0, key, &cfg) < 0) {
+        CU_FAIL("open A");
+        return;
+    }
+    h_net_add(&net, &a);
+    /* the silent B: bound (so the kernel sends no ICMP), never read */
+    struct sockaddr_in sb;
+    int fd = h_silent_socket(2, &sb);
+    if (fd < 0) {
+        CU_FAIL("bind the silent socket");
+        h_ep_free(&a);
+        return;
+    }
+    CU_ASSERT_EQUAL(h_add_peer_at(&a, 2, 2, ntohs(sb.sin_port)), 0);
+
+    uint64_t bound = rdp_lost_bound_us(&cfg) * 1000;
+    uint64_t dt = send_until_lost(&a, &net, bound * 3 + H_S(1));
+    check_lost(&a, RDP_LOST_TIMEOUT);
+    CU_ASSERT(dt > 0);
+    CU_ASSERT(dt <= bound + bound / 5);
+    CU_ASSERT(dt >= (uint64_t)cfg.rto_min_us * cfg.max_retrans * 1000);
+    if (!dt || dt > bound + bound / 5 || dt < (uint64_t)cfg.rto_min_us * cfg.max_retrans * 1000) {
+        fprintf(stderr, "vanish: lost after %llu us, bound %llu us\n",
+                (unsigned long long)(dt / 1000), (unsigned long long)(bound / 1000));
+        h_dump(&a, "vanish");
+    }
+    /* nothing was sent before the loss but SYNs: the silent socket got 1 + max_retrans */
+    struct rdp_peer_stats ps;
+    CU_ASSERT_EQUAL(rdp_peer_stats(a.rdp, 2, &ps), 0);
+    CU_ASSERT_EQUAL(ps.pkts_sent, cfg.max_retrans + 1);
+    close(fd);
+    h_ep_free(&a);
+}
+
+static void test_icmp(void)
+{
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 5);
+    struct rdp_config cfg;
+    h_config(&cfg); /* default timers: the timeout bound is seconds away */
+    struct h_ep a;
+    struct h_net net;
+    h_net_init(&net);
+    if (h_ep_open(&a, 1, 1, 0, key, &cfg) < 0) {
+        CU_FAIL("open A");
+        return;
+    }
+    h_net_add(&net, &a);
+    uint16_t port = h_free_port(2);
+    CU_ASSERT(port != 0);
+    CU_ASSERT_EQUAL(h_add_peer_at(&a, 2, 2, port), 0);
+
+    uint64_t dt = send_until_lost(&a, &net, H_S(5));
+    check_lost(&a, RDP_LOST_UNREACH);
+    CU_ASSERT(dt > 0 && dt < H_MS(100));
+    CU_ASSERT(dt < rdp_lost_bound_us(&cfg) * 1000 / 10);
+    struct rdp_stats st;
+    rdp_stats(a.rdp, &st);
+    CU_ASSERT(st.icmp_errors > 0);
+    if (!dt || dt >= H_MS(100) || !st.icmp_errors) {
+        fprintf(stderr, "icmp: lost after %llu us\n", (unsigned long long)(dt / 1000));
+        h_dump(&a, "icmp");
+    }
+
+    /* the peer appears: a new send connects and is delivered */
+    struct h_ep b;
+    if (h_ep_open(&b, 2, 2, port, key, &cfg) == 0) {
+        CU_ASSERT_EQUAL(h_add_peer(&b, &a), 0);
+        h_net_add(&net, &b);
+        CU_ASSERT_EQUAL(h_send(&a, 2, 0, 3000), 0);
+        struct h_wait_recv w = {&b, 1, 1};
+        CU_ASSERT_EQUAL(h_run(&net, h_cond_recv, &w, H_S(5)), 1);
+        CU_ASSERT(h_check_recv_seq(&b, 1, 0, 1));
+        CU_ASSERT_EQUAL(h_count(&a, H_CONNECTED, 2), 1);
+        h_ep_free(&b);
+    } else {
+        CU_FAIL("open B");
+    }
+    h_ep_free(&a);
+}
+
+UNIT_SUITE(rdp_failure, UNIT_TEST(test_restart), UNIT_TEST(test_vanish), UNIT_TEST(test_icmp))

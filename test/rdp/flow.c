@@ -1,0 +1,175 @@
+/*
+ * flow.c - RDP flow control tests (suite rdp_flow).
+ *
+ *  test_flow_control     a sender with a small sndbuf (256 KiB) and a receiver with a small
+ *                        rcvbuf send without pause: rdp_send reports EAGAIN, can_send follows
+ *                        each EAGAIN episode exactly once, every message arrives in order, the
+ *                        queue never holds more than sndbuf plus the message just accepted, and
+ *                        the sender never sends beyond the receiver's window (no WINDOW drops).
+ *  test_cansend_after_lost
+ *                        a sender blocked by EAGAIN towards a peer that vanished gets can_send
+ *                        once the loss has emptied its queue (else a caller that waits for
+ *                        can_send, as the API asks, would never send to that node again), and
+ *                        rdp_send is accepted again.
+ *
+ * Endpoints: A = node 1 on 127.0.0.1, B = node 2 on 127.0.0.2.
+ */
+#include "harness.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct flow_ctx {
+    struct h_stream s;
+    struct h_ep *a, *b;
+    size_t max_queued_loop; /* largest queued seen between rounds */
+    int failed;
+};
+
+static int flow_done(void *p)
+{
+    struct flow_ctx *c = p;
+    if (h_stream_pump(&c->s) < 0) c->failed = 1;
+    struct rdp_peer_stats ps;
+    if (rdp_peer_stats(c->a->rdp, 2, &ps) == 0 && ps.queued > c->max_queued_loop)
+        c->max_queued_loop = ps.queued;
+    if (c->failed || h_count(c->a, H_LOST, 2)) return 1;
+    return h_count(c->b, H_RECV, 1) >= c->s.total;
+}
+
+static void test_flow_control(void)
+{
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 9);
+    struct rdp_config cfg;
+    h_config(&cfg);
+    cfg.sndbuf = 256 << 10;
+    cfg.rcvbuf = 64 << 10; /* the smallest allowed: a window of a few dozen packets */
+    struct h_ep a, b;
+    struct h_net net;
+    h_net_init(&net);
+    if (h_ep_open(&a, 1, 1, 0, key, &cfg) < 0) {
+        CU_FAIL("open A");
+        return;
+    }
+    if (h_ep_open(&b, 2, 2, 0, key, &cfg) < 0) {
+        CU_FAIL("open B");
+        h_ep_free(&a);
+        return;
+    }
+    CU_ASSERT_EQUAL(h_pair(&a, &b), 0);
+    h_net_add(&net, &a);
+    h_net_add(&net, &b);
+
+    struct flow_ctx c = {.a = &a, .b = &b};
+    const size_t max_len = 128 << 10;
+    h_stream_init(&c.s, &a, 2, h_scale(3000), 1, max_len);
+    int r = h_run(&net, flow_done, &c, H_S(60));
+    CU_ASSERT_EQUAL(r, 1);
+    CU_ASSERT_EQUAL(c.failed, 0);
+    CU_ASSERT(h_check_recv_seq(&b, 1, 0, c.s.total));
+    CU_ASSERT_EQUAL(b.bad_content, 0);
+    CU_ASSERT(c.s.eagains > 0);
+    /* the stream stops at the first EAGAIN and goes on only after can_send: one each */
+    CU_ASSERT_EQUAL(h_count(&a, H_CANSEND, 2), c.s.eagains);
+    CU_ASSERT(c.s.max_queued <= cfg.sndbuf + max_len);
+    CU_ASSERT(c.s.max_queued_slack <= cfg.sndbuf);
+    CU_ASSERT(c.max_queued_loop <= cfg.sndbuf + max_len);
+    CU_ASSERT_EQUAL(h_count(&a, H_LOST, 2), 0);
+    struct rdp_stats sb;
+    rdp_stats(b.rdp, &sb);
+    CU_ASSERT_EQUAL(sb.drops[RDP_DROP_WINDOW], 0);
+    CU_ASSERT_EQUAL(sb.drops[RDP_DROP_NOBUF], 0);
+    if (r != 1 || c.failed || !c.s.eagains || c.s.max_queued > cfg.sndbuf + max_len ||
+        sb.drops[RDP_DROP_WINDOW]) {
+        fprintf(stderr,
+                "flow: sent %llu/%llu, eagain %llu, can_send %llu, blocked %d, max queued %zu "
+                "(after send) %zu (between rounds), sndbuf %zu\n",
+                (unsigned long long)c.s.next, (unsigned long long)c.s.total,
+                (unsigned long long)c.s.eagains, (unsigned long long)h_count(&a, H_CANSEND, 2),
+                c.s.blocked, c.s.max_queued, c.max_queued_loop, cfg.sndbuf);
+        h_dump(&a, "flow");
+        h_dump(&b, "flow");
+    }
+    h_ep_free(&a);
+    h_ep_free(&b);
+}
+
+struct cansend_ctx {
+    struct h_ep *a;
+};
+
+static int lost_then_cansend(void *p)
+{
+    struct cansend_ctx *c = p;
+    const struct h_event *lost = h_find(c->a, H_LOST, 2, 0);
+    if (!lost) return 0;
+    for (uint64_t i = 0;; i++) {
+        const struct h_event *e = h_find(c->a, H_CANSEND, 2, i);
+        if (!e) return 0;
+        if (e > lost) return 1;
+    }
+}
+
+static void test_cansend_after_lost(void)
+{
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 10);
+    struct rdp_config cfg;
+    h_config(&cfg);
+    cfg.rto_min_us = 2000;
+    cfg.rto_init_us = 5000;
+    cfg.rto_max_us = 20000;
+    cfg.max_retrans = 3;
+    cfg.sndbuf = 64 << 10;
+    struct h_ep a;
+    struct h_net net;
+    h_net_init(&net);
+    if (h_ep_open(&a, 1, 1, 0, key, &cfg) < 0) {
+        CU_FAIL("open A");
+        return;
+    }
+    h_net_add(&net, &a);
+    /* a silent peer: bound, never read, so no ICMP; the connection can't even open */
+    struct sockaddr_in sb;
+    int fd = h_silent_socket(2, &sb);
+    if (fd < 0) {
+        CU_FAIL("bind the silent socket");
+        h_ep_free(&a);
+        return;
+    }
+    CU_ASSERT_EQUAL(h_add_peer_at(&a, 2, 2, ntohs(sb.sin_port)), 0);
+
+    /* fill the queue until EAGAIN */
+    uint64_t k = 0;
+    int r = 0;
+    while (k < 100 && (r = h_send(&a, 2, k, 20000)) == 0) k++;
+    CU_ASSERT_EQUAL(r, -1);
+    CU_ASSERT_EQUAL(errno, EAGAIN);
+    CU_ASSERT(k >= 3);
+
+    struct cansend_ctx c = {&a};
+    uint64_t bound = rdp_lost_bound_us(&cfg) * 1000;
+    int ok = h_run(&net, lost_then_cansend, &c, bound * 2 + H_S(1));
+    CU_ASSERT_EQUAL(ok, 1);
+    CU_ASSERT_EQUAL(h_count(&a, H_LOST, 2), 1);
+    CU_ASSERT_EQUAL(h_count(&a, H_UNDELIV, 2), k);
+    if (ok != 1) {
+        fprintf(stderr,
+                "cansend_after_lost: %llu messages queued before EAGAIN, lost %llu, "
+                "can_send %llu\n",
+                (unsigned long long)k, (unsigned long long)h_count(&a, H_LOST, 2),
+                (unsigned long long)h_count(&a, H_CANSEND, 2));
+        h_dump(&a, "can_send after loss");
+    }
+    /* and the queue takes messages again */
+    CU_ASSERT_EQUAL(h_send(&a, 2, k, 20000), 0);
+    close(fd);
+    h_ep_free(&a);
+}
+
+UNIT_SUITE(rdp_flow, UNIT_TEST(test_flow_control), UNIT_TEST(test_cansend_after_lost))

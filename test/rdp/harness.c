@@ -1,0 +1,737 @@
+/*
+ * harness.c - shared harness of the RDP protocol tests: endpoints with event logs, the
+ * seeded message generator, a stream sender that honours EAGAIN/can_send, the ppoll driver
+ * loop and a replaying UDP proxy. See harness.h for the design.
+ */
+#include "harness.h"
+
+#include <CUnit/CUnit.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- environment ---- */
+
+int h_quick(void)
+{
+    const char *q = getenv("RDP_TEST_QUICK");
+    return q && *q && strcmp(q, "0") != 0;
+}
+
+uint64_t h_scale(uint64_t n)
+{
+    if (!h_quick()) return n;
+    return n / 10 ? n / 10 : 1;
+}
+
+/* ---- PRNG and messages ---- */
+
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+uint64_t h_rand(uint64_t *state)
+{
+    uint64_t x = *state ? *state : 0x2545f4914f6cdd1dull;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+uint64_t h_stream_seed(uint32_t src, uint32_t dst)
+{
+    return splitmix64(((uint64_t)src << 32) ^ dst ^ 0x5eed);
+}
+
+static uint64_t msg_state(uint64_t seed, uint64_t k)
+{
+    uint64_t s = splitmix64(seed ^ splitmix64(k + 1));
+    return s ? s : 1;
+}
+
+void h_msg_fill(void *buf, size_t len, uint64_t seed, uint64_t k)
+{
+    unsigned char *p = buf;
+    size_t off = 0;
+    if (len >= H_MSG_HDR) {
+        for (int i = 0; i < 8; i++) p[i] = (unsigned char)(k >> (56 - 8 * i));
+        for (int i = 0; i < 4; i++) p[8 + i] = (unsigned char)((uint64_t)len >> (24 - 8 * i));
+        off = H_MSG_HDR;
+    }
+    uint64_t st = msg_state(seed, k);
+    while (off < len) {
+        uint64_t r = h_rand(&st);
+        size_t n = len - off < 8 ? len - off : 8;
+        memcpy(p + off, &r, n);
+        off += n;
+    }
+}
+
+uint64_t h_msg_index(const void *buf, size_t len)
+{
+    const unsigned char *p = buf;
+    if (len < H_MSG_HDR) return H_IDX_NONE;
+    uint64_t k = 0;
+    for (int i = 0; i < 8; i++) k = (k << 8) | p[i];
+    return k;
+}
+
+int h_msg_check(const void *buf, size_t len, uint64_t seed, uint64_t k)
+{
+    const unsigned char *p = buf;
+    size_t off = 0;
+    if (len >= H_MSG_HDR) {
+        if (h_msg_index(buf, len) != k) return 0;
+        uint32_t l = 0;
+        for (int i = 0; i < 4; i++) l = (l << 8) | p[8 + i];
+        if (l != len) return 0;
+        off = H_MSG_HDR;
+    }
+    uint64_t st = msg_state(seed, k);
+    while (off < len) {
+        uint64_t r = h_rand(&st);
+        size_t n = len - off < 8 ? len - off : 8;
+        if (memcmp(p + off, &r, n) != 0) return 0;
+        off += n;
+    }
+    return 1;
+}
+
+size_t h_msg_size(uint64_t seed, uint64_t k, size_t min, size_t max)
+{
+    if (min < 1) min = 1;
+    if (max <= min) return min;
+    /* uniform exponent: size = exp(U(ln min, ln(max+1))), so each octave is equally likely */
+    uint64_t r = splitmix64(seed ^ 0x512e ^ splitmix64(k * 3 + 7));
+    double u = (double)(r >> 11) / 9007199254740992.0; /* [0,1) */
+    double lo = log((double)min), hi = log((double)max + 1.0);
+    size_t n = (size_t)exp(lo + u * (hi - lo));
+    if (n < min) n = min;
+    if (n > max) n = max;
+    return n;
+}
+
+void h_key(unsigned char key[RDP_KEY_BYTES], uint64_t seed)
+{
+    uint64_t st = splitmix64(seed) | 1;
+    for (int i = 0; i < RDP_KEY_BYTES; i++) key[i] = (unsigned char)h_rand(&st);
+}
+
+/* ---- endpoints ---- */
+
+void h_addr(struct sockaddr_in *sa, int host, uint16_t port)
+{
+    memset(sa, 0, sizeof(*sa));
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons(port);
+    sa->sin_addr.s_addr = htonl(0x7f000000u | (uint32_t)host);
+}
+
+static uint16_t next_port;
+
+static uint16_t alloc_port(void)
+{
+    if (!next_port) next_port = (uint16_t)(20000 + getpid() % 20000);
+    uint16_t p = next_port++;
+    if (next_port >= 60000 || next_port < 20000) next_port = 20000;
+    return p;
+}
+
+uint16_t h_free_port(int host)
+{
+    for (int tries = 0; tries < 200; tries++) {
+        uint16_t port = alloc_port();
+        int fd = socket(AF_INET, SOCK_DGRAM, 0);
+        if (fd < 0) return 0;
+        struct sockaddr_in sa;
+        h_addr(&sa, host, port);
+        int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+        close(fd);
+        if (r == 0) return port;
+    }
+    return 0;
+}
+
+int h_silent_socket(int host, struct sockaddr_in *sa)
+{
+    for (int tries = 0; tries < 200; tries++) {
+        h_addr(sa, host, alloc_port());
+        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return -1;
+        if (bind(fd, (struct sockaddr *)sa, sizeof(*sa)) == 0) return fd;
+        close(fd);
+        if (errno != EADDRINUSE) return -1;
+    }
+    return -1;
+}
+
+void h_config(struct rdp_config *cfg)
+{
+    rdp_config_defaults(cfg);
+}
+
+static void log_event(struct h_ep *ep, const struct h_event *e)
+{
+    if (ep->nev == ep->cap) {
+        size_t cap = ep->cap ? ep->cap * 2 : 256;
+        struct h_event *n = realloc(ep->ev, cap * sizeof(*n));
+        if (!n) abort();
+        ep->ev = n;
+        ep->cap = cap;
+    }
+    ep->ev[ep->nev++] = *e;
+    if (e->node < H_MAX_NODES) ep->count[e->type][e->node]++;
+}
+
+static void base_event(struct h_ep *ep, struct h_event *e, enum h_ev_type t, uint32_t node)
+{
+    memset(e, 0, sizeof(*e));
+    e->type = t;
+    e->node = node;
+    e->t_ns = rdp_now_ns();
+    e->idx = H_IDX_NONE;
+    e->accepted = node < H_MAX_NODES ? ep->accepted[node] : 0;
+    e->in_send = ep->in_send;
+}
+
+/* Index and content check of a received (kind 0) or undeliverable (kind 1) message. */
+static void msg_event(struct h_ep *ep, struct h_event *e, int kind, const void *msg, size_t len,
+                      uint64_t seed)
+{
+    e->len = len;
+    uint64_t k = h_msg_index(msg, len);
+    if (k == H_IDX_NONE && e->node < H_MAX_NODES) {
+        uint64_t last = ep->last_idx[kind][e->node];
+        k = last == H_IDX_NONE ? 0 : last + 1;
+    }
+    e->idx = k;
+    e->ok = h_msg_check(msg, len, seed, k);
+    if (e->node < H_MAX_NODES) ep->last_idx[kind][e->node] = k;
+    if (!e->ok) ep->bad_content++;
+}
+
+static void cb_recv(void *ctx, uint32_t node, const void *msg, size_t len)
+{
+    struct h_ep *ep = ctx;
+    struct h_event e;
+    base_event(ep, &e, H_RECV, node);
+    msg_event(ep, &e, 0, msg, len, node < H_MAX_NODES ? ep->rx_seed[node] : 0);
+    log_event(ep, &e);
+}
+
+static void cb_connected(void *ctx, uint32_t node)
+{
+    struct h_ep *ep = ctx;
+    struct h_event e;
+    base_event(ep, &e, H_CONNECTED, node);
+    log_event(ep, &e);
+}
+
+static void cb_lost(void *ctx, uint32_t node, enum rdp_lost_reason why)
+{
+    struct h_ep *ep = ctx;
+    struct h_event e;
+    base_event(ep, &e, H_LOST, node);
+    e.reason = (int)why;
+    log_event(ep, &e);
+}
+
+static void cb_undeliverable(void *ctx, uint32_t node, const void *msg, size_t len)
+{
+    struct h_ep *ep = ctx;
+    struct h_event e;
+    base_event(ep, &e, H_UNDELIV, node);
+    msg_event(ep, &e, 1, msg, len, node < H_MAX_NODES ? ep->tx_seed[node] : 0);
+    log_event(ep, &e);
+}
+
+static void cb_can_send(void *ctx, uint32_t node)
+{
+    struct h_ep *ep = ctx;
+    struct h_event e;
+    base_event(ep, &e, H_CANSEND, node);
+    log_event(ep, &e);
+}
+
+int h_ep_open(struct h_ep *ep, uint32_t node, int host, uint16_t port,
+              const unsigned char key[RDP_KEY_BYTES], const struct rdp_config *cfg)
+{
+    memset(ep, 0, sizeof(*ep));
+    ep->node = node;
+    snprintf(ep->name, sizeof(ep->name), "node%u", (unsigned)node);
+    for (uint32_t i = 0; i < H_MAX_NODES; i++) {
+        ep->rx_seed[i] = h_stream_seed(i, node);
+        ep->tx_seed[i] = h_stream_seed(node, i);
+        ep->last_idx[0][i] = ep->last_idx[1][i] = H_IDX_NONE;
+    }
+    if (cfg)
+        ep->cfg = *cfg;
+    else
+        h_config(&ep->cfg);
+    ep->cfg.node_id = node;
+    memcpy(ep->cfg.key, key, RDP_KEY_BYTES);
+    struct rdp_callbacks cb = {
+        .ctx = ep,
+        .recv = cb_recv,
+        .connected = cb_connected,
+        .lost = cb_lost,
+        .undeliverable = cb_undeliverable,
+        .can_send = cb_can_send,
+    };
+    for (int tries = 0; tries < 200; tries++) {
+        uint16_t p = port ? port : alloc_port();
+        h_addr(&ep->addr, host, p);
+        memset(&ep->cfg.bind, 0, sizeof(ep->cfg.bind));
+        memcpy(&ep->cfg.bind, &ep->addr, sizeof(ep->addr));
+        ep->cfg.bind_len = sizeof(ep->addr);
+        ep->rdp = rdp_open(&ep->cfg, &cb);
+        if (ep->rdp) return 0;
+        if (errno != EADDRINUSE || port) break;
+    }
+    fprintf(stderr, "h_ep_open(node %u, 127.0.0.%d:%u): %s\n", (unsigned)node, host,
+            (unsigned)ntohs(ep->addr.sin_port), strerror(errno));
+    return -1;
+}
+
+void h_ep_close(struct h_ep *ep)
+{
+    if (ep->rdp) rdp_close(ep->rdp);
+    ep->rdp = NULL;
+}
+
+void h_ep_free(struct h_ep *ep)
+{
+    h_ep_close(ep);
+    free(ep->ev);
+    ep->ev = NULL;
+    ep->nev = ep->cap = 0;
+}
+
+int h_add_peer_at(struct h_ep *a, uint32_t node, int host, uint16_t port)
+{
+    struct sockaddr_in sa;
+    h_addr(&sa, host, port);
+    return rdp_add_peer(a->rdp, node, (struct sockaddr *)&sa, sizeof(sa));
+}
+
+int h_add_peer(struct h_ep *a, const struct h_ep *b)
+{
+    return rdp_add_peer(a->rdp, b->node, (const struct sockaddr *)&b->addr, sizeof(b->addr));
+}
+
+int h_pair(struct h_ep *a, struct h_ep *b)
+{
+    if (h_add_peer(a, b) < 0) return -1;
+    return h_add_peer(b, a);
+}
+
+int h_send(struct h_ep *ep, uint32_t node, uint64_t k, size_t len)
+{
+    static unsigned char *buf;
+    static size_t bufsz;
+    if (len > bufsz) {
+        size_t sz = len < RDP_MAX_MSG + 16 ? RDP_MAX_MSG + 16 : len;
+        unsigned char *n = realloc(buf, sz);
+        if (!n) abort();
+        buf = n;
+        bufsz = sz;
+    }
+    h_msg_fill(buf, len, node < H_MAX_NODES ? ep->tx_seed[node] : 0, k);
+    ep->in_send = 1;
+    int r = rdp_send(ep->rdp, node, buf, len);
+    int err = errno;
+    ep->in_send = 0;
+    if (r == 0 && node < H_MAX_NODES) ep->accepted[node]++;
+    errno = err;
+    return r;
+}
+
+uint64_t h_count(const struct h_ep *ep, enum h_ev_type t, uint32_t node)
+{
+    return node < H_MAX_NODES ? ep->count[t][node] : 0;
+}
+
+const struct h_event *h_find(const struct h_ep *ep, enum h_ev_type t, uint32_t node, uint64_t i)
+{
+    for (size_t j = 0; j < ep->nev; j++) {
+        if (ep->ev[j].type != t || ep->ev[j].node != node) continue;
+        if (i-- == 0) return &ep->ev[j];
+    }
+    return NULL;
+}
+
+static const char *ev_name(enum h_ev_type t)
+{
+    static const char *n[] = {"recv", "connected", "lost", "undeliverable", "can_send"};
+    return (unsigned)t < H_EV__COUNT ? n[t] : "?";
+}
+
+uint64_t h_drops_total(const struct rdp_stats *st)
+{
+    uint64_t s = 0;
+    for (int i = 0; i < RDP_DROP__COUNT; i++) s += st->drops[i];
+    return s;
+}
+
+void h_dump(const struct h_ep *ep, const char *why)
+{
+    fprintf(stderr, "\n--- %s (node %u, 127.0.0.%u:%u): %s\n", ep->name, (unsigned)ep->node,
+            (unsigned)(ntohl(ep->addr.sin_addr.s_addr) & 0xff), (unsigned)ntohs(ep->addr.sin_port),
+            why);
+    for (uint32_t n = 0; n < H_MAX_NODES; n++) {
+        int any = 0;
+        for (int t = 0; t < H_EV__COUNT; t++) any |= ep->count[t][n] != 0;
+        if (!any && !ep->accepted[n]) continue;
+        fprintf(stderr, "  node %u: accepted %llu", (unsigned)n,
+                (unsigned long long)ep->accepted[n]);
+        for (int t = 0; t < H_EV__COUNT; t++)
+            fprintf(stderr, ", %s %llu", ev_name((enum h_ev_type)t),
+                    (unsigned long long)ep->count[t][n]);
+        fprintf(stderr, "\n");
+        if (ep->rdp) {
+            struct rdp_peer_stats ps;
+            if (rdp_peer_stats(ep->rdp, n, &ps) == 0)
+                fprintf(stderr,
+                        "    peer: state %d msgs %llu/%llu pkts %llu/%llu retrans %llu timeouts "
+                        "%llu connects %llu losses %llu srtt %u rto %u cwnd %u peer_wnd %u "
+                        "inflight %u queued %zu\n",
+                        (int)ps.state, (unsigned long long)ps.msgs_sent,
+                        (unsigned long long)ps.msgs_recv, (unsigned long long)ps.pkts_sent,
+                        (unsigned long long)ps.pkts_recv, (unsigned long long)ps.retransmits,
+                        (unsigned long long)ps.timeouts, (unsigned long long)ps.connects,
+                        (unsigned long long)ps.losses, ps.srtt_us, ps.rto_us, ps.cwnd, ps.peer_wnd,
+                        ps.inflight, ps.queued);
+        }
+    }
+    fprintf(stderr, "  bad content: %llu\n", (unsigned long long)ep->bad_content);
+    if (ep->rdp) {
+        struct rdp_stats st;
+        rdp_stats(ep->rdp, &st);
+        fprintf(stderr,
+                "  endpoint: pkts %llu/%llu retrans %llu icmp %llu inj drop %llu dup %llu "
+                "reorder %llu corrupt %llu\n  drops:",
+                (unsigned long long)st.pkts_sent, (unsigned long long)st.pkts_recv,
+                (unsigned long long)st.retransmits, (unsigned long long)st.icmp_errors,
+                (unsigned long long)st.inj_drop, (unsigned long long)st.inj_dup,
+                (unsigned long long)st.inj_reorder, (unsigned long long)st.inj_corrupt);
+        for (int i = 0; i < RDP_DROP__COUNT; i++)
+            if (st.drops[i])
+                fprintf(stderr, " %s=%llu", rdp_drop_reason_name((enum rdp_drop_reason)i),
+                        (unsigned long long)st.drops[i]);
+        fprintf(stderr, "\n");
+    }
+    /* the last few events */
+    size_t from = ep->nev > 8 ? ep->nev - 8 : 0;
+    for (size_t j = from; j < ep->nev; j++) {
+        const struct h_event *e = &ep->ev[j];
+        fprintf(stderr, "  ev[%zu] %s node %u", j, ev_name(e->type), (unsigned)e->node);
+        if (e->type == H_LOST)
+            fprintf(stderr, " %s", rdp_lost_reason_name((enum rdp_lost_reason)e->reason));
+        if (e->type == H_RECV || e->type == H_UNDELIV)
+            fprintf(stderr, " idx %llu len %zu ok %d", (unsigned long long)e->idx, e->len, e->ok);
+        fprintf(stderr, " accepted %llu\n", (unsigned long long)e->accepted);
+    }
+}
+
+int h_check_recv_seq(const struct h_ep *rx, uint32_t from_node, uint64_t first, uint64_t end)
+{
+    uint64_t want = first;
+    for (size_t j = 0; j < rx->nev; j++) {
+        const struct h_event *e = &rx->ev[j];
+        if (e->type != H_RECV || e->node != from_node) continue;
+        if (e->idx != want || !e->ok) {
+            fprintf(stderr,
+                    "%s: from node %u: got message %llu (len %zu, content %s), expected %llu\n",
+                    rx->name, (unsigned)from_node, (unsigned long long)e->idx, e->len,
+                    e->ok ? "ok" : "BAD", (unsigned long long)want);
+            return 0;
+        }
+        want++;
+    }
+    if (want != end) {
+        fprintf(stderr, "%s: from node %u: received [%llu, %llu), expected [%llu, %llu)\n",
+                rx->name, (unsigned)from_node, (unsigned long long)first, (unsigned long long)want,
+                (unsigned long long)first, (unsigned long long)end);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- stream ---- */
+
+void h_stream_init(struct h_stream *s, struct h_ep *ep, uint32_t to, uint64_t total, size_t min_len,
+                   size_t max_len)
+{
+    memset(s, 0, sizeof(*s));
+    s->ep = ep;
+    s->to = to;
+    s->total = total;
+    s->min_len = min_len;
+    s->max_len = max_len;
+}
+
+size_t h_stream_len(const struct h_stream *s, uint64_t k)
+{
+    return h_msg_size(s->ep->tx_seed[s->to], k, s->min_len, s->max_len);
+}
+
+int h_stream_pump(struct h_stream *s)
+{
+    int n = 0;
+    if (!s->ep->rdp) return 0;
+    if (s->blocked) {
+        /* continue only after can_send, as the API asks */
+        if (h_count(s->ep, H_CANSEND, s->to) == s->cansend_mark) return 0;
+        s->blocked = 0;
+    }
+    while (s->next < s->total && (!s->max_per_pump || (uint64_t)n < s->max_per_pump)) {
+        size_t len = h_stream_len(s, s->next);
+        if (h_send(s->ep, s->to, s->next, len) < 0) {
+            if (errno == EAGAIN) {
+                s->eagains++;
+                s->blocked = 1;
+                s->cansend_mark = h_count(s->ep, H_CANSEND, s->to);
+                break;
+            }
+            s->error = errno;
+            return -1;
+        }
+        if (!s->first_send_ns) s->first_send_ns = rdp_now_ns();
+        struct rdp_peer_stats ps;
+        if (rdp_peer_stats(s->ep->rdp, s->to, &ps) == 0) {
+            if (ps.queued > s->max_queued) s->max_queued = ps.queued;
+            size_t slack = ps.queued > len ? ps.queued - len : 0;
+            if (slack > s->max_queued_slack) s->max_queued_slack = slack;
+        }
+        s->next++;
+        n++;
+    }
+    return n;
+}
+
+/* ---- event loop ---- */
+
+void h_net_init(struct h_net *n)
+{
+    memset(n, 0, sizeof(*n));
+}
+
+void h_net_add(struct h_net *n, struct h_ep *ep)
+{
+    if (n->neps < (int)(sizeof(n->eps) / sizeof(n->eps[0]))) n->eps[n->neps++] = ep;
+}
+
+void h_net_add_proxy(struct h_net *n, struct h_proxy *p)
+{
+    if (n->nproxies < (int)(sizeof(n->proxies) / sizeof(n->proxies[0])))
+        n->proxies[n->nproxies++] = p;
+}
+
+static int poll_once(struct h_net *n, uint64_t until_ns)
+{
+    struct pollfd pfd[16];
+    int np = 0;
+    uint64_t dl = until_ns;
+    for (int i = 0; i < n->neps; i++) {
+        if (!n->eps[i]->rdp) continue;
+        pfd[np].fd = rdp_fd(n->eps[i]->rdp);
+        pfd[np].events = POLLIN;
+        pfd[np].revents = 0;
+        np++;
+        uint64_t d = rdp_next_deadline(n->eps[i]->rdp);
+        if (d < dl) dl = d;
+    }
+    for (int i = 0; i < n->nproxies; i++) {
+        pfd[np].fd = n->proxies[i]->fd_pa;
+        pfd[np].events = POLLIN;
+        pfd[np].revents = 0;
+        np++;
+        pfd[np].fd = n->proxies[i]->fd_pb;
+        pfd[np].events = POLLIN;
+        pfd[np].revents = 0;
+        np++;
+    }
+    uint64_t now = rdp_now_ns();
+    uint64_t wait = dl > now ? dl - now : 0;
+    struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull),
+                          .tv_nsec = (long)(wait % 1000000000ull)};
+    if (ppoll(pfd, (nfds_t)np, &ts, NULL) < 0 && errno != EINTR) {
+        n->error = errno;
+        return -1;
+    }
+    for (int i = 0; i < n->nproxies; i++) h_proxy_drain(n->proxies[i]);
+    for (int i = 0; i < n->neps; i++) {
+        if (!n->eps[i]->rdp) continue;
+        if (rdp_process(n->eps[i]->rdp) < 0) {
+            n->error = errno;
+            fprintf(stderr, "rdp_process(%s): %s\n", n->eps[i]->name, strerror(errno));
+            return -1;
+        }
+    }
+    n->iterations++;
+    return 0;
+}
+
+int h_cond_recv(void *wait_recv)
+{
+    const struct h_wait_recv *w = wait_recv;
+    return h_count(w->ep, H_RECV, w->from) >= w->n;
+}
+
+int h_step(struct h_net *n)
+{
+    return poll_once(n, 0);
+}
+
+int h_run(struct h_net *n, h_cond_fn cond, void *ctx, uint64_t timeout_ns)
+{
+    uint64_t end = rdp_now_ns() + timeout_ns;
+    for (;;) {
+        if (cond && cond(ctx)) return 1;
+        if (rdp_now_ns() >= end) return 0;
+        if (poll_once(n, end) < 0) return -1;
+    }
+}
+
+/* ---- proxy ---- */
+
+static int udp_socket(const struct sockaddr_in *sa)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int sz = 4 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+    if (bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+static int bind_any_port(struct sockaddr_in *sa, int host)
+{
+    for (int tries = 0; tries < 200; tries++) {
+        h_addr(sa, host, alloc_port());
+        int fd = udp_socket(sa);
+        if (fd >= 0) return fd;
+        if (errno != EADDRINUSE) break;
+    }
+    return -1;
+}
+
+int h_proxy_open(struct h_proxy *p, const struct h_ep *a, const struct h_ep *b, int host_pa,
+                 int host_pb)
+{
+    memset(p, 0, sizeof(*p));
+    p->fd_pa = bind_any_port(&p->pa, host_pa);
+    p->fd_pb = bind_any_port(&p->pb, host_pb);
+    if (p->fd_pa < 0 || p->fd_pb < 0) {
+        fprintf(stderr, "h_proxy_open: %s\n", strerror(errno));
+        if (p->fd_pa >= 0) close(p->fd_pa);
+        if (p->fd_pb >= 0) close(p->fd_pb);
+        p->fd_pa = p->fd_pb = -1;
+        return -1;
+    }
+    p->real_a = a->addr;
+    p->real_b = b->addr;
+    p->forward = 1;
+    p->cap_limit = 1u << 16;
+    return 0;
+}
+
+void h_proxy_close(struct h_proxy *p)
+{
+    if (p->fd_pa >= 0) close(p->fd_pa);
+    if (p->fd_pb >= 0) close(p->fd_pb);
+    p->fd_pa = p->fd_pb = -1;
+    for (int d = 0; d < 2; d++) {
+        for (size_t i = 0; i < p->ncap[d]; i++) free(p->cap[d][i].data);
+        free(p->cap[d]);
+        p->cap[d] = NULL;
+        p->ncap[d] = p->capcap[d] = 0;
+    }
+}
+
+static void capture(struct h_proxy *p, int dir, const unsigned char *buf, size_t len)
+{
+    if (p->ncap[dir] >= p->cap_limit) return;
+    if (p->ncap[dir] == p->capcap[dir]) {
+        size_t cap = p->capcap[dir] ? p->capcap[dir] * 2 : 256;
+        struct h_pkt *n = realloc(p->cap[dir], cap * sizeof(*n));
+        if (!n) abort();
+        p->cap[dir] = n;
+        p->capcap[dir] = cap;
+    }
+    unsigned char *d = malloc(len ? len : 1);
+    if (!d) abort();
+    memcpy(d, buf, len);
+    p->cap[dir][p->ncap[dir]].data = d;
+    p->cap[dir][p->ncap[dir]].len = len;
+    p->ncap[dir]++;
+}
+
+/* dir 0: arrived on pa from A, goes out of pb to B; dir 1: arrived on pb from B, out of pa. */
+static void drain_one(struct h_proxy *p, int dir)
+{
+    static unsigned char buf[65536];
+    int in = dir == 0 ? p->fd_pa : p->fd_pb;
+    int out = dir == 0 ? p->fd_pb : p->fd_pa;
+    const struct sockaddr_in *from_ok = dir == 0 ? &p->real_a : &p->real_b;
+    const struct sockaddr_in *to = dir == 0 ? &p->real_b : &p->real_a;
+    for (int i = 0; i < 4096; i++) {
+        struct sockaddr_in src;
+        socklen_t sl = sizeof(src);
+        ssize_t n = recvfrom(in, buf, sizeof(buf), 0, (struct sockaddr *)&src, &sl);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+            continue; /* ICMP errors queued on the socket: ignore */
+        }
+        if (src.sin_addr.s_addr != from_ok->sin_addr.s_addr || src.sin_port != from_ok->sin_port) {
+            p->foreign++;
+            continue;
+        }
+        capture(p, dir, buf, (size_t)n);
+        if (!p->forward) continue;
+        if (sendto(out, buf, (size_t)n, 0, (const struct sockaddr *)to, sizeof(*to)) == n)
+            p->fwd[dir]++;
+    }
+}
+
+void h_proxy_drain(struct h_proxy *p)
+{
+    drain_one(p, 0);
+    drain_one(p, 1);
+}
+
+int h_proxy_send_raw(struct h_proxy *p, int dir, const void *buf, size_t len)
+{
+    int out = dir == 0 ? p->fd_pb : p->fd_pa;
+    const struct sockaddr_in *to = dir == 0 ? &p->real_b : &p->real_a;
+    ssize_t n = sendto(out, buf, len, 0, (const struct sockaddr *)to, sizeof(*to));
+    if (n != (ssize_t)len) return -1;
+    p->injected[dir]++;
+    return 0;
+}
+
+int h_proxy_inject(struct h_proxy *p, int dir, size_t i)
+{
+    if (i >= p->ncap[dir]) return -1;
+    return h_proxy_send_raw(p, dir, p->cap[dir][i].data, p->cap[dir][i].len);
+}
