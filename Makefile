@@ -35,6 +35,7 @@ ALL_LDFLAGS = $(LDSAN) $(LDFLAGS)
 
 RDP_SRC   := $(wildcard rdp/*.c)
 PSI_SRC   := $(wildcard psi/*.c)
+LOG_SRC   := $(wildcard logger/*.c)
 PSID_SRC  := $(wildcard psid/*.c)
 PSIDC_SRC := $(filter-out psid/main.c,$(PSID_SRC))
 CONF_SRC  := $(wildcard conf/*.c)
@@ -49,7 +50,8 @@ LIBRDP    := $(BUILD)/lib/librdp.a
 LIBCONF   := $(BUILD)/lib/libpsconf.a
 LIBPSI    := $(BUILD)/lib/libpsi.a
 LIBPSIDC  := $(BUILD)/lib/libpsidcore.a
-LIBS      := $(LIBPSI) $(LIBCONF) $(LIBRDP)
+LIBLOG    := $(BUILD)/lib/libpslogger.a
+LIBS      := $(LIBLOG) $(LIBPSI) $(LIBCONF) $(LIBRDP)
 TOOLS     := $(patsubst tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC)) $(BUILD)/bin/psid
 UNIT_BIN  := $(BUILD)/test/unit-tests
 RDPT_BIN  := $(BUILD)/test/rdp-tests
@@ -86,6 +88,10 @@ $(LIBPSI): $(call obj,$(PSI_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
+$(LIBLOG): $(call obj,$(LOG_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
 # the node daemon: main.c over libpsidcore.a (psid's modules, which the unit tests link too)
 $(LIBPSIDC): $(call obj,$(PSIDC_SRC))
 	@mkdir -p $(dir $@)
@@ -115,11 +121,11 @@ $(BUILD)/test/tools/%: $(BUILD)/obj/test/tools/%.o $(LIBS)
 # libFuzzer targets need clang; each links the library sources directly.
 FUZZ_BIN := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 build-fuzz: $(FUZZ_BIN)
-$(BUILD)/fuzz/%: test/fuzz/%.c $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC)
+$(BUILD)/fuzz/%: test/fuzz/%.c $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(LOG_SRC)
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -D_GNU_SOURCE -DRDP_FUZZING -Iinclude -g -O1 \
 	    -fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS)) \
-	    $< $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(SYS_LIBS) -lm -o $@
+	    $< $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(LOG_SRC) $(SYS_LIBS) -lm -o $@
 
 check: deps
 	@$(MAKE) --no-print-directory build-tests

@@ -6,8 +6,47 @@
  * request's id. psid identifies the caller with SO_PEERCRED and never reads a uid from a
  * message. Any request may be answered with PSM_ERROR (PSF_ERRNO, PSF_TEXT).
  *
+ * Task ids: 64 bits, node id << 32 | pid, printed NODE:PID. A connected client is a task
+ * of its node too (its tid: node << 32 | its pid), so a psrun's tid is its job's id.
+ *
+ * Spawning a job (psrun):
+ *   client -> PSM_SPAWN {PSF_ARG..., PSF_ENV..., PSF_CWD, PSF_UMASK, PSF_NP,
+ *                        [PSF_NODE_ID... the partition, in order of preference],
+ *                        [PSF_PPN], [PSF_OVERBOOK], [PSF_INPUT]}
+ *   psid   -> PSM_SPAWN_REPLY {PSF_JOB, PSF_NP}, or PSM_ERROR (no usable node, bad request)
+ *   then, all with the SPAWN request's id, in this order per rank:
+ *   psid   -> PSM_RANK {PSF_RANK, PSF_NODE_ID, PSF_TID}            rank started, or
+ *             PSM_RANK {PSF_RANK, PSF_NODE_ID, PSF_ERRNO, PSF_TEXT} rank failed to start
+ *             (PSF_ERRNO ENOENT: program not found, EACCES: not executable, ...)
+ *   psid   -> PSM_IO {PSF_RANK, PSF_STREAM (1 stdout, 2 stderr), PSF_DATA} output, in
+ *             order per rank and stream; an empty PSF_DATA is end of that stream
+ *   client -> PSM_IO_ACK {PSF_RANK, PSF_BYTES}: output consumed; a rank's node stops
+ *             reading its pipes while PSI_IO_WINDOW bytes are unacknowledged (the task
+ *             blocks, no daemon buffers grow)
+ *   client -> PSM_INPUT {PSF_RANK, PSF_DATA}: stdin for a rank (PSF_RANK 0xffffffff: all
+ *             ranks that take input); empty PSF_DATA closes it. psid answers
+ *             PSM_INPUT_ACK {PSF_RANK, PSF_BYTES} when the data has been written to the
+ *             task(s), so the client can keep at most PSI_IO_WINDOW bytes in flight.
+ *   psid   -> PSM_EXIT {PSF_RANK, PSF_TID, PSF_STATUS (wait(2) status)} or
+ *             PSM_EXIT {PSF_RANK, PSF_TID, PSF_LOST} when the rank's node was lost;
+ *             a rank's PSM_EXIT comes after all its output
+ *   When the client's connection closes (psrun exits or dies) every task of the job gets
+ *   SIGTERM, and SIGKILL kill_delay_ms later if it is still there.
+ *
+ * Signals:
+ *   client -> PSM_SIGNAL {PSF_TID, PSF_SIGNAL} -> PSM_SIGNAL_REPLY {PSF_ERRNO}: 0, or
+ *             kill(2)'s errors: ESRCH (no such task), EPERM (not yours), EINVAL (signal).
+ *             The check happens on the task's node: root, or the same uid.
+ *   client -> PSM_SIGNAL {PSF_JOB, PSF_SIGNAL} -> PSM_SIGNAL_REPLY {PSF_ERRNO, PSF_COUNT}:
+ *             every task of the job (routed through the job's node).
+ *
+ * Tasks:  client -> PSM_TASKS -> PSM_TASKS_REPLY {PSF_TASK records: PSF_TID, PSF_JOB,
+ *             PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD} for the whole cluster (each node
+ *             answers for its own tasks; nodes that are down are skipped).
+ *
  * Daemon protocol: messages between psids travel as RDP messages with the same encoding
- * (types from 0x1000 on).
+ * (types from 0x1000 on); the uid in them comes from the originating node's SO_PEERCRED,
+ * and RDP authenticates every packet with the cluster key.
  *
  * Numbers are never reused; new fields get new tags, and readers skip tags they do not know.
  */
@@ -15,14 +54,41 @@
 #define PSCLUSTER_PSPROTO_H
 
 #define PSI_DEFAULT_SOCKET "/run/pscluster/psid.sock"
+#define PSI_IO_WINDOW      (256u << 10) /* unacknowledged output/input bytes per rank */
+#define PSI_ALL_RANKS      0xffffffffu
+#define PSI_NO_RANK        0xfffffffeu
 
 enum psm_type {
     PSM_ERROR = 1,        /* reply: PSF_ERRNO, PSF_TEXT */
     PSM_NODES = 10,       /* request: the node table */
     PSM_NODES_REPLY = 11, /* PSF_NODE records, PSF_SELF */
+    PSM_SPAWN = 20,
+    PSM_SPAWN_REPLY = 21,
+    PSM_RANK = 22,
+    PSM_IO = 23,
+    PSM_IO_ACK = 24,
+    PSM_INPUT = 25,
+    PSM_INPUT_ACK = 26,
+    PSM_EXIT = 27,
+    PSM_SIGNAL = 30,
+    PSM_SIGNAL_REPLY = 31,
+    PSM_TASKS = 40,
+    PSM_TASKS_REPLY = 41,
 
     /* daemon to daemon (over RDP) */
-    PSM_D_HELLO = 0x1000, /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
+    PSM_D_HELLO = 0x1000,     /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
+    PSM_D_SPAWN = 0x1001,     /* home -> target: start ranks (PSF_REQ, job, uid/gid, argv...) */
+    PSM_D_RANK = 0x1002,      /* target -> home: one rank started or failed (PSF_REQ) */
+    PSM_D_IO = 0x1003,        /* target -> home: output of a rank */
+    PSM_D_IO_ACK = 0x1004,    /* home -> target: output consumed */
+    PSM_D_INPUT = 0x1005,     /* home -> target: stdin for a rank */
+    PSM_D_INPUT_ACK = 0x1006, /* target -> home: stdin written */
+    PSM_D_EXIT = 0x1007,      /* target -> home: a rank ended */
+    PSM_D_SIGNAL = 0x1008,    /* any -> task's node: PSF_REQ, PSF_TID|PSF_JOB, PSF_SIGNAL, PSF_UID */
+    PSM_D_SIGNAL_REPLY = 0x1009, /* PSF_REQ, PSF_ERRNO, PSF_COUNT */
+    PSM_D_JOB_GONE = 0x100a,  /* home -> targets: the job's client is gone: end its tasks */
+    PSM_D_TASKS = 0x100b,     /* PSF_REQ: list your tasks */
+    PSM_D_TASKS_REPLY = 0x100c, /* PSF_REQ, PSF_TASK records */
 };
 
 enum psf_tag {
@@ -32,19 +98,54 @@ enum psf_tag {
     PSF_NODE_ID = 10,     /* u32 */
     PSF_NAME = 11,        /* string */
     PSF_ADDR = 12,        /* string: numeric address */
-    PSF_STATE = 13,       /* u32: enum psnode_state */
+    PSF_STATE = 13,       /* u32: enum psnode_state, or enum pstask_state in a PSF_TASK */
     PSF_LOAD = 14,        /* u32: 1-minute load average x 1000 */
     PSF_TASKS = 15,       /* u32 */
     PSF_CPUS = 16,        /* u32 */
     PSF_INCARNATION = 17, /* u64 */
     PSF_AGE_MS = 18,      /* u32: ms since the node was last heard from */
+    PSF_ARG = 20,         /* string, repeated: argv in order */
+    PSF_ENV = 21,         /* string "NAME=VALUE", repeated */
+    PSF_CWD = 22,         /* string */
+    PSF_UMASK = 23,       /* u32 */
+    PSF_NP = 24,          /* u32: number of ranks */
+    PSF_PPN = 25,         /* u32: at most this many ranks per node (0: no limit) */
+    PSF_OVERBOOK = 26,    /* u32: 1 = more ranks than CPUs allowed */
+    PSF_INPUT = 27,       /* u32: the rank that gets stdin, PSI_ALL_RANKS or PSI_NO_RANK */
+    PSF_JOB = 28,         /* u64: job id (the tid of the job's client) */
+    PSF_RANK = 29,        /* u32 */
+    PSF_TID = 30,         /* u64 */
+    PSF_STREAM = 31,      /* u32: 0 stdin, 1 stdout, 2 stderr */
+    PSF_DATA = 32,        /* bytes */
+    PSF_BYTES = 33,       /* u64: a byte count */
+    PSF_STATUS = 34,      /* u32: wait(2) status */
+    PSF_LOST = 35,        /* u32: 1 = the rank's node was lost */
+    PSF_SIGNAL = 36,      /* u32 */
+    PSF_COUNT = 37,       /* u32 */
+    PSF_UID = 38,         /* u32 */
+    PSF_GID = 39,         /* u32 */
+    PSF_CMD = 40,         /* string: the task's program */
+    PSF_REQ = 41,         /* u32: a daemon's request number, echoed in the answer */
+    PSF_SIZE = 42,        /* u32: ranks in the job (PSI_SIZE) */
+    PSF_HOME = 43,        /* u32: the node the job's client runs on */
 
     PSF_NODE = 0x8001, /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
+    PSF_TASK = 0x8002, /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */
 };
 
 enum psnode_state {
     PSNODE_DOWN = 0, /* never heard from, declared dead, or left */
     PSNODE_UP = 1,
 };
+
+enum pstask_state {
+    PSTASK_RUNNING = 1,
+    PSTASK_EXITED = 2, /* exited, output still draining */
+};
+
+/* Task ids */
+#define PSTID(node, pid) ((uint64_t)(node) << 32 | (uint32_t)(pid))
+#define PSTID_NODE(tid)  ((uint32_t)((tid) >> 32))
+#define PSTID_PID(tid)   ((int32_t)(uint32_t)(tid))
 
 #endif

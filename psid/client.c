@@ -22,7 +22,10 @@
 #include <unistd.h>
 
 #define MAX_CLIENTS 4096
-#define MAX_OUT     (4u << 20)
+/* Replies and job output waiting for a client. Output is flow-controlled per rank
+ * (PSI_IO_WINDOW), so a job of N ranks needs up to N windows; beyond this the client is
+ * not reading at all and is dropped. */
+#define MAX_OUT (256u << 20)
 
 struct client {
     struct psid *d;
@@ -32,7 +35,8 @@ struct client {
     size_t inlen, incap;
     uint8_t *out;
     size_t outlen, outoff, outcap;
-    bool closing; /* close once the output is flushed */
+    bool closing;     /* close once the output is flushed */
+    bool in_dispatch; /* handling its requests: replies are flushed after */
     struct client *next;
 };
 
@@ -46,6 +50,8 @@ struct clients {
 static void client_close(struct client *c)
 {
     struct clients *cs = c->d->clients;
+    jobs_client_gone(c->d, c);
+    pending_client_gone(c->d, c);
     for (struct client **pp = &cs->list; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
@@ -130,6 +136,37 @@ static void reply_error(struct client *c, uint32_t id, int err, const char *text
     psmsg_buf_free(&b);
 }
 
+static bool flush_out(struct client *c);
+
+/* A message for the client outside of the request being handled (job events, answers
+ * that came from other nodes): queue it and try to send at once. */
+void client_send(struct client *c, struct psmsg_buf *b)
+{
+    queue_reply(c, b);
+    if (!c->in_dispatch) flush_out(c);
+}
+
+void client_error(struct client *c, uint32_t id, int err, const char *text)
+{
+    reply_error(c, id, err, text);
+    if (!c->in_dispatch) flush_out(c);
+}
+
+uint32_t client_uid(const struct client *c)
+{
+    return (uint32_t)c->cred.uid;
+}
+
+uint32_t client_gid(const struct client *c)
+{
+    return (uint32_t)c->cred.gid;
+}
+
+uint64_t client_tid(const struct client *c)
+{
+    return PSTID(c->d->self->id, c->cred.pid);
+}
+
 static void handle_nodes(struct client *c, const struct psmsg *m)
 {
     struct psid *d = c->d;
@@ -170,6 +207,21 @@ static void dispatch(struct client *c, const uint8_t *frame, size_t len)
     case PSM_NODES:
         handle_nodes(c, &m);
         break;
+    case PSM_SPAWN:
+        jobs_spawn(c->d, c, &m);
+        break;
+    case PSM_IO_ACK:
+        jobs_io_ack(c->d, c, &m);
+        break;
+    case PSM_INPUT:
+        jobs_input(c->d, c, &m);
+        break;
+    case PSM_SIGNAL:
+        signals_request(c->d, c, &m);
+        break;
+    case PSM_TASKS:
+        tasks_list_request(c->d, c, &m);
+        break;
     default:
         reply_error(c, m.id, EOPNOTSUPP, "unknown request type");
     }
@@ -208,7 +260,9 @@ static void on_client(void *ctx, uint32_t events)
                 break;
             }
             if (c->inlen - off < flen) break;
+            c->in_dispatch = true;
             dispatch(c, c->in + off, flen);
+            c->in_dispatch = false;
             off += flen;
         }
         memmove(c->in, c->in + off, c->inlen - off);

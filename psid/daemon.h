@@ -8,6 +8,14 @@
  *   membership.c  heartbeats, the node table, declaring nodes dead
  *   rdplink.c     the RDP endpoint to the other daemons and the dispatch of their messages
  *   client.c      the UNIX socket for local clients: framing, SO_PEERCRED, requests
+ *   send.c        sending daemon messages: to self directly, to others over RDP, with a
+ *                 per-node backlog while RDP's queue is full
+ *   placement.c   which nodes a job's ranks go to (least loaded first)
+ *   jobs.c        the home side of a job: spawn fan-out, results, output and exits to the
+ *                 client, the client going away, nodes being lost
+ *   spawn.c       fork and exec of one task as its user, with its pipes
+ *   tasks.c       the tasks of this node: table, output with flow control, input, exits
+ *   signals.c     signals by task id or job, routed to the node that checks and acts
  */
 #ifndef PSCLUSTER_PSID_DAEMON_H
 #define PSCLUSTER_PSID_DAEMON_H
@@ -29,9 +37,16 @@ struct psid_node {
     uint64_t last_seq;    /* of its heartbeats, against replay */
     uint64_t last_heard;  /* loop_now() of its last heartbeat */
     uint32_t load_milli, tasks, cpus;
+    uint32_t inflight; /* ranks placed there whose start is not confirmed yet */
 };
 
 struct clients;
+struct client;
+struct task;
+struct job;
+struct psmsg;
+struct psmsg_buf;
+struct backlog;
 
 struct psid {
     struct psconf conf;
@@ -47,7 +62,70 @@ struct psid {
     struct clients *clients;
     int sig_fd;
     bool stopping;
+    struct backlog *backlog; /* per node: daemon messages waiting for RDP's queue */
+    struct task **tasks;     /* hash table of this node's tasks, by tid */
+    size_t ntasks;
+    struct job *jobs;        /* jobs whose client is on this node */
+    uint32_t next_req;       /* numbers daemon requests (PSF_REQ) */
+    struct pending *pending; /* daemon requests waiting for answers */
 };
+
+/* A request to other daemons that waits for their answers (signals, task lists). */
+struct pending {
+    uint32_t req;
+    struct client *client;
+    uint32_t client_id; /* the client's request id */
+    uint16_t type;      /* PSM_D_SIGNAL or PSM_D_TASKS */
+    unsigned waiting;   /* answers still to come */
+    int err;            /* first error */
+    uint32_t count;
+    struct psmsg_buf *acc; /* accumulated reply (task lists) */
+    uint64_t timer;
+    struct psid *d;
+    struct pending *next;
+};
+
+/* client.c */
+void client_send(struct client *c, struct psmsg_buf *b);
+void client_error(struct client *c, uint32_t id, int err, const char *text);
+uint32_t client_uid(const struct client *c);
+uint32_t client_gid(const struct client *c);
+uint64_t client_tid(const struct client *c);
+bool client_alive(const struct client *c);
+
+/* send.c: a finished message (psmsg_end) to a node; to self it is dispatched at once. */
+int psid_send(struct psid *d, uint32_t node, struct psmsg_buf *b);
+void psid_dispatch(struct psid *d, uint32_t from, const struct psmsg *m);
+void send_can_continue(struct psid *d, uint32_t node);
+void send_node_lost(struct psid *d, uint32_t node);
+void send_free(struct psid *d);
+
+/* jobs.c */
+void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m);
+void jobs_client_gone(struct psid *d, struct client *c);
+void jobs_io_ack(struct psid *d, struct client *c, const struct psmsg *m);
+void jobs_input(struct psid *d, struct client *c, const struct psmsg *m);
+void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m);
+void jobs_node_lost(struct psid *d, uint32_t node);
+struct job *jobs_find(struct psid *d, uint64_t id);
+/* the ranks of a job by node: calls fn for each node that has ranks */
+void jobs_foreach_node(struct job *j, void (*fn)(struct psid *, uint32_t node, void *), void *arg);
+
+/* tasks.c */
+void tasks_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m);
+void tasks_home_lost(struct psid *d, uint32_t node);
+void tasks_stop_all(struct psid *d);
+int tasks_signal_one(struct psid *d, uint64_t tid, int sig, uint32_t uid);
+int tasks_signal_job(struct psid *d, uint64_t job, int sig, uint32_t uid, uint32_t *count);
+void tasks_append_records(struct psid *d, struct psmsg_buf *b);
+uint32_t tasks_count(struct psid *d);
+
+/* signals.c */
+void signals_request(struct psid *d, struct client *c, const struct psmsg *m);
+void signals_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m);
+void tasks_list_request(struct psid *d, struct client *c, const struct psmsg *m);
+void pending_client_gone(struct psid *d, struct client *c);
+void pending_node_lost(struct psid *d, uint32_t node);
 
 /* membership.c */
 int membership_start(struct psid *d);

@@ -145,9 +145,11 @@ int main(int argc, char **argv)
     else
         rc = 0;
 out:
+    tasks_stop_all(&d);
     membership_leave(&d);
     clients_stop(&d);
     rdplink_stop(&d);
+    send_free(&d);
     if (d.sig_fd >= 0) close(d.sig_fd);
     loop_free(d.loop);
     psconf_free(&d.conf);

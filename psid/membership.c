@@ -39,6 +39,12 @@ static void set_down(struct psid *d, struct psid_node *n, const char *why)
     n->state = PSNODE_DOWN;
     log_notice("node %u (%s) down: %s", n->conf->id, n->conf->name, why);
     if (d->rdp) rdp_disconnect(d->rdp, n->conf->id);
+    /* its tasks are dead to everyone: jobs here hear "node lost", tasks here whose job
+     * lived there end, messages waiting for it are dropped */
+    send_node_lost(d, n->conf->id);
+    jobs_node_lost(d, n->conf->id);
+    tasks_home_lost(d, n->conf->id);
+    pending_node_lost(d, n->conf->id);
 }
 
 static void set_up(struct psid_node *n)

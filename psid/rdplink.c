@@ -13,20 +13,19 @@
 
 static void on_recv(void *ctx, uint32_t node, const void *buf, size_t len)
 {
-    (void)ctx; /* the daemon, for the handlers to come */
+    struct psid *d = ctx;
     struct psmsg m;
     if (psmsg_parse(buf, len, &m) < 0) {
         log_warn("malformed message from node %u dropped (%zu bytes): %s", node, len,
                  strerror(errno));
         return;
     }
-    switch (m.type) {
-    case PSM_D_HELLO:
-        log_debug("hello from node %u", node);
-        break;
-    default:
-        log_info("message of unknown type %u from node %u dropped", m.type, node);
-    }
+    psid_dispatch(d, node, &m);
+}
+
+static void on_can_send(void *ctx, uint32_t node)
+{
+    send_can_continue(ctx, node);
 }
 
 static void on_connected(void *ctx, uint32_t node)
@@ -75,7 +74,8 @@ int rdplink_start(struct psid *d)
                                .recv = on_recv,
                                .connected = on_connected,
                                .lost = on_lost,
-                               .undeliverable = on_undeliverable};
+                               .undeliverable = on_undeliverable,
+                               .can_send = on_can_send};
     d->rdp = rdp_open(&rc, &cb);
     if (!d->rdp) {
         log_err("rdp on %s:%u: %s", d->self->addr_str, d->conf.rdp_port, strerror(errno));

@@ -49,6 +49,7 @@ free_port() {
 cluster_up() { # cluster_up N [extra rdp/heartbeat lines]
     NNODES=$1
     CDIR=$(mktemp -d /tmp/pstest.XXXXXX)
+    chmod 755 "$CDIR" # other users' clients reach the (0666) sockets
     local port i
     port=$(free_port "$NNODES")
     head -c 32 /dev/urandom >"$CDIR/key"
@@ -100,6 +101,16 @@ wait_state() { # wait_state OBSERVER NODE STATE TIMEOUT_MS -> prints elapsed ms,
             return 1
         }
         sleep 0.01
+    done
+}
+
+idle() { # idle TIMEOUT_MS: node 0 sees no task anywhere
+    local t0
+    t0=$(now_ms)
+    while PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" --json nodes 2>/dev/null |
+        grep -q '"tasks":[1-9]'; do
+        [ $(($(now_ms) - t0)) -gt "$1" ] && return 1
+        sleep 0.02
     done
 }
 

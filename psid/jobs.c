@@ -1,0 +1,385 @@
+/*
+ * jobs.c - the home side of a job: the node whose client (psrun) asked for it.
+ *
+ * PSM_SPAWN from a client: the partition (given nodes, else every node that is up) is
+ * checked, the ranks are placed (placement.c, counting placements still in flight), the
+ * client gets PSM_SPAWN_REPLY, and each chosen node gets one PSM_D_SPAWN with its ranks.
+ * What the nodes report back (ranks started or failed, output, input written, exits) goes
+ * to the client; the client's acknowledgements and input go to the ranks' nodes. When the
+ * client goes away, every node with ranks of the job is told to end them; when a node is
+ * lost, its unfinished ranks are reported to the client as lost.
+ */
+#include "daemon.h"
+#include "log.h"
+#include "placement.h"
+#include "psmsg.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum rank_state { R_PENDING, R_RUNNING, R_DONE };
+
+struct rank_info {
+    uint32_t node;
+    uint64_t tid;
+    uint8_t state;
+};
+
+struct job {
+    struct psid *d;
+    uint64_t id;
+    struct client *client;
+    uint32_t cid; /* the client's SPAWN request id */
+    uint32_t np, req;
+    struct rank_info *ranks;
+    struct job *next;
+};
+
+struct job *jobs_find(struct psid *d, uint64_t id)
+{
+    for (struct job *j = d->jobs; j; j = j->next)
+        if (j->id == id) return j;
+    return NULL;
+}
+
+static struct job *job_of_client(struct psid *d, const struct client *c)
+{
+    for (struct job *j = d->jobs; j; j = j->next)
+        if (j->client == c) return j;
+    return NULL;
+}
+
+static void job_free(struct job *j)
+{
+    for (struct job **pp = &j->d->jobs; *pp; pp = &(*pp)->next)
+        if (*pp == j) {
+            *pp = j->next;
+            break;
+        }
+    free(j->ranks);
+    free(j);
+}
+
+void jobs_foreach_node(struct job *j, void (*fn)(struct psid *, uint32_t, void *), void *arg)
+{
+    for (uint32_t r = 0; r < j->np; r++) {
+        bool seen = false;
+        for (uint32_t k = 0; k < r && !seen; k++) seen = j->ranks[k].node == j->ranks[r].node;
+        if (!seen) fn(j->d, j->ranks[r].node, arg);
+    }
+}
+
+/* The partition: nodes named in the request (each must exist and be up), else all up. */
+static int partition(struct psid *d, struct client *c, const struct psmsg *m,
+                     struct place_node *out, size_t *n)
+{
+    size_t pos = 0;
+    struct psmsg_field f;
+    bool given = false;
+    *n = 0;
+    while (psmsg_next(&m->body, &pos, &f)) {
+        uint32_t id;
+        if (f.tag != PSF_NODE_ID || psmsg_field_u32(&f, &id) < 0) continue;
+        given = true;
+        struct psid_node *pn = psid_node(d, id);
+        char text[160];
+        if (!pn) {
+            snprintf(text, sizeof text, "node %u is not in the cluster", id);
+            client_error(c, m->id, EINVAL, text);
+            return -1;
+        }
+        if (pn->state != PSNODE_UP) {
+            snprintf(text, sizeof text, "node %u (%s) is down", id, pn->conf->name);
+            client_error(c, m->id, EHOSTDOWN, text);
+            return -1;
+        }
+        bool dup = false;
+        for (size_t i = 0; i < *n && !dup; i++) dup = out[i].id == id;
+        if (dup) continue;
+        out[(*n)++] = (struct place_node){id, pn->cpus, pn->tasks + pn->inflight, pn->load_milli};
+    }
+    if (!given)
+        for (size_t i = 0; i < d->conf.nnodes; i++) {
+            struct psid_node *pn = &d->nodes[i];
+            if (pn->state == PSNODE_UP)
+                out[(*n)++] = (struct place_node){pn->conf->id, pn->cpus, pn->tasks + pn->inflight,
+                                                  pn->load_milli};
+        }
+    return 0;
+}
+
+struct fanout {
+    struct job *j;
+    const struct psmsg *req;
+    uint32_t uid, gid;
+};
+
+static void send_spawn(struct psid *d, uint32_t node, void *arg)
+{
+    struct fanout *fo = arg;
+    struct job *j = fo->j;
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_SPAWN, 0);
+    psmsg_put_u32(&b, PSF_REQ, j->req);
+    psmsg_put_u64(&b, PSF_JOB, j->id);
+    psmsg_put_u32(&b, PSF_UID, fo->uid);
+    psmsg_put_u32(&b, PSF_GID, fo->gid);
+    psmsg_put_u32(&b, PSF_SIZE, j->np);
+    /* argv, environment, cwd, umask and input rank as the client gave them */
+    size_t pos = 0;
+    struct psmsg_field f;
+    while (psmsg_next(&fo->req->body, &pos, &f))
+        if (f.tag == PSF_ARG || f.tag == PSF_ENV || f.tag == PSF_CWD || f.tag == PSF_UMASK ||
+            f.tag == PSF_INPUT)
+            psmsg_put_bytes(&b, f.tag, f.val, f.len);
+    for (uint32_t r = 0; r < j->np; r++)
+        if (j->ranks[r].node == node) psmsg_put_u32(&b, PSF_RANK, r);
+    if (psid_send(d, node, &b) < 0) log_warn("spawn on node %u: %s", node, strerror(errno));
+    psmsg_buf_free(&b);
+}
+
+void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
+{
+    uint32_t np = 1, ppn = 0, overbook = 0;
+    struct psmsg_field f;
+    if (job_of_client(d, c)) {
+        client_error(c, m->id, EBUSY, "this connection already runs a job");
+        return;
+    }
+    if (!psmsg_find(&m->body, PSF_ARG, &f) || f.len == 0) {
+        client_error(c, m->id, EINVAL, "no program to run");
+        return;
+    }
+    psmsg_get_u32(&m->body, PSF_NP, &np);
+    psmsg_get_u32(&m->body, PSF_PPN, &ppn);
+    psmsg_get_u32(&m->body, PSF_OVERBOOK, &overbook);
+    if (np == 0 || np > 1000000) {
+        client_error(c, m->id, EINVAL, "bad number of ranks");
+        return;
+    }
+    struct place_node *nodes = calloc(d->conf.nnodes, sizeof *nodes);
+    uint32_t *where = calloc(np, sizeof *where);
+    struct job *j = calloc(1, sizeof *j);
+    struct rank_info *ranks = calloc(np, sizeof *ranks);
+    size_t n;
+    char why[256];
+    if (!nodes || !where || !j || !ranks) {
+        client_error(c, m->id, ENOMEM, "out of memory");
+        goto out;
+    }
+    if (partition(d, c, m, nodes, &n) < 0) goto out;
+    if (place_ranks(nodes, n, np, ppn, overbook != 0, where, why, sizeof why) < 0) {
+        client_error(c, m->id, EBUSY, why);
+        goto out;
+    }
+    *j = (struct job){.d = d,
+                      .id = client_tid(c),
+                      .client = c,
+                      .cid = m->id,
+                      .np = np,
+                      .req = ++d->next_req,
+                      .ranks = ranks,
+                      .next = d->jobs};
+    d->jobs = j;
+    for (uint32_t r = 0; r < np; r++) {
+        ranks[r] = (struct rank_info){.node = where[r], .state = R_PENDING};
+        psid_node(d, where[r])->inflight++;
+    }
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_SPAWN_REPLY, m->id);
+    psmsg_put_u64(&b, PSF_JOB, j->id);
+    psmsg_put_u32(&b, PSF_NP, np);
+    client_send(c, &b);
+    psmsg_buf_free(&b);
+    log_info("job %u:%d: %u ranks on %zu candidate nodes", PSTID_NODE(j->id), PSTID_PID(j->id), np,
+             n);
+    struct fanout fo = {j, m, client_uid(c), client_gid(c)};
+    j = NULL;
+    ranks = NULL;
+    jobs_foreach_node(d->jobs, send_spawn, &fo);
+out:
+    free(nodes);
+    free(where);
+    free(j);
+    free(ranks);
+}
+
+static void to_client(struct job *j, struct psmsg_buf *b)
+{
+    if (j->client) client_send(j->client, b);
+}
+
+static void rank_done(struct job *j, uint32_t r)
+{
+    if (j->ranks[r].state == R_PENDING) {
+        struct psid_node *pn = psid_node(j->d, j->ranks[r].node);
+        if (pn && pn->inflight) pn->inflight--;
+    }
+    j->ranks[r].state = R_DONE;
+}
+
+void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
+{
+    uint64_t id, tid = 0;
+    uint32_t rank;
+    if (psmsg_get_u64(&m->body, PSF_JOB, &id) < 0 || psmsg_get_u32(&m->body, PSF_RANK, &rank) < 0)
+        return;
+    struct job *j = jobs_find(d, id);
+    if (!j || rank >= j->np || j->ranks[rank].node != from) return; /* stale or forged */
+    struct rank_info *ri = &j->ranks[rank];
+    struct psmsg_buf b = {0};
+    struct psmsg_field f;
+    uint32_t u;
+    switch (m->type) {
+    case PSM_D_RANK:
+        psmsg_begin(&b, PSM_RANK, j->cid);
+        psmsg_put_u32(&b, PSF_RANK, rank);
+        psmsg_put_u32(&b, PSF_NODE_ID, from);
+        if (psmsg_get_u64(&m->body, PSF_TID, &tid) == 0) {
+            /* our view of the node's tasks is updated now, not at its next heartbeat */
+            struct psid_node *pn = psid_node(d, from);
+            if (pn && pn->inflight) pn->inflight--;
+            if (pn && from != d->self->id) pn->tasks++;
+            ri->tid = tid;
+            ri->state = R_RUNNING;
+            psmsg_put_u64(&b, PSF_TID, tid);
+        } else {
+            char text[512] = "cannot start";
+            psmsg_get_str(&m->body, PSF_TEXT, text, sizeof text);
+            u = EIO;
+            psmsg_get_u32(&m->body, PSF_ERRNO, &u);
+            rank_done(j, rank);
+            psmsg_put_u32(&b, PSF_ERRNO, u);
+            psmsg_put_str(&b, PSF_TEXT, text);
+        }
+        break;
+    case PSM_D_IO:
+        psmsg_begin(&b, PSM_IO, j->cid);
+        psmsg_put_u32(&b, PSF_RANK, rank);
+        if (psmsg_get_u32(&m->body, PSF_STREAM, &u) < 0 || !psmsg_find(&m->body, PSF_DATA, &f))
+            return;
+        psmsg_put_u32(&b, PSF_STREAM, u);
+        psmsg_put_bytes(&b, PSF_DATA, f.val, f.len);
+        break;
+    case PSM_D_INPUT_ACK:
+        psmsg_begin(&b, PSM_INPUT_ACK, j->cid);
+        psmsg_put_u32(&b, PSF_RANK, rank);
+        uint64_t bytes = 0;
+        psmsg_get_u64(&m->body, PSF_BYTES, &bytes);
+        psmsg_put_u64(&b, PSF_BYTES, bytes);
+        break;
+    case PSM_D_EXIT:
+        psmsg_begin(&b, PSM_EXIT, j->cid);
+        psmsg_put_u32(&b, PSF_RANK, rank);
+        psmsg_put_u64(&b, PSF_TID, ri->tid);
+        u = 0;
+        psmsg_get_u32(&m->body, PSF_STATUS, &u);
+        psmsg_put_u32(&b, PSF_STATUS, u);
+        rank_done(j, rank);
+        struct psid_node *en = psid_node(d, from);
+        if (en && from != d->self->id && en->tasks) en->tasks--;
+        break;
+    default:
+        return;
+    }
+    to_client(j, &b);
+    psmsg_buf_free(&b);
+}
+
+struct ack_arg {
+    uint64_t tid, bytes;
+};
+
+void jobs_io_ack(struct psid *d, struct client *c, const struct psmsg *m)
+{
+    struct job *j = job_of_client(d, c);
+    uint32_t rank;
+    uint64_t bytes;
+    if (!j || psmsg_get_u32(&m->body, PSF_RANK, &rank) < 0 || rank >= j->np ||
+        psmsg_get_u64(&m->body, PSF_BYTES, &bytes) < 0 || j->ranks[rank].state == R_PENDING)
+        return;
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_IO_ACK, 0);
+    psmsg_put_u64(&b, PSF_TID, j->ranks[rank].tid);
+    psmsg_put_u64(&b, PSF_BYTES, bytes);
+    psid_send(d, j->ranks[rank].node, &b);
+    psmsg_buf_free(&b);
+}
+
+struct input_arg {
+    struct job *j;
+    uint32_t rank;
+    struct psmsg_field data;
+};
+
+static void send_input(struct psid *d, uint32_t node, void *arg)
+{
+    struct input_arg *ia = arg;
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_INPUT, 0);
+    psmsg_put_u64(&b, PSF_JOB, ia->j->id);
+    psmsg_put_u32(&b, PSF_RANK, ia->rank);
+    psmsg_put_bytes(&b, PSF_DATA, ia->data.val, ia->data.len);
+    psid_send(d, node, &b);
+    psmsg_buf_free(&b);
+}
+
+void jobs_input(struct psid *d, struct client *c, const struct psmsg *m)
+{
+    struct input_arg ia = {.j = job_of_client(d, c)};
+    if (!ia.j || psmsg_get_u32(&m->body, PSF_RANK, &ia.rank) < 0 ||
+        !psmsg_find(&m->body, PSF_DATA, &ia.data))
+        return;
+    if (ia.rank == PSI_ALL_RANKS)
+        jobs_foreach_node(ia.j, send_input, &ia);
+    else if (ia.rank < ia.j->np)
+        send_input(d, ia.j->ranks[ia.rank].node, &ia);
+}
+
+static void send_gone(struct psid *d, uint32_t node, void *arg)
+{
+    struct job *j = arg;
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_JOB_GONE, 0);
+    psmsg_put_u64(&b, PSF_JOB, j->id);
+    psid_send(d, node, &b);
+    psmsg_buf_free(&b);
+}
+
+void jobs_client_gone(struct psid *d, struct client *c)
+{
+    struct job *j = job_of_client(d, c);
+    if (!j) return;
+    j->client = NULL;
+    bool open = false;
+    for (uint32_t r = 0; r < j->np; r++) {
+        open |= j->ranks[r].state != R_DONE;
+        rank_done(j, r);
+    }
+    if (open) {
+        log_info("job %u:%d: its client is gone; ending its tasks", PSTID_NODE(j->id),
+                 PSTID_PID(j->id));
+        jobs_foreach_node(j, send_gone, j);
+    }
+    job_free(j);
+}
+
+void jobs_node_lost(struct psid *d, uint32_t node)
+{
+    for (struct job *j = d->jobs; j; j = j->next)
+        for (uint32_t r = 0; r < j->np; r++) {
+            if (j->ranks[r].node != node || j->ranks[r].state == R_DONE) continue;
+            struct psmsg_buf b = {0};
+            psmsg_begin(&b, PSM_EXIT, j->cid);
+            psmsg_put_u32(&b, PSF_RANK, r);
+            psmsg_put_u64(&b, PSF_TID, j->ranks[r].tid);
+            psmsg_put_u32(&b, PSF_LOST, 1);
+            to_client(j, &b);
+            psmsg_buf_free(&b);
+            rank_done(j, r);
+        }
+    struct psid_node *pn = psid_node(d, node);
+    if (pn) pn->inflight = 0;
+}

@@ -1,0 +1,34 @@
+/*
+ * spawn.h - fork and exec one task as its user: credentials, working directory, umask,
+ * environment and pipes for stdin, stdout and stderr; an exec failure comes back as an
+ * errno through a close-on-exec pipe, so "not found" and "not executable" are told apart.
+ */
+#ifndef PSCLUSTER_PSID_SPAWN_H
+#define PSCLUSTER_PSID_SPAWN_H
+
+#include <sys/types.h>
+
+struct spawn_args {
+    char *const *argv;
+    char *const *envp; /* without PSI_TID, which the child adds (it needs its own pid) */
+    const char *cwd;
+    mode_t umask;
+    uid_t uid;
+    gid_t gid;
+    int switch_user; /* psid runs as root: become uid/gid (with the user's groups) */
+    int want_stdin;  /* a pipe for stdin; else /dev/null */
+    unsigned node;   /* for PSI_TID */
+};
+
+struct spawned {
+    pid_t pid;
+    int pidfd;
+    int in_fd;  /* write end of the task's stdin, or -1 */
+    int out_fd; /* read ends of its stdout and stderr */
+    int err_fd;
+};
+
+/* 0, or -1 with *err (errno of the failed step) and a reason ("cannot execute X: ..."). */
+int spawn_task(const struct spawn_args *a, struct spawned *s, int *err, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,610 @@
+/*
+ * tasks.c - the tasks running on this node: started on a home node's request (PSM_D_SPAWN),
+ * held by a pidfd (a signal can never reach a recycled pid), their output read and sent to
+ * the job's home node with flow control, their input written as it comes, their end
+ * reported after all their output (PSM_D_EXIT).
+ *
+ * Flow control: at most PSI_IO_WINDOW bytes of a task's output may be unacknowledged by the
+ * job's client; beyond that this node stops reading the task's pipes, so a slow terminal
+ * blocks the task instead of growing any daemon's memory.
+ *
+ * Ending a job (its client went away, or its home node was lost): SIGTERM to each task's
+ * process group, SIGKILL kill_delay_ms later if it is still there.
+ */
+#include "daemon.h"
+#include "log.h"
+#include "psmsg.h"
+#include "spawn.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NBUCKETS 1024
+#define CHUNK    (64u << 10)
+
+struct tstream {
+    struct task *t;
+    int stream; /* 1 stdout, 2 stderr */
+    int fd;     /* -1 once at EOF */
+};
+
+struct task {
+    struct psid *d;
+    uint64_t tid, job;
+    uint32_t rank, home;
+    pid_t pid;
+    int pidfd;
+    uint32_t uid;
+    char cmd[64];
+    struct tstream out[2];
+    int in_fd;
+    uint8_t *inq; /* input not yet written */
+    size_t inq_len, inq_off;
+    bool in_close; /* close stdin once the queue is written */
+    uint64_t unacked;
+    bool paused;
+    bool discard; /* the job is gone: read output to EOF and drop it */
+    bool exited;
+    int status;
+    uint64_t kill_timer;
+    struct task *next;
+};
+
+static size_t bucket(uint64_t tid)
+{
+    return (size_t)((tid * 0x9E3779B97F4A7C15ull) >> 54) % NBUCKETS;
+}
+
+static struct task *find(struct psid *d, uint64_t tid)
+{
+    if (!d->tasks) return NULL;
+    for (struct task *t = d->tasks[bucket(tid)]; t; t = t->next)
+        if (t->tid == tid) return t;
+    return NULL;
+}
+
+uint32_t tasks_count(struct psid *d)
+{
+    return (uint32_t)d->ntasks;
+}
+
+static void update_count(struct psid *d)
+{
+    struct psid_node *me = psid_node(d, d->self->id);
+    if (me) me->tasks = (uint32_t)d->ntasks;
+}
+
+static void task_free(struct task *t)
+{
+    struct psid *d = t->d;
+    for (struct task **pp = &d->tasks[bucket(t->tid)]; *pp; pp = &(*pp)->next)
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    d->ntasks--;
+    update_count(d);
+    for (int i = 0; i < 2; i++)
+        if (t->out[i].fd >= 0) {
+            loop_fd_del(d->loop, t->out[i].fd);
+            close(t->out[i].fd);
+        }
+    if (t->in_fd >= 0) {
+        loop_fd_del(d->loop, t->in_fd);
+        close(t->in_fd);
+    }
+    loop_fd_del(d->loop, t->pidfd);
+    close(t->pidfd);
+    loop_timer_cancel(d->loop, t->kill_timer);
+    free(t->inq);
+    free(t);
+}
+
+/* The end of a task goes out once it has exited and both its output streams are at EOF. */
+static void maybe_finish(struct task *t)
+{
+    if (!t->exited || t->out[0].fd >= 0 || t->out[1].fd >= 0) return;
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_EXIT, 0);
+    psmsg_put_u64(&b, PSF_JOB, t->job);
+    psmsg_put_u32(&b, PSF_RANK, t->rank);
+    psmsg_put_u64(&b, PSF_TID, t->tid);
+    psmsg_put_u32(&b, PSF_STATUS, (uint32_t)t->status);
+    psid_send(t->d, t->home, &b);
+    psmsg_buf_free(&b);
+    log_debug("task %u:%d (rank %u) ended, status 0x%x", PSTID_NODE(t->tid), t->pid, t->rank,
+              t->status);
+    task_free(t);
+}
+
+static void on_output(void *ctx, uint32_t events);
+
+static void set_reading(struct task *t, bool on)
+{
+    for (int i = 0; i < 2; i++)
+        if (t->out[i].fd >= 0)
+            loop_fd(t->d->loop, t->out[i].fd, on ? EPOLLIN : 0, on_output, &t->out[i]);
+    t->paused = !on;
+}
+
+static void send_io(struct task *t, int stream, const uint8_t *data, size_t n)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_IO, 0);
+    psmsg_put_u64(&b, PSF_JOB, t->job);
+    psmsg_put_u32(&b, PSF_RANK, t->rank);
+    psmsg_put_u64(&b, PSF_TID, t->tid);
+    psmsg_put_u32(&b, PSF_STREAM, (uint32_t)stream);
+    psmsg_put_bytes(&b, PSF_DATA, data, n);
+    psid_send(t->d, t->home, &b);
+    psmsg_buf_free(&b);
+}
+
+static void on_output(void *ctx, uint32_t events)
+{
+    struct tstream *s = ctx;
+    struct task *t = s->t;
+    (void)events;
+    static uint8_t buf[CHUNK];
+    while (s->fd >= 0 && (t->unacked < PSI_IO_WINDOW || t->discard)) {
+        size_t want = PSI_IO_WINDOW - t->unacked < CHUNK ? PSI_IO_WINDOW - t->unacked : CHUNK;
+        ssize_t r = read(s->fd, buf, want);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+        if (r <= 0) { /* EOF (or an error, treated alike): tell the home node */
+            if (!t->discard) send_io(t, s->stream, NULL, 0);
+            loop_fd_del(t->d->loop, s->fd);
+            close(s->fd);
+            s->fd = -1;
+            maybe_finish(t);
+            return;
+        }
+        if (t->discard) continue;
+        t->unacked += (uint64_t)r;
+        send_io(t, s->stream, buf, (size_t)r);
+    }
+    if (s->fd >= 0 && t->unacked >= PSI_IO_WINDOW) set_reading(t, false);
+}
+
+static int wait_status(const siginfo_t *si)
+{
+    switch (si->si_code) {
+    case CLD_EXITED:
+        return (si->si_status & 0xff) << 8;
+    case CLD_KILLED:
+        return si->si_status & 0x7f;
+    case CLD_DUMPED:
+        return (si->si_status & 0x7f) | 0x80;
+    }
+    return 0;
+}
+
+static void on_exit_ready(void *ctx, uint32_t events)
+{
+    struct task *t = ctx;
+    (void)events;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid((idtype_t)P_PIDFD, (id_t)t->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+        return;
+    t->exited = true;
+    t->status = wait_status(&si);
+    loop_fd_del(t->d->loop, t->pidfd);
+    maybe_finish(t);
+}
+
+static void on_input_writable(void *ctx, uint32_t events);
+
+static void send_input_ack(struct task *t, size_t n)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_INPUT_ACK, 0);
+    psmsg_put_u64(&b, PSF_JOB, t->job);
+    psmsg_put_u32(&b, PSF_RANK, t->rank);
+    psmsg_put_u64(&b, PSF_BYTES, n);
+    psid_send(t->d, t->home, &b);
+    psmsg_buf_free(&b);
+}
+
+static void close_input(struct task *t)
+{
+    if (t->in_fd < 0) return;
+    loop_fd_del(t->d->loop, t->in_fd);
+    close(t->in_fd);
+    t->in_fd = -1;
+}
+
+static void write_input(struct task *t)
+{
+    size_t done = 0;
+    while (t->in_fd >= 0 && t->inq_off < t->inq_len) {
+        ssize_t w = write(t->in_fd, t->inq + t->inq_off, t->inq_len - t->inq_off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (w < 0) { /* the task closed its stdin (EPIPE): what is left is dropped */
+            done += t->inq_len - t->inq_off;
+            t->inq_off = t->inq_len;
+            close_input(t);
+            break;
+        }
+        t->inq_off += (size_t)w;
+        done += (size_t)w;
+    }
+    if (t->inq_off == t->inq_len) t->inq_off = t->inq_len = 0;
+    if (done) send_input_ack(t, done);
+    if (t->in_fd >= 0) {
+        if (t->inq_len)
+            loop_fd(t->d->loop, t->in_fd, EPOLLOUT, on_input_writable, t);
+        else if (t->in_close)
+            close_input(t);
+        else
+            loop_fd_del(t->d->loop, t->in_fd);
+    }
+}
+
+static void on_input_writable(void *ctx, uint32_t events)
+{
+    (void)events;
+    write_input(ctx);
+}
+
+static void queue_input(struct task *t, const uint8_t *data, size_t n)
+{
+    if (t->in_fd < 0) { /* no stdin (or closed): acknowledge so the client goes on */
+        if (n) send_input_ack(t, n);
+        return;
+    }
+    if (n == 0) {
+        t->in_close = true;
+    } else {
+        uint8_t *q = realloc(t->inq, t->inq_len + n);
+        if (!q) return;
+        memcpy(q + t->inq_len, data, n);
+        t->inq = q;
+        t->inq_len += n;
+    }
+    write_input(t);
+}
+
+static void kill_now(void *ctx)
+{
+    struct task *t = ctx;
+    t->kill_timer = 0;
+    if (!t->exited) {
+        log_info("task %u:%d still alive after kill_delay: SIGKILL", PSTID_NODE(t->tid), t->pid);
+        kill(-t->pid, SIGKILL);
+    }
+}
+
+/* End a task whose job is gone: SIGTERM to its process group now, SIGKILL later. Nobody
+ * will acknowledge its output any more: it is read and dropped, so that its pipes reach
+ * EOF and the task leaves the table. */
+static void end_task(struct task *t)
+{
+    if (!t->discard) {
+        t->discard = true;
+        uint64_t tid = t->tid;
+        struct psid *d = t->d;
+        set_reading(t, true);
+        on_output(&t->out[0], EPOLLIN);
+        if (!(t = find(d, tid))) return;
+        on_output(&t->out[1], EPOLLIN);
+        if (!(t = find(d, tid))) return;
+    }
+    if (t->exited || t->kill_timer) return;
+    kill(-t->pid, SIGTERM);
+    t->kill_timer = loop_timer(
+        t->d->loop, loop_now() + (uint64_t)t->d->conf.kill_delay_ms * 1000000ull, kill_now, t);
+}
+
+static void for_each(struct psid *d, bool (*match)(struct task *, void *),
+                     void (*fn)(struct task *), void *arg)
+{
+    if (!d->tasks) return;
+    for (size_t b = 0; b < NBUCKETS; b++) {
+        struct task *t = d->tasks[b];
+        while (t) {
+            struct task *next = t->next; /* fn may free t */
+            if (match(t, arg)) fn(t);
+            t = next;
+        }
+    }
+}
+
+static bool of_job(struct task *t, void *arg)
+{
+    return t->job == *(uint64_t *)arg;
+}
+
+static bool of_home(struct task *t, void *arg)
+{
+    return t->home == *(uint32_t *)arg;
+}
+
+void tasks_home_lost(struct psid *d, uint32_t node)
+{
+    for_each(d, of_home, end_task, &node);
+}
+
+static bool any(struct task *t, void *arg)
+{
+    (void)t;
+    (void)arg;
+    return true;
+}
+
+static void kill_hard(struct task *t)
+{
+    if (!t->exited) kill(-t->pid, SIGKILL);
+    task_free(t);
+}
+
+void tasks_stop_all(struct psid *d)
+{
+    for_each(d, any, kill_hard, NULL);
+    free(d->tasks);
+    d->tasks = NULL;
+}
+
+int tasks_signal_one(struct psid *d, uint64_t tid, int sig, uint32_t uid)
+{
+    struct task *t = find(d, tid);
+    if (sig < 0 || sig >= NSIG) return EINVAL;
+    if (!t || t->exited) return ESRCH;
+    if (uid != 0 && uid != t->uid) return EPERM;
+    if (syscall(SYS_pidfd_send_signal, t->pidfd, sig, NULL, 0) < 0) return errno;
+    return 0;
+}
+
+int tasks_signal_job(struct psid *d, uint64_t job, int sig, uint32_t uid, uint32_t *count)
+{
+    int err = 0;
+    *count = 0;
+    if (sig < 0 || sig >= NSIG) return EINVAL;
+    if (!d->tasks) return 0;
+    for (size_t b = 0; b < NBUCKETS; b++)
+        for (struct task *t = d->tasks[b]; t; t = t->next) {
+            if (t->job != job || t->exited) continue;
+            int e = tasks_signal_one(d, t->tid, sig, uid);
+            if (e == 0)
+                (*count)++;
+            else if (!err)
+                err = e;
+        }
+    return err;
+}
+
+void tasks_append_records(struct psid *d, struct psmsg_buf *b)
+{
+    if (!d->tasks) return;
+    for (size_t k = 0; k < NBUCKETS; k++)
+        for (struct task *t = d->tasks[k]; t; t = t->next) {
+            psmsg_record_begin(b, PSF_TASK);
+            psmsg_put_u64(b, PSF_TID, t->tid);
+            psmsg_put_u64(b, PSF_JOB, t->job);
+            psmsg_put_u32(b, PSF_RANK, t->rank);
+            psmsg_put_u32(b, PSF_UID, t->uid);
+            psmsg_put_u32(b, PSF_STATE, t->exited ? PSTASK_EXITED : PSTASK_RUNNING);
+            psmsg_put_str(b, PSF_CMD, t->cmd);
+            psmsg_record_end(b);
+        }
+}
+
+/* ---- starting tasks ---- */
+
+struct spawn_req {
+    uint32_t req, home, size, input, uid, gid, umask;
+    uint64_t job;
+    char cwd[4096];
+    char **argv, **envp;
+    size_t nargv, nenv, nextra;
+};
+
+static char *field_strdup(const struct psmsg_field *f)
+{
+    if (memchr(f->val, 0, f->len)) return NULL;
+    char *s = malloc(f->len + 1);
+    if (!s) return NULL;
+    memcpy(s, f->val, f->len);
+    s[f->len] = 0;
+    return s;
+}
+
+static void free_strv(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++) free(v[i]);
+    free(v);
+}
+
+static void reply_rank(struct psid *d, const struct spawn_req *r, uint32_t rank, uint64_t tid,
+                       int err, const char *why)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_RANK, 0);
+    psmsg_put_u32(&b, PSF_REQ, r->req);
+    psmsg_put_u64(&b, PSF_JOB, r->job);
+    psmsg_put_u32(&b, PSF_RANK, rank);
+    if (err) {
+        psmsg_put_u32(&b, PSF_ERRNO, (uint32_t)err);
+        psmsg_put_str(&b, PSF_TEXT, why);
+    } else {
+        psmsg_put_u64(&b, PSF_TID, tid);
+    }
+    psid_send(d, r->home, &b);
+    psmsg_buf_free(&b);
+}
+
+static int add_env(char **envp, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int add_env(char **envp, size_t *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vasprintf(&envp[*n], fmt, ap);
+    va_end(ap);
+    if (r < 0) return -1;
+    (*n)++;
+    return 0;
+}
+
+static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
+{
+    char sock[108];
+    psconf_socket_path(&d->conf, d->self->id, sock, sizeof sock);
+    /* the job's environment plus this rank's PSI_* variables (overriding the job's) */
+    size_t n = r->nenv;
+    r->envp[n] = NULL;
+    if (add_env(r->envp, &n, "PSI_RANK=%u", rank) < 0 ||
+        add_env(r->envp, &n, "PSI_SIZE=%u", r->size) < 0 ||
+        add_env(r->envp, &n, "PSI_NODE=%u", d->self->id) < 0 ||
+        add_env(r->envp, &n, "PSI_NODENAME=%s", d->self->name) < 0 ||
+        add_env(r->envp, &n, "PSI_JOB=%u:%d", PSTID_NODE(r->job), PSTID_PID(r->job)) < 0 ||
+        add_env(r->envp, &n, "PSID_SOCKET=%s", sock) < 0) {
+        reply_rank(d, r, rank, 0, ENOMEM, "out of memory");
+        goto out;
+    }
+    r->envp[n] = NULL;
+    struct spawn_args a = {.argv = r->argv,
+                           .envp = r->envp,
+                           .cwd = r->cwd,
+                           .umask = (mode_t)r->umask,
+                           .uid = r->uid,
+                           .gid = r->gid,
+                           .switch_user = geteuid() == 0,
+                           .want_stdin = r->input == rank || r->input == PSI_ALL_RANKS,
+                           .node = d->self->id};
+    struct spawned s;
+    int err;
+    char why[512];
+    if (spawn_task(&a, &s, &err, why, sizeof why) < 0) {
+        log_info("rank %u of job %u:%d: %s", rank, PSTID_NODE(r->job), PSTID_PID(r->job), why);
+        reply_rank(d, r, rank, 0, err, why);
+        goto out;
+    }
+    struct task *t = calloc(1, sizeof *t);
+    if (!t) {
+        kill(s.pid, SIGKILL);
+        reply_rank(d, r, rank, 0, ENOMEM, "out of memory");
+        goto out;
+    }
+    *t = (struct task){.d = d,
+                       .tid = PSTID(d->self->id, s.pid),
+                       .job = r->job,
+                       .rank = rank,
+                       .home = r->home,
+                       .pid = s.pid,
+                       .pidfd = s.pidfd,
+                       .uid = r->uid,
+                       .in_fd = s.in_fd};
+    snprintf(t->cmd, sizeof t->cmd, "%s", r->argv[0]);
+    t->out[0] = (struct tstream){t, 1, s.out_fd};
+    t->out[1] = (struct tstream){t, 2, s.err_fd};
+    size_t bk = bucket(t->tid);
+    t->next = d->tasks[bk];
+    d->tasks[bk] = t;
+    d->ntasks++;
+    update_count(d);
+    reply_rank(d, r, rank, t->tid, 0, NULL);
+    loop_fd(d->loop, t->pidfd, EPOLLIN, on_exit_ready, t);
+    set_reading(t, true);
+out:
+    for (size_t i = r->nenv; i < n; i++) free(r->envp[i]);
+    r->envp[r->nenv] = NULL;
+}
+
+static void handle_spawn(struct psid *d, uint32_t from, const struct psmsg *m)
+{
+    struct spawn_req r = {.input = PSI_NO_RANK, .umask = 022};
+    struct psmsg_field f;
+    size_t pos = 0, nranks = 0;
+    int bad = psmsg_get_u32(&m->body, PSF_REQ, &r.req) < 0 ||
+              psmsg_get_u64(&m->body, PSF_JOB, &r.job) < 0 ||
+              psmsg_get_u32(&m->body, PSF_UID, &r.uid) < 0 ||
+              psmsg_get_u32(&m->body, PSF_GID, &r.gid) < 0 ||
+              psmsg_get_u32(&m->body, PSF_SIZE, &r.size) < 0;
+    r.home = from;
+    psmsg_get_u32(&m->body, PSF_INPUT, &r.input);
+    psmsg_get_u32(&m->body, PSF_UMASK, &r.umask);
+    if (psmsg_get_str(&m->body, PSF_CWD, r.cwd, sizeof r.cwd) < 0) r.cwd[0] = 0;
+    while (psmsg_next(&m->body, &pos, &f)) {
+        r.nargv += f.tag == PSF_ARG;
+        r.nenv += f.tag == PSF_ENV;
+        nranks += f.tag == PSF_RANK;
+    }
+    r.argv = calloc(r.nargv + 1, sizeof *r.argv);
+    r.envp = calloc(r.nenv + 8, sizeof *r.envp);
+    if (bad || !r.nargv || !r.argv || !r.envp) {
+        log_warn("malformed spawn request from node %u dropped", from);
+        goto out;
+    }
+    size_t ia = 0, ie = 0;
+    for (pos = 0; psmsg_next(&m->body, &pos, &f);) {
+        if (f.tag == PSF_ARG && !(r.argv[ia++] = field_strdup(&f))) bad = 1;
+        if (f.tag == PSF_ENV && !(r.envp[ie++] = field_strdup(&f))) bad = 1;
+    }
+    /* permission, checked here where the task would run */
+    int deny = geteuid() != 0 && r.uid != geteuid();
+    if (!d->tasks && !(d->tasks = calloc(NBUCKETS, sizeof *d->tasks))) bad = 1;
+    for (pos = 0; psmsg_next(&m->body, &pos, &f);) {
+        uint32_t rank;
+        if (f.tag != PSF_RANK || psmsg_field_u32(&f, &rank) < 0) continue;
+        if (bad)
+            reply_rank(d, &r, rank, 0, EINVAL, "malformed spawn request");
+        else if (deny)
+            reply_rank(d, &r, rank, 0, EPERM,
+                       "this psid does not run as root and may only start its own user's tasks");
+        else
+            start_rank(d, &r, rank);
+    }
+out:
+    free_strv(r.argv);
+    free_strv(r.envp);
+}
+
+void tasks_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
+{
+    uint64_t tid = 0, job = 0, bytes = 0;
+    uint32_t rank = 0;
+    struct psmsg_field data;
+    switch (m->type) {
+    case PSM_D_SPAWN:
+        handle_spawn(d, from, m);
+        break;
+    case PSM_D_IO_ACK: {
+        if (psmsg_get_u64(&m->body, PSF_TID, &tid) < 0 ||
+            psmsg_get_u64(&m->body, PSF_BYTES, &bytes) < 0)
+            return;
+        struct task *t = find(d, tid);
+        if (!t) return;
+        t->unacked = bytes > t->unacked ? 0 : t->unacked - bytes;
+        if (t->paused && t->unacked < PSI_IO_WINDOW) {
+            set_reading(t, true);
+            on_output(&t->out[0], EPOLLIN);
+            if ((t = find(d, tid)) && !t->paused) on_output(&t->out[1], EPOLLIN);
+        }
+        break;
+    }
+    case PSM_D_INPUT:
+        if (psmsg_get_u64(&m->body, PSF_JOB, &job) < 0 ||
+            psmsg_get_u32(&m->body, PSF_RANK, &rank) < 0 ||
+            !psmsg_find(&m->body, PSF_DATA, &data) || !d->tasks)
+            return;
+        for (size_t b = 0; b < NBUCKETS; b++)
+            for (struct task *t = d->tasks[b]; t; t = t->next)
+                if (t->job == job && (rank == PSI_ALL_RANKS || rank == t->rank))
+                    queue_input(t, data.val, data.len);
+        break;
+    case PSM_D_JOB_GONE:
+        if (psmsg_get_u64(&m->body, PSF_JOB, &job) < 0) return;
+        for_each(d, of_job, end_task, &job);
+        break;
+    }
+}

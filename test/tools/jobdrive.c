@@ -1,0 +1,137 @@
+/*
+ * jobdrive.c - drives psid's client protocol directly, for the integration tests of psid
+ * (independent of psrun): start a job and print every event, or send one signal.
+ *
+ *   jobdrive run NP PROGRAM [ARGS...]   print "job N:P", then per event one line:
+ *                                       "rank R started N:P on node X" | "rank R failed: E TEXT"
+ *                                       "rank R out|err N bytes" | "rank R exit STATUS" |
+ *                                       "rank R lost"; exits when every rank is done
+ *   jobdrive signal TID|job:TID SIG     print "errno E count C"
+ * Environment: JOBDRIVE_NO_ACK=1 never acknowledges output (flow-control tests).
+ */
+#include "psi.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static uint64_t parse_tid(const char *s)
+{
+    unsigned node, pid;
+    if (sscanf(s, "%u:%u", &node, &pid) != 2) exit(2);
+    return PSTID(node, pid);
+}
+
+static int do_signal(struct psi *c, const char *target, int sig)
+{
+    struct psmsg_buf b = {0};
+    struct psmsg m;
+    psmsg_begin(&b, PSM_SIGNAL, 0);
+    if (!strncmp(target, "job:", 4))
+        psmsg_put_u64(&b, PSF_JOB, parse_tid(target + 4));
+    else
+        psmsg_put_u64(&b, PSF_TID, parse_tid(target));
+    psmsg_put_u32(&b, PSF_SIGNAL, (uint32_t)sig);
+    if (psi_call(c, &b, &m) < 0) {
+        printf("error %s\n", strerror(errno));
+        return 1;
+    }
+    uint32_t e = 0, n = 0;
+    psmsg_get_u32(&m.body, PSF_ERRNO, &e);
+    psmsg_get_u32(&m.body, PSF_COUNT, &n);
+    printf("errno %u count %u\n", e, n);
+    return 0;
+}
+
+static int do_run(struct psi *c, int np, char **argv)
+{
+    extern char **environ;
+    struct psmsg_buf b = {0};
+    struct psmsg m;
+    char cwd[4096];
+    psmsg_begin(&b, PSM_SPAWN, 0);
+    for (int i = 0; argv[i]; i++) psmsg_put_str(&b, PSF_ARG, argv[i]);
+    for (char **e = environ; *e; e++) psmsg_put_str(&b, PSF_ENV, *e);
+    if (getcwd(cwd, sizeof cwd)) psmsg_put_str(&b, PSF_CWD, cwd);
+    psmsg_put_u32(&b, PSF_NP, (uint32_t)np);
+    psmsg_put_u32(&b, PSF_INPUT, PSI_NO_RANK);
+    if (psi_call(c, &b, &m) < 0) {
+        printf("spawn error: %s\n", strerror(errno));
+        return 1;
+    }
+    uint64_t job = 0;
+    psmsg_get_u64(&m.body, PSF_JOB, &job);
+    printf("job %u:%d\n", PSTID_NODE(job), PSTID_PID(job));
+    fflush(stdout);
+    int done = 0, ack = !getenv("JOBDRIVE_NO_ACK");
+    static uint8_t buf[4 << 20];
+    size_t len = 0;
+    while (done < np) {
+        ssize_t r = recv(c->fd, buf + len, sizeof buf - len, 0);
+        if (r <= 0) return 1;
+        len += (size_t)r;
+        for (;;) {
+            uint32_t fl = len >= PSMSG_HDR ? psmsg_frame_len(buf, len) : 0;
+            if (!fl || len < fl || psmsg_parse(buf, fl, &m) < 0) break;
+            uint32_t rank = 0, u = 0;
+            uint64_t tid = 0;
+            psmsg_get_u32(&m.body, PSF_RANK, &rank);
+            if (m.type == PSM_RANK) {
+                psmsg_get_u32(&m.body, PSF_NODE_ID, &u);
+                if (psmsg_get_u64(&m.body, PSF_TID, &tid) == 0) {
+                    printf("rank %u started %u:%d on node %u\n", rank, PSTID_NODE(tid),
+                           PSTID_PID(tid), u);
+                } else {
+                    char t[512] = "";
+                    psmsg_get_str(&m.body, PSF_TEXT, t, sizeof t);
+                    psmsg_get_u32(&m.body, PSF_ERRNO, &u);
+                    printf("rank %u failed: %u %s\n", rank, u, t);
+                    done++;
+                }
+            } else if (m.type == PSM_IO) {
+                struct psmsg_field f;
+                psmsg_find(&m.body, PSF_DATA, &f);
+                psmsg_get_u32(&m.body, PSF_STREAM, &u);
+                if (f.len) printf("rank %u %s %u bytes\n", rank, u == 1 ? "out" : "err", f.len);
+                if (f.len && ack) {
+                    struct psmsg_buf a = {0};
+                    psmsg_begin(&a, PSM_IO_ACK, 0);
+                    psmsg_put_u32(&a, PSF_RANK, rank);
+                    psmsg_put_u64(&a, PSF_BYTES, f.len);
+                    psmsg_end(&a);
+                    if (send(c->fd, a.data, a.len, MSG_NOSIGNAL) < 0) return 1;
+                    psmsg_buf_free(&a);
+                }
+            } else if (m.type == PSM_EXIT) {
+                if (psmsg_get_u32(&m.body, PSF_LOST, &u) == 0)
+                    printf("rank %u lost\n", rank);
+                else if (psmsg_get_u32(&m.body, PSF_STATUS, &u) == 0)
+                    printf("rank %u exit %u\n", rank, u);
+                done++;
+            }
+            fflush(stdout);
+            memmove(buf, buf + fl, len - fl);
+            len -= fl;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct psi c;
+    if (argc < 3) {
+        fprintf(stderr, "usage: jobdrive run NP PROGRAM [ARGS...] | signal TID SIG\n");
+        return 2;
+    }
+    if (psi_open(&c, NULL) < 0) {
+        printf("connect %s: %s\n", psi_socket_path(), strerror(errno));
+        return 1;
+    }
+    if (!strcmp(argv[1], "run") && argc >= 4) return do_run(&c, atoi(argv[2]), argv + 3);
+    if (!strcmp(argv[1], "signal") && argc == 4) return do_signal(&c, argv[2], atoi(argv[3]));
+    return 2;
+}
