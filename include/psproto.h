@@ -40,6 +40,15 @@
  *   client -> PSM_SIGNAL {PSF_JOB, PSF_SIGNAL} -> PSM_SIGNAL_REPLY {PSF_ERRNO, PSF_COUNT}:
  *             every task of the job (routed through the job's node).
  *
+ * Notifications ("tell me when task T dies"):
+ *   client -> PSM_NOTIFY {PSF_TID, PSF_SIGNAL} -> PSM_NOTIFY_REPLY {PSF_ERRNO}: when T ends,
+ *             the client gets signal PSF_SIGNAL or, with PSF_SIGNAL 0, a message
+ *             PSM_DEAD {PSF_TID, PSF_STATUS} (or {PSF_TID, PSF_LOST} when T's node is lost)
+ *             with id 0. ESRCH: no such task; EPERM: not root and not T's uid (checked on
+ *             T's node). A notification fires once.
+ *   client -> PSM_RELEASE {PSF_TID} -> PSM_NOTIFY_REPLY {PSF_ERRNO}: cancel it.
+ *   Closing the connection releases every notification it registered.
+ *
  * Tasks:  client -> PSM_TASKS -> PSM_TASKS_REPLY {PSF_TASK records: PSF_TID, PSF_JOB,
  *             PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD} for the whole cluster (each node
  *             answers for its own tasks; nodes that are down are skipped).
@@ -74,6 +83,10 @@ enum psm_type {
     PSM_SIGNAL_REPLY = 31,
     PSM_TASKS = 40,
     PSM_TASKS_REPLY = 41,
+    PSM_NOTIFY = 50,
+    PSM_NOTIFY_REPLY = 51,
+    PSM_RELEASE = 52,
+    PSM_DEAD = 53,
 
     /* daemon to daemon (over RDP) */
     PSM_D_HELLO = 0x1000,     /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
@@ -84,11 +97,16 @@ enum psm_type {
     PSM_D_INPUT = 0x1005,     /* home -> target: stdin for a rank */
     PSM_D_INPUT_ACK = 0x1006, /* target -> home: stdin written */
     PSM_D_EXIT = 0x1007,      /* target -> home: a rank ended */
-    PSM_D_SIGNAL = 0x1008,    /* any -> task's node: PSF_REQ, PSF_TID|PSF_JOB, PSF_SIGNAL, PSF_UID */
+    PSM_D_SIGNAL = 0x1008, /* any -> task's node: PSF_REQ, PSF_TID|PSF_JOB, PSF_SIGNAL, PSF_UID */
     PSM_D_SIGNAL_REPLY = 0x1009, /* PSF_REQ, PSF_ERRNO, PSF_COUNT */
-    PSM_D_JOB_GONE = 0x100a,  /* home -> targets: the job's client is gone: end its tasks */
-    PSM_D_TASKS = 0x100b,     /* PSF_REQ: list your tasks */
-    PSM_D_TASKS_REPLY = 0x100c, /* PSF_REQ, PSF_TASK records */
+    PSM_D_JOB_GONE = 0x100a,     /* home -> targets: the job's client is gone: end its tasks */
+    PSM_D_TASKS = 0x100b,        /* PSF_REQ: list your tasks */
+    PSM_D_TASKS_REPLY = 0x100c,  /* PSF_REQ, PSF_TASK records */
+    PSM_D_NOTIFY =
+        0x100d, /* watcher's node -> task's node: PSF_REQ, PSF_TID, PSF_WATCHER, PSF_UID */
+    PSM_D_NOTIFY_REPLY = 0x100e, /* PSF_REQ, PSF_ERRNO */
+    PSM_D_RELEASE = 0x100f,      /* PSF_TID, PSF_WATCHER */
+    PSM_D_DEAD = 0x1010, /* task's node -> watcher's node: PSF_TID, PSF_WATCHER, PSF_STATUS */
 };
 
 enum psf_tag {
@@ -128,6 +146,7 @@ enum psf_tag {
     PSF_REQ = 41,         /* u32: a daemon's request number, echoed in the answer */
     PSF_SIZE = 42,        /* u32: ranks in the job (PSI_SIZE) */
     PSF_HOME = 43,        /* u32: the node the job's client runs on */
+    PSF_WATCHER = 44,     /* u64: the tid of a client waiting for a notification */
 
     PSF_NODE = 0x8001, /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002, /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */

@@ -18,6 +18,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@ struct client {
     struct psid *d;
     int fd;
     struct ucred cred;
+    int pidfd; /* the client process, for notification signals (never a recycled pid) */
     uint8_t *in;
     size_t inlen, incap;
     uint8_t *out;
@@ -52,6 +54,8 @@ static void client_close(struct client *c)
     struct clients *cs = c->d->clients;
     jobs_client_gone(c->d, c);
     pending_client_gone(c->d, c);
+    notify_client_gone(c->d, c);
+    if (c->pidfd >= 0) close(c->pidfd);
     for (struct client **pp = &cs->list; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
@@ -162,6 +166,12 @@ uint32_t client_gid(const struct client *c)
     return (uint32_t)c->cred.gid;
 }
 
+void client_signal(struct client *c, int sig)
+{
+    if (c->pidfd >= 0 && syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0) < 0)
+        log_info("notification signal %d to pid %d: %s", sig, (int)c->cred.pid, strerror(errno));
+}
+
 uint64_t client_tid(const struct client *c)
 {
     return PSTID(c->d->self->id, c->cred.pid);
@@ -221,6 +231,10 @@ static void dispatch(struct client *c, const uint8_t *frame, size_t len)
         break;
     case PSM_TASKS:
         tasks_list_request(c->d, c, &m);
+        break;
+    case PSM_NOTIFY:
+    case PSM_RELEASE:
+        notify_request(c->d, c, &m);
         break;
     default:
         reply_error(c, m.id, EOPNOTSUPP, "unknown request type");
@@ -290,6 +304,7 @@ static void on_accept(void *ctx, uint32_t events)
         }
         c->d = d;
         c->fd = fd;
+        c->pidfd = (int)syscall(SYS_pidfd_open, c->cred.pid, 0);
         c->next = d->clients->list;
         d->clients->list = c;
         d->clients->n++;

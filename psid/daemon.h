@@ -16,6 +16,7 @@
  *   spawn.c       fork and exec of one task as its user, with its pipes
  *   tasks.c       the tasks of this node: table, output with flow control, input, exits
  *   signals.c     signals by task id or job, routed to the node that checks and acts
+ *   notify.c      death notifications: registrations on both sides, firing, node loss
  */
 #ifndef PSCLUSTER_PSID_DAEMON_H
 #define PSCLUSTER_PSID_DAEMON_H
@@ -47,6 +48,7 @@ struct job;
 struct psmsg;
 struct psmsg_buf;
 struct backlog;
+struct notify;
 
 struct psid {
     struct psconf conf;
@@ -68,6 +70,7 @@ struct psid {
     struct job *jobs;        /* jobs whose client is on this node */
     uint32_t next_req;       /* numbers daemon requests (PSF_REQ) */
     struct pending *pending; /* daemon requests waiting for answers */
+    struct notify *notify;   /* death notifications, both sides */
 };
 
 /* A request to other daemons that waits for their answers (signals, task lists). */
@@ -91,7 +94,7 @@ void client_error(struct client *c, uint32_t id, int err, const char *text);
 uint32_t client_uid(const struct client *c);
 uint32_t client_gid(const struct client *c);
 uint64_t client_tid(const struct client *c);
-bool client_alive(const struct client *c);
+void client_signal(struct client *c, int sig);
 
 /* send.c: a finished message (psmsg_end) to a node; to self it is dispatched at once. */
 int psid_send(struct psid *d, uint32_t node, struct psmsg_buf *b);
@@ -119,6 +122,15 @@ int tasks_signal_one(struct psid *d, uint64_t tid, int sig, uint32_t uid);
 int tasks_signal_job(struct psid *d, uint64_t job, int sig, uint32_t uid, uint32_t *count);
 void tasks_append_records(struct psid *d, struct psmsg_buf *b);
 uint32_t tasks_count(struct psid *d);
+int tasks_uid(struct psid *d, uint64_t tid, uint32_t *uid);
+
+/* notify.c */
+void notify_request(struct psid *d, struct client *c, const struct psmsg *m);
+void notify_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m);
+void notify_task_exit(struct psid *d, uint64_t tid, uint32_t status);
+void notify_client_gone(struct psid *d, struct client *c);
+void notify_node_lost(struct psid *d, uint32_t node);
+void notify_free(struct psid *d);
 
 /* signals.c */
 void signals_request(struct psid *d, struct client *c, const struct psmsg *m);

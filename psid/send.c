@@ -126,6 +126,12 @@ void psid_dispatch(struct psid *d, uint32_t from, const struct psmsg *m)
     case PSM_D_EXIT:
         jobs_from_daemon(d, from, m);
         break;
+    case PSM_D_NOTIFY:
+    case PSM_D_NOTIFY_REPLY:
+    case PSM_D_RELEASE:
+    case PSM_D_DEAD:
+        notify_from_daemon(d, from, m);
+        break;
     case PSM_D_SIGNAL:
     case PSM_D_SIGNAL_REPLY:
     case PSM_D_TASKS:

@@ -71,6 +71,14 @@ static struct task *find(struct psid *d, uint64_t tid)
     return NULL;
 }
 
+int tasks_uid(struct psid *d, uint64_t tid, uint32_t *uid)
+{
+    struct task *t = find(d, tid);
+    if (!t || t->exited) return -1;
+    *uid = t->uid;
+    return 0;
+}
+
 uint32_t tasks_count(struct psid *d)
 {
     return (uint32_t)d->ntasks;
@@ -198,6 +206,7 @@ static void on_exit_ready(void *ctx, uint32_t events)
     t->exited = true;
     t->status = wait_status(&si);
     loop_fd_del(t->d->loop, t->pidfd);
+    notify_task_exit(t->d, t->tid, (uint32_t)t->status); /* at exit, not after the output */
     maybe_finish(t);
 }
 

@@ -7,11 +7,16 @@
  *                                       "rank R out|err N bytes" | "rank R exit STATUS" |
  *                                       "rank R lost"; exits when every rank is done
  *   jobdrive signal TID|job:TID SIG     print "errno E count C"
+ *   jobdrive watch TID SIG [release]    register a notification (SIG 0: a message), print
+ *                                       "registered E", then "dead TID status S" | "dead TID
+ *                                       lost" | "signal N" when it fires (with "release":
+ *                                       cancel it at once and print "released E")
  * Environment: JOBDRIVE_NO_ACK=1 never acknowledges output (flow-control tests).
  */
 #include "psi.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +125,66 @@ static int do_run(struct psi *c, int np, char **argv)
     return 0;
 }
 
+static volatile sig_atomic_t got_sig;
+static void on_sig(int s)
+{
+    got_sig = s;
+}
+
+static int do_watch(struct psi *c, const char *target, int sig, int release)
+{
+    struct psmsg_buf b = {0};
+    struct psmsg m;
+    uint64_t tid = parse_tid(target);
+    if (sig) { /* no SA_RESTART: the signal must interrupt recv */
+        struct sigaction sa = {.sa_handler = on_sig};
+        sigaction(sig, &sa, NULL);
+    }
+    psmsg_begin(&b, PSM_NOTIFY, 0);
+    psmsg_put_u64(&b, PSF_TID, tid);
+    psmsg_put_u32(&b, PSF_SIGNAL, (uint32_t)sig);
+    if (psi_call(c, &b, &m) < 0) {
+        printf("error %s\n", strerror(errno));
+        return 1;
+    }
+    uint32_t e = 0;
+    psmsg_get_u32(&m.body, PSF_ERRNO, &e);
+    printf("registered %u\n", e);
+    fflush(stdout);
+    if (e) return 0;
+    if (release) {
+        psmsg_begin(&b, PSM_RELEASE, 0);
+        psmsg_put_u64(&b, PSF_TID, tid);
+        if (psi_call(c, &b, &m) < 0) return 1;
+        psmsg_get_u32(&m.body, PSF_ERRNO, &e);
+        printf("released %u\n", e);
+        fflush(stdout);
+    }
+    uint8_t buf[4096];
+    size_t len = 0;
+    for (;;) {
+        ssize_t r = recv(c->fd, buf + len, sizeof buf - len, 0);
+        if (r < 0 && errno == EINTR && got_sig) {
+            printf("signal %d\n", (int)got_sig);
+            return 0;
+        }
+        if (r <= 0) return 1;
+        len += (size_t)r;
+        uint32_t fl = len >= PSMSG_HDR ? psmsg_frame_len(buf, len) : 0;
+        if (!fl || len < fl) continue;
+        if (psmsg_parse(buf, fl, &m) == 0 && m.type == PSM_DEAD) {
+            uint32_t st = 0;
+            if (psmsg_get_u32(&m.body, PSF_LOST, &st) == 0)
+                printf("dead %s lost\n", target);
+            else if (psmsg_get_u32(&m.body, PSF_STATUS, &st) == 0)
+                printf("dead %s status %u\n", target, st);
+            return 0;
+        }
+        memmove(buf, buf + fl, len - fl);
+        len -= fl;
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct psi c;
@@ -133,5 +198,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "run") && argc >= 4) return do_run(&c, atoi(argv[2]), argv + 3);
     if (!strcmp(argv[1], "signal") && argc == 4) return do_signal(&c, argv[2], atoi(argv[3]));
+    if (!strcmp(argv[1], "watch") && (argc == 4 || argc == 5))
+        return do_watch(&c, argv[2], atoi(argv[3]), argc == 5);
     return 2;
 }

@@ -1,0 +1,76 @@
+#!/bin/bash
+# psid_notify.sh - death notifications on a 4-node loopback cluster:
+#  - a client on node 0 watching a task on node 2 gets a message with its exit status;
+#  - or the signal it chose;
+#  - a released notification does not fire;
+#  - ESRCH for no such task; EPERM for another user's task (as root);
+#  - when a node dies, every notification about its tasks fires with "lost".
+source "$(dirname "$0")/lib/cluster.sh"
+JD=$TOP/build/test/tools/jobdrive
+cluster_up 4
+all_up 5000 || {
+    fail "notify: cluster up" "not all up"
+    exit 1
+}
+export PSID_SOCKET=$CDIR/psid-0.sock
+"$JD" run 8 sleep 30 >"$CDIR/job.out" &
+JPID=$!
+PIDS+=($JPID)
+for _ in $(seq 200); do [ "$(grep -c started "$CDIR/job.out")" = 8 ] && break; sleep 0.02; done
+tid() { sed -n "s/^rank $1 started \([0-9]*:[0-9]*\) .*/\1/p" "$CDIR/job.out"; }
+wait_line() { # FILE PATTERN MS
+    local t0
+    t0=$(now_ms)
+    until grep -q "$2" "$1"; do
+        [ $(($(now_ms) - t0)) -gt "$3" ] && return 1
+        sleep 0.01
+    done
+}
+
+# message on exit (rank 4 is on node 2)
+"$JD" watch "$(tid 4)" 0 >"$CDIR/w1.out" &
+PIDS+=($!)
+wait_line "$CDIR/w1.out" "^registered 0" 2000
+# signal on exit (rank 5, node 2), SIGUSR1
+PSID_SOCKET=$CDIR/psid-1.sock "$JD" watch "$(tid 5)" 10 >"$CDIR/w2.out" &
+PIDS+=($!)
+wait_line "$CDIR/w2.out" "^registered 0" 2000
+# released: must not fire (rank 2, node 1)
+"$JD" watch "$(tid 2)" 0 release >"$CDIR/w3.out" &
+W3=$!
+PIDS+=($W3)
+wait_line "$CDIR/w3.out" "^released 0" 2000
+# node 3 will die (ranks 6 and 7)
+"$JD" watch "$(tid 6)" 0 >"$CDIR/w4.out" &
+PIDS+=($!)
+wait_line "$CDIR/w4.out" "^registered 0" 2000
+
+"$JD" signal "$(tid 4)" 15 >/dev/null
+"$JD" signal "$(tid 5)" 9 >/dev/null
+"$JD" signal "$(tid 2)" 15 >/dev/null
+wait_line "$CDIR/w1.out" "^dead $(tid 4) status 15$" 3000 &&
+    pass "notify: message with the exit status of a task on another node" ||
+    fail "notify: message" "$(cat "$CDIR/w1.out")"
+wait_line "$CDIR/w2.out" "^signal 10$" 3000 && pass "notify: the chosen signal (SIGUSR1)" ||
+    fail "notify: signal" "$(cat "$CDIR/w2.out")"
+sleep 0.3
+grep -q dead "$CDIR/w3.out" && fail "notify: release" "fired after release" ||
+    pass "notify: a released notification does not fire"
+kill "$W3" 2>/dev/null
+
+out=$("$JD" watch 2:999999 0)
+echo "$out" | grep -q "^registered 3$" && pass "notify: no such task -> ESRCH" ||
+    fail "notify: ESRCH" "$out"
+if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
+    out=$(runuser -u nobody -- env PSID_SOCKET="$CDIR/psid-1.sock" timeout 5 "$JD" watch "$(tid 0)" 0)
+    echo "$out" | grep -q "^registered 1$" && pass "notify: another user's task -> EPERM" ||
+        fail "notify: EPERM" "$out"
+else
+    echo "SKIP: notify: EPERM needs root"
+fi
+
+kill_node 3 KILL
+wait_line "$CDIR/w4.out" "^dead $(tid 6) lost$" 3000 &&
+    pass "notify: a node's death fires its tasks' notifications with 'lost'" ||
+    fail "notify: node death" "$(cat "$CDIR/w4.out")"
+exit $((FAILS > 0))
