@@ -152,6 +152,8 @@ install: all
 	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(wildcard docs/man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 644 $(wildcard docs/man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 conf/psid.conf README.md INSTALL $(DESTDIR)$(PREFIX)/share/doc/pscluster/
 
 clean:
