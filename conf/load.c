@@ -12,6 +12,7 @@
  * The first error stops the load; the caller gets nothing to free.
  */
 #include "internal.h"
+#include "rdp.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,15 +28,18 @@ void psconf_defaults(struct psconf *c)
     strcpy(c->cluster, "pscluster");
     c->log_level = PSCONF_LOG_NOTICE;
     c->rdp_port = 4886;
-    c->mtu = 1500;
-    c->rto_min_us = 2000;
-    c->rto_max_us = 200000;
-    c->rto_init_us = 20000;
-    c->max_retrans = 10;
-    c->ack_delay_us = 100;
-    c->sndbuf = 4u << 20;
-    c->rcvbuf = 4u << 20;
-    c->sock_buf = 8u << 20;
+    struct rdp_config r; /* RDP's tunables default to what librdp says */
+    rdp_config_defaults(&r);
+    c->mtu = r.mtu;
+    c->rto_min_us = r.rto_min_us;
+    c->rto_max_us = r.rto_max_us;
+    c->rto_init_us = r.rto_init_us;
+    c->max_retrans = r.max_retrans;
+    c->ack_delay_us = r.ack_delay_us;
+    c->sndbuf = r.sndbuf;
+    c->rcvbuf = r.rcvbuf;
+    c->sock_buf = r.sock_buf;
+    c->mac = r.mac;
     c->hb_interval_ms = 100;
     c->hb_dead_limit = 8;
     c->hb_mode = PSCONF_HB_MULTICAST;

@@ -7,39 +7,20 @@
  */
 #include "psmsg.h"
 
+#include "bebytes.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = v >> 8;
-    p[1] = (uint8_t)v;
-}
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = v >> 24;
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
 
 static bool check_fields(const uint8_t *p, size_t len, int depth)
 {
     size_t pos = 0;
     while (pos < len) {
         if (len - pos < PSMSG_FHDR) return false;
-        uint16_t tag = get16(p + pos);
-        uint32_t flen = get32(p + pos + 4);
-        if (get16(p + pos + 2) != 0) return false;
+        uint16_t tag = be_get16(p + pos);
+        uint32_t flen = be_get32(p + pos + 4);
+        if (be_get16(p + pos + 2) != 0) return false;
         pos += PSMSG_FHDR;
         if (flen > len - pos) return false;
         if (tag & PSMSG_RECORD) {
@@ -53,7 +34,7 @@ static bool check_fields(const uint8_t *p, size_t len, int depth)
 uint32_t psmsg_frame_len(const uint8_t *buf, size_t n)
 {
     if (n < PSMSG_HDR || buf[0] != PSMSG_VERSION || buf[1] != 0) return 0;
-    uint32_t len = get32(buf + 4);
+    uint32_t len = be_get32(buf + 4);
     if (len < PSMSG_HDR || len > PSMSG_MAX) return 0;
     return len;
 }
@@ -69,11 +50,11 @@ int psmsg_parse(const uint8_t *buf, size_t n, struct psmsg *m)
         errno = EMSGSIZE;
         return -1;
     }
-    if (buf[1] != 0 || get32(buf + 4) != n) goto bad;
+    if (buf[1] != 0 || be_get32(buf + 4) != n) goto bad;
     if (!check_fields(buf + PSMSG_HDR, n - PSMSG_HDR, 0)) goto bad;
-    m->type = get16(buf + 2);
+    m->type = be_get16(buf + 2);
     m->length = (uint32_t)n;
-    m->id = get32(buf + 8);
+    m->id = be_get32(buf + 8);
     m->body.p = buf + PSMSG_HDR;
     m->body.len = n - PSMSG_HDR;
     return 0;
@@ -85,8 +66,8 @@ bad:
 bool psmsg_next(const struct psmsg_view *v, size_t *pos, struct psmsg_field *f)
 {
     if (*pos + PSMSG_FHDR > v->len) return false;
-    f->tag = get16(v->p + *pos);
-    f->len = get32(v->p + *pos + 4);
+    f->tag = be_get16(v->p + *pos);
+    f->len = be_get32(v->p + *pos + 4);
     f->val = v->p + *pos + PSMSG_FHDR;
     *pos += PSMSG_FHDR + f->len;
     return true;
@@ -103,14 +84,14 @@ bool psmsg_find(const struct psmsg_view *v, uint16_t tag, struct psmsg_field *f)
 int psmsg_field_u32(const struct psmsg_field *f, uint32_t *out)
 {
     if (f->len != 4) return -1;
-    *out = get32(f->val);
+    *out = be_get32(f->val);
     return 0;
 }
 
 int psmsg_field_u64(const struct psmsg_field *f, uint64_t *out)
 {
     if (f->len != 8) return -1;
-    *out = (uint64_t)get32(f->val) << 32 | get32(f->val + 4);
+    *out = (uint64_t)be_get32(f->val) << 32 | be_get32(f->val + 4);
     return 0;
 }
 
@@ -180,9 +161,9 @@ void psmsg_begin(struct psmsg_buf *b, uint16_t type, uint32_t id)
     if (!p) return;
     p[0] = PSMSG_VERSION;
     p[1] = 0;
-    put16(p + 2, type);
-    put32(p + 4, 0);
-    put32(p + 8, id);
+    be_put16(p + 2, type);
+    be_put32(p + 4, 0);
+    be_put32(p + 8, id);
 }
 
 static uint8_t *field(struct psmsg_buf *b, uint16_t tag, size_t n)
@@ -193,24 +174,24 @@ static uint8_t *field(struct psmsg_buf *b, uint16_t tag, size_t n)
     }
     uint8_t *p = grow(b, PSMSG_FHDR + n);
     if (!p) return NULL;
-    put16(p, tag);
-    put16(p + 2, 0);
-    put32(p + 4, (uint32_t)n);
+    be_put16(p, tag);
+    be_put16(p + 2, 0);
+    be_put32(p + 4, (uint32_t)n);
     return p + PSMSG_FHDR;
 }
 
 void psmsg_put_u32(struct psmsg_buf *b, uint16_t tag, uint32_t v)
 {
     uint8_t *p = field(b, tag, 4);
-    if (p) put32(p, v);
+    if (p) be_put32(p, v);
 }
 
 void psmsg_put_u64(struct psmsg_buf *b, uint16_t tag, uint64_t v)
 {
     uint8_t *p = field(b, tag, 8);
     if (!p) return;
-    put32(p, (uint32_t)(v >> 32));
-    put32(p + 4, (uint32_t)v);
+    be_put32(p, (uint32_t)(v >> 32));
+    be_put32(p + 4, (uint32_t)v);
 }
 
 void psmsg_put_bytes(struct psmsg_buf *b, uint16_t tag, const void *src, size_t n)
@@ -242,7 +223,7 @@ void psmsg_record_end(struct psmsg_buf *b)
         return;
     }
     size_t start = b->open[--b->depth];
-    put32(b->data + start - 4, (uint32_t)(b->len - start));
+    be_put32(b->data + start - 4, (uint32_t)(b->len - start));
 }
 
 int psmsg_end(struct psmsg_buf *b)
@@ -252,7 +233,7 @@ int psmsg_end(struct psmsg_buf *b)
         errno = b->err;
         return -1;
     }
-    put32(b->data + 4, (uint32_t)b->len);
+    be_put32(b->data + 4, (uint32_t)b->len);
     return 0;
 }
 

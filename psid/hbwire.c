@@ -4,29 +4,10 @@
  */
 #include "hbwire.h"
 
+#include "bebytes.h"
+
 #include <sodium.h>
 #include <string.h>
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = v >> 24;
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)(v >> 32));
-    put32(p + 4, (uint32_t)v);
-}
-static uint64_t get64(const uint8_t *p)
-{
-    return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
 
 static void mac(uint8_t out[16], const uint8_t *body, const uint8_t key[32])
 {
@@ -38,12 +19,12 @@ void hb_encode(uint8_t out[HB_LEN], const struct hb *h, const uint8_t key[32])
     memset(out, 0, HB_LEN);
     out[0] = HB_VERSION;
     out[1] = h->type;
-    put32(out + 4, h->node);
-    put64(out + 8, h->incarnation);
-    put64(out + 16, h->seq);
-    put32(out + 24, h->load_milli);
-    put32(out + 28, h->tasks);
-    put32(out + 32, h->cpus);
+    be_put32(out + 4, h->node);
+    be_put64(out + 8, h->incarnation);
+    be_put64(out + 16, h->seq);
+    be_put32(out + 24, h->load_milli);
+    be_put32(out + 28, h->tasks);
+    be_put32(out + 32, h->cpus);
     mac(out + 40, out, key);
 }
 
@@ -53,15 +34,15 @@ int hb_decode(const uint8_t *b, size_t n, struct hb *h, const uint8_t key[32], c
     if (n != HB_LEN) return *why = "length", -1;
     if (b[0] != HB_VERSION) return *why = "version", -1;
     if (b[1] != HB_BEAT && b[1] != HB_LEAVING) return *why = "type", -1;
-    if (b[2] || b[3] || get32(b + 36)) return *why = "reserved", -1;
+    if (b[2] || b[3] || be_get32(b + 36)) return *why = "reserved", -1;
     mac(m, b, key);
     if (sodium_memcmp(m, b + 40, 16) != 0) return *why = "mac", -1;
     h->type = b[1];
-    h->node = get32(b + 4);
-    h->incarnation = get64(b + 8);
-    h->seq = get64(b + 16);
-    h->load_milli = get32(b + 24);
-    h->tasks = get32(b + 28);
-    h->cpus = get32(b + 32);
+    h->node = be_get32(b + 4);
+    h->incarnation = be_get64(b + 8);
+    h->seq = be_get64(b + 16);
+    h->load_milli = be_get32(b + 24);
+    h->tasks = be_get32(b + 28);
+    h->cpus = be_get32(b + 32);
     return 0;
 }

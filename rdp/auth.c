@@ -11,9 +11,9 @@
 
 static void nonce(uint8_t n[12], uint32_t src, uint32_t dst, uint64_t pn)
 {
-    rdp_put16(n, (uint16_t)src);
-    rdp_put16(n + 2, (uint16_t)dst);
-    rdp_put64(n + 4, pn);
+    be_put16(n, (uint16_t)src);
+    be_put16(n + 2, (uint16_t)dst);
+    be_put64(n + 4, pn);
 }
 
 void rdp_mac_sign(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn, uint8_t *pkt,

@@ -123,8 +123,8 @@ static void report_undeliverable(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *
     while (chain) {
         struct rdp_buf *b = chain;
         chain = b->next;
-        uint16_t flags = rdp_get16(b->data + 2);
-        uint16_t plen = rdp_get16(b->data + 44);
+        uint16_t flags = be_get16(b->data + 2);
+        uint16_t plen = be_get16(b->data + 44);
         if (flags & RDP_F_FIRST) len = 0;
         if (len + plen <= RDP_MAX_MSG) memcpy(ep->scratch + len, b->data + RDP_HDR_LEN, plen);
         len += plen;

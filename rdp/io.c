@@ -107,7 +107,7 @@ void rdp_io_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b)
 void rdp_io_sign_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b)
 {
     uint64_t pn = p->pn_next++;
-    rdp_put64(b->data + RDP_OFF_PN, pn);
+    be_put64(b->data + RDP_OFF_PN, pn);
     rdp_mac_sign_ctx(&ep->mac, ep->cfg.node_id, p->node, pn, b->data, b->len);
     b->len += RDP_MAC_LEN;
     rdp_io_queue(ep, p, b);

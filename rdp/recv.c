@@ -99,9 +99,9 @@ static void deliver_msg(rdp_t *ep, struct rdp_peer *p, const uint8_t *msg, size_
  * broken peer: the partial message is dropped and counted, the stream goes on. */
 static void consume(rdp_t *ep, struct rdp_peer *p, const uint8_t *pkt)
 {
-    uint16_t flags = rdp_get16(pkt + 2);
-    uint32_t msg_len = rdp_get32(pkt + 40);
-    uint16_t len = rdp_get16(pkt + 44);
+    uint16_t flags = be_get16(pkt + 2);
+    uint32_t msg_len = be_get32(pkt + 40);
+    uint16_t len = be_get16(pkt + 44);
     const uint8_t *data = pkt + RDP_HDR_LEN;
 
     if (flags & RDP_F_FIRST) {

@@ -121,9 +121,9 @@ static void transmit(rdp_t *ep, struct rdp_peer *p, uint32_t seq)
     }
     t->sends++;
     t->sent_ns = ep->now;
-    uint16_t plen = rdp_get16(b->data + 44);
+    uint16_t plen = be_get16(b->data + 44);
     b->len = RDP_HDR_LEN + plen;
-    rdp_put32(b->data + 16, p->peer_conn);
+    be_put32(b->data + 16, p->peer_conn);
     rdp_hdr_patch(b->data, p->rcv_nxt, rdp_rcv_wnd(p), 0);
     rdp_ack_sent(p); /* the cumulative ACK rides along */
     rdp_io_sign_queue(ep, p, b);
@@ -210,7 +210,7 @@ static void release_acked(rdp_t *ep, struct rdp_peer *p)
         if (!seq_lt(last, p->snd_una)) break;
         for (uint32_t s = p->snd_rel; s != last + 1; s++) {
             struct rdp_txslot *t = slot(p, s);
-            p->queued -= rdp_get16(t->buf->data + 44);
+            p->queued -= be_get16(t->buf->data + 44);
             rdp_pool_put(&ep->pool, t->buf);
             memset(t, 0, sizeof *t);
         }

@@ -13,25 +13,25 @@ void rdp_hdr_encode(uint8_t *b, const struct rdp_hdr *h)
 {
     b[0] = h->version;
     b[1] = h->type;
-    rdp_put16(b + 2, h->flags);
-    rdp_put32(b + 4, h->src_node);
-    rdp_put32(b + 8, h->dst_node);
-    rdp_put32(b + 12, h->src_conn);
-    rdp_put32(b + 16, h->dst_conn);
-    rdp_put32(b + 20, h->seq);
-    rdp_put32(b + 24, h->ack);
-    rdp_put32(b + 28, h->wnd);
-    rdp_put64(b + 32, h->pn);
-    rdp_put32(b + 40, h->msg_len);
-    rdp_put16(b + 44, h->len);
-    rdp_put16(b + 46, 0);
+    be_put16(b + 2, h->flags);
+    be_put32(b + 4, h->src_node);
+    be_put32(b + 8, h->dst_node);
+    be_put32(b + 12, h->src_conn);
+    be_put32(b + 16, h->dst_conn);
+    be_put32(b + 20, h->seq);
+    be_put32(b + 24, h->ack);
+    be_put32(b + 28, h->wnd);
+    be_put64(b + 32, h->pn);
+    be_put32(b + 40, h->msg_len);
+    be_put16(b + 44, h->len);
+    be_put16(b + 46, 0);
 }
 
 void rdp_hdr_patch(uint8_t *b, uint32_t ack, uint32_t wnd, uint64_t pn)
 {
-    rdp_put32(b + RDP_OFF_ACK, ack);
-    rdp_put32(b + RDP_OFF_WND, wnd);
-    rdp_put64(b + RDP_OFF_PN, pn);
+    be_put32(b + RDP_OFF_ACK, ack);
+    be_put32(b + RDP_OFF_WND, wnd);
+    be_put64(b + RDP_OFF_PN, pn);
 }
 
 static bool fail(enum rdp_drop_reason *why, enum rdp_drop_reason r)
@@ -47,18 +47,18 @@ bool rdp_hdr_decode(const uint8_t *b, size_t n, struct rdp_hdr *h, enum rdp_drop
     h->version = b[0];
     if (h->version != RDP_VERSION) return fail(why, RDP_DROP_VERSION);
     h->type = b[1];
-    h->flags = rdp_get16(b + 2);
-    h->src_node = rdp_get32(b + 4);
-    h->dst_node = rdp_get32(b + 8);
-    h->src_conn = rdp_get32(b + 12);
-    h->dst_conn = rdp_get32(b + 16);
-    h->seq = rdp_get32(b + 20);
-    h->ack = rdp_get32(b + 24);
-    h->wnd = rdp_get32(b + 28);
-    h->pn = rdp_get64(b + 32);
-    h->msg_len = rdp_get32(b + 40);
-    h->len = rdp_get16(b + 44);
-    if (rdp_get16(b + 46) != 0) return fail(why, RDP_DROP_MALFORMED);
+    h->flags = be_get16(b + 2);
+    h->src_node = be_get32(b + 4);
+    h->dst_node = be_get32(b + 8);
+    h->src_conn = be_get32(b + 12);
+    h->dst_conn = be_get32(b + 16);
+    h->seq = be_get32(b + 20);
+    h->ack = be_get32(b + 24);
+    h->wnd = be_get32(b + 28);
+    h->pn = be_get64(b + 32);
+    h->msg_len = be_get32(b + 40);
+    h->len = be_get16(b + 44);
+    if (be_get16(b + 46) != 0) return fail(why, RDP_DROP_MALFORMED);
     if ((size_t)h->len + RDP_OVERHEAD != n) return fail(why, RDP_DROP_MALFORMED);
     if (h->src_node >= RDP_MAX_NODES || h->dst_node >= RDP_MAX_NODES)
         return fail(why, RDP_DROP_MALFORMED);
@@ -94,13 +94,13 @@ bool rdp_hdr_decode(const uint8_t *b, size_t n, struct rdp_hdr *h, enum rdp_drop
 
 void rdp_hs_encode(uint8_t *p, const struct rdp_hs *hs)
 {
-    rdp_put64(p, hs->incarnation);
-    rdp_put32(p + 8, hs->max_payload);
-    rdp_put32(p + 12, 0);
+    be_put64(p, hs->incarnation);
+    be_put32(p + 8, hs->max_payload);
+    be_put32(p + 12, 0);
 }
 
 void rdp_hs_decode(const uint8_t *p, struct rdp_hs *hs)
 {
-    hs->incarnation = rdp_get64(p);
-    hs->max_payload = rdp_get32(p + 8);
+    hs->incarnation = be_get64(p);
+    hs->max_payload = be_get32(p + 8);
 }

@@ -29,6 +29,7 @@
 #ifndef PSCLUSTER_RDP_WIRE_H
 #define PSCLUSTER_RDP_WIRE_H
 
+#include "bebytes.h"
 #include "rdp.h"
 
 #include <stdbool.h>
@@ -79,35 +80,5 @@ bool rdp_hdr_decode(const uint8_t *buf, size_t n, struct rdp_hdr *h, enum rdp_dr
 
 void rdp_hs_encode(uint8_t *payload, const struct rdp_hs *hs);
 void rdp_hs_decode(const uint8_t *payload, struct rdp_hs *hs);
-
-static inline void rdp_put16(uint8_t *p, uint16_t v)
-{
-    p[0] = v >> 8;
-    p[1] = v;
-}
-static inline void rdp_put32(uint8_t *p, uint32_t v)
-{
-    p[0] = v >> 24;
-    p[1] = v >> 16;
-    p[2] = v >> 8;
-    p[3] = v;
-}
-static inline void rdp_put64(uint8_t *p, uint64_t v)
-{
-    rdp_put32(p, v >> 32);
-    rdp_put32(p + 4, (uint32_t)v);
-}
-static inline uint16_t rdp_get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-static inline uint32_t rdp_get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-static inline uint64_t rdp_get64(const uint8_t *p)
-{
-    return (uint64_t)rdp_get32(p) << 32 | rdp_get32(p + 4);
-}
 
 #endif

@@ -57,9 +57,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size -= n;
         if (n >= RDP_OVERHEAD) {
             /* make it authentic: sender node 1, to us, a fresh packet number, a valid MAC */
-            rdp_put32(b->data + 4, 1);
-            rdp_put32(b->data + 8, 0);
-            rdp_put64(b->data + RDP_OFF_PN, pn);
+            be_put32(b->data + 4, 1);
+            be_put32(b->data + 8, 0);
+            be_put64(b->data + RDP_OFF_PN, pn);
             rdp_mac_sign(key, 1, 0, pn, b->data, n - RDP_MAC_LEN);
             pn++;
         }

@@ -52,7 +52,7 @@ static void test_roundtrip(void)
     enum rdp_drop_reason why;
     size_t n = encode(buf, &h);
     CU_ASSERT_EQUAL(buf[0], RDP_VERSION);
-    CU_ASSERT_EQUAL(rdp_get32(buf + 4), 3); /* network byte order */
+    CU_ASSERT_EQUAL(be_get32(buf + 4), 3); /* network byte order */
     CU_ASSERT_TRUE_FATAL(rdp_hdr_decode(buf, n, &d, &why));
     CU_ASSERT_EQUAL(d.type, RDP_T_DATA);
     CU_ASSERT_EQUAL(d.src_conn, 0x11223344u);
