@@ -69,8 +69,32 @@ else
     echo "SKIP: notify: EPERM needs root"
 fi
 
+# pswait, the user's tool: a task on another node killed by SIGTERM, by node name
+"$BIN/pswait" -v "n1:$(tid 3 | cut -d: -f2)" >"$CDIR/pw.out" 2>&1 &
+PW=$!
+PIDS+=($PW)
+wait_line "$CDIR/pw.out" "watching" 2000
+"$JD" signal "$(tid 3)" 15 >/dev/null
+wait $PW
+rc=$?
+[ $rc = 143 ] && grep -q "^$(tid 3) killed by signal 15 (Terminated)$" "$CDIR/pw.out" &&
+    pass "pswait: prints how a remote task ended, exit 128+15" ||
+    fail "pswait" "exit $rc: $(cat "$CDIR/pw.out")"
+out=$("$BIN/pswait" 1:999999 2>&1)
+rc=$?
+[ $rc = 1 ] && echo "$out" | grep -q "No such process" && pass "pswait: no such task -> error, exit 1" ||
+    fail "pswait: no such task" "exit $rc: $out"
+"$BIN/pswait" -v "$(tid 7)" >"$CDIR/pw2.out" 2>&1 &
+PW=$!
+PIDS+=($PW)
+wait_line "$CDIR/pw2.out" "watching" 2000
+
 kill_node 3 KILL
 wait_line "$CDIR/w4.out" "^dead $(tid 6) lost$" 3000 &&
     pass "notify: a node's death fires its tasks' notifications with 'lost'" ||
     fail "notify: node death" "$(cat "$CDIR/w4.out")"
+wait $PW
+rc=$?
+[ $rc = 255 ] && grep -q "node lost" "$CDIR/pw2.out" && pass "pswait: a lost node, exit 255" ||
+    fail "pswait: lost node" "exit $rc: $(cat "$CDIR/pw2.out")"
 exit $((FAILS > 0))
