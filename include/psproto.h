@@ -147,6 +147,7 @@ enum psf_tag {
     PSF_SIZE = 42,        /* u32: ranks in the job (PSI_SIZE) */
     PSF_HOME = 43,        /* u32: the node the job's client runs on */
     PSF_WATCHER = 44,     /* u64: the tid of a client waiting for a notification */
+    PSF_EPOCH = 45,       /* u32: a node's task epoch (with PSF_TASKS) */
 
     PSF_NODE = 0x8001, /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002, /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */

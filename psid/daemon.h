@@ -38,7 +38,8 @@ struct psid_node {
     uint64_t last_seq;    /* of its heartbeats, against replay */
     uint64_t last_heard;  /* loop_now() of its last heartbeat */
     uint32_t load_milli, tasks, cpus;
-    uint32_t inflight; /* ranks placed there whose start is not confirmed yet */
+    uint32_t inflight;   /* ranks placed there whose start is not confirmed yet */
+    uint32_t task_epoch; /* of the newest task count taken (heartbeat or RDP) */
 };
 
 struct clients;
@@ -69,6 +70,7 @@ struct psid {
     size_t ntasks;
     struct job *jobs;        /* jobs whose client is on this node */
     uint32_t next_req;       /* numbers daemon requests (PSF_REQ) */
+    uint32_t task_epoch;     /* changes of this node's task table */
     struct pending *pending; /* daemon requests waiting for answers */
     struct notify *notify;   /* death notifications, both sides */
 };
@@ -143,6 +145,8 @@ void pending_node_lost(struct psid *d, uint32_t node);
 int membership_start(struct psid *d);
 void membership_leave(struct psid *d);
 void membership_rdp_lost(struct psid *d, uint32_t node, enum rdp_lost_reason why);
+/* A node's task count, taken only if its epoch is newer than the one we have. */
+void membership_tasks(struct psid *d, uint32_t node, uint32_t tasks, uint32_t epoch);
 struct psid_node *psid_node(struct psid *d, uint32_t id);
 
 /* rdplink.c */

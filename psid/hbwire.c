@@ -25,6 +25,7 @@ void hb_encode(uint8_t out[HB_LEN], const struct hb *h, const uint8_t key[32])
     be_put32(out + 24, h->load_milli);
     be_put32(out + 28, h->tasks);
     be_put32(out + 32, h->cpus);
+    be_put32(out + 36, h->task_epoch);
     mac(out + 40, out, key);
 }
 
@@ -34,7 +35,7 @@ int hb_decode(const uint8_t *b, size_t n, struct hb *h, const uint8_t key[32], c
     if (n != HB_LEN) return *why = "length", -1;
     if (b[0] != HB_VERSION) return *why = "version", -1;
     if (b[1] != HB_BEAT && b[1] != HB_LEAVING) return *why = "type", -1;
-    if (b[2] || b[3] || be_get32(b + 36)) return *why = "reserved", -1;
+    if (b[2] || b[3]) return *why = "reserved", -1;
     mac(m, b, key);
     if (sodium_memcmp(m, b + 40, 16) != 0) return *why = "mac", -1;
     h->type = b[1];
@@ -44,5 +45,6 @@ int hb_decode(const uint8_t *b, size_t n, struct hb *h, const uint8_t key[32], c
     h->load_milli = be_get32(b + 24);
     h->tasks = be_get32(b + 28);
     h->cpus = be_get32(b + 32);
+    h->task_epoch = be_get32(b + 36);
     return 0;
 }

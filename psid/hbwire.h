@@ -11,7 +11,8 @@
  *    24    4 1-minute load average x 1000
  *    28    4 tasks
  *    32    4 cpus
- *    36    4 reserved (0)
+ *    36    4 task epoch: counts changes of the node's task table (orders task counts
+ *             that arrive by heartbeat and by RDP)
  *    40   16 MAC: BLAKE2b-128 keyed with the cluster key over bytes 0..39
  *
  * A receiver accepts a beat only with a valid MAC, from a configured node other than
@@ -33,7 +34,7 @@ struct hb {
     uint8_t type;
     uint32_t node;
     uint64_t incarnation, seq;
-    uint32_t load_milli, tasks, cpus;
+    uint32_t load_milli, tasks, cpus, task_epoch;
 };
 
 void hb_encode(uint8_t out[HB_LEN], const struct hb *h, const uint8_t key[32]);

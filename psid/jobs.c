@@ -229,6 +229,11 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
     struct job *j = jobs_find(d, id);
     if (!j || rank >= j->np || j->ranks[rank].node != from) return; /* stale or forged */
     struct rank_info *ri = &j->ranks[rank];
+    /* the node's task count as of this report: newer than any heartbeat sent before it */
+    uint32_t ntasks, epoch;
+    if (psmsg_get_u32(&m->body, PSF_TASKS, &ntasks) == 0 &&
+        psmsg_get_u32(&m->body, PSF_EPOCH, &epoch) == 0)
+        membership_tasks(d, from, ntasks, epoch);
     struct psmsg_buf b = {0};
     struct psmsg_field f;
     uint32_t u;
@@ -238,10 +243,8 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
         psmsg_put_u32(&b, PSF_RANK, rank);
         psmsg_put_u32(&b, PSF_NODE_ID, from);
         if (psmsg_get_u64(&m->body, PSF_TID, &tid) == 0) {
-            /* our view of the node's tasks is updated now, not at its next heartbeat */
             struct psid_node *pn = psid_node(d, from);
             if (pn && pn->inflight) pn->inflight--;
-            if (pn && from != d->self->id) pn->tasks++;
             ri->tid = tid;
             ri->state = R_RUNNING;
             psmsg_put_u64(&b, PSF_TID, tid);
@@ -278,8 +281,6 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
         psmsg_get_u32(&m->body, PSF_STATUS, &u);
         psmsg_put_u32(&b, PSF_STATUS, u);
         rank_done(j, rank);
-        struct psid_node *en = psid_node(d, from);
-        if (en && from != d->self->id && en->tasks) en->tasks--;
         break;
     default:
         return;

@@ -37,6 +37,7 @@ static void set_down(struct psid *d, struct psid_node *n, const char *why)
 {
     if (n->state != PSNODE_UP) return;
     n->state = PSNODE_DOWN;
+    n->tasks = n->inflight = 0; /* its tasks are dead to everyone */
     log_notice("node %u (%s) down: %s", n->conf->id, n->conf->name, why);
     if (d->rdp) rdp_disconnect(d->rdp, n->conf->id);
     /* its tasks are dead to everyone: jobs here hear "node lost", tasks here whose job
@@ -53,6 +54,14 @@ static void set_up(struct psid_node *n)
     if (n->state == PSNODE_UP) return;
     n->state = PSNODE_UP;
     log_notice("node %u (%s) up", n->conf->id, n->conf->name);
+}
+
+void membership_tasks(struct psid *d, uint32_t node, uint32_t tasks, uint32_t epoch)
+{
+    struct psid_node *n = psid_node(d, node);
+    if (!n || n->conf == d->self || epoch <= n->task_epoch) return;
+    n->task_epoch = epoch;
+    n->tasks = tasks;
 }
 
 void membership_rdp_lost(struct psid *d, uint32_t node, enum rdp_lost_reason why)
@@ -77,7 +86,8 @@ static void send_beat(struct psid *d, enum hb_type type)
                    .seq = ++d->hb_seq,
                    .load_milli = load_milli(),
                    .tasks = me->tasks,
-                   .cpus = d->self->cpus};
+                   .cpus = d->self->cpus,
+                   .task_epoch = d->task_epoch};
     me->load_milli = h.load_milli;
     uint8_t pkt[HB_LEN];
     hb_encode(pkt, &h, d->conf.key);
@@ -138,6 +148,7 @@ static void accept_beat(struct psid *d, const struct hb *h)
         log_info("node %u restarted (incarnation %llu)", h->node,
                  (unsigned long long)h->incarnation);
     }
+    if (h->incarnation != n->incarnation) n->task_epoch = 0;
     n->incarnation = h->incarnation;
     n->last_seq = h->seq;
     if (h->type == HB_LEAVING) {
@@ -146,7 +157,7 @@ static void accept_beat(struct psid *d, const struct hb *h)
     }
     n->last_heard = loop_now();
     n->load_milli = h->load_milli;
-    n->tasks = h->tasks;
+    membership_tasks(d, h->node, h->tasks, h->task_epoch);
     n->cpus = h->cpus;
     set_up(n);
 }

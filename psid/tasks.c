@@ -88,6 +88,15 @@ static void update_count(struct psid *d)
 {
     struct psid_node *me = psid_node(d, d->self->id);
     if (me) me->tasks = (uint32_t)d->ntasks;
+    d->task_epoch++;
+}
+
+/* Our task count and its epoch ride on rank and exit reports, so the home node's view of
+ * this node is exact right after a start or an end (heartbeats may lag). */
+static void put_count(struct psid *d, struct psmsg_buf *b)
+{
+    psmsg_put_u32(b, PSF_TASKS, (uint32_t)d->ntasks);
+    psmsg_put_u32(b, PSF_EPOCH, d->task_epoch);
 }
 
 static void task_free(struct task *t)
@@ -110,6 +119,8 @@ static void task_free(struct task *t)
         close(t->in_fd);
     }
     loop_fd_del(d->loop, t->pidfd);
+    siginfo_t si;
+    waitid((idtype_t)P_PIDFD, (id_t)t->pidfd, &si, WEXITED | WNOHANG); /* reap the zombie */
     close(t->pidfd);
     loop_timer_cancel(d->loop, t->kill_timer);
     free(t->inq);
@@ -120,17 +131,20 @@ static void task_free(struct task *t)
 static void maybe_finish(struct task *t)
 {
     if (!t->exited || t->out[0].fd >= 0 || t->out[1].fd >= 0) return;
+    struct psid *d = t->d;
+    uint64_t job = t->job, tid = t->tid;
+    uint32_t rank = t->rank, home = t->home, status = (uint32_t)t->status;
+    log_debug("task %u:%d (rank %u) ended, status 0x%x", PSTID_NODE(tid), t->pid, rank, status);
+    task_free(t); /* first, so that the count sent below is the new one */
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_EXIT, 0);
-    psmsg_put_u64(&b, PSF_JOB, t->job);
-    psmsg_put_u32(&b, PSF_RANK, t->rank);
-    psmsg_put_u64(&b, PSF_TID, t->tid);
-    psmsg_put_u32(&b, PSF_STATUS, (uint32_t)t->status);
-    psid_send(t->d, t->home, &b);
+    psmsg_put_u64(&b, PSF_JOB, job);
+    psmsg_put_u32(&b, PSF_RANK, rank);
+    psmsg_put_u64(&b, PSF_TID, tid);
+    psmsg_put_u32(&b, PSF_STATUS, status);
+    put_count(d, &b);
+    psid_send(d, home, &b);
     psmsg_buf_free(&b);
-    log_debug("task %u:%d (rank %u) ended, status 0x%x", PSTID_NODE(t->tid), t->pid, t->rank,
-              t->status);
-    task_free(t);
 }
 
 static void on_output(void *ctx, uint32_t events);
@@ -201,7 +215,10 @@ static void on_exit_ready(void *ctx, uint32_t events)
     (void)events;
     siginfo_t si;
     memset(&si, 0, sizeof si);
-    if (waitid((idtype_t)P_PIDFD, (id_t)t->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+    /* WNOWAIT: the task stays a zombie until it leaves the table, so its pid - and with it
+     * its process group, which may still hold its children - cannot be reused meanwhile */
+    if (waitid((idtype_t)P_PIDFD, (id_t)t->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+        si.si_pid == 0)
         return;
     t->exited = true;
     t->status = wait_status(&si);
@@ -287,10 +304,10 @@ static void kill_now(void *ctx)
 {
     struct task *t = ctx;
     t->kill_timer = 0;
-    if (!t->exited) {
-        log_info("task %u:%d still alive after kill_delay: SIGKILL", PSTID_NODE(t->tid), t->pid);
-        kill(-t->pid, SIGKILL);
-    }
+    /* the group: the task, or what it left behind holding its output */
+    if (kill(-t->pid, SIGKILL) == 0)
+        log_info("task %u:%d (or its children) still alive after kill_delay: SIGKILL",
+                 PSTID_NODE(t->tid), t->pid);
 }
 
 /* End a task whose job is gone: SIGTERM to its process group now, SIGKILL later. Nobody
@@ -308,8 +325,8 @@ static void end_task(struct task *t)
         on_output(&t->out[1], EPOLLIN);
         if (!(t = find(d, tid))) return;
     }
-    if (t->exited || t->kill_timer) return;
-    kill(-t->pid, SIGTERM);
+    if (t->kill_timer) return;
+    if (kill(-t->pid, SIGTERM) < 0) return; /* nobody left in the group */
     t->kill_timer = loop_timer(
         t->d->loop, loop_now() + (uint64_t)t->d->conf.kill_delay_ms * 1000000ull, kill_now, t);
 }
@@ -352,7 +369,7 @@ static bool any(struct task *t, void *arg)
 
 static void kill_hard(struct task *t)
 {
-    if (!t->exited) kill(-t->pid, SIGKILL);
+    kill(-t->pid, SIGKILL);
     task_free(t);
 }
 
@@ -381,8 +398,8 @@ int tasks_signal_job(struct psid *d, uint64_t job, int sig, uint32_t uid, uint32
     if (!d->tasks) return 0;
     for (size_t b = 0; b < NBUCKETS; b++)
         for (struct task *t = d->tasks[b]; t; t = t->next) {
-            if (t->job != job || t->exited) continue;
-            int e = tasks_signal_one(d, t->tid, sig, uid);
+            if (t->job != job) continue;
+            int e = uid != 0 && uid != t->uid ? EPERM : kill(-t->pid, sig) < 0 ? errno : 0;
             if (e == 0)
                 (*count)++;
             else if (!err)
@@ -447,6 +464,7 @@ static void reply_rank(struct psid *d, const struct spawn_req *r, uint32_t rank,
     } else {
         psmsg_put_u64(&b, PSF_TID, tid);
     }
+    put_count(d, &b);
     psid_send(d, r->home, &b);
     psmsg_buf_free(&b);
 }
