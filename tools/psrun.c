@@ -1,0 +1,680 @@
+/*
+ * psrun.c - start a parallel job through psid and be its single point of contact: the
+ * tasks' stdout and stderr arrive here line by line, psrun's stdin goes to them, signals
+ * sent to psrun are forwarded, and psrun's exit status is the job's.
+ *
+ *   psrun [-n N] [-w LIST] [--ppn K] [--overbook] [-l] [-i RANK|all|none] [-x VAR[=VAL]]...
+ *         [--export-all] [-t TIME] [-K] [--kill-delay S] [-v] [--] PROGRAM [ARGS...]
+ *
+ * Flow: read the node table (PSM_NODES), work out the partition (logger/partition.h),
+ * send PSM_SPAWN, then one poll loop over the psid socket (non-blocking, framed by
+ * logger/conn.h), psrun's stdin, stdout and stderr (written only when poll says so; a
+ * terminal or pipe is reopened through /proc/self/fd with O_NONBLOCK, so the file
+ * description psrun shares with its shell is never changed), and a signalfd. The job's
+ * bookkeeping - lines, acknowledgements, stdin window, exit statuses - is logger/job.h;
+ * this file is options, signals, timers and the loop. All state lives in struct psrun.
+ *
+ * Signals: SIGINT goes to every task; a second one within a second kills them (SIGKILL).
+ * SIGTERM and SIGHUP are forwarded, SIGKILL follows after the kill delay. SIGQUIT, SIGUSR1
+ * and SIGUSR2 are forwarded. A signal ignored when psrun starts (nohup) stays ignored. The time
+ * limit (-t) sends SIGTERM, then SIGKILL after the kill delay, and psrun exits 124 unless a rank
+ * had failed before. A lost node ends the job the same way (as srun does: the job's
+ * communication is broken), and so does the first failed rank with --kill-on-bad-exit. When
+ * psrun's stdout goes away (EPIPE), what the tasks print there is dropped and they get SIGPIPE,
+ * as in a pipeline. Manual: docs/man/psrun.1.
+ */
+#include "../logger/envsel.h"
+#include "../logger/job.h"
+#include "../logger/partition.h"
+#include "../logger/signames.h"
+#include "psi.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define DEFAULT_KILL_DELAY 10.0
+#define INPUT_CHUNK        (64u << 10)
+#define MAX_NP             (1u << 20)
+#define GIVE_UP_DELAY      2.0 /* seconds after SIGKILL before psrun stops waiting */
+
+struct opts {
+    uint32_t np;
+    const char *nodes;
+    uint32_t ppn;
+    bool overbook, label, export_all, kill_on_bad;
+    uint32_t input;
+    const char *input_arg;
+    struct lg_strv exports;
+    double time_limit; /* 0: none */
+    double kill_delay;
+    int verbose;
+    char **argv;
+};
+
+struct outfd {
+    int fd;     /* where to write */
+    bool own;   /* fd is ours (a reopened terminal or pipe) */
+    size_t max; /* bytes per write (0: no limit) */
+};
+
+struct psrun {
+    struct opts o;
+    struct psi psi;
+    struct lg_nodetab nodes;
+    struct lg_conn conn;
+    struct lg_job job;
+    struct outfd out[2];
+    int sigfd;
+    bool stdin_done;
+    bool conn_lost;
+    double deadline; /* time limit; 0: none */
+    double kill_at;  /* SIGKILL to the job then; 0: none */
+    double last_int; /* the last SIGINT */
+    bool ending;     /* psrun is ending the job */
+    bool sigpipe_sent;
+    double give_up_at; /* after a SIGKILL: stop waiting for the ranks then; 0: not yet */
+    bool gave_up;
+    int pending[4]; /* signals waiting for the job id */
+    int npending;
+};
+
+static const char usage_text[] =
+    "usage: psrun [OPTIONS] [--] PROGRAM [ARGS...]\n"
+    "\n"
+    "Start N copies (ranks) of PROGRAM on the cluster; their output comes here, line by line.\n"
+    "\n"
+    "  -n, --np N              number of ranks (default 1)\n"
+    "  -w, --nodes LIST        use these nodes: ids, names, ranges (0-3,5  n[0-3],m5)\n"
+    "      --ppn K             at most K ranks per node\n"
+    "      --overbook          allow more ranks than CPUs on a node\n"
+    "  -l, --label             prefix every output line with \"RANK: \"\n"
+    "  -i, --input WHO         stdin to rank WHO (default 0), to all ranks, or none\n"
+    "  -x, --export VAR[=VAL]  also export VAR (repeatable; VAR=VAL sets it)\n"
+    "      --export-all        export the whole environment\n"
+    "  -t, --time T            time limit: seconds, or [[H:]M:]S; then SIGTERM, SIGKILL\n"
+    "                          after the kill delay, exit status 124\n"
+    "  -K, --kill-on-bad-exit  end the job as soon as one rank fails\n"
+    "      --kill-delay S      seconds between SIGTERM and SIGKILL (default 10)\n"
+    "  -v, --verbose           say where each rank runs (rank, node, task id)\n"
+    "  -h, --help              this text\n"
+    "\n"
+    "Nodes: -w, else $PSI_NODES, $PSI_HOSTS, $PSI_HOSTFILE, else $SLURM_JOB_NODELIST or\n"
+    "$PBS_NODEFILE, else every node that is up. Exported by default: PATH, HOME, USER, LANG,\n"
+    "LD_LIBRARY_PATH, LD_PRELOAD, PSI_*, PSP_*, OMP_* and the names in $PSI_EXPORTS.\n"
+    "Exit status: 0 if every rank exited 0; else the first failure: its exit code, 128+N\n"
+    "for signal N, 127 program not found, 126 not executable, 255 node lost, 124 time limit.\n"
+    "Ctrl-C sends SIGINT to every rank; twice within a second kills them.\n"
+    "The psid asked is the one at $PSID_SOCKET (default " PSI_DEFAULT_SOCKET ").\n";
+
+static int usage(FILE *f, int rc)
+{
+    fputs(usage_text, f);
+    return rc;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (!*s || *end || errno || *s == '-' || v < min || v > max) return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* seconds: "90", "1.5", "1:30" (M:S), "1:00:00" (H:M:S) */
+static int parse_time(const char *s, double *out)
+{
+    double total = 0;
+    int parts = 0;
+    const char *p = s;
+    for (;;) {
+        char *end;
+        errno = 0;
+        double v = strtod(p, &end);
+        if (end == p || errno || v < 0 || !isfinite(v) || *p == '-' || *p == '+') return -1;
+        total = total * 60 + v;
+        if (++parts > 3) return -1;
+        if (*end == '\0') break;
+        if (*end != ':') return -1;
+        p = end + 1;
+    }
+    if (total <= 0) return -1;
+    *out = total;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    enum { O_PPN = 256, O_OVERBOOK, O_EXPORT_ALL, O_KILL_DELAY };
+    static const struct option lopts[] = {{"np", required_argument, 0, 'n'},
+                                          {"nodes", required_argument, 0, 'w'},
+                                          {"ppn", required_argument, 0, O_PPN},
+                                          {"overbook", no_argument, 0, O_OVERBOOK},
+                                          {"label", no_argument, 0, 'l'},
+                                          {"input", required_argument, 0, 'i'},
+                                          {"export", required_argument, 0, 'x'},
+                                          {"export-all", no_argument, 0, O_EXPORT_ALL},
+                                          {"time", required_argument, 0, 't'},
+                                          {"kill-on-bad-exit", no_argument, 0, 'K'},
+                                          {"kill-delay", required_argument, 0, O_KILL_DELAY},
+                                          {"verbose", no_argument, 0, 'v'},
+                                          {"help", no_argument, 0, 'h'},
+                                          {0, 0, 0, 0}};
+    o->np = 1;
+    o->kill_delay = DEFAULT_KILL_DELAY;
+    int c;
+    while ((c = getopt_long(argc, argv, "+n:w:li:x:t:Kvh", lopts, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            if (parse_u32(optarg, 1, MAX_NP, &o->np) < 0) {
+                fprintf(stderr, "psrun: -n %s: not a number of ranks (1..%u)\n", optarg, MAX_NP);
+                return 2;
+            }
+            break;
+        case 'w':
+            o->nodes = optarg;
+            break;
+        case O_PPN:
+            if (parse_u32(optarg, 1, MAX_NP, &o->ppn) < 0) {
+                fprintf(stderr, "psrun: --ppn %s: not a positive number\n", optarg);
+                return 2;
+            }
+            break;
+        case O_OVERBOOK:
+            o->overbook = true;
+            break;
+        case 'l':
+            o->label = true;
+            break;
+        case 'i':
+            o->input_arg = optarg;
+            break;
+        case 'x':
+            if (!*optarg || *optarg == '=' || lg_strv_add(&o->exports, optarg) < 0) {
+                fprintf(stderr, "psrun: -x '%s': not VAR or VAR=VALUE\n", optarg);
+                return 2;
+            }
+            break;
+        case O_EXPORT_ALL:
+            o->export_all = true;
+            break;
+        case 't':
+            if (parse_time(optarg, &o->time_limit) < 0) {
+                fprintf(stderr, "psrun: -t %s: not a time (seconds, or [[H:]M:]S)\n", optarg);
+                return 2;
+            }
+            break;
+        case 'K':
+            o->kill_on_bad = true;
+            break;
+        case O_KILL_DELAY:
+            if (parse_time(optarg, &o->kill_delay) < 0) {
+                fprintf(stderr, "psrun: --kill-delay %s: not a time in seconds\n", optarg);
+                return 2;
+            }
+            break;
+        case 'v':
+            o->verbose++;
+            break;
+        case 'h':
+            return usage(stdout, 0), -1;
+        default:
+            return usage(stderr, 2);
+        }
+    }
+    if (optind >= argc || !argv[optind][0]) {
+        fprintf(stderr, "psrun: no program given\n");
+        return usage(stderr, 2);
+    }
+    o->argv = argv + optind;
+    o->input = 0;
+    if (o->input_arg) {
+        if (strcmp(o->input_arg, "all") == 0)
+            o->input = PSI_ALL_RANKS;
+        else if (strcmp(o->input_arg, "none") == 0)
+            o->input = PSI_NO_RANK;
+        else if (parse_u32(o->input_arg, 0, o->np - 1, &o->input) < 0) {
+            fprintf(stderr, "psrun: -i %s: not a rank (0..%u), all or none\n", o->input_arg,
+                    o->np - 1);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* psrun's stdout/stderr: a terminal or pipe gets a non-blocking description of its own */
+static void open_out(struct outfd *out, int fd)
+{
+    struct stat st;
+    out->fd = fd;
+    out->own = false;
+    out->max = 0;
+    if (fstat(fd, &st) < 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) return;
+    if (fcntl(fd, F_GETFL) & O_NONBLOCK) return;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    int nfd = -1;
+    if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))
+        nfd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_APPEND);
+    if (nfd >= 0) {
+        out->fd = nfd;
+        out->own = true;
+    } else {
+        out->max = PIPE_BUF; /* after POLLOUT, a write this small does not block */
+    }
+}
+
+/* the spawn request */
+static int send_spawn(struct psrun *p, const uint32_t *ids, size_t nids, uint32_t *id)
+{
+    struct lg_strv env = {0};
+    if (lg_env_select(environ, (const char *const *)p->o.exports.v, p->o.exports.n, p->o.export_all,
+                      &env) < 0) {
+        fprintf(stderr, "psrun: out of memory\n");
+        return -1;
+    }
+    char *cwd = getcwd(NULL, 0);
+    if (!cwd) {
+        fprintf(stderr, "psrun: cannot determine the current directory: %s\n", strerror(errno));
+        lg_strv_free(&env);
+        return -1;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_SPAWN, 0);
+    for (char **a = p->o.argv; *a; a++) psmsg_put_str(&b, PSF_ARG, *a);
+    for (size_t i = 0; i < env.n; i++) psmsg_put_str(&b, PSF_ENV, env.v[i]);
+    psmsg_put_str(&b, PSF_CWD, cwd);
+    psmsg_put_u32(&b, PSF_UMASK, (uint32_t)mask);
+    psmsg_put_u32(&b, PSF_NP, p->o.np);
+    for (size_t i = 0; i < nids; i++) psmsg_put_u32(&b, PSF_NODE_ID, ids[i]);
+    if (p->o.ppn) psmsg_put_u32(&b, PSF_PPN, p->o.ppn);
+    if (p->o.overbook) psmsg_put_u32(&b, PSF_OVERBOOK, 1);
+    psmsg_put_u32(&b, PSF_INPUT, p->o.input);
+    free(cwd);
+    lg_strv_free(&env);
+    if (lg_conn_send(&p->conn, &b, 0, id) < 0) {
+        if (errno == EMSGSIZE)
+            fprintf(stderr, "psrun: the command line and the environment are too long "
+                            "(more than 1 MiB)\n");
+        else
+            fprintf(stderr, "psrun: cannot build the spawn request: %s\n", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* send a signal to the job now, or as soon as its id is known */
+static void signal_job(struct psrun *p, int sig)
+{
+    if (lg_job_signal(&p->job, sig) == 0) return;
+    if (errno == EAGAIN && p->npending < (int)(sizeof p->pending / sizeof p->pending[0]))
+        p->pending[p->npending++] = sig;
+}
+
+/* SIGKILL to the job. A rank whose process is dead is reported only when its output ends;
+ * if a descendant that did not get the signal holds the output open, psrun waits
+ * GIVE_UP_DELAY more and then leaves: ending the rest is psid's job once psrun's connection
+ * closes. */
+static void kill_job(struct psrun *p)
+{
+    p->ending = true;
+    signal_job(p, SIGKILL);
+    if (!p->give_up_at) p->give_up_at = now() + GIVE_UP_DELAY;
+}
+
+/* psrun ends the job: sig now, SIGKILL after the kill delay */
+static void end_job(struct psrun *p, int sig)
+{
+    p->ending = true;
+    signal_job(p, sig);
+    if (!p->kill_at) p->kill_at = now() + p->o.kill_delay;
+}
+
+static void on_signal(struct psrun *p, int sig)
+{
+    char sn[32];
+    double t = now();
+    if (lg_job_ended(&p->job) && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)) {
+        /* only output is left, and nobody wants to wait for it */
+        lg_job_discard(&p->job, 0);
+        lg_job_discard(&p->job, 1);
+        return;
+    }
+    switch (sig) {
+    case SIGINT:
+        if (p->last_int && t - p->last_int < 1.0) {
+            lg_job_say(&p->job, "second interrupt: killing the job");
+            if (!p->job.spawned) exit(130); /* psid ends what was started */
+            kill_job(p);
+        } else {
+            lg_job_say(&p->job, "interrupt: SIGINT sent to every rank (again within 1 s to "
+                                "kill the job)");
+            signal_job(p, SIGINT);
+        }
+        p->last_int = t;
+        break;
+    case SIGTERM:
+    case SIGHUP:
+        if (p->o.verbose)
+            lg_job_say(&p->job, "%s: forwarded to the job", lg_sig_name(sig, sn, sizeof sn));
+        end_job(p, sig);
+        break;
+    default:
+        signal_job(p, sig);
+        break;
+    }
+}
+
+static void read_signals(struct psrun *p)
+{
+    struct signalfd_siginfo si;
+    while (read(p->sigfd, &si, sizeof si) == (ssize_t)sizeof si) on_signal(p, (int)si.ssi_signo);
+}
+
+static void read_psid(struct psrun *p)
+{
+    for (int round = 0; round < 16; round++) {
+        ssize_t r = lg_conn_read(&p->conn);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
+        if (r <= 0) {
+            if (!lg_job_ended(&p->job))
+                lg_job_say(&p->job, "lost the connection to psid: %s",
+                           r == 0 ? "closed" : strerror(errno));
+            p->conn_lost = true;
+            return;
+        }
+        struct psmsg m;
+        int n;
+        while ((n = lg_conn_next(&p->conn, &m)) == 1) {
+            bool had_id = p->job.spawned;
+            if (lg_job_handle(&p->job, &m) < 0) {
+                lg_job_say(&p->job, "%s", strerror(p->job.error));
+                p->conn_lost = true;
+                return;
+            }
+            if (!had_id && p->job.spawned) {
+                if (p->o.verbose) {
+                    char tid[32];
+                    lg_job_say(&p->job, "job %s: %" PRIu32 " ranks",
+                               lg_tid_str(p->job.jobid, tid, sizeof tid), p->o.np);
+                }
+                for (int i = 0; i < p->npending; i++) lg_job_signal(&p->job, p->pending[i]);
+                p->npending = 0;
+            }
+        }
+        if (n < 0) {
+            lg_job_say(&p->job, "malformed message from psid");
+            p->conn_lost = true;
+            return;
+        }
+    }
+}
+
+static void read_stdin(struct psrun *p, size_t room)
+{
+    static uint8_t buf[INPUT_CHUNK];
+    if (room > sizeof buf) room = sizeof buf;
+    ssize_t r;
+    do r = read(STDIN_FILENO, buf, room);
+    while (r < 0 && errno == EINTR);
+    if (r < 0 && errno == EAGAIN) return;
+    if (r <= 0) {
+        p->stdin_done = true;
+        lg_job_input(&p->job, NULL, 0);
+        return;
+    }
+    lg_job_input(&p->job, buf, (size_t)r);
+}
+
+static void write_out(struct psrun *p, int s)
+{
+    ssize_t w = lg_outq_write(&p->job.out[s], p->out[s].fd, p->out[s].max, lg_job_written, &p->job);
+    if (w >= 0 || errno == EAGAIN) return;
+    int e = errno;
+    lg_job_discard(&p->job, s);
+    if (s == 0 && e == EPIPE && !p->sigpipe_sent) {
+        /* nobody reads our stdout: as in a shell pipeline, the writers get SIGPIPE */
+        p->sigpipe_sent = true;
+        signal_job(p, SIGPIPE);
+    } else if (s == 0) {
+        lg_job_say(&p->job, "cannot write to stdout: %s; output dropped", strerror(e));
+    }
+}
+
+static void check_timers(struct psrun *p)
+{
+    double t = now();
+    if (p->deadline && t >= p->deadline) {
+        p->deadline = 0;
+        lg_job_say(&p->job, "time limit of %g s reached: terminating the job", p->o.time_limit);
+        lg_exitagg_add(&p->job.agg, LG_NO_RANK, LG_EXIT_TIMEOUT);
+        end_job(p, SIGTERM);
+    }
+    if (p->kill_at && t >= p->kill_at) {
+        p->kill_at = 0;
+        if (!lg_job_ended(&p->job)) {
+            lg_job_say(&p->job, "the job did not end within %g s: SIGKILL", p->o.kill_delay);
+            kill_job(p);
+        }
+    }
+    if (p->give_up_at && t >= p->give_up_at && !lg_job_ended(&p->job)) {
+        uint32_t left = p->o.np - p->job.ended;
+        lg_job_say(&p->job,
+                   "%" PRIu32 " rank%s not ended %g s after SIGKILL (their output is "
+                   "still open): leaving them to psid",
+                   left, left == 1 ? "" : "s", GIVE_UP_DELAY);
+        p->gave_up = true;
+        p->give_up_at = 0;
+        lg_exitagg_add(&p->job.agg, LG_NO_RANK, 128 + SIGKILL);
+        lg_job_discard(&p->job, 0);
+    }
+    if (p->job.lost && !p->ending && !lg_job_ended(&p->job)) {
+        /* as srun: a job that lost a node cannot go on (its MPI world is broken) */
+        lg_job_say(&p->job, "a node of the job was lost: terminating the job");
+        end_job(p, SIGTERM);
+    }
+    if (p->o.kill_on_bad && p->job.failed && !p->ending && !lg_job_ended(&p->job)) {
+        lg_job_say(&p->job, "rank %" PRIu32 " failed: terminating the job (--kill-on-bad-exit)",
+                   p->job.agg.rank);
+        end_job(p, SIGTERM);
+    }
+}
+
+static int poll_timeout(const struct psrun *p)
+{
+    double t = now(), next = 0;
+    if (p->deadline) next = p->deadline;
+    if (p->kill_at && (!next || p->kill_at < next)) next = p->kill_at;
+    if (p->give_up_at && (!next || p->give_up_at < next)) next = p->give_up_at;
+    if (!next) return -1;
+    double ms = (next - t) * 1000.0 + 1;
+    return ms < 0 ? 0 : ms > 60000 ? 60000 : (int)ms;
+}
+
+static int loop(struct psrun *p)
+{
+    enum { F_PSID, F_SIG, F_IN, F_OUT, F_ERR, NF };
+    for (;;) {
+        bool outputs_empty = lg_outq_empty(&p->job.out[0]) && lg_outq_empty(&p->job.out[1]);
+        if (outputs_empty && (lg_job_ended(&p->job) || p->conn_lost || p->gave_up)) break;
+        struct pollfd pf[NF];
+        for (int i = 0; i < NF; i++) pf[i] = (struct pollfd){.fd = -1};
+        if (!p->conn_lost) {
+            pf[F_PSID].fd = p->conn.fd;
+            pf[F_PSID].events = POLLIN | (lg_outq_empty(&p->conn.tx) ? 0 : POLLOUT);
+        }
+        pf[F_SIG].fd = p->sigfd;
+        pf[F_SIG].events = POLLIN;
+        size_t room = 0;
+        if (!p->stdin_done && !p->conn_lost) {
+            if (!lg_job_input_wanted(&p->job))
+                p->stdin_done = true;
+            else if ((room = lg_job_input_room(&p->job))) {
+                pf[F_IN].fd = STDIN_FILENO;
+                pf[F_IN].events = POLLIN;
+            }
+        }
+        for (int s = 0; s < 2; s++)
+            if (!lg_outq_empty(&p->job.out[s])) {
+                pf[F_OUT + s].fd = p->out[s].fd;
+                pf[F_OUT + s].events = POLLOUT;
+            }
+        int n = poll(pf, NF, poll_timeout(p));
+        if (n < 0 && errno != EINTR) {
+            fprintf(stderr, "psrun: poll: %s\n", strerror(errno));
+            return 1;
+        }
+        if (n > 0) {
+            if (pf[F_SIG].revents) read_signals(p);
+            if (pf[F_PSID].revents & (POLLIN | POLLHUP | POLLERR)) read_psid(p);
+            if (pf[F_IN].revents) read_stdin(p, room);
+            for (int s = 0; s < 2; s++)
+                if (pf[F_OUT + s].revents) write_out(p, s);
+        }
+        check_timers(p);
+        if (!p->conn_lost) {
+            lg_job_flush_acks(&p->job);
+            if (lg_conn_flush(&p->conn) < 0) {
+                if (!lg_job_ended(&p->job))
+                    lg_job_say(&p->job, "lost the connection to psid: %s", strerror(errno));
+                p->conn_lost = true;
+            }
+        }
+        if (p->job.error) return 1;
+    }
+    if (p->job.spawn_failed) {
+        fprintf(stderr, "psrun: cannot start the job: %s\n",
+                p->job.spawn_text[0] ? p->job.spawn_text : strerror(p->job.spawn_errno));
+        return 1;
+    }
+    int code = lg_job_exit_code(&p->job);
+    if (!lg_job_ended(&p->job) && !code) code = LG_EXIT_LOST;
+    return code;
+}
+
+static int setup_signals(struct psrun *p)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        /* a signal ignored on entry stays ignored: nohup psrun, psrun & in a script */
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+        sigaddset(&set, sigs[i]);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0) return -1;
+    p->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    return p->sigfd < 0 ? -1 : 0;
+}
+
+static int run(struct psrun *p)
+{
+    if (setup_signals(p) < 0) {
+        fprintf(stderr, "psrun: signalfd: %s\n", strerror(errno));
+        return 1;
+    }
+    if (psi_open(&p->psi, NULL) < 0) {
+        fprintf(stderr, "psrun: cannot reach psid at %s: %s\n", psi_socket_path(), strerror(errno));
+        return 1;
+    }
+    if (lg_nodetab_fetch(&p->psi, &p->nodes) < 0) {
+        fprintf(stderr, "psrun: cannot read the node table: %s\n", strerror(errno));
+        return 1;
+    }
+    struct lg_partition part;
+    char err[512];
+    uint32_t *ids = NULL;
+    size_t nids = 0;
+    struct lg_strv skipped = {0};
+    if (lg_partition_get(p->o.nodes, getenv, &part, err, sizeof err) < 0 ||
+        lg_partition_resolve(&part, &p->nodes, &ids, &nids, &skipped, err, sizeof err) < 0) {
+        fprintf(stderr, "psrun: %s\n", err);
+        lg_partition_free(&part);
+        lg_strv_free(&skipped);
+        return 1;
+    }
+    if (p->o.verbose && part.source) {
+        fprintf(stderr, "psrun: nodes from %s:", part.source);
+        for (size_t i = 0; i < nids; i++) {
+            char nn[64];
+            fprintf(stderr, " %s", lg_nodetab_name(&p->nodes, ids[i], nn, sizeof nn));
+        }
+        fputc('\n', stderr);
+    }
+    for (size_t i = 0; i < skipped.n; i++)
+        fprintf(stderr, "psrun: warning: node '%s' (from %s) is down, not used\n", skipped.v[i],
+                part.source);
+    lg_partition_free(&part);
+    lg_strv_free(&skipped);
+
+    /* the connection now belongs to the loop */
+    lg_conn_init(&p->conn, p->psi.fd, p->psi.next_id);
+    p->psi.fd = -1;
+    uint32_t spawn_id;
+    int rc = send_spawn(p, ids, nids, &spawn_id);
+    free(ids);
+    if (rc < 0) return 1;
+    struct lg_job_cfg cfg = {.np = p->o.np,
+                             .label = p->o.label,
+                             .verbose = p->o.verbose > 0,
+                             .input = p->o.input,
+                             .prog = p->o.argv[0],
+                             .nodes = &p->nodes};
+    if (lg_job_init(&p->job, &cfg, &p->conn, spawn_id) < 0) {
+        fprintf(stderr, "psrun: out of memory\n");
+        return 1;
+    }
+    open_out(&p->out[0], STDOUT_FILENO);
+    open_out(&p->out[1], STDERR_FILENO);
+    if (p->o.time_limit) p->deadline = now() + p->o.time_limit;
+    return loop(p);
+}
+
+int main(int argc, char **argv)
+{
+    struct psrun p;
+    memset(&p, 0, sizeof p);
+    p.sigfd = -1;
+    p.psi.fd = -1;
+    p.conn.fd = -1;
+    int rc = parse_args(argc, argv, &p.o);
+    if (rc) return rc < 0 ? 0 : rc;
+    rc = run(&p);
+    lg_job_free(&p.job);
+    lg_conn_close(&p.conn);
+    psi_close(&p.psi);
+    lg_nodetab_free(&p.nodes);
+    lg_strv_free(&p.o.exports);
+    for (int s = 0; s < 2; s++)
+        if (p.out[s].own) close(p.out[s].fd);
+    if (p.sigfd >= 0) close(p.sigfd);
+    return rc;
+}
