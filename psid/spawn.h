@@ -1,7 +1,7 @@
 /*
- * spawn.h - fork and exec one task as its user: credentials, working directory, umask,
- * environment and pipes for stdin, stdout and stderr; an exec failure comes back as an
- * errno through a close-on-exec pipe, so "not found" and "not executable" are told apart.
+ * spawn.h - start one task as its user: credentials, working directory, umask, environment
+ * and pipes for stdin, stdout and stderr; an exec failure comes back as an errno through a
+ * close-on-exec pipe, so "not found" and "not executable" are told apart.
  */
 #ifndef PSCLUSTER_PSID_SPAWN_H
 #define PSCLUSTER_PSID_SPAWN_H
@@ -10,7 +10,11 @@
 
 struct spawn_args {
     char *const *argv;
-    char *const *envp; /* without PSI_TID, which the child adds (it needs its own pid) */
+    /* the environment; its last entry before NULL must be a buffer of SPAWN_TID_LEN bytes
+     * that the child fills with PSI_TID=NODE:PID (it needs its own pid) */
+    char *const *envp;
+    const gid_t *groups; /* the user's supplementary groups, looked up once by the caller */
+    int ngroups;
     const char *cwd;
     mode_t umask;
     uid_t uid;
@@ -19,6 +23,8 @@ struct spawn_args {
     int want_stdin;  /* a pipe for stdin; else /dev/null */
     unsigned node;   /* for PSI_TID */
 };
+
+#define SPAWN_TID_LEN 48
 
 struct spawned {
     pid_t pid;

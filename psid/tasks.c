@@ -17,6 +17,8 @@
 #include "spawn.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -432,7 +434,29 @@ struct spawn_req {
     char cwd[4096];
     char **argv, **envp;
     size_t nargv, nenv, nextra;
+    gid_t *groups; /* the user's supplementary groups */
+    int ngroups;
 };
+
+/* The user's groups, looked up once per request (not in every child: NSS is slow). */
+static void lookup_groups(struct spawn_req *r)
+{
+    struct passwd *pw = getpwuid(r->uid);
+    r->ngroups = 0;
+    if (!pw) return; /* a uid without a name: no supplementary groups */
+    int n = 64;
+    for (int tries = 0; tries < 4; tries++) {
+        gid_t *g = realloc(r->groups, (size_t)n * sizeof *g);
+        if (!g) return;
+        r->groups = g;
+        int want = n;
+        if (getgrouplist(pw->pw_name, r->gid, g, &want) >= 0) {
+            r->ngroups = want;
+            return;
+        }
+        n = want > n ? want : 2 * n;
+    }
+}
 
 static char *field_strdup(const struct psmsg_field *f)
 {
@@ -494,7 +518,8 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
         add_env(r->envp, &n, "PSI_NODE=%u", d->self->id) < 0 ||
         add_env(r->envp, &n, "PSI_NODENAME=%s", d->self->name) < 0 ||
         add_env(r->envp, &n, "PSI_JOB=%u:%d", PSTID_NODE(r->job), PSTID_PID(r->job)) < 0 ||
-        add_env(r->envp, &n, "PSID_SOCKET=%s", sock) < 0) {
+        add_env(r->envp, &n, "PSID_SOCKET=%s", sock) < 0 ||
+        !(r->envp[n++] = calloc(1, SPAWN_TID_LEN))) { /* PSI_TID: the child fills it in */
         reply_rank(d, r, rank, 0, ENOMEM, "out of memory");
         goto out;
     }
@@ -505,6 +530,8 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
                            .umask = (mode_t)r->umask,
                            .uid = r->uid,
                            .gid = r->gid,
+                           .groups = r->groups,
+                           .ngroups = r->ngroups,
                            .switch_user = geteuid() == 0,
                            .want_stdin = r->input == rank || r->input == PSI_ALL_RANKS,
                            .node = d->self->id};
@@ -579,6 +606,7 @@ static void handle_spawn(struct psid *d, uint32_t from, const struct psmsg *m)
     }
     /* permission, checked here where the task would run */
     int deny = geteuid() != 0 && r.uid != geteuid();
+    if (!deny && geteuid() == 0) lookup_groups(&r);
     if (!d->tasks && !(d->tasks = calloc(NBUCKETS, sizeof *d->tasks))) bad = 1;
     for (pos = 0; psmsg_next(&m->body, &pos, &f);) {
         uint32_t rank;
@@ -594,6 +622,7 @@ static void handle_spawn(struct psid *d, uint32_t from, const struct psmsg *m)
 out:
     free_strv(r.argv);
     free_strv(r.envp);
+    free(r.groups);
 }
 
 void tasks_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
