@@ -49,19 +49,7 @@ static void test_basic(void)
     cfg.rto_init_us = 50000;
     struct h_ep a, b;
     struct h_net net;
-    h_net_init(&net);
-    if (h_ep_open(&a, 1, 1, 0, key, &cfg) < 0) {
-        CU_FAIL("open A");
-        return;
-    }
-    if (h_ep_open(&b, 2, 2, 0, key, &cfg) < 0) {
-        CU_FAIL("open B");
-        h_ep_free(&a);
-        return;
-    }
-    CU_ASSERT_EQUAL(h_pair(&a, &b), 0);
-    h_net_add(&net, &a);
-    h_net_add(&net, &b);
+    if (h_open_pair(&net, &a, &b, key, key, &cfg) < 0) return;
 
     /* 1. one byte, first message: opens the connection */
     struct acked_ctx c = {&a, &b, 1};
@@ -177,19 +165,7 @@ static void test_faults(void)
     fcfg.max_retrans = 30;
     struct h_ep a, b;
     struct h_net net;
-    h_net_init(&net);
-    if (h_ep_open(&a, 1, 1, 0, key, &fcfg) < 0) {
-        CU_FAIL("open A");
-        return;
-    }
-    if (h_ep_open(&b, 2, 2, 0, key, &fcfg) < 0) {
-        CU_FAIL("open B");
-        h_ep_free(&a);
-        return;
-    }
-    CU_ASSERT_EQUAL(h_pair(&a, &b), 0);
-    h_net_add(&net, &a);
-    h_net_add(&net, &b);
+    if (h_open_pair(&net, &a, &b, key, key, &fcfg) < 0) return;
     struct rdp_faults f = {
         .drop = 0.2, .dup = 0.1, .reorder = 0.1, .corrupt = 0.01, .dir = RDP_FAULT_TX, .seed = 7};
     CU_ASSERT_EQUAL(rdp_set_faults(a.rdp, &f), 0);

@@ -66,19 +66,7 @@ static void test_restart(void)
     struct h_ep a, b, b2;
     memset(&b2, 0, sizeof(b2));
     struct h_net net;
-    h_net_init(&net);
-    if (h_ep_open(&a, 1, 1, 0, key, NULL) < 0) {
-        CU_FAIL("open A");
-        return;
-    }
-    if (h_ep_open(&b, 2, 2, 0, key, NULL) < 0) {
-        CU_FAIL("open B");
-        h_ep_free(&a);
-        return;
-    }
-    CU_ASSERT_EQUAL(h_pair(&a, &b), 0);
-    h_net_add(&net, &a);
-    h_net_add(&net, &b);
+    if (h_open_pair(&net, &a, &b, key, key, NULL) < 0) return;
 
     struct restart_ctx c = {.a = &a, .b = &b, .b2 = &b2, .net = &net, .key = key};
     c.port = ntohs(b.addr.sin_port);

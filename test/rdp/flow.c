@@ -51,19 +51,7 @@ static void test_flow_control(void)
     cfg.rcvbuf = 64 << 10; /* the smallest allowed: a window of a few dozen packets */
     struct h_ep a, b;
     struct h_net net;
-    h_net_init(&net);
-    if (h_ep_open(&a, 1, 1, 0, key, &cfg) < 0) {
-        CU_FAIL("open A");
-        return;
-    }
-    if (h_ep_open(&b, 2, 2, 0, key, &cfg) < 0) {
-        CU_FAIL("open B");
-        h_ep_free(&a);
-        return;
-    }
-    CU_ASSERT_EQUAL(h_pair(&a, &b), 0);
-    h_net_add(&net, &a);
-    h_net_add(&net, &b);
+    if (h_open_pair(&net, &a, &b, key, key, &cfg) < 0) return;
 
     struct flow_ctx c = {.a = &a, .b = &b};
     const size_t max_len = 128 << 10;

@@ -735,3 +735,23 @@ int h_proxy_inject(struct h_proxy *p, int dir, size_t i)
     if (i >= p->ncap[dir]) return -1;
     return h_proxy_send_raw(p, dir, p->cap[dir][i].data, p->cap[dir][i].len);
 }
+
+int h_open_pair(struct h_net *n, struct h_ep *a, struct h_ep *b,
+                const unsigned char ka[RDP_KEY_BYTES], const unsigned char kb[RDP_KEY_BYTES],
+                const struct rdp_config *cfg)
+{
+    h_net_init(n);
+    if (h_ep_open(a, 1, 1, 0, ka, cfg) < 0) {
+        CU_FAIL("open A");
+        return -1;
+    }
+    if (h_ep_open(b, 2, 2, 0, kb, cfg) < 0) {
+        CU_FAIL("open B");
+        h_ep_free(a);
+        return -1;
+    }
+    CU_ASSERT_EQUAL(h_pair(a, b), 0);
+    h_net_add(n, a);
+    h_net_add(n, b);
+    return 0;
+}

@@ -129,19 +129,7 @@ static void test_wrong_key(void)
     cfg.max_retrans = 4;
     struct h_ep a, b;
     struct h_net net;
-    h_net_init(&net);
-    if (h_ep_open(&a, 1, 1, 0, ka, &cfg) < 0) {
-        CU_FAIL("open A");
-        return;
-    }
-    if (h_ep_open(&b, 2, 2, 0, kb, &cfg) < 0) {
-        CU_FAIL("open B");
-        h_ep_free(&a);
-        return;
-    }
-    CU_ASSERT_EQUAL(h_pair(&a, &b), 0);
-    h_net_add(&net, &a);
-    h_net_add(&net, &b);
+    if (h_open_pair(&net, &a, &b, ka, kb, &cfg) < 0) return;
     CU_ASSERT_EQUAL(h_send(&a, 2, 0, 500), 0);
     CU_ASSERT_EQUAL(h_send(&a, 2, 1, 50000), 0);
     /* B also tries to talk to A: its SYNs must fail at A the same way */
