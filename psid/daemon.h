@@ -113,8 +113,6 @@ void jobs_input(struct psid *d, struct client *c, const struct psmsg *m);
 void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m);
 void jobs_node_lost(struct psid *d, uint32_t node);
 struct job *jobs_find(struct psid *d, uint64_t id);
-/* the ranks of a job by node: calls fn for each node that has ranks */
-void jobs_foreach_node(struct job *j, void (*fn)(struct psid *, uint32_t node, void *), void *arg);
 
 /* tasks.c */
 void tasks_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m);
@@ -123,7 +121,6 @@ void tasks_stop_all(struct psid *d);
 int tasks_signal_one(struct psid *d, uint64_t tid, int sig, uint32_t uid);
 int tasks_signal_job(struct psid *d, uint64_t job, int sig, uint32_t uid, uint32_t *count);
 void tasks_append_records(struct psid *d, struct psmsg_buf *b);
-uint32_t tasks_count(struct psid *d);
 int tasks_uid(struct psid *d, uint64_t tid, uint32_t *uid);
 
 /* notify.c */
@@ -139,7 +136,6 @@ void signals_request(struct psid *d, struct client *c, const struct psmsg *m);
 void signals_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m);
 void tasks_list_request(struct psid *d, struct client *c, const struct psmsg *m);
 void pending_client_gone(struct psid *d, struct client *c);
-void pending_node_lost(struct psid *d, uint32_t node);
 
 /* membership.c */
 int membership_start(struct psid *d);

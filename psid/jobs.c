@@ -62,13 +62,18 @@ static void job_free(struct job *j)
     free(j);
 }
 
-void jobs_foreach_node(struct job *j, void (*fn)(struct psid *, uint32_t, void *), void *arg)
+static void jobs_foreach_node(struct job *j, void (*fn)(struct psid *, uint32_t, void *), void *arg)
 {
     for (uint32_t r = 0; r < j->np; r++) {
         bool seen = false;
         for (uint32_t k = 0; k < r && !seen; k++) seen = j->ranks[k].node == j->ranks[r].node;
         if (!seen) fn(j->d, j->ranks[r].node, arg);
     }
+}
+
+static struct place_node place_node_of(const struct psid_node *pn)
+{
+    return (struct place_node){pn->conf->id, pn->cpus, pn->tasks + pn->inflight, pn->load_milli};
 }
 
 /* The partition: nodes named in the request (each must exist and be up), else all up. */
@@ -98,14 +103,12 @@ static int partition(struct psid *d, struct client *c, const struct psmsg *m,
         bool dup = false;
         for (size_t i = 0; i < *n && !dup; i++) dup = out[i].id == id;
         if (dup) continue;
-        out[(*n)++] = (struct place_node){id, pn->cpus, pn->tasks + pn->inflight, pn->load_milli};
+        out[(*n)++] = place_node_of(pn);
     }
     if (!given)
         for (size_t i = 0; i < d->conf.nnodes; i++) {
             struct psid_node *pn = &d->nodes[i];
-            if (pn->state == PSNODE_UP)
-                out[(*n)++] = (struct place_node){pn->conf->id, pn->cpus, pn->tasks + pn->inflight,
-                                                  pn->load_milli};
+            if (pn->state == PSNODE_UP) out[(*n)++] = place_node_of(pn);
         }
     return 0;
 }
@@ -288,10 +291,6 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
     to_client(j, &b);
     psmsg_buf_free(&b);
 }
-
-struct ack_arg {
-    uint64_t tid, bytes;
-};
 
 void jobs_io_ack(struct psid *d, struct client *c, const struct psmsg *m)
 {

@@ -45,7 +45,6 @@ static void set_down(struct psid *d, struct psid_node *n, const char *why)
     send_node_lost(d, n->conf->id);
     jobs_node_lost(d, n->conf->id);
     tasks_home_lost(d, n->conf->id);
-    pending_node_lost(d, n->conf->id);
     notify_node_lost(d, n->conf->id);
 }
 

@@ -80,12 +80,6 @@ void pending_client_gone(struct psid *d, struct client *c)
         if (p->client == c) p->client = NULL;
 }
 
-void pending_node_lost(struct psid *d, uint32_t node)
-{
-    (void)d;
-    (void)node; /* pending requests time out (ANSWER_NS) for nodes that never answer */
-}
-
 static void reply_signal(struct client *c, uint32_t id, int err, uint32_t count)
 {
     struct psmsg_buf b = {0};

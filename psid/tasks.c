@@ -81,11 +81,6 @@ int tasks_uid(struct psid *d, uint64_t tid, uint32_t *uid)
     return 0;
 }
 
-uint32_t tasks_count(struct psid *d)
-{
-    return (uint32_t)d->ntasks;
-}
-
 static void update_count(struct psid *d)
 {
     struct psid_node *me = psid_node(d, d->self->id);
@@ -433,7 +428,7 @@ struct spawn_req {
     uint64_t job;
     char cwd[4096];
     char **argv, **envp;
-    size_t nargv, nenv, nextra;
+    size_t nargv, nenv;
     gid_t *groups; /* the user's supplementary groups */
     int ngroups;
 };

@@ -48,7 +48,10 @@ static void conn_init(rdp_t *ep, struct rdp_peer *p)
     rdp_sendq_reset(ep, p, p->my_iseq);
 }
 
-void rdp_send_ctl(rdp_t *ep, struct rdp_peer *p, uint8_t type)
+/* A control packet carrying the given connection ids (an RST answers on ids that are not
+ * the current connection's). */
+static void send_ctl_ids(rdp_t *ep, struct rdp_peer *p, uint8_t type, uint32_t src_conn,
+                         uint32_t dst_conn)
 {
     struct rdp_buf *b = rdp_pool_get(&ep->pool);
     if (!b) return;
@@ -57,8 +60,8 @@ void rdp_send_ctl(rdp_t *ep, struct rdp_peer *p, uint8_t type)
         .type = type,
         .src_node = ep->cfg.node_id,
         .dst_node = p->node,
-        .src_conn = p->my_conn,
-        .dst_conn = type == RDP_T_SYN ? 0 : p->peer_conn,
+        .src_conn = src_conn,
+        .dst_conn = dst_conn,
         .seq = type == RDP_T_ACK ? p->snd_tx : p->my_iseq,
         .ack = p->rcv_nxt,
         .wnd = rdp_rcv_wnd(p),
@@ -76,6 +79,11 @@ void rdp_send_ctl(rdp_t *ep, struct rdp_peer *p, uint8_t type)
     b->len = RDP_HDR_LEN + h.len;
     rdp_io_sign_queue(ep, p, b);
     rdp_pool_put(&ep->pool, b); /* returns to the pool once sent */
+}
+
+void rdp_send_ctl(rdp_t *ep, struct rdp_peer *p, uint8_t type)
+{
+    send_ctl_ids(ep, p, type, p->my_conn, type == RDP_T_SYN ? 0 : p->peer_conn);
 }
 
 static void send_syn(rdp_t *ep, struct rdp_peer *p)
@@ -228,12 +236,7 @@ static void handle_stale(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h)
     if (ep->now - p->rst_sent_ns < RDP_RST_GAP_NS) return;
     p->rst_sent_ns = ep->now;
     /* answer on the sender's connection id so that it can match the RST */
-    uint32_t my = p->my_conn, peer = p->peer_conn;
-    if (!p->my_conn) p->my_conn = random_nonzero();
-    p->peer_conn = h->src_conn;
-    rdp_send_ctl(ep, p, RDP_T_RST);
-    p->my_conn = my ? my : p->my_conn;
-    p->peer_conn = peer;
+    send_ctl_ids(ep, p, RDP_T_RST, p->my_conn ? p->my_conn : random_nonzero(), h->src_conn);
 }
 
 void rdp_handle_packet(rdp_t *ep, struct rdp_buf **bufp, const struct sockaddr *from)
