@@ -25,7 +25,7 @@ fi
 base_pkgs=(
     build-essential pkg-config
     libconfig-dev libsodium-dev libnl-3-dev libnl-route-3-dev libcunit1-dev
-    iproute2 nftables iputils-ping procps
+    iproute2 nftables iputils-ping procps jq
     clang "libclang-rt-${clang_major}-dev"
 )
 # Peers for make bench.

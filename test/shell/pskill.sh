@@ -54,7 +54,7 @@ n=$(grep -cE "^[0-3]:[0-9]+ +$JOB +[0-3] +root +running +sh$" <<<"$out")
 check "psstat tasks: the job's 4 ranks" $? "$out"
 json=$("$PSSTAT" --json tasks)
 n=$(grep -o "\"job\":\"$JOB\",\"rank\":[0-3],\"uid\":0,\"user\":\"root\",\"state\":\"running\",\"command\":\"sh\"" <<<"$json" | wc -l)
-[ "$n" -eq 4 ] && python3 -c 'import json,sys; json.load(sys.stdin)' <<<"$json" 2>/dev/null
+[ "$n" -eq 4 ] && jq empty <<<"$json" 2>/dev/null
 check "psstat --json tasks" $? "$json"
 
 # ---- pskill --job: every rank
