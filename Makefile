@@ -20,7 +20,7 @@ BUILD   ?= build
 CC      ?= cc
 SAN     ?=
 
-PKGS       := libconfig libsodium libnl-route-3.0
+PKGS       := libconfig libsodium libcrypto libnl-route-3.0
 WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT        ?= -O2
 CFLAGS     ?= $(OPT) -g

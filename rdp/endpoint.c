@@ -137,7 +137,7 @@ void rdp_close(rdp_t *ep)
     for (unsigned i = 0; i < RDP_RX_BATCH; i++) free(ep->rxbuf[i]);
     if (ep->fd >= 0) close(ep->fd);
     rdp_pool_destroy(&ep->pool);
-    sodium_memzero(&ep->mac, sizeof ep->mac);
+    rdp_mac_free(&ep->mac);
     free(ep->peers);
     free(ep->active);
     free(ep->dirty);

@@ -24,7 +24,7 @@ fi
 # Build, test and namespace-test requirements (make all / check / demo / fuzz).
 base_pkgs=(
     build-essential pkg-config
-    libconfig-dev libsodium-dev libnl-3-dev libnl-route-3-dev libcunit1-dev
+    libconfig-dev libsodium-dev libssl-dev libnl-3-dev libnl-route-3-dev libcunit1-dev
     iproute2 nftables iputils-ping procps jq
     clang "libclang-rt-${clang_major}-dev"
 )

@@ -212,6 +212,7 @@ static void test_mac(void)
     CU_ASSERT_TRUE(rdp_mac_verify_ctx(&cc, 1, 2, 77, pkt, 100));
     if (!rdp_mac_available(RDP_MAC_AES256GCM)) {
         CU_ASSERT_EQUAL(rdp_mac_init(&aes, RDP_MAC_AES256GCM, key), -1);
+        rdp_mac_free(&cc);
         return;
     }
     CU_ASSERT_EQUAL_FATAL(rdp_mac_init(&aes, RDP_MAC_AES256GCM, key), 0);
@@ -222,6 +223,50 @@ static void test_mac(void)
     CU_ASSERT_FALSE(rdp_mac_verify_ctx(&aes, 1, 2, 78, pkt, 100));
     pkt[5] ^= 1;
     CU_ASSERT_FALSE(rdp_mac_verify_ctx(&aes, 1, 2, 77, pkt, 100));
+    rdp_mac_free(&cc);
+    rdp_mac_free(&aes);
+}
+
+/* From RDP_MAC_BIG bytes on, libcrypto computes the tag; it must be libsodium's tag, bit for
+ * bit, for both algorithms, and reject what libsodium rejects. */
+static void test_mac_big(void)
+{
+    CU_ASSERT_TRUE_FATAL(sodium_init() >= 0);
+    static uint8_t pkt[65536], ref[16];
+    uint8_t key[32], n[12] = {0, 1, 0, 2};
+    for (size_t i = 0; i < sizeof key; i++) key[i] = (uint8_t)(i * 7 + 3);
+    for (size_t i = 0; i < sizeof pkt; i++) pkt[i] = (uint8_t)(i * 131 + (i >> 8));
+    const size_t sizes[] = {1,    100,   RDP_MAC_BIG - 1,         RDP_MAC_BIG, RDP_MAC_BIG + 1,
+                            8972, 65000, sizeof pkt - RDP_MAC_LEN};
+    for (int alg = 0; alg < 2; alg++) {
+        struct rdp_mac m;
+        if (alg == RDP_MAC_AES256GCM && !rdp_mac_available(RDP_MAC_AES256GCM)) break;
+        CU_ASSERT_EQUAL_FATAL(rdp_mac_init(&m, (enum rdp_mac_alg)alg, key), 0);
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            size_t len = sizes[k];
+            uint64_t pn = 1000 + k;
+            be_put64(n + 4, pn);
+            unsigned long long ml;
+            uint8_t none[1];
+            if (alg == RDP_MAC_AES256GCM)
+                crypto_aead_aes256gcm_encrypt_detached(none, ref, &ml, NULL, 0, pkt, len, NULL, n,
+                                                       key);
+            else
+                crypto_aead_chacha20poly1305_ietf_encrypt_detached(none, ref, &ml, NULL, 0, pkt,
+                                                                   len, NULL, n, key);
+            rdp_mac_sign_ctx(&m, 1, 2, pn, pkt, len);
+            CU_ASSERT_EQUAL(memcmp(pkt + len, ref, sizeof ref), 0);
+            CU_ASSERT_TRUE(rdp_mac_verify_ctx(&m, 1, 2, pn, pkt, len));
+            CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, 1, 2, pn + 1, pkt, len));
+            pkt[len / 2] ^= 0x10;
+            CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, 1, 2, pn, pkt, len));
+            pkt[len / 2] ^= 0x10;
+            pkt[len + 3] ^= 1; /* the tag itself */
+            CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, 1, 2, pn, pkt, len));
+            pkt[len + 3] ^= 1;
+        }
+        rdp_mac_free(&m);
+    }
 }
 
 static void test_rtt(void)
@@ -273,5 +318,5 @@ static void test_fault_spec(void)
 }
 
 UNIT_SUITE(rdp_wire, UNIT_TEST(test_roundtrip), UNIT_TEST(test_malformed), UNIT_TEST(test_seq_wrap),
-           UNIT_TEST(test_replay), UNIT_TEST(test_mac), UNIT_TEST(test_rtt),
-           UNIT_TEST(test_fault_spec))
+           UNIT_TEST(test_replay), UNIT_TEST(test_mac), UNIT_TEST(test_mac_big),
+           UNIT_TEST(test_rtt), UNIT_TEST(test_fault_spec))
