@@ -74,6 +74,7 @@ struct rdp_config {
     size_t rcvbuf;         /* per peer: bytes held out of order (default 4 MiB) */
     size_t sock_buf;       /* SO_SNDBUF/SO_RCVBUF of the UDP socket (default 8 MiB) */
     enum rdp_mac_alg mac;  /* default RDP_MAC_CHACHA20POLY1305 */
+    int offload;           /* 1 (default): UDP GSO/GRO where datagrams are MTU-sized; 0: off */
 };
 
 /* Fill every field with its default (node_id 0, no bind address, zero key). */
@@ -150,6 +151,9 @@ struct rdp_stats {
     uint64_t icmp_errors;
     /* fault injector: packets dropped, duplicated, reordered, corrupted (both directions) */
     uint64_t inj_drop, inj_dup, inj_reorder, inj_corrupt;
+    /* offload: sends that carried more than one datagram (UDP GSO), reads that returned more
+     * than one (UDP GRO) */
+    uint64_t gso_sends, gro_reads;
 };
 
 int rdp_peer_stats(const rdp_t *rdp, uint32_t node, struct rdp_peer_stats *st);

@@ -42,6 +42,7 @@ void rdp_config_defaults(struct rdp_config *c)
     c->sndbuf = 4u << 20;
     c->rcvbuf = 4u << 20;
     c->sock_buf = 8u << 20;
+    c->offload = 1;
 }
 
 static bool config_ok(const struct rdp_config *c)
@@ -49,7 +50,8 @@ static bool config_ok(const struct rdp_config *c)
     return c->node_id < RDP_MAX_NODES && c->mtu >= 576 && c->mtu <= 65536 && c->rto_min_us &&
            c->rto_min_us <= c->rto_max_us && c->max_retrans >= 1 && c->max_retrans <= 1000 &&
            c->sndbuf >= 65536 && c->rcvbuf >= 65536 &&
-           (c->mac == RDP_MAC_CHACHA20POLY1305 || c->mac == RDP_MAC_AES256GCM);
+           (c->mac == RDP_MAC_CHACHA20POLY1305 || c->mac == RDP_MAC_AES256GCM) &&
+           (c->offload == 0 || c->offload == 1);
 }
 
 struct rdp_peer *rdp_peer_get(const rdp_t *ep, uint32_t node)
@@ -135,6 +137,7 @@ void rdp_close(rdp_t *ep)
         free(p);
     }
     for (unsigned i = 0; i < RDP_RX_BATCH; i++) free(ep->rxbuf[i]);
+    free(ep->grobuf);
     if (ep->fd >= 0) close(ep->fd);
     rdp_pool_destroy(&ep->pool);
     rdp_mac_free(&ep->mac);

@@ -36,10 +36,13 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
-#define RDP_INIT_CWND  16 /* packets */
-#define RDP_MIN_CWND   8  /* floor: random loss on a LAN is not congestion */
-#define RDP_RX_BATCH   32 /* datagrams per recvmmsg */
-#define RDP_TX_BATCH   64 /* datagrams per sendmmsg */
+#define RDP_INIT_CWND  16    /* packets */
+#define RDP_MIN_CWND   8     /* floor: random loss on a LAN is not congestion */
+#define RDP_RX_BATCH   32    /* datagrams per recvmmsg */
+#define RDP_TX_BATCH   64    /* datagrams per sendmmsg */
+#define RDP_GSO_SEGS   64    /* UDP_MAX_SEGMENTS: datagrams per GSO send */
+#define RDP_GSO_BYTES  65000 /* payload bytes per GSO send (an IP packet is at most 64 KiB) */
+#define RDP_GRO_BUF    65536 /* receive buffer of one coalesced (GRO) read */
 #define RDP_RST_GAP_NS 1000000ull
 
 struct rdp_txslot {
@@ -128,12 +131,27 @@ struct rdp {
     bool tx_reorder[RDP_TX_BATCH];
     unsigned ntx;
     bool tx_error; /* a send failed with an ICMP-reported error: read the error queue */
+    /* UDP GSO: a run of packets to one peer leaves in one send of the batch */
+    bool gso;
+    struct mmsghdr gsom[RDP_TX_BATCH];
+    unsigned gsofirst[RDP_TX_BATCH]; /* the first packet of each send */
+    union {
+        char buf[CMSG_SPACE(sizeof(uint16_t))];
+        struct cmsghdr align;
+    } gsoctl[RDP_TX_BATCH];
 
     /* receive batch */
     struct mmsghdr rxm[RDP_RX_BATCH];
     struct iovec rxiov[RDP_RX_BATCH];
     struct rdp_buf *rxbuf[RDP_RX_BATCH];
     struct sockaddr_storage rxaddr[RDP_RX_BATCH];
+    /* UDP GRO: reads of coalesced datagrams into RDP_GRO_BUF buffers, split on receipt */
+    bool gro;
+    uint8_t *grobuf; /* RDP_RX_BATCH * RDP_GRO_BUF bytes */
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } groctl[RDP_RX_BATCH];
 
     uint8_t *scratch; /* RDP_MAX_MSG bytes: reassembles undeliverable messages */
     bool in_process;

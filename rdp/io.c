@@ -6,12 +6,21 @@
  * Packets to send are collected in a batch during a round and sent with one sendmmsg at its
  * end. A buffer in the batch is marked in_tx so that an ACK arriving in the same round can't
  * recycle it before the kernel has copied it.
+ *
+ * Offload, where datagrams are MTU-sized (not on loopback's 64 KiB datagrams): a run of
+ * equal-sized packets to one peer leaves as one UDP GSO send (UDP_SEGMENT), which the kernel
+ * or the NIC cuts into datagrams, and the socket reads with UDP_GRO, so the kernel may hand
+ * over up to 64 KiB of same-sized datagrams at once; they are split here. Every datagram
+ * keeps its own header and MAC: offload changes the cost per datagram, never the wire. A
+ * device that can't do GSO (EIO) turns it off for the endpoint.
  */
 #include "internal.h"
 
 #include <errno.h>
 #include <linux/errqueue.h>
 #include <netinet/ip.h>
+#include <netinet/udp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -51,6 +60,11 @@ int rdp_io_socket(rdp_t *ep)
         return -1;
     }
     ep->fd = fd;
+    if (c->offload && ep->max_dgram <= RDP_GSO_BYTES / 2) {
+        ep->gso = true; /* a send with UDP_SEGMENT says whether the kernel can */
+        ep->grobuf = malloc((size_t)RDP_RX_BATCH * RDP_GRO_BUF);
+        if (ep->grobuf && setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0) ep->gro = true;
+    }
     return 0;
 }
 
@@ -135,18 +149,61 @@ static bool is_icmp_errno(int e)
            e == EPROTO || e == ENOPROTOOPT || e == EMSGSIZE;
 }
 
+/* Group the batch's packets from pkt on into sends, from gsom[at] on: with GSO a run of
+ * packets to one peer, all as long as the first but a shorter last, is one send. Returns the
+ * number of sends. */
+static unsigned build_sends(rdp_t *ep, unsigned pkt, unsigned at)
+{
+    unsigned n = at;
+    for (unsigned i = pkt; i < ep->ntx; n++) {
+        struct msghdr *h = &ep->gsom[n].msg_hdr;
+        *h = ep->txm[i].msg_hdr;
+        ep->gsofirst[n] = i;
+        size_t seg = ep->txiov[i].iov_len, total = seg;
+        unsigned j = i + 1;
+        while (ep->gso && j < ep->ntx && j - i < RDP_GSO_SEGS &&
+               ep->txm[j].msg_hdr.msg_name == h->msg_name && ep->txiov[j - 1].iov_len == seg &&
+               ep->txiov[j].iov_len <= seg && total + ep->txiov[j].iov_len <= RDP_GSO_BYTES)
+            total += ep->txiov[j++].iov_len;
+        h->msg_iovlen = j - i;
+        if (j - i > 1) {
+            h->msg_control = ep->gsoctl[n].buf;
+            h->msg_controllen = sizeof ep->gsoctl[n].buf;
+            struct cmsghdr *cm = CMSG_FIRSTHDR(h);
+            cm->cmsg_level = SOL_UDP;
+            cm->cmsg_type = UDP_SEGMENT;
+            cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+            uint16_t g = (uint16_t)seg;
+            memcpy(CMSG_DATA(cm), &g, sizeof g);
+        }
+        i = j;
+    }
+    return n - at;
+}
+
 void rdp_io_flush(rdp_t *ep)
 {
     unsigned n = ep->ntx, done = 0, tries = 0;
     if (!n) return;
     if (ep->inj.on) apply_reorder(ep);
-    while (done < n && tries++ < 2 * RDP_TX_BATCH) {
-        int r = sendmmsg(ep->fd, ep->txm + done, n - done, 0);
+    unsigned nsend = build_sends(ep, 0, 0);
+    while (done < nsend && tries++ < 2 * RDP_TX_BATCH) {
+        int r = sendmmsg(ep->fd, ep->gsom + done, nsend - done, 0);
         if (r > 0) {
-            done += r;
+            for (int k = 0; k < r; k++)
+                ep->st.gso_sends += ep->gsom[done + k].msg_hdr.msg_iovlen > 1;
+            done += (unsigned)r;
             continue;
         }
         if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EIO || errno == EINVAL) && ep->gso &&
+            ep->gsom[done].msg_hdr.msg_iovlen > 1) {
+            /* the device (EIO) or the kernel (EINVAL) can't segment: send datagram by datagram
+             * from now on */
+            ep->gso = false;
+            nsend = done + build_sends(ep, ep->gsofirst[done], done);
+            continue;
+        }
         if (r < 0 && is_icmp_errno(errno)) {
             /* a pending ICMP error surfaced here and this packet was not sent; read the
              * error queue later, and try the packet once more */
@@ -198,32 +255,110 @@ void rdp_io_errqueue(rdp_t *ep)
     }
 }
 
-/* Deliver one received datagram (after the injector) to the protocol. */
-static void deliver(rdp_t *ep, unsigned i)
+/* Hand one datagram to the protocol. b sits in receive slot `slot`, or is a pool buffer of its
+ * own (slot < 0) that goes back to the pool unless the protocol keeps it. */
+static void deliver(rdp_t *ep, struct rdp_buf *b, int slot, const struct sockaddr *from)
 {
     ep->st.pkts_recv++;
-    ep->st.bytes_recv += ep->rxbuf[i]->len;
-    rdp_handle_packet(ep, &ep->rxbuf[i], (struct sockaddr *)&ep->rxaddr[i]);
-    if (!ep->rxbuf[i]) ep->rxbuf[i] = rdp_pool_get(&ep->pool); /* the protocol kept it */
+    ep->st.bytes_recv += b->len;
+    struct rdp_buf *h = b;
+    rdp_handle_packet(ep, &h, from);
+    if (slot >= 0) {
+        if (!h) ep->rxbuf[slot] = NULL; /* kept: fill_rx takes a new one */
+    } else if (h)
+        rdp_pool_put(&ep->pool, h);
+}
+
+#define RX_LATER 64
+
+struct rx_later {
+    struct rdp_buf *b;
+    int slot;
+    unsigned from;
+};
+
+/* One received datagram through the injector; reordered ones wait in later[]. */
+static void rx_datagram(rdp_t *ep, struct rdp_buf *b, int slot, unsigned from,
+                        struct rx_later *later, unsigned *nlater)
+{
+    const struct sockaddr *sa = (const struct sockaddr *)&ep->rxaddr[from];
+    struct rdp_fault_verdict v = rdp_injector_decide(&ep->inj, RDP_FAULT_RX);
+    if (v.drop) {
+        if (slot < 0) rdp_pool_put(&ep->pool, b);
+        return;
+    }
+    if (v.corrupt && b->len) b->data[(v.bit / 8) % b->len] ^= (uint8_t)(1u << (v.bit % 8));
+    if (v.dup) {
+        struct rdp_buf *c = copy_buf(ep, b);
+        if (c) deliver(ep, c, -1, sa);
+    }
+    if (v.reorder && *nlater < RX_LATER) {
+        later[(*nlater)++] = (struct rx_later){b, slot, from};
+        return;
+    }
+    deliver(ep, b, slot, sa);
+}
+
+static void *rx_base(rdp_t *ep, unsigned i)
+{
+    return ep->gro ? ep->grobuf + (size_t)i * RDP_GRO_BUF : ep->rxbuf[i]->data;
 }
 
 static int fill_rx(rdp_t *ep)
 {
     for (unsigned i = 0; i < RDP_RX_BATCH; i++) {
-        if (!ep->rxbuf[i] && !(ep->rxbuf[i] = rdp_pool_get(&ep->pool))) return -1;
-        ep->rxiov[i].iov_base = ep->rxbuf[i]->data;
-        ep->rxiov[i].iov_len = ep->max_dgram;
-        memset(&ep->rxm[i].msg_hdr, 0, sizeof ep->rxm[i].msg_hdr);
-        ep->rxm[i].msg_hdr.msg_name = &ep->rxaddr[i];
-        ep->rxm[i].msg_hdr.msg_namelen = sizeof ep->rxaddr[i];
-        ep->rxm[i].msg_hdr.msg_iov = &ep->rxiov[i];
-        ep->rxm[i].msg_hdr.msg_iovlen = 1;
+        if (!ep->gro && !ep->rxbuf[i] && !(ep->rxbuf[i] = rdp_pool_get(&ep->pool))) return -1;
+        ep->rxiov[i].iov_base = rx_base(ep, i);
+        ep->rxiov[i].iov_len = ep->gro ? RDP_GRO_BUF : ep->max_dgram;
+        struct msghdr *h = &ep->rxm[i].msg_hdr;
+        memset(h, 0, sizeof *h);
+        h->msg_name = &ep->rxaddr[i];
+        h->msg_namelen = sizeof ep->rxaddr[i];
+        h->msg_iov = &ep->rxiov[i];
+        h->msg_iovlen = 1;
+        if (ep->gro) {
+            h->msg_control = ep->groctl[i].buf;
+            h->msg_controllen = sizeof ep->groctl[i].buf;
+        }
     }
     return 0;
 }
 
-/* Read one batch (up to RDP_RX_BATCH datagrams). Returns datagrams read: 0 when nothing is
- * waiting, -1 on a fatal socket error. */
+/* The datagram size of a coalesced read: UDP_GRO's control message, else the whole read. */
+static size_t gro_size(struct msghdr *h, size_t len)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
+        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+            int g;
+            memcpy(&g, CMSG_DATA(c), sizeof g);
+            if (g > 0 && (size_t)g < len) return (size_t)g;
+        }
+    return len;
+}
+
+/* Split a coalesced read into pool buffers, one per datagram (an empty read is one too). */
+static void rx_split(rdp_t *ep, unsigned i, size_t len, struct rx_later *later, unsigned *nlater)
+{
+    const uint8_t *p = rx_base(ep, i);
+    size_t g = gro_size(&ep->rxm[i].msg_hdr, len), off = 0;
+    ep->st.gro_reads += g < len;
+    do {
+        size_t n = len - off < g ? len - off : g;
+        struct rdp_buf *b = n > ep->max_dgram ? NULL : rdp_pool_get(&ep->pool);
+        if (b) {
+            memcpy(b->data, p + off, n);
+            b->len = (uint32_t)n;
+            rx_datagram(ep, b, -1, i, later, nlater);
+        } else { /* larger than we accept (as MSG_TRUNC would say), or out of memory */
+            ep->st.pkts_recv++;
+            rdp_count_drop(ep, NULL, n > ep->max_dgram ? RDP_DROP_MALFORMED : RDP_DROP_NOBUF);
+        }
+        off += n;
+    } while (off < len);
+}
+
+/* Read one batch (up to RDP_RX_BATCH reads). Returns reads done: 0 when nothing is waiting,
+ * -1 on a fatal socket error. */
 int rdp_io_receive(rdp_t *ep)
 {
     for (int tries = 0; tries < 8; tries++) {
@@ -238,33 +373,25 @@ int rdp_io_receive(rdp_t *ep)
             }
             return -1;
         }
-        unsigned later[RDP_RX_BATCH], nlater = 0;
+        struct rx_later later[RX_LATER];
+        unsigned nlater = 0;
         for (int i = 0; i < n; i++) {
-            struct rdp_buf *b = ep->rxbuf[i];
-            b->len = ep->rxm[i].msg_len;
+            size_t len = ep->rxm[i].msg_len;
             if (ep->rxm[i].msg_hdr.msg_flags & MSG_TRUNC) {
                 ep->st.pkts_recv++;
                 rdp_count_drop(ep, NULL, RDP_DROP_MALFORMED);
                 continue;
             }
-            struct rdp_fault_verdict v = rdp_injector_decide(&ep->inj, RDP_FAULT_RX);
-            if (v.drop) continue;
-            if (v.corrupt && b->len) b->data[(v.bit / 8) % b->len] ^= (uint8_t)(1u << (v.bit % 8));
-            if (v.dup) {
-                struct rdp_buf *c = copy_buf(ep, b);
-                if (c) {
-                    ep->st.pkts_recv++;
-                    rdp_handle_packet(ep, &c, (struct sockaddr *)&ep->rxaddr[i]);
-                    if (c) rdp_pool_put(&ep->pool, c);
-                }
-            }
-            if (v.reorder) {
-                later[nlater++] = (unsigned)i;
+            if (ep->gro) {
+                rx_split(ep, (unsigned)i, len, later, &nlater);
                 continue;
             }
-            deliver(ep, (unsigned)i);
+            ep->rxbuf[i]->len = (uint32_t)len;
+            rx_datagram(ep, ep->rxbuf[i], i, (unsigned)i, later, &nlater);
         }
-        for (unsigned k = 0; k < nlater; k++) deliver(ep, later[k]);
+        for (unsigned k = 0; k < nlater; k++)
+            deliver(ep, later[k].b, later[k].slot,
+                    (const struct sockaddr *)&ep->rxaddr[later[k].from]);
         if (ep->tx_error) {
             ep->tx_error = false;
             rdp_io_errqueue(ep);

@@ -140,25 +140,10 @@ void rdp_try_transmit(rdp_t *ep, struct rdp_peer *p)
     }
 }
 
-int rdp_send(rdp_t *ep, uint32_t node, const void *msg, size_t len)
+/* Cut msg into packets, queue them, and send what the windows allow. */
+static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, const void *msg, size_t len,
+                     uint32_t nfrag)
 {
-    if (len > RDP_MAX_MSG || len == 0) {
-        errno = len ? EMSGSIZE : EINVAL;
-        return -1;
-    }
-    struct rdp_peer *p = rdp_peer_get(ep, node);
-    if (!p) {
-        errno = EHOSTUNREACH;
-        return -1;
-    }
-    uint32_t nfrag = (uint32_t)((len + ep->payload - 1) / ep->payload);
-    if ((p->queued && p->queued + len > ep->cfg.sndbuf) ||
-        p->snd_nxt + nfrag - p->snd_rel > p->txcap) {
-        p->want_can_send = true;
-        errno = EAGAIN;
-        return -1;
-    }
-    if (!ep->in_process) ep->now = rdp_now_ns();
     if (p->state == RDP_CLOSED) rdp_conn_open(ep, p);
 
     const uint8_t *src = msg;
@@ -198,8 +183,40 @@ int rdp_send(rdp_t *ep, uint32_t node, const void *msg, size_t len)
     p->st.msgs_sent++;
     p->st.bytes_sent += len;
     rdp_try_transmit(ep, p);
-    if (!ep->in_process) rdp_io_flush(ep);
     return 0;
+}
+
+int rdp_send(rdp_t *ep, uint32_t node, const void *msg, size_t len)
+{
+    if (len > RDP_MAX_MSG || len == 0) {
+        errno = len ? EMSGSIZE : EINVAL;
+        return -1;
+    }
+    struct rdp_peer *p = rdp_peer_get(ep, node);
+    if (!p) {
+        errno = EHOSTUNREACH;
+        return -1;
+    }
+    uint32_t nfrag = (uint32_t)((len + ep->payload - 1) / ep->payload);
+    if ((p->queued && p->queued + len > ep->cfg.sndbuf) ||
+        p->snd_nxt + nfrag - p->snd_rel > p->txcap) {
+        p->want_can_send = true;
+        errno = EAGAIN;
+        return -1;
+    }
+    /* outside rdp_process, a send is a round of its own: its packets leave in one batch */
+    bool outer = !ep->in_process;
+    if (outer) {
+        ep->now = rdp_now_ns();
+        ep->in_process = true;
+    }
+    int r = queue_msg(ep, p, node, msg, len, nfrag), e = errno;
+    if (outer) {
+        ep->in_process = false;
+        rdp_io_flush(ep);
+    }
+    errno = e;
+    return r;
 }
 
 /* Free the messages whose every fragment is acknowledged. */

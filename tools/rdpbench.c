@@ -109,7 +109,7 @@ enum ctl_type {
 #define HELLO_F_FAULTS 0x02
 #define READY_F_FAULTS 0x01
 
-#define STAT_FIELDS 19
+#define STAT_FIELDS 21
 #define STATS_LEN   (4 + 8 * (STAT_FIELDS + RDP_DROP__COUNT))
 
 #define PAT_LEN      (RDP_MAX_MSG + 65536 + 16)
@@ -144,6 +144,7 @@ struct opts {
     unsigned rto_min_us, max_retrans;
     size_t sndbuf, rcvbuf, sock_buf; /* 0: library default */
     bool vs_tcp, json, once, quiet;
+    bool no_offload;
     unsigned timeout_s;
     bool have_timeout; /* else the server adopts the client's --timeout */
     int mac;           /* enum rdp_mac_alg; -1: not given (server: follow the client) */
@@ -184,6 +185,8 @@ static void usage(FILE *f)
             "  --mac chacha20poly1305|aes256gcm\n"
             "                           packet MAC (default chacha20poly1305; the server\n"
             "                           follows the client unless given)\n"
+            "  --no-offload             no UDP GSO/GRO on this side (they are used where the\n"
+            "                           MTU is small, e.g. 1500 or 9000)\n"
             "  --rto-min-us N --max-retrans N --sndbuf BYTES --rcvbuf BYTES --sock-buf BYTES\n"
             "                           RDP tunables (default: the library's)\n"
             "  --timeout S              give up after S seconds without progress (default 30)\n"
@@ -585,13 +588,15 @@ enum {
     S_INJ_DUP,
     S_INJ_REORDER,
     S_INJ_CORRUPT,
+    S_GSO_SENDS,
+    S_GRO_READS,
 };
 
 static const char *const stat_names[STAT_FIELDS] = {
-    "pkts_sent",   "pkts_recv",   "bytes_sent",  "bytes_recv",  "msgs_sent",
-    "msgs_recv",   "retransmits", "timeouts",    "connects",    "losses",
-    "icmp_errors", "srtt_us",     "rttvar_us",   "rto_us",      "cwnd",
-    "inj_drop",    "inj_dup",     "inj_reorder", "inj_corrupt",
+    "pkts_sent",   "pkts_recv", "bytes_sent", "bytes_recv", "msgs_sent",   "msgs_recv",
+    "retransmits", "timeouts",  "connects",   "losses",     "icmp_errors", "srtt_us",
+    "rttvar_us",   "rto_us",    "cwnd",       "inj_drop",   "inj_dup",     "inj_reorder",
+    "inj_corrupt", "gso_sends", "gro_reads",
 };
 
 static void stats_collect(const rdp_t *rdp, uint32_t peer, struct bstats *s)
@@ -621,6 +626,8 @@ static void stats_collect(const rdp_t *rdp, uint32_t peer, struct bstats *s)
     s->f[S_INJ_DUP] = es.inj_dup;
     s->f[S_INJ_REORDER] = es.inj_reorder;
     s->f[S_INJ_CORRUPT] = es.inj_corrupt;
+    s->f[S_GSO_SENDS] = es.gso_sends;
+    s->f[S_GRO_READS] = es.gro_reads;
     for (int r = 0; r < RDP_DROP__COUNT; r++) s->drops[r] = es.drops[r];
 }
 
@@ -662,8 +669,9 @@ static void stats_print(FILE *f, const char *side, const struct bstats *s)
     fprintf(f, "%s", any ? "\n" : " none\n");
     fprintf(f,
             "%s injected: drop %" PRIu64 ", dup %" PRIu64 ", reorder %" PRIu64 ", corrupt %" PRIu64
-            "; icmp errors %" PRIu64 "\n",
-            side, v[S_INJ_DROP], v[S_INJ_DUP], v[S_INJ_REORDER], v[S_INJ_CORRUPT], v[S_ICMP]);
+            "; icmp errors %" PRIu64 "; offload: %" PRIu64 " GSO sends, %" PRIu64 " GRO reads\n",
+            side, v[S_INJ_DROP], v[S_INJ_DUP], v[S_INJ_REORDER], v[S_INJ_CORRUPT], v[S_ICMP],
+            v[S_GSO_SENDS], v[S_GRO_READS]);
 }
 
 static void json_name(FILE *f, const char *s)
@@ -1121,6 +1129,7 @@ static rdp_t *open_rdp(struct bench *b, uint32_t node, const struct sockaddr_sto
     if (o->sndbuf) cfg.sndbuf = o->sndbuf;
     if (o->rcvbuf) cfg.rcvbuf = o->rcvbuf;
     if (o->sock_buf) cfg.sock_buf = o->sock_buf;
+    if (o->no_offload) cfg.offload = 0;
     struct rdp_callbacks cb = {.ctx = b,
                                .recv = cb_recv,
                                .connected = cb_connected,
@@ -2068,6 +2077,7 @@ int main(int argc, char **argv)
         O_TIMEOUT,
         O_QUIET,
         O_MAC,
+        O_NOOFFLOAD,
     };
     static const struct option lo[] = {
         {"mode", required_argument, NULL, O_MODE},
@@ -2093,6 +2103,7 @@ int main(int argc, char **argv)
         {"timeout", required_argument, NULL, O_TIMEOUT},
         {"quiet", no_argument, NULL, O_QUIET},
         {"mac", required_argument, NULL, O_MAC},
+        {"no-offload", no_argument, NULL, O_NOOFFLOAD},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -2207,6 +2218,9 @@ int main(int argc, char **argv)
             break;
         case O_ONCE:
             server_only = o.once = true;
+            break;
+        case O_NOOFFLOAD:
+            o.no_offload = true;
             break;
         case O_MAC:
             if (strcmp(optarg, "chacha20poly1305") == 0)

@@ -132,24 +132,6 @@ static void test_basic(void)
 
 /* ---- faults ---- */
 
-struct faults_ctx {
-    struct h_stream ab, ba;
-    struct h_ep *a, *b;
-    int failed;
-};
-
-static int faults_done(void *p)
-{
-    struct faults_ctx *c = p;
-    if (h_stream_pump(&c->ab) < 0 || h_stream_pump(&c->ba) < 0) c->failed = 1;
-    /* stop early on anything that can only get worse */
-    if (h_count(c->a, H_LOST, 2) || h_count(c->b, H_LOST, 1) || c->a->bad_content ||
-        c->b->bad_content)
-        c->failed = 1;
-    if (c->failed) return 1;
-    return h_count(c->b, H_RECV, 1) >= c->ab.total && h_count(c->a, H_RECV, 2) >= c->ba.total;
-}
-
 static void test_faults(void)
 {
     unsigned char key[RDP_KEY_BYTES];
@@ -172,12 +154,12 @@ static void test_faults(void)
     f.seed = 8;
     CU_ASSERT_EQUAL(rdp_set_faults(b.rdp, &f), 0);
 
-    struct faults_ctx c = {.a = &a, .b = &b};
+    struct h_duplex c = {.a = &a, .b = &b};
     h_stream_init(&c.ab, &a, 2, h_scale(10000), 1, RDP_MAX_MSG);
     h_stream_init(&c.ba, &b, 1, h_scale(2000), 1, 64 << 10);
     uint64_t t0 = rdp_now_ns();
     /* generous, but short enough to keep the whole binary near its 2-minute budget */
-    int r = h_run(&net, faults_done, &c, H_S(100));
+    int r = h_run(&net, h_duplex_done, &c, H_S(100));
     uint64_t dt = rdp_now_ns() - t0;
     CU_ASSERT_EQUAL(r, 1);
     CU_ASSERT_EQUAL(c.failed, 0);

@@ -755,3 +755,15 @@ int h_open_pair(struct h_net *n, struct h_ep *a, struct h_ep *b,
     h_net_add(n, b);
     return 0;
 }
+
+int h_duplex_done(void *p)
+{
+    struct h_duplex *c = p;
+    if (h_stream_pump(&c->ab) < 0 || h_stream_pump(&c->ba) < 0) c->failed = 1;
+    /* stop early on anything that can only get worse */
+    if (h_count(c->a, H_LOST, 2) || h_count(c->b, H_LOST, 1) || c->a->bad_content ||
+        c->b->bad_content)
+        c->failed = 1;
+    if (c->failed) return 1;
+    return h_count(c->b, H_RECV, 1) >= c->ab.total && h_count(c->a, H_RECV, 2) >= c->ba.total;
+}

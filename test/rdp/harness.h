@@ -157,6 +157,16 @@ int h_stream_pump(struct h_stream *s);
 /* Length of message k of this stream. */
 size_t h_stream_len(const struct h_stream *s, uint64_t k);
 
+/* Two streams, A (node 1) -> B (node 2) and back. h_duplex_done is an h_run condition: it
+ * pumps both and is true when both arrived completely, or when something failed (a lost
+ * connection, bad content, a send error): then failed is set. */
+struct h_duplex {
+    struct h_stream ab, ba;
+    struct h_ep *a, *b;
+    int failed;
+};
+int h_duplex_done(void *duplex);
+
 /* Check that rx got exactly messages [first, end) from from_node: by index, in order, each
  * once, every byte right, and nothing else from that node. Prints the first problem. */
 int h_check_recv_seq(const struct h_ep *rx, uint32_t from_node, uint64_t first, uint64_t end);
