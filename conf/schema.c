@@ -123,12 +123,15 @@ static int set_mac(struct conf_ctx *x, void *base, const char *key, const char *
                    struct conf_where w)
 {
     struct psconf *c = base;
-    if (strcmp(val, "chacha20poly1305") == 0)
+    if (strcmp(val, "auto") == 0)
+        c->mac = RDP_MAC_AUTO;
+    else if (strcmp(val, "chacha20poly1305") == 0)
         c->mac = RDP_MAC_CHACHA20POLY1305;
     else if (strcmp(val, "aes256gcm") == 0)
         c->mac = RDP_MAC_AES256GCM;
     else
-        return conf_error_at(x, w, key, "\"%s\" is not a MAC (chacha20poly1305, aes256gcm)", val);
+        return conf_error_at(x, w, key,
+                             "\"%s\" is not a MAC choice (auto, chacha20poly1305, aes256gcm)", val);
     if (!rdp_mac_available(c->mac))
         return conf_error_at(x, w, key, "\"%s\" needs AES-NI, which this CPU lacks", val);
     return 0;

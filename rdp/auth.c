@@ -16,47 +16,69 @@ static void nonce(uint8_t n[12], uint32_t src, uint32_t dst, uint64_t pn)
     be_put64(n + 4, pn);
 }
 
+void rdp_mac_subkey(const uint8_t *key, enum rdp_mac_alg alg, uint8_t sub[RDP_KEY_BYTES])
+{
+    /* subkey ids 1 and 2 under the context "rdp-mac1" */
+    crypto_kdf_derive_from_key(sub, RDP_KEY_BYTES, alg == RDP_MAC_AES256GCM ? 2 : 1, "rdp-mac1",
+                               key);
+}
+
 void rdp_mac_sign(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn, uint8_t *pkt,
                   size_t body_len)
 {
-    uint8_t n[12];
+    uint8_t n[12], none[1], sub[RDP_KEY_BYTES];
     unsigned long long maclen;
     nonce(n, src, dst, pn);
-    uint8_t none[1];
+    rdp_mac_subkey(key, RDP_MAC_CHACHA20POLY1305, sub);
     crypto_aead_chacha20poly1305_ietf_encrypt_detached(none, pkt + body_len, &maclen, NULL, 0, pkt,
-                                                       body_len, NULL, n, key);
+                                                       body_len, NULL, n, sub);
+    sodium_memzero(sub, sizeof sub);
 }
 
 bool rdp_mac_verify(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn, const uint8_t *pkt,
                     size_t body_len)
 {
-    uint8_t n[12];
+    uint8_t n[12], none[1] = {0}, sub[RDP_KEY_BYTES];
     nonce(n, src, dst, pn);
-    uint8_t none[1] = {0};
-    return crypto_aead_chacha20poly1305_ietf_decrypt_detached(none, NULL, none, 0, pkt + body_len,
-                                                              pkt, body_len, n, key) == 0;
+    rdp_mac_subkey(key, RDP_MAC_CHACHA20POLY1305, sub);
+    bool ok = crypto_aead_chacha20poly1305_ietf_decrypt_detached(
+                  none, NULL, none, 0, pkt + body_len, pkt, body_len, n, sub) == 0;
+    sodium_memzero(sub, sizeof sub);
+    return ok;
 }
 
 int rdp_mac_available(enum rdp_mac_alg alg)
 {
     if (sodium_init() < 0) return 0;
-    if (alg == RDP_MAC_CHACHA20POLY1305) return 1;
+    if (alg == RDP_MAC_CHACHA20POLY1305 || alg == RDP_MAC_AUTO) return 1;
     return alg == RDP_MAC_AES256GCM && crypto_aead_aes256gcm_is_available();
 }
 
-int rdp_mac_init(struct rdp_mac *m, enum rdp_mac_alg alg, const uint8_t *key)
+int rdp_mac_init(struct rdp_mac *m, enum rdp_mac_alg pref, const uint8_t *key)
 {
     memset(m, 0, sizeof *m);
-    if (!rdp_mac_available(alg)) {
+    if (pref != RDP_MAC_CHACHA20POLY1305 && pref != RDP_MAC_AES256GCM && pref != RDP_MAC_AUTO) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!rdp_mac_available(pref)) {
         errno = ENOTSUP;
         return -1;
     }
-    m->alg = alg;
-    memcpy(m->key, key, sizeof m->key);
-    if (alg == RDP_MAC_AES256GCM) crypto_aead_aes256gcm_beforenm(&m->aes, key);
-    const EVP_CIPHER *c = alg == RDP_MAC_AES256GCM ? EVP_aes_256_gcm() : EVP_chacha20_poly1305();
-    m->big = EVP_CIPHER_CTX_new();
-    if (!m->big || EVP_EncryptInit_ex(m->big, c, NULL, key, NULL) != 1) {
+    m->aes = pref != RDP_MAC_CHACHA20POLY1305 && rdp_mac_available(RDP_MAC_AES256GCM);
+    uint8_t ka[RDP_KEY_BYTES];
+    rdp_mac_subkey(key, RDP_MAC_CHACHA20POLY1305, m->kc);
+    rdp_mac_subkey(key, RDP_MAC_AES256GCM, ka);
+    if (m->aes) crypto_aead_aes256gcm_beforenm(&m->aes_st, ka);
+    const EVP_CIPHER *c[2] = {EVP_chacha20_poly1305(), EVP_aes_256_gcm()};
+    const uint8_t *k[2] = {m->kc, ka};
+    bool ok = true;
+    for (int i = 0; i < (m->aes ? 2 : 1); i++) {
+        m->big[i] = EVP_CIPHER_CTX_new();
+        ok = ok && m->big[i] && EVP_EncryptInit_ex(m->big[i], c[i], NULL, k[i], NULL) == 1;
+    }
+    sodium_memzero(ka, sizeof ka);
+    if (!ok) {
         rdp_mac_free(m);
         errno = ENOMEM;
         return -1;
@@ -66,52 +88,57 @@ int rdp_mac_init(struct rdp_mac *m, enum rdp_mac_alg alg, const uint8_t *key)
 
 void rdp_mac_free(struct rdp_mac *m)
 {
-    EVP_CIPHER_CTX_free(m->big);
-    m->big = NULL;
-    sodium_memzero(m->key, sizeof m->key);
-    sodium_memzero(&m->aes, sizeof m->aes);
+    for (int i = 0; i < 2; i++) {
+        EVP_CIPHER_CTX_free(m->big[i]);
+        m->big[i] = NULL;
+    }
+    sodium_memzero(m->kc, sizeof m->kc);
+    sodium_memzero(&m->aes_st, sizeof m->aes_st);
 }
 
 /* The tag of body_len bytes at pkt with libcrypto: the AEAD of an empty plaintext with pkt as
  * associated data, exactly as libsodium computes it. false only if libcrypto fails. */
-static bool big_tag(const struct rdp_mac *m, const uint8_t n[12], const uint8_t *pkt,
-                    size_t body_len, uint8_t tag[RDP_MAC_LEN])
+static bool big_tag(EVP_CIPHER_CTX *x, const uint8_t n[12], const uint8_t *pkt, size_t body_len,
+                    uint8_t tag[RDP_MAC_LEN])
 {
     int outl;
     uint8_t none[16];
-    return body_len <= INT32_MAX && EVP_EncryptInit_ex(m->big, NULL, NULL, NULL, n) == 1 &&
-           EVP_EncryptUpdate(m->big, NULL, &outl, pkt, (int)body_len) == 1 &&
-           EVP_EncryptFinal_ex(m->big, none, &outl) == 1 &&
-           EVP_CIPHER_CTX_ctrl(m->big, EVP_CTRL_AEAD_GET_TAG, RDP_MAC_LEN, tag) == 1;
+    return body_len <= INT32_MAX && EVP_EncryptInit_ex(x, NULL, NULL, NULL, n) == 1 &&
+           EVP_EncryptUpdate(x, NULL, &outl, pkt, (int)body_len) == 1 &&
+           EVP_EncryptFinal_ex(x, none, &outl) == 1 &&
+           EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_GET_TAG, RDP_MAC_LEN, tag) == 1;
 }
 
-void rdp_mac_sign_ctx(const struct rdp_mac *m, uint32_t src, uint32_t dst, uint64_t pn,
-                      uint8_t *pkt, size_t body_len)
+void rdp_mac_sign_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t src, uint32_t dst,
+                      uint64_t pn, uint8_t *pkt, size_t body_len)
 {
     uint8_t n[12], none[1];
     unsigned long long maclen;
     nonce(n, src, dst, pn);
-    if (body_len >= RDP_MAC_BIG && big_tag(m, n, pkt, body_len, pkt + body_len)) return;
-    if (m->alg == RDP_MAC_CHACHA20POLY1305)
-        crypto_aead_chacha20poly1305_ietf_encrypt_detached(none, pkt + body_len, &maclen, NULL, 0,
-                                                           pkt, body_len, NULL, n, m->key);
-    else
+    bool aes = alg == RDP_MAC_AES256GCM && m->aes;
+    if (body_len >= RDP_MAC_BIG && big_tag(m->big[aes], n, pkt, body_len, pkt + body_len)) return;
+    if (aes)
         crypto_aead_aes256gcm_encrypt_detached_afternm(none, pkt + body_len, &maclen, NULL, 0, pkt,
-                                                       body_len, NULL, n, &m->aes);
+                                                       body_len, NULL, n, &m->aes_st);
+    else
+        crypto_aead_chacha20poly1305_ietf_encrypt_detached(none, pkt + body_len, &maclen, NULL, 0,
+                                                           pkt, body_len, NULL, n, m->kc);
 }
 
-bool rdp_mac_verify_ctx(const struct rdp_mac *m, uint32_t src, uint32_t dst, uint64_t pn,
-                        const uint8_t *pkt, size_t body_len)
+bool rdp_mac_verify_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t src, uint32_t dst,
+                        uint64_t pn, const uint8_t *pkt, size_t body_len)
 {
     uint8_t n[12], none[1] = {0}, tag[RDP_MAC_LEN];
+    if (alg == RDP_MAC_AES256GCM && !m->aes) return false;
+    bool aes = alg == RDP_MAC_AES256GCM;
     nonce(n, src, dst, pn);
-    if (body_len >= RDP_MAC_BIG && big_tag(m, n, pkt, body_len, tag))
+    if (body_len >= RDP_MAC_BIG && big_tag(m->big[aes], n, pkt, body_len, tag))
         return sodium_memcmp(tag, pkt + body_len, RDP_MAC_LEN) == 0;
-    if (m->alg == RDP_MAC_CHACHA20POLY1305)
-        return crypto_aead_chacha20poly1305_ietf_decrypt_detached(
-                   none, NULL, none, 0, pkt + body_len, pkt, body_len, n, m->key) == 0;
-    return crypto_aead_aes256gcm_decrypt_detached_afternm(none, NULL, none, 0, pkt + body_len, pkt,
-                                                          body_len, n, &m->aes) == 0;
+    if (aes)
+        return crypto_aead_aes256gcm_decrypt_detached_afternm(none, NULL, none, 0, pkt + body_len,
+                                                              pkt, body_len, n, &m->aes_st) == 0;
+    return crypto_aead_chacha20poly1305_ietf_decrypt_detached(none, NULL, none, 0, pkt + body_len,
+                                                              pkt, body_len, n, m->kc) == 0;
 }
 
 #define WORDS (RDP_REPLAY_BITS / 64)

@@ -1,10 +1,13 @@
 /*
  * auth.h - packet authentication and replay protection.
  *
- * MAC: an AEAD over header and payload as associated data with an empty plaintext, keyed
- * with the cluster key: ChaCha20-Poly1305 (IETF) by default, AES-256-GCM (a GMAC) where
- * configured and the CPU has AES-NI. The 96-bit nonce is src_node (16 bits) | dst_node
- * (16 bits) | pn (64 bits): every sender numbers the packets to each destination with a
+ * MAC: an AEAD over header and payload as associated data with an empty plaintext:
+ * ChaCha20-Poly1305 (IETF), which every node verifies, or AES-256-GCM (a GMAC), ~2x faster per
+ * packet up to a few KiB, used toward a peer when both sides have AES-NI and allow it (the
+ * handshake says which MACs a node verifies; the header says which MAC a packet carries).
+ * Each algorithm has its own subkey, derived from the cluster key with BLAKE2b
+ * (crypto_kdf), so one key never serves two algorithms. The 96-bit nonce is src_node (16 bits) |
+ * dst_node (16 bits) | pn (64 bits): every sender numbers the packets to each destination with a
  * counter that starts at CLOCK_REALTIME in ns when the endpoint opens, so a nonce is never
  * used twice, also across restarts (as long as the clock does not step back by more than the
  * downtime). Retransmissions get a new pn.
@@ -35,10 +38,10 @@
 #define RDP_MAC_BIG     2048 /* bytes from which libcrypto computes the MAC */
 
 struct rdp_mac {
-    enum rdp_mac_alg alg;
-    uint8_t key[RDP_KEY_BYTES];
-    crypto_aead_aes256gcm_state aes; /* expanded AES key */
-    EVP_CIPHER_CTX *big;             /* libcrypto context keyed for alg (large packets) */
+    bool aes;                           /* AES-256-GCM usable: the CPU has it, config allows */
+    uint8_t kc[RDP_KEY_BYTES];          /* ChaCha20-Poly1305 subkey */
+    crypto_aead_aes256gcm_state aes_st; /* AES-256-GCM subkey, expanded */
+    EVP_CIPHER_CTX *big[2];             /* libcrypto contexts by algorithm (large packets) */
 };
 
 struct rdp_replay {
@@ -46,16 +49,23 @@ struct rdp_replay {
     uint64_t bits[RDP_REPLAY_BITS / 64];
 };
 
-/* 0, or -1 and errno: ENOTSUP if alg cannot run on this CPU, ENOMEM. */
-int rdp_mac_init(struct rdp_mac *m, enum rdp_mac_alg alg, const uint8_t *key);
+/* Derive both subkeys from the cluster key. pref (rdp_config.mac) says whether AES-256-GCM may
+ * be used: RDP_MAC_CHACHA20POLY1305 never, RDP_MAC_AUTO where the CPU has it,
+ * RDP_MAC_AES256GCM likewise but it is an error (ENOTSUP) if the CPU lacks it.
+ * 0, or -1 and errno: ENOTSUP, ENOMEM, EINVAL (unknown pref). */
+int rdp_mac_init(struct rdp_mac *m, enum rdp_mac_alg pref, const uint8_t *key);
 void rdp_mac_free(struct rdp_mac *m);
-void rdp_mac_sign_ctx(const struct rdp_mac *m, uint32_t src, uint32_t dst, uint64_t pn,
-                      uint8_t *pkt, size_t body_len);
-bool rdp_mac_verify_ctx(const struct rdp_mac *m, uint32_t src, uint32_t dst, uint64_t pn,
-                        const uint8_t *pkt, size_t body_len);
+/* The subkey of alg (RDP_MAC_CHACHA20POLY1305 or RDP_MAC_AES256GCM). */
+void rdp_mac_subkey(const uint8_t *key, enum rdp_mac_alg alg, uint8_t sub[RDP_KEY_BYTES]);
+/* pkt holds body_len bytes (header + payload); the MAC is written at pkt + body_len. alg is
+ * RDP_MAC_CHACHA20POLY1305, or RDP_MAC_AES256GCM if m->aes. */
+void rdp_mac_sign_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t src, uint32_t dst,
+                      uint64_t pn, uint8_t *pkt, size_t body_len);
+/* false also for an algorithm m can't verify. */
+bool rdp_mac_verify_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t src, uint32_t dst,
+                        uint64_t pn, const uint8_t *pkt, size_t body_len);
 
-/* ChaCha20-Poly1305 with a raw key (tests and tools). pkt holds body_len bytes (header + payload);
- * the MAC is written at pkt + body_len. */
+/* ChaCha20-Poly1305 with the cluster key (its subkey derived on each call; tests and tools). */
 void rdp_mac_sign(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn, uint8_t *pkt,
                   size_t body_len);
 bool rdp_mac_verify(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn, const uint8_t *pkt,

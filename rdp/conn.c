@@ -45,6 +45,7 @@ static void conn_init(rdp_t *ep, struct rdp_peer *p)
     p->syn_sends = 0;
     p->syn_sent_ns = 0;
     p->rto_fails = 0;
+    p->mac_tx = RDP_MAC_CHACHA20POLY1305;
     rdp_sendq_reset(ep, p, p->my_iseq);
 }
 
@@ -71,7 +72,9 @@ static void send_ctl_ids(rdp_t *ep, struct rdp_peer *p, uint8_t type, uint32_t s
         h.len = (uint16_t)rdp_sack_build(p, b->data + RDP_HDR_LEN, max);
         rdp_ack_sent(p);
     } else {
-        struct rdp_hs hs = {.incarnation = ep->incarnation, .max_payload = ep->payload};
+        struct rdp_hs hs = {.incarnation = ep->incarnation,
+                            .max_payload = ep->payload,
+                            .macs = RDP_MACS_CHACHA | (ep->mac.aes ? RDP_MACS_AES : 0)};
         rdp_hs_encode(b->data + RDP_HDR_LEN, &hs);
         h.len = RDP_HS_LEN;
     }
@@ -108,6 +111,9 @@ static void learn_peer(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h,
     p->peer_inc = hs->incarnation;
     p->peer_inc_known = true;
     p->peer_wnd = h->wnd;
+    /* the fastest MAC both sides verify */
+    p->mac_tx =
+        ep->mac.aes && (hs->macs & RDP_MACS_AES) ? RDP_MAC_AES256GCM : RDP_MAC_CHACHA20POLY1305;
     rdp_recvq_reset(ep, p, h->seq);
 }
 
@@ -262,7 +268,8 @@ void rdp_handle_packet(rdp_t *ep, struct rdp_buf **bufp, const struct sockaddr *
         return;
     }
     size_t body = RDP_HDR_LEN + h.len;
-    if (!rdp_mac_verify_ctx(&ep->mac, h.src_node, h.dst_node, h.pn, b->data, body)) {
+    if (!rdp_mac_verify_ctx(&ep->mac, (enum rdp_mac_alg)h.mac, h.src_node, h.dst_node, h.pn,
+                            b->data, body)) {
         rdp_count_drop(ep, p, RDP_DROP_MAC);
         return;
     }

@@ -43,6 +43,7 @@ void rdp_config_defaults(struct rdp_config *c)
     c->rcvbuf = 4u << 20;
     c->sock_buf = 8u << 20;
     c->offload = 1;
+    c->mac = RDP_MAC_AUTO;
 }
 
 static bool config_ok(const struct rdp_config *c)
@@ -50,7 +51,8 @@ static bool config_ok(const struct rdp_config *c)
     return c->node_id < RDP_MAX_NODES && c->mtu >= 576 && c->mtu <= 65536 && c->rto_min_us &&
            c->rto_min_us <= c->rto_max_us && c->max_retrans >= 1 && c->max_retrans <= 1000 &&
            c->sndbuf >= 65536 && c->rcvbuf >= 65536 &&
-           (c->mac == RDP_MAC_CHACHA20POLY1305 || c->mac == RDP_MAC_AES256GCM) &&
+           (c->mac == RDP_MAC_CHACHA20POLY1305 || c->mac == RDP_MAC_AES256GCM ||
+            c->mac == RDP_MAC_AUTO) &&
            (c->offload == 0 || c->offload == 1);
 }
 
@@ -317,6 +319,7 @@ int rdp_peer_stats(const rdp_t *ep, uint32_t node, struct rdp_peer_stats *st)
     st->peer_wnd = p->peer_wnd;
     st->inflight = rdp_inflight(p);
     st->queued = p->queued;
+    st->mac = p->mac_tx;
     return 0;
 }
 

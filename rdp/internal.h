@@ -63,6 +63,7 @@ struct rdp_peer {
     uint32_t my_iseq;
     uint64_t peer_inc; /* peer's incarnation; valid if peer_inc_known */
     bool peer_inc_known;
+    enum rdp_mac_alg mac_tx;  /* MAC of DATA and ACK to the peer, from its handshake */
     uint64_t pn_next;         /* next packet number we use towards this peer */
     struct rdp_replay replay; /* packet numbers seen from this peer */
     uint64_t syn_sent_ns;     /* first SYN of this connection attempt */

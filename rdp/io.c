@@ -122,7 +122,12 @@ void rdp_io_sign_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b)
 {
     uint64_t pn = p->pn_next++;
     be_put64(b->data + RDP_OFF_PN, pn);
-    rdp_mac_sign_ctx(&ep->mac, ep->cfg.node_id, p->node, pn, b->data, b->len);
+    /* handshakes and resets use the MAC every node verifies; the rest the negotiated one */
+    uint8_t type = b->data[1];
+    enum rdp_mac_alg alg =
+        type == RDP_T_DATA || type == RDP_T_ACK ? p->mac_tx : RDP_MAC_CHACHA20POLY1305;
+    be_put16(b->data + RDP_OFF_MAC, (uint16_t)alg);
+    rdp_mac_sign_ctx(&ep->mac, alg, ep->cfg.node_id, p->node, pn, b->data, b->len);
     b->len += RDP_MAC_LEN;
     rdp_io_queue(ep, p, b);
 }

@@ -24,7 +24,7 @@ void rdp_hdr_encode(uint8_t *b, const struct rdp_hdr *h)
     be_put64(b + 32, h->pn);
     be_put32(b + 40, h->msg_len);
     be_put16(b + 44, h->len);
-    be_put16(b + 46, 0);
+    be_put16(b + RDP_OFF_MAC, h->mac);
 }
 
 void rdp_hdr_patch(uint8_t *b, uint32_t ack, uint32_t wnd, uint64_t pn)
@@ -58,7 +58,9 @@ bool rdp_hdr_decode(const uint8_t *b, size_t n, struct rdp_hdr *h, enum rdp_drop
     h->pn = be_get64(b + 32);
     h->msg_len = be_get32(b + 40);
     h->len = be_get16(b + 44);
-    if (be_get16(b + 46) != 0) return fail(why, RDP_DROP_MALFORMED);
+    h->mac = be_get16(b + RDP_OFF_MAC);
+    if (h->mac != RDP_MAC_CHACHA20POLY1305 && h->mac != RDP_MAC_AES256GCM)
+        return fail(why, RDP_DROP_MALFORMED);
     if ((size_t)h->len + RDP_OVERHEAD != n) return fail(why, RDP_DROP_MALFORMED);
     if (h->src_node >= RDP_MAX_NODES || h->dst_node >= RDP_MAX_NODES)
         return fail(why, RDP_DROP_MALFORMED);
@@ -78,12 +80,12 @@ bool rdp_hdr_decode(const uint8_t *b, size_t n, struct rdp_hdr *h, enum rdp_drop
         if (h->flags || h->msg_len || h->dst_conn == 0) return fail(why, RDP_DROP_MALFORMED);
         break;
     case RDP_T_SYN:
-        if (h->flags || h->msg_len || h->len != RDP_HS_LEN || h->dst_conn != 0)
+        if (h->flags || h->mac || h->msg_len || h->len != RDP_HS_LEN || h->dst_conn != 0)
             return fail(why, RDP_DROP_MALFORMED);
         break;
     case RDP_T_SYNACK:
     case RDP_T_RST:
-        if (h->flags || h->msg_len || h->len != RDP_HS_LEN || h->dst_conn == 0)
+        if (h->flags || h->mac || h->msg_len || h->len != RDP_HS_LEN || h->dst_conn == 0)
             return fail(why, RDP_DROP_MALFORMED);
         break;
     default:
@@ -96,11 +98,12 @@ void rdp_hs_encode(uint8_t *p, const struct rdp_hs *hs)
 {
     be_put64(p, hs->incarnation);
     be_put32(p + 8, hs->max_payload);
-    be_put32(p + 12, 0);
+    be_put32(p + 12, hs->macs);
 }
 
 void rdp_hs_decode(const uint8_t *p, struct rdp_hs *hs)
 {
     hs->incarnation = be_get64(p);
     hs->max_payload = be_get32(p + 8);
+    hs->macs = be_get32(p + 12);
 }

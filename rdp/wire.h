@@ -19,11 +19,13 @@
  *                           and anti-replay counter
  *    40     4  msg_len      DATA: length of the whole message this fragment belongs to
  *    44     2  len          payload length
- *    46     2  reserved     0
+ *    46     2  mac          MAC of this packet: 0 ChaCha20-Poly1305, 1 AES-256-GCM (SYN, SYNACK
+ *                            and RST: always 0)
  *    48   len  payload      DATA: fragment; ACK: SACK bitmap; SYN/SYNACK/RST: handshake
  *   48+len 16  mac
  *
- * Handshake payload (16 bytes): incarnation (8), max payload the sender accepts (4), 0 (4).
+ * Handshake payload (16 bytes): incarnation (8), max payload the sender accepts (4), the MACs
+ * the sender verifies (4: bit 0 ChaCha20-Poly1305, always set; bit 1 AES-256-GCM).
  * SACK bitmap: bit i (byte i/8, bit i%8, LSB first) set = packet ack+1+i was received.
  */
 #ifndef PSCLUSTER_RDP_WIRE_H
@@ -62,12 +64,18 @@ struct rdp_hdr {
     uint64_t pn;
     uint32_t msg_len;
     uint16_t len;
+    uint16_t mac; /* enum rdp_mac_alg: RDP_MAC_CHACHA20POLY1305 or RDP_MAC_AES256GCM */
 };
 
 struct rdp_hs {
     uint64_t incarnation;
     uint32_t max_payload;
+    uint32_t macs; /* RDP_MACS_* */
 };
+
+#define RDP_MACS_CHACHA 0x1u
+#define RDP_MACS_AES    0x2u
+#define RDP_OFF_MAC     46
 
 /* Write h (version included as given) into buf[0..RDP_HDR_LEN). */
 void rdp_hdr_encode(uint8_t *buf, const struct rdp_hdr *h);

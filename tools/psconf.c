@@ -51,7 +51,9 @@ static void put_str(FILE *f, const char *s, int json)
 
 static const char *mac_name(int mac)
 {
-    return mac == RDP_MAC_AES256GCM ? "aes256gcm" : "chacha20poly1305";
+    return mac == RDP_MAC_AES256GCM ? "aes256gcm"
+           : mac == RDP_MAC_AUTO    ? "auto"
+                                    : "chacha20poly1305";
 }
 
 static void show_text(const struct psconf *c, const char *fp)

@@ -109,7 +109,7 @@ enum ctl_type {
 #define HELLO_F_FAULTS 0x02
 #define READY_F_FAULTS 0x01
 
-#define STAT_FIELDS 21
+#define STAT_FIELDS 22
 #define STATS_LEN   (4 + 8 * (STAT_FIELDS + RDP_DROP__COUNT))
 
 #define PAT_LEN      (RDP_MAX_MSG + 65536 + 16)
@@ -182,9 +182,10 @@ static void usage(FILE *f)
             "                           RDP fault injector on this side, both directions\n"
             "  --mtu N                  link MTU (default 65536 on loopback, else 1500; the\n"
             "                           server follows the client unless given)\n"
-            "  --mac chacha20poly1305|aes256gcm\n"
-            "                           packet MAC (default chacha20poly1305; the server\n"
-            "                           follows the client unless given)\n"
+            "  --mac auto|chacha20poly1305|aes256gcm\n"
+            "                           which packet MACs this side allows (default auto:\n"
+            "                           AES-256-GCM where both CPUs have it; RDP negotiates;\n"
+            "                           the server follows the client unless given)\n"
             "  --no-offload             no UDP GSO/GRO on this side (they are used where the\n"
             "                           MTU is small, e.g. 1500 or 9000)\n"
             "  --rto-min-us N --max-retrans N --sndbuf BYTES --rcvbuf BYTES --sock-buf BYTES\n"
@@ -322,6 +323,8 @@ static const char *mac_name(int mac)
         return "chacha20poly1305";
     case RDP_MAC_AES256GCM:
         return "aes256gcm";
+    case RDP_MAC_AUTO:
+        return "auto";
     default:
         return "unknown";
     }
@@ -590,6 +593,7 @@ enum {
     S_INJ_CORRUPT,
     S_GSO_SENDS,
     S_GRO_READS,
+    S_MAC,
 };
 
 static const char *const stat_names[STAT_FIELDS] = {
@@ -628,6 +632,7 @@ static void stats_collect(const rdp_t *rdp, uint32_t peer, struct bstats *s)
     s->f[S_INJ_CORRUPT] = es.inj_corrupt;
     s->f[S_GSO_SENDS] = es.gso_sends;
     s->f[S_GRO_READS] = es.gro_reads;
+    s->f[S_MAC] = ps.mac;
     for (int r = 0; r < RDP_DROP__COUNT; r++) s->drops[r] = es.drops[r];
 }
 
@@ -656,9 +661,9 @@ static void stats_print(FILE *f, const char *side, const struct bstats *s)
     fprintf(f,
             "%s rdp: packets %" PRIu64 " sent / %" PRIu64 " received, retransmits %" PRIu64
             ", timeouts %" PRIu64 ", srtt %" PRIu64 " us (rttvar %" PRIu64 ", rto %" PRIu64
-            "), cwnd %" PRIu64 ", connects %" PRIu64 ", losses %" PRIu64 "\n",
+            "), cwnd %" PRIu64 ", connects %" PRIu64 ", losses %" PRIu64 ", mac used %s\n",
             side, v[S_PKTS_SENT], v[S_PKTS_RECV], v[S_RETRANS], v[S_TIMEOUTS], v[S_SRTT],
-            v[S_RTTVAR], v[S_RTO], v[S_CWND], v[S_CONNECTS], v[S_LOSSES]);
+            v[S_RTTVAR], v[S_RTO], v[S_CWND], v[S_CONNECTS], v[S_LOSSES], mac_name((int)v[S_MAC]));
     fprintf(f, "%s drops:", side);
     bool any = false;
     for (int r = 0; r < RDP_DROP__COUNT; r++) {
@@ -1401,11 +1406,7 @@ static void on_hello(struct bench *b, const uint8_t *p, size_t len)
     b->mode = p[0];
     b->vs_tcp = p[1] & HELLO_F_VSTCP;
     b->mac = p[2];
-    if (o->mac >= 0 && o->mac != b->mac) {
-        proto_error(b, "MAC mismatch: the server uses %s, the client %s", mac_name(o->mac),
-                    mac_name(b->mac));
-        return;
-    }
+    if (o->mac >= 0) b->mac = o->mac; /* the server's own choice; RDP negotiates */
     if (!rdp_mac_available((enum rdp_mac_alg)b->mac)) {
         proto_error(b, "MAC %s is not available on the server's CPU", mac_name(b->mac));
         return;
@@ -1868,7 +1869,7 @@ static int client_main(struct opts *o)
     b->count = o->count;
     b->seed = o->seed;
     b->vs_tcp = o->vs_tcp;
-    b->mac = o->mac >= 0 ? o->mac : RDP_MAC_CHACHA20POLY1305;
+    b->mac = o->mac >= 0 ? o->mac : RDP_MAC_AUTO;
     if (o->mode == MODE_PINGPONG)
         b->warmup =
             o->warmup >= 0 ? (uint64_t)o->warmup : (o->count / 10 < 100 ? o->count / 10 : 100);
@@ -2223,12 +2224,14 @@ int main(int argc, char **argv)
             o.no_offload = true;
             break;
         case O_MAC:
-            if (strcmp(optarg, "chacha20poly1305") == 0)
+            if (strcmp(optarg, "auto") == 0)
+                o.mac = RDP_MAC_AUTO;
+            else if (strcmp(optarg, "chacha20poly1305") == 0)
                 o.mac = RDP_MAC_CHACHA20POLY1305;
             else if (strcmp(optarg, "aes256gcm") == 0)
                 o.mac = RDP_MAC_AES256GCM;
             else
-                bad_usage("--mac: chacha20poly1305 or aes256gcm, not '%s'", optarg);
+                bad_usage("--mac: auto, chacha20poly1305 or aes256gcm, not '%s'", optarg);
             if (!rdp_mac_available((enum rdp_mac_alg)o.mac))
                 bad_usage("--mac %s: not available on this CPU", optarg);
             break;

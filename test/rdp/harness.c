@@ -767,3 +767,48 @@ int h_duplex_done(void *p)
     if (c->failed) return 1;
     return h_count(c->b, H_RECV, 1) >= c->ab.total && h_count(c->a, H_RECV, 2) >= c->ba.total;
 }
+
+int h_duplex_run(const struct rdp_config *ca, const struct rdp_config *cb, uint64_t n,
+                 size_t max_len, struct rdp_stats st[2], struct rdp_peer_stats ps[2])
+{
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 40);
+    struct h_ep a, b;
+    struct h_net net;
+    h_net_init(&net);
+    if (h_ep_open(&a, 1, 1, 0, key, ca) < 0) {
+        CU_FAIL("open A");
+        return -1;
+    }
+    if (h_ep_open(&b, 2, 2, 0, key, cb) < 0) {
+        CU_FAIL("open B");
+        h_ep_free(&a);
+        return -1;
+    }
+    CU_ASSERT_EQUAL(h_pair(&a, &b), 0);
+    h_net_add(&net, &a);
+    h_net_add(&net, &b);
+
+    struct h_duplex c = {.a = &a, .b = &b};
+    h_stream_init(&c.ab, &a, 2, n, 1, max_len);
+    h_stream_init(&c.ba, &b, 1, n / 4, 1, max_len);
+    int r = h_run(&net, h_duplex_done, &c, H_S(30));
+    CU_ASSERT_EQUAL(r, 1);
+    CU_ASSERT_EQUAL(c.failed, 0);
+    if (r != 1 || c.failed) {
+        h_dump(&a, "duplex");
+        h_dump(&b, "duplex");
+    }
+    CU_ASSERT(h_check_recv_seq(&b, 1, 0, c.ab.total));
+    CU_ASSERT(h_check_recv_seq(&a, 2, 0, c.ba.total));
+    CU_ASSERT_EQUAL(h_count(&a, H_UNDELIV, 2) + h_count(&b, H_UNDELIV, 1), 0);
+    CU_ASSERT_EQUAL(h_count(&a, H_CONNECTED, 2), 1);
+    CU_ASSERT_EQUAL(h_count(&b, H_CONNECTED, 1), 1);
+    rdp_stats(a.rdp, &st[0]);
+    rdp_stats(b.rdp, &st[1]);
+    CU_ASSERT_EQUAL(rdp_peer_stats(a.rdp, 2, &ps[0]), 0);
+    CU_ASSERT_EQUAL(rdp_peer_stats(b.rdp, 1, &ps[1]), 0);
+    h_ep_free(&a);
+    h_ep_free(&b);
+    return 0;
+}

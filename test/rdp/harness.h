@@ -166,6 +166,12 @@ struct h_duplex {
     int failed;
 };
 int h_duplex_done(void *duplex);
+/* A (node 1, config ca) and B (node 2, config cb), same key: n messages of 1..max_len bytes
+ * A->B and n/4 back, checked to arrive complete, in order, once, on one connection each way.
+ * st[0], ps[0]: A's endpoint and peer (B) statistics; st[1], ps[1]: B's. 0, or -1 after a
+ * CUnit failure that kept the run from happening. */
+int h_duplex_run(const struct rdp_config *ca, const struct rdp_config *cb, uint64_t n,
+                 size_t max_len, struct rdp_stats st[2], struct rdp_peer_stats ps[2]);
 
 /* Check that rx got exactly messages [first, end) from from_node: by index, in order, each
  * once, every byte right, and nothing else from that node. Prints the first problem. */

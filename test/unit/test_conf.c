@@ -839,7 +839,7 @@ static void test_rdp_config(void)
         CU_ASSERT_EQUAL(r.sndbuf, 1073741824);
         CU_ASSERT_EQUAL(r.rcvbuf, 65536);
         CU_ASSERT_EQUAL(r.sock_buf, 16777216);
-        CU_ASSERT_EQUAL(r.mac, RDP_MAC_CHACHA20POLY1305);
+        CU_ASSERT_EQUAL(r.mac, RDP_MAC_AUTO);
         errno = 0;
         CU_ASSERT_EQUAL(psconf_rdp_config(&c, 8, &r), -1);
         CU_ASSERT_EQUAL(errno, ENOENT);

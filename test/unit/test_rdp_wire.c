@@ -9,6 +9,7 @@
 #include "../../rdp/wire.h"
 #include "unit.h"
 
+#include <errno.h>
 #include <sodium.h>
 #include <string.h>
 
@@ -85,7 +86,8 @@ static void test_roundtrip(void)
 static void test_malformed(void)
 {
     uint8_t buf[256];
-    struct rdp_hdr h = data_hdr();
+    struct rdp_hdr h = data_hdr(), d;
+    enum rdp_drop_reason why;
     size_t n = encode(buf, &h);
 
     for (size_t k = 0; k < RDP_OVERHEAD; k++) CU_ASSERT_EQUAL(decode_fails(buf, k), RDP_DROP_SHORT);
@@ -122,9 +124,25 @@ static void test_malformed(void)
            RDP_DROP_MALFORMED); /* SYN with a dst_conn */
     EXPECT((bad.type = RDP_T_RST, bad.flags = 0, bad.msg_len = 0, bad.len = 3), RDP_DROP_MALFORMED);
 #undef EXPECT
-    /* reserved bytes must be zero */
+    /* the MAC field: 0 or 1, and 0 on handshakes and resets */
     h = data_hdr();
     n = encode(buf, &h);
+    buf[47] = 2;
+    CU_ASSERT_EQUAL(decode_fails(buf, n), RDP_DROP_MALFORMED);
+    buf[47] = 0;
+    buf[46] = 1;
+    CU_ASSERT_EQUAL(decode_fails(buf, n), RDP_DROP_MALFORMED);
+    buf[46] = 0;
+    buf[47] = 1;
+    CU_ASSERT_TRUE(rdp_hdr_decode(buf, n, &d, &why));
+    CU_ASSERT_EQUAL(d.mac, RDP_MAC_AES256GCM);
+    h = data_hdr();
+    h.type = RDP_T_SYNACK;
+    h.flags = 0;
+    h.msg_len = 0;
+    h.len = RDP_HS_LEN;
+    n = encode(buf, &h);
+    CU_ASSERT_TRUE(rdp_hdr_decode(buf, n, &d, &why));
     buf[47] = 1;
     CU_ASSERT_EQUAL(decode_fails(buf, n), RDP_DROP_MALFORMED);
 
@@ -135,8 +153,6 @@ static void test_malformed(void)
     h.msg_len = 0;
     h.len = 3;
     n = encode(buf, &h);
-    struct rdp_hdr d;
-    enum rdp_drop_reason why;
     CU_ASSERT_TRUE(rdp_hdr_decode(buf, n, &d, &why));
 }
 
@@ -205,26 +221,45 @@ static void test_mac(void)
     }
     CU_ASSERT_TRUE(rdp_mac_verify(key, 1, 2, 77, pkt, 100));
 
-    /* the context form: ChaCha20-Poly1305 agrees with the raw functions; AES-256-GCM (where
-     * the CPU has it) verifies its own tags and rejects the other algorithm's */
+    /* the context form: ChaCha20-Poly1305 agrees with the raw functions; where AES may be
+     * used, AES-256-GCM verifies its own tags only; a context without AES rejects AES packets */
+    const enum rdp_mac_alg CC = RDP_MAC_CHACHA20POLY1305, AES = RDP_MAC_AES256GCM;
     struct rdp_mac cc, aes;
-    CU_ASSERT_EQUAL_FATAL(rdp_mac_init(&cc, RDP_MAC_CHACHA20POLY1305, key), 0);
-    CU_ASSERT_TRUE(rdp_mac_verify_ctx(&cc, 1, 2, 77, pkt, 100));
-    if (!rdp_mac_available(RDP_MAC_AES256GCM)) {
-        CU_ASSERT_EQUAL(rdp_mac_init(&aes, RDP_MAC_AES256GCM, key), -1);
+    CU_ASSERT_EQUAL_FATAL(rdp_mac_init(&cc, CC, key), 0);
+    CU_ASSERT_FALSE(cc.aes);
+    CU_ASSERT_TRUE(rdp_mac_verify_ctx(&cc, CC, 1, 2, 77, pkt, 100));
+    CU_ASSERT_FALSE(rdp_mac_verify_ctx(&cc, AES, 1, 2, 77, pkt, 100));
+    errno = 0;
+    CU_ASSERT_EQUAL(rdp_mac_init(&aes, (enum rdp_mac_alg)7, key), -1);
+    CU_ASSERT_EQUAL(errno, EINVAL);
+    if (!rdp_mac_available(AES)) {
+        CU_ASSERT_EQUAL(rdp_mac_init(&aes, AES, key), -1);
+        CU_ASSERT_EQUAL_FATAL(rdp_mac_init(&aes, RDP_MAC_AUTO, key), 0);
+        CU_ASSERT_FALSE(aes.aes);
+        rdp_mac_free(&aes);
         rdp_mac_free(&cc);
         return;
     }
-    CU_ASSERT_EQUAL_FATAL(rdp_mac_init(&aes, RDP_MAC_AES256GCM, key), 0);
-    CU_ASSERT_FALSE(rdp_mac_verify_ctx(&aes, 1, 2, 77, pkt, 100));
-    rdp_mac_sign_ctx(&aes, 1, 2, 77, pkt, 100);
-    CU_ASSERT_TRUE(rdp_mac_verify_ctx(&aes, 1, 2, 77, pkt, 100));
-    CU_ASSERT_FALSE(rdp_mac_verify_ctx(&cc, 1, 2, 77, pkt, 100));
-    CU_ASSERT_FALSE(rdp_mac_verify_ctx(&aes, 1, 2, 78, pkt, 100));
+    CU_ASSERT_EQUAL_FATAL(rdp_mac_init(&aes, RDP_MAC_AUTO, key), 0);
+    CU_ASSERT_TRUE(aes.aes);
+    CU_ASSERT_TRUE(rdp_mac_verify_ctx(&aes, CC, 1, 2, 77, pkt, 100));
+    CU_ASSERT_FALSE(rdp_mac_verify_ctx(&aes, AES, 1, 2, 77, pkt, 100));
+    rdp_mac_sign_ctx(&aes, AES, 1, 2, 77, pkt, 100);
+    CU_ASSERT_TRUE(rdp_mac_verify_ctx(&aes, AES, 1, 2, 77, pkt, 100));
+    CU_ASSERT_FALSE(rdp_mac_verify_ctx(&aes, CC, 1, 2, 77, pkt, 100));
+    CU_ASSERT_FALSE(rdp_mac_verify_ctx(&cc, AES, 1, 2, 77, pkt, 100));
+    CU_ASSERT_FALSE(rdp_mac_verify_ctx(&aes, AES, 1, 2, 78, pkt, 100));
     pkt[5] ^= 1;
-    CU_ASSERT_FALSE(rdp_mac_verify_ctx(&aes, 1, 2, 77, pkt, 100));
+    CU_ASSERT_FALSE(rdp_mac_verify_ctx(&aes, AES, 1, 2, 77, pkt, 100));
     rdp_mac_free(&cc);
     rdp_mac_free(&aes);
+
+    /* the two subkeys differ from each other and from the cluster key */
+    uint8_t s1[32], s2[32];
+    rdp_mac_subkey(key, CC, s1);
+    rdp_mac_subkey(key, AES, s2);
+    CU_ASSERT_NOT_EQUAL(memcmp(s1, s2, 32), 0);
+    CU_ASSERT_NOT_EQUAL(memcmp(s1, key, 32), 0);
 }
 
 /* From RDP_MAC_BIG bytes on, libcrypto computes the tag; it must be libsodium's tag, bit for
@@ -242,6 +277,8 @@ static void test_mac_big(void)
         struct rdp_mac m;
         if (alg == RDP_MAC_AES256GCM && !rdp_mac_available(RDP_MAC_AES256GCM)) break;
         CU_ASSERT_EQUAL_FATAL(rdp_mac_init(&m, (enum rdp_mac_alg)alg, key), 0);
+        uint8_t sub[32];
+        rdp_mac_subkey(key, (enum rdp_mac_alg)alg, sub);
         for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
             size_t len = sizes[k];
             uint64_t pn = 1000 + k;
@@ -250,19 +287,20 @@ static void test_mac_big(void)
             uint8_t none[1];
             if (alg == RDP_MAC_AES256GCM)
                 crypto_aead_aes256gcm_encrypt_detached(none, ref, &ml, NULL, 0, pkt, len, NULL, n,
-                                                       key);
+                                                       sub);
             else
                 crypto_aead_chacha20poly1305_ietf_encrypt_detached(none, ref, &ml, NULL, 0, pkt,
-                                                                   len, NULL, n, key);
-            rdp_mac_sign_ctx(&m, 1, 2, pn, pkt, len);
+                                                                   len, NULL, n, sub);
+            const enum rdp_mac_alg A = (enum rdp_mac_alg)alg;
+            rdp_mac_sign_ctx(&m, A, 1, 2, pn, pkt, len);
             CU_ASSERT_EQUAL(memcmp(pkt + len, ref, sizeof ref), 0);
-            CU_ASSERT_TRUE(rdp_mac_verify_ctx(&m, 1, 2, pn, pkt, len));
-            CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, 1, 2, pn + 1, pkt, len));
+            CU_ASSERT_TRUE(rdp_mac_verify_ctx(&m, A, 1, 2, pn, pkt, len));
+            CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, A, 1, 2, pn + 1, pkt, len));
             pkt[len / 2] ^= 0x10;
-            CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, 1, 2, pn, pkt, len));
+            CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, A, 1, 2, pn, pkt, len));
             pkt[len / 2] ^= 0x10;
             pkt[len + 3] ^= 1; /* the tag itself */
-            CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, 1, 2, pn, pkt, len));
+            CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, A, 1, 2, pn, pkt, len));
             pkt[len + 3] ^= 1;
         }
         rdp_mac_free(&m);
