@@ -6,8 +6,10 @@
 # bridge (198.18.0.1 -> 198.18.0.2, no uplink) at MTU 1500 (Ethernet default) and MTU 9000
 # (jumbo frames, typical of cluster fast networks).
 # Workloads: ping-pong RTT with 16 B, 1 KiB, 64 KiB messages; stream throughput with 64 KiB
-# messages (with RDP's default ChaCha20-Poly1305 MAC, and the 64 KiB ones again with
-# --mac aes256gcm where the CPU has AES-NI); then the stream with 5 % loss: the RDP fault injector on loopback (--loss 0.05 on
+# messages, with RDP's default MAC choice (auto: AES-256-GCM where both CPUs have AES-NI),
+# then 16 B, 64 KiB ping-pong and the stream again with --mac chacha20poly1305 (what CPUs
+# without AES-NI get), and across namespaces the stream without UDP GSO/GRO (--no-offload,
+# both sides); then the stream with 5 % loss: the RDP fault injector on loopback (--loss 0.05 on
 # both sides: RDP only, TCP runs lossless) and nftables `numgen random` drop of 5 % of the
 # packets entering each namespace (RDP and TCP alike).
 # Every figure is the median over RUNS client runs (default 5); the ratio column is the median
@@ -186,13 +188,26 @@ workloads() { # workloads TAG PATH MTU PREFIX... -- EXTRA-ARGS...
     emit "$tag-pp64k" "$p" "$m" "ping-pong 64 KiB" lat
     run_case "$tag-st64k" "${pre[@]}" -- --mode stream --size 65536 --count "$ST_COUNT" "${extra[@]}"
     emit "$tag-st64k" "$p" "$m" "stream 64 KiB" bw
-    if ((HAVE_AESGCM)); then # RDP with its optional AES-256-GCM MAC (TCP unchanged)
-        run_case "$tag-pp64k-gcm" "${pre[@]}" -- --mode pingpong --size 65536 --count "$PP64K_COUNT" \
-            --mac aes256gcm "${extra[@]}"
-        emit "$tag-pp64k-gcm" "$p" "$m" "ping-pong 64 KiB, MAC aes256gcm" lat
-        run_case "$tag-st64k-gcm" "${pre[@]}" -- --mode stream --size 65536 --count "$ST_COUNT" \
-            --mac aes256gcm "${extra[@]}"
-        emit "$tag-st64k-gcm" "$p" "$m" "stream 64 KiB, MAC aes256gcm" bw
+    if ((HAVE_AESGCM)); then # the default chose AES-256-GCM: show the other MAC too
+        local cc=(--mac chacha20poly1305)
+        run_case "$tag-pp16-cc" "${pre[@]}" -- --mode pingpong --size 16 --count "$PP_COUNT" \
+            "${cc[@]}" "${extra[@]}"
+        emit "$tag-pp16-cc" "$p" "$m" "ping-pong 16 B, MAC chacha20poly1305" lat
+        run_case "$tag-pp64k-cc" "${pre[@]}" -- --mode pingpong --size 65536 --count "$PP64K_COUNT" \
+            "${cc[@]}" "${extra[@]}"
+        emit "$tag-pp64k-cc" "$p" "$m" "ping-pong 64 KiB, MAC chacha20poly1305" lat
+        run_case "$tag-st64k-cc" "${pre[@]}" -- --mode stream --size 65536 --count "$ST_COUNT" \
+            "${cc[@]}" "${extra[@]}"
+        emit "$tag-st64k-cc" "$p" "$m" "stream 64 KiB, MAC chacha20poly1305" bw
+    fi
+    if [[ $tag == ns* ]]; then # the server runs with --no-offload too (SRV_ARGS)
+        SRV_ARGS=(--no-offload)
+        start_server "$SRV_IP" "${SRV_PRE[@]}"
+        SRV_ARGS=()
+        run_case "$tag-st64k-nooff" "${pre[@]}" -- --mode stream --size 65536 --count "$ST_COUNT" \
+            --no-offload "${extra[@]}"
+        emit "$tag-st64k-nooff" "$p" "$m" "stream 64 KiB, no GSO/GRO" bw
+        start_server "$SRV_IP" "${SRV_PRE[@]}"
     fi
     # the loss comparison's clean reference: same count as the lossy run
     run_case "$tag-st64k-ref" "${pre[@]}" -- --mode stream --size 65536 --count "$LOSS_COUNT" "${extra[@]}"
@@ -228,7 +243,9 @@ for path in $PATHS; do
             echo "## namespaces, MTU $mtu" >&2
             ns_noloss
             ns_mtu "$mtu"
-            start_server "$(ns_addr 1)" ip netns exec "$(ns_name 1)"
+            SRV_IP=$(ns_addr 1)
+            SRV_PRE=(ip netns exec "$(ns_name 1)")
+            start_server "$SRV_IP" "${SRV_PRE[@]}"
             workloads "ns$mtu" "netns" "$mtu" ip netns exec "$(ns_name 0)" -- --mtu "$mtu"
             ns_loss 5
             run_case "ns$mtu-st64k-loss5" ip netns exec "$(ns_name 0)" -- --mode stream --size 65536 \
