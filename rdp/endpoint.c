@@ -254,7 +254,10 @@ static void run_timers(rdp_t *ep)
         struct rdp_peer *p = ep->peers[ep->active[i]];
         if (p->ack_at && p->ack_at <= ep->now) {
             p->ack_at = 0;
-            if (p->state == RDP_ESTABLISHED && p->ack_pending) rdp_send_ctl(ep, p, RDP_T_ACK);
+            if (p->state == RDP_ESTABLISHED && p->ack_pending) {
+                p->interactive = false; /* no answer came to carry it */
+                rdp_send_ctl(ep, p, RDP_T_ACK);
+            }
         }
         if (p->rack_at && p->rack_at <= ep->now) rdp_detect_losses(ep, p);
         if (p->rto_at && p->rto_at <= ep->now) rdp_on_rto(ep, p);

@@ -36,14 +36,15 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
-#define RDP_INIT_CWND  16    /* packets */
-#define RDP_MIN_CWND   8     /* floor: random loss on a LAN is not congestion */
-#define RDP_RX_BATCH   32    /* datagrams per recvmmsg */
-#define RDP_TX_BATCH   64    /* datagrams per sendmmsg */
-#define RDP_GSO_SEGS   64    /* UDP_MAX_SEGMENTS: datagrams per GSO send */
-#define RDP_GSO_BYTES  65000 /* payload bytes per GSO send (an IP packet is at most 64 KiB) */
-#define RDP_GRO_BUF    65536 /* receive buffer of one coalesced (GRO) read */
-#define RDP_RST_GAP_NS 1000000ull
+#define RDP_INIT_CWND     16    /* packets */
+#define RDP_MIN_CWND      8     /* floor: random loss on a LAN is not congestion */
+#define RDP_RX_BATCH      32    /* datagrams per recvmmsg */
+#define RDP_TX_BATCH      64    /* datagrams per sendmmsg */
+#define RDP_GSO_SEGS      64    /* UDP_MAX_SEGMENTS: datagrams per GSO send */
+#define RDP_GSO_BYTES     65000 /* payload bytes per GSO send (an IP packet is at most 64 KiB) */
+#define RDP_GRO_BUF       65536 /* receive buffer of one coalesced (GRO) read */
+#define RDP_RST_GAP_NS    1000000ull
+#define RDP_ACK_DEFER_MAX 64 /* packets an interactive connection leaves unacknowledged */
 
 struct rdp_txslot {
     struct rdp_buf *buf; /* the encoded packet (header + payload + MAC room) */
@@ -101,6 +102,10 @@ struct rdp_peer {
     unsigned ack_pending; /* data packets not yet acknowledged */
     bool ack_now;         /* send an ACK at the end of this round */
     uint64_t ack_at;      /* delayed ACK deadline; 0: none */
+    /* request/response: the application answered a delivered message within the ACK delay,
+     * so ACKs wait for its answer to carry them (until the delayed ACK fires unused) */
+    bool interactive;
+    uint64_t delivered_ns; /* when the last message from the peer was delivered */
     uint64_t rst_sent_ns;
 
     bool dirty; /* on the endpoint's list of peers to look at after a round */

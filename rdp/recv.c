@@ -48,6 +48,8 @@ void rdp_recvq_reset(rdp_t *ep, struct rdp_peer *p, uint32_t iseq)
     p->ack_pending = 0;
     p->ack_now = false;
     p->ack_at = 0;
+    p->interactive = false;
+    p->delivered_ns = 0;
 }
 
 uint32_t rdp_rcv_wnd(const struct rdp_peer *p)
@@ -91,6 +93,7 @@ static void deliver_msg(rdp_t *ep, struct rdp_peer *p, const uint8_t *msg, size_
 {
     p->st.msgs_recv++;
     p->st.bytes_recv += len;
+    p->delivered_ns = ep->now;
     if (ep->cb.recv) ep->cb.recv(ep->cb.ctx, p->node, msg, len);
 }
 
@@ -187,11 +190,15 @@ void rdp_handle_data(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, str
     if (gap_filled) p->ack_now = true;
 }
 
-/* End of a round: acknowledge now, or arm the delayed ACK. */
+/* End of a round: acknowledge now, or arm the delayed ACK. Two or more packets are
+ * acknowledged at once (as TCP does), except on an interactive connection between
+ * messages: there the answer is about to carry the ACK, and a pure ACK would only wake the
+ * peer for nothing. */
 void rdp_flush_ack(rdp_t *ep, struct rdp_peer *p)
 {
     if (p->state != RDP_ESTABLISHED) return;
-    if (p->ack_now || p->ack_pending >= 2) {
+    bool defer = p->interactive && !p->asm_active && p->ack_pending < RDP_ACK_DEFER_MAX;
+    if (p->ack_now || (p->ack_pending >= 2 && !defer)) {
         rdp_send_ctl(ep, p, RDP_T_ACK);
         p->ack_now = false;
     } else if (p->ack_pending && !p->ack_at) {

@@ -145,6 +145,8 @@ static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, const void *m
                      uint32_t nfrag)
 {
     if (p->state == RDP_CLOSED) rdp_conn_open(ep, p);
+    if (p->delivered_ns && ep->now - p->delivered_ns <= (uint64_t)ep->cfg.ack_delay_us * 1000)
+        p->interactive = true; /* an answer */
 
     const uint8_t *src = msg;
     uint32_t last = p->snd_nxt + nfrag - 1;
