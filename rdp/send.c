@@ -133,10 +133,16 @@ void rdp_try_transmit(rdp_t *ep, struct rdp_peer *p)
 {
     if (p->state != RDP_ESTABLISHED) return;
     uint32_t wnd = p->peer_wnd < p->txcap ? p->peer_wnd : p->txcap;
+    /* On an interactive connection someone waits for the whole message: send it in slices
+     * of RDP_PIPE_PKTS MTU-sized packets, so that the receiver checks the first slice while
+     * this side still computes the MACs of the next. A stream keeps its big batches. */
+    bool pipe = p->interactive && ep->gso;
+    unsigned n = 0;
     while (p->snd_tx != p->snd_nxt && p->snd_tx - p->snd_una < wnd && rdp_inflight(p) < p->cwnd) {
         transmit(ep, p, p->snd_tx);
         p->snd_tx++;
         if (!p->rto_at) arm_rto(ep, p);
+        if (pipe && ++n % RDP_PIPE_PKTS == 0 && p->snd_tx != p->snd_nxt) rdp_io_flush(ep);
     }
 }
 

@@ -5,6 +5,9 @@
  *                      the connection has seen an answer follow a request, the answer carries
  *                      the ACK of the request and no pure ACK is sent (each would wake the
  *                      peer for nothing), in either direction; every message arrives.
+ *  test_pipe_slices    on the interactive connection a 28-packet answer leaves in three
+ *                      slices (sends) of at most 12 packets; as a one-way stream the same
+ *                      messages leave in one send each.
  *  test_ack_stream     a one-way stream of the same messages: the receiver, which never
  *                      answers, acknowledges at once. The delayed ACK and the RTO are 30 s,
  *                      so a receiver that waited would stall the stream past its 10 s
@@ -22,6 +25,7 @@
 struct pp_ctx {
     struct h_ep *a, *b;
     uint64_t rounds, sent_a, sent_b;
+    size_t len;
 };
 
 /* A sends request k once B answered k-1; B answers each request it got. */
@@ -29,39 +33,75 @@ static int pp_step(void *p)
 {
     struct pp_ctx *c = p;
     uint64_t got_b = h_count(c->b, H_RECV, 1), got_a = h_count(c->a, H_RECV, 2);
-    if (c->sent_b < got_b && h_send(c->b, 1, c->sent_b, MSG_LEN) == 0) c->sent_b++;
-    if (c->sent_a == got_a && c->sent_a < c->rounds && h_send(c->a, 2, c->sent_a, MSG_LEN) == 0)
+    if (c->sent_b < got_b && h_send(c->b, 1, c->sent_b, c->len) == 0) c->sent_b++;
+    if (c->sent_a == got_a && c->sent_a < c->rounds && h_send(c->a, 2, c->sent_a, c->len) == 0)
         c->sent_a++;
     return got_a == c->rounds;
 }
 
-static void test_ack_piggyback(void)
+/* A and B at MTU 1500 with the given delayed ACK (and RTO, if rto_us). 0, or -1 after a
+ * CUnit failure. */
+static int open_1500(struct h_net *net, struct h_ep *a, struct h_ep *b, uint64_t seed,
+                     unsigned ack_delay_us, unsigned rto_us)
 {
     unsigned char key[RDP_KEY_BYTES];
-    h_key(key, 50);
+    h_key(key, seed);
     struct rdp_config cfg;
     h_config(&cfg);
     cfg.mtu = 1500;
-    cfg.ack_delay_us = 2000; /* room for a slow scheduler between delivery and answer */
+    cfg.ack_delay_us = ack_delay_us;
+    if (rto_us) cfg.rto_min_us = cfg.rto_init_us = cfg.rto_max_us = rto_us;
+    return h_open_pair(net, a, b, key, key, &cfg);
+}
+
+/* rounds of request (A) and answer (B) of len bytes each; all must arrive. */
+static void pingpong(struct h_net *net, struct h_ep *a, struct h_ep *b, uint64_t rounds, size_t len)
+{
+    struct pp_ctx c = {a, b, rounds, 0, 0, len};
+    CU_ASSERT_EQUAL(h_run(net, pp_step, &c, H_S(20)), 1);
+    CU_ASSERT(h_check_recv_seq(b, 1, 0, rounds));
+    CU_ASSERT(h_check_recv_seq(a, 2, 0, rounds));
+}
+
+/* A one-way stream of n messages of len bytes from A to B, for at most 10 s; checks that all
+ * arrived. */
+static void oneway(struct h_net *net, struct h_ep *a, struct h_ep *b, uint64_t n, size_t len)
+{
+    struct h_stream s;
+    h_stream_init(&s, a, 2, n, len, len);
+    struct h_wait_recv w = {b, 1, n};
+    uint64_t t0 = rdp_now_ns();
+    while (h_count(b, H_RECV, 1) < n && rdp_now_ns() - t0 < H_S(10)) {
+        CU_ASSERT_FATAL(h_stream_pump(&s) >= 0);
+        if (h_run(net, h_cond_recv, &w, H_MS(1)) < 0) break;
+    }
+    CU_ASSERT(h_check_recv_seq(b, 1, 0, n));
+    if (h_count(b, H_RECV, 1) < n)
+        fprintf(stderr, "ack: stream stalled after %llu of %llu messages in %.1f s\n",
+                (unsigned long long)h_count(b, H_RECV, 1), (unsigned long long)n,
+                (double)(rdp_now_ns() - t0) / 1e9);
+}
+
+static void test_ack_piggyback(void)
+{
     struct h_ep a, b;
     struct h_net net;
-    if (h_open_pair(&net, &a, &b, key, key, &cfg) < 0) return;
-    struct pp_ctx c = {&a, &b, 200, 0, 0};
-    CU_ASSERT_EQUAL(h_run(&net, pp_step, &c, H_S(20)), 1);
-    CU_ASSERT(h_check_recv_seq(&b, 1, 0, c.rounds));
-    CU_ASSERT(h_check_recv_seq(&a, 2, 0, c.rounds));
+    /* a delayed ACK of 2 ms: room for a slow scheduler between delivery and answer */
+    if (open_1500(&net, &a, &b, 50, 2000, 0) < 0) return;
+    const uint64_t rounds = 200;
+    pingpong(&net, &a, &b, rounds, MSG_LEN);
     struct rdp_stats sa, sb;
     rdp_stats(a.rdp, &sa);
     rdp_stats(b.rdp, &sb);
     /* 3 data packets per message; the first exchanges (handshake, before the connection is
      * known as interactive) and the final ACK of the last answer may add a few */
-    uint64_t data = 3 * c.rounds;
+    uint64_t data = 3 * rounds;
     CU_ASSERT(sa.pkts_sent >= data && sa.pkts_sent <= data + 6);
     CU_ASSERT(sb.pkts_sent >= data && sb.pkts_sent <= data + 6);
     CU_ASSERT_EQUAL(sa.retransmits + sb.retransmits, 0);
     if (sa.pkts_sent > data + 6 || sb.pkts_sent > data + 6)
         fprintf(stderr, "ack: %llu rounds of %d B: A sent %llu packets, B %llu (data: %llu each)\n",
-                (unsigned long long)c.rounds, MSG_LEN, (unsigned long long)sa.pkts_sent,
+                (unsigned long long)rounds, MSG_LEN, (unsigned long long)sa.pkts_sent,
                 (unsigned long long)sb.pkts_sent, (unsigned long long)data);
     h_ep_free(&a);
     h_ep_free(&b);
@@ -69,34 +109,48 @@ static void test_ack_piggyback(void)
 
 static void test_ack_stream(void)
 {
-    unsigned char key[RDP_KEY_BYTES];
-    h_key(key, 51);
-    struct rdp_config cfg;
-    h_config(&cfg);
-    cfg.mtu = 1500;
-    /* a delayed ACK or a retransmission timeout would stall the stream past the deadline */
-    cfg.ack_delay_us = 30000000;
-    cfg.rto_min_us = cfg.rto_init_us = cfg.rto_max_us = 30000000;
     struct h_ep a, b;
     struct h_net net;
-    if (h_open_pair(&net, &a, &b, key, key, &cfg) < 0) return;
-    struct h_stream s;
-    h_stream_init(&s, &a, 2, 2000, MSG_LEN, MSG_LEN);
-    struct h_wait_recv w = {&b, 1, 2000};
-    uint64_t t0 = rdp_now_ns();
-    while (h_count(&b, H_RECV, 1) < 2000 && rdp_now_ns() - t0 < H_S(10)) {
-        CU_ASSERT_FATAL(h_stream_pump(&s) >= 0);
-        if (h_run(&net, h_cond_recv, &w, H_MS(1)) < 0) break;
-    }
-    CU_ASSERT(h_check_recv_seq(&b, 1, 0, 2000));
+    /* a delayed ACK or a retransmission timeout of 30 s would stall the stream past the
+     * deadline */
+    if (open_1500(&net, &a, &b, 51, 30000000, 30000000) < 0) return;
+    oneway(&net, &a, &b, 2000, MSG_LEN);
     struct rdp_stats sa;
     rdp_stats(a.rdp, &sa);
     CU_ASSERT_EQUAL(sa.retransmits, 0);
-    if (h_count(&b, H_RECV, 1) < 2000)
-        fprintf(stderr, "ack: stream stalled after %llu of 2000 messages in %.1f s\n",
-                (unsigned long long)h_count(&b, H_RECV, 1), (double)(rdp_now_ns() - t0) / 1e9);
     h_ep_free(&a);
     h_ep_free(&b);
 }
 
-UNIT_SUITE(rdp_ack, UNIT_TEST(test_ack_piggyback), UNIT_TEST(test_ack_stream))
+/* An interactive connection sends a long message in slices of RDP_PIPE_PKTS packets (so the
+ * receiver starts on the first while the sender signs the next); a stream does not. */
+static void test_pipe_slices(void)
+{
+    const size_t len = 40000; /* 28 packets: slices of 12, 12, 4 */
+    struct h_ep a, b;
+    struct h_net net;
+    if (open_1500(&net, &a, &b, 52, 2000, 0) < 0) return;
+    const uint64_t rounds = 100;
+    pingpong(&net, &a, &b, rounds, len);
+    struct rdp_stats sb;
+    rdp_stats(b.rdp, &sb);
+    /* B answers every request at once: interactive from its first answer on */
+    CU_ASSERT(sb.gso_sends >= 3 * (rounds - 1));
+    h_ep_free(&a);
+    h_ep_free(&b);
+
+    /* the same messages one way only: one send per message */
+    if (open_1500(&net, &a, &b, 52, 2000, 0) < 0) return;
+    oneway(&net, &a, &b, 100, len);
+    struct rdp_stats sa;
+    rdp_stats(a.rdp, &sa);
+    CU_ASSERT(sa.gso_sends < 2 * 100);
+    if (sb.gso_sends < 3 * (rounds - 1) || sa.gso_sends >= 2 * 100)
+        fprintf(stderr, "pipe: answers in %llu GSO sends, stream in %llu (100 messages each)\n",
+                (unsigned long long)sb.gso_sends, (unsigned long long)sa.gso_sends);
+    h_ep_free(&a);
+    h_ep_free(&b);
+}
+
+UNIT_SUITE(rdp_ack, UNIT_TEST(test_ack_piggyback), UNIT_TEST(test_ack_stream),
+           UNIT_TEST(test_pipe_slices))
