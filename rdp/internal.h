@@ -45,7 +45,7 @@
 #define RDP_GRO_BUF       65536 /* receive buffer of one coalesced (GRO) read */
 #define RDP_RST_GAP_NS    1000000ull
 #define RDP_ACK_DEFER_MAX 64 /* packets an interactive connection leaves unacknowledged */
-#define RDP_PIPE_PKTS     12 /* packets per send slice of a message on an interactive link */
+#define RDP_PIPE_BYTES    16384 /* bytes per send slice of a message on an interactive link */
 
 struct rdp_txslot {
     struct rdp_buf *buf; /* the encoded packet (header + payload + MAC room) */

@@ -134,15 +134,18 @@ void rdp_try_transmit(rdp_t *ep, struct rdp_peer *p)
     if (p->state != RDP_ESTABLISHED) return;
     uint32_t wnd = p->peer_wnd < p->txcap ? p->peer_wnd : p->txcap;
     /* On an interactive connection someone waits for the whole message: send it in slices
-     * of RDP_PIPE_PKTS MTU-sized packets, so that the receiver checks the first slice while
-     * this side still computes the MACs of the next. A stream keeps its big batches. */
-    bool pipe = p->interactive && ep->gso;
-    unsigned n = 0;
+     * of about RDP_PIPE_BYTES, so that the receiver checks the first slice while this side
+     * still computes the MACs of the next. A stream keeps its big batches. */
+    size_t slice = 0;
     while (p->snd_tx != p->snd_nxt && p->snd_tx - p->snd_una < wnd && rdp_inflight(p) < p->cwnd) {
+        slice += slot(p, p->snd_tx)->buf->len;
         transmit(ep, p, p->snd_tx);
         p->snd_tx++;
         if (!p->rto_at) arm_rto(ep, p);
-        if (pipe && ++n % RDP_PIPE_PKTS == 0 && p->snd_tx != p->snd_nxt) rdp_io_flush(ep);
+        if (p->interactive && slice >= RDP_PIPE_BYTES && p->snd_tx != p->snd_nxt) {
+            rdp_io_flush(ep);
+            slice = 0;
+        }
     }
 }
 
@@ -168,8 +171,11 @@ static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, const void *m
             errno = ENOMEM;
             return -1;
         }
-        size_t off = (size_t)i * ep->payload;
-        size_t n = len - off < ep->payload ? len - off : ep->payload;
+        /* fragments of equal size (the last may be shorter), so that a 64 KiB message on
+         * loopback is two halves, not a full datagram and a 93-byte tail */
+        size_t frag = (len + nfrag - 1) / nfrag;
+        size_t off = (size_t)i * frag;
+        size_t n = len - off < frag ? len - off : frag;
         struct rdp_hdr h = {
             .version = RDP_VERSION,
             .type = RDP_T_DATA,

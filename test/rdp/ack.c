@@ -5,8 +5,8 @@
  *                      the connection has seen an answer follow a request, the answer carries
  *                      the ACK of the request and no pure ACK is sent (each would wake the
  *                      peer for nothing), in either direction; every message arrives.
- *  test_pipe_slices    on the interactive connection a 28-packet answer leaves in three
- *                      slices (sends) of at most 12 packets; as a one-way stream the same
+ *  test_pipe_slices    on the interactive connection a 29-packet answer leaves in three
+ *                      slices (sends) of about 16 KiB; as a one-way stream the same
  *                      messages leave in one send each.
  *  test_ack_stream     a one-way stream of the same messages: the receiver, which never
  *                      answers, acknowledges at once. The delayed ACK and the RTO are 30 s,
@@ -122,11 +122,11 @@ static void test_ack_stream(void)
     h_ep_free(&b);
 }
 
-/* An interactive connection sends a long message in slices of RDP_PIPE_PKTS packets (so the
+/* An interactive connection sends a long message in slices of RDP_PIPE_BYTES (so the
  * receiver starts on the first while the sender signs the next); a stream does not. */
 static void test_pipe_slices(void)
 {
-    const size_t len = 40000; /* 28 packets: slices of 12, 12, 4 */
+    const size_t len = 40000; /* 29 packets of 1444 bytes: slices of 12, 12, 5 */
     struct h_ep a, b;
     struct h_net net;
     if (open_1500(&net, &a, &b, 52, 2000, 0) < 0) return;
