@@ -108,6 +108,7 @@ rdp_t *rdp_open(const struct rdp_config *cfg, const struct rdp_callbacks *cb)
     ep->cfg = *cfg;
     if (cb) ep->cb = *cb;
     ep->fd = -1;
+    ep->rx_dirty = RDP_RX_BATCH;
     unsigned ipudp = cfg->bind.ss_family == AF_INET6 ? 48 : 28;
     ep->max_dgram = cfg->mtu - ipudp > RDP_MAX_DGRAM ? RDP_MAX_DGRAM : cfg->mtu - ipudp;
     ep->payload = ep->max_dgram - RDP_OVERHEAD;

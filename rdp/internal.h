@@ -44,7 +44,7 @@
 #define RDP_GSO_BYTES     65000 /* payload bytes per GSO send (an IP packet is at most 64 KiB) */
 #define RDP_GRO_BUF       65536 /* receive buffer of one coalesced (GRO) read */
 #define RDP_RST_GAP_NS    1000000ull
-#define RDP_ACK_DEFER_MAX 64 /* packets an interactive connection leaves unacknowledged */
+#define RDP_ACK_DEFER_MAX 64    /* packets an interactive connection leaves unacknowledged */
 #define RDP_PIPE_BYTES    16384 /* bytes per send slice of a message on an interactive link */
 
 struct rdp_txslot {
@@ -152,6 +152,7 @@ struct rdp {
     struct iovec rxiov[RDP_RX_BATCH];
     struct rdp_buf *rxbuf[RDP_RX_BATCH];
     struct sockaddr_storage rxaddr[RDP_RX_BATCH];
+    unsigned rx_dirty; /* slots from 0 that need fill_rx before the next read */
     /* UDP GRO: reads of coalesced datagrams into RDP_GRO_BUF buffers, split on receipt */
     bool gro;
     uint8_t *grobuf; /* RDP_RX_BATCH * RDP_GRO_BUF bytes */

@@ -309,10 +309,16 @@ static void *rx_base(rdp_t *ep, unsigned i)
     return ep->gro ? ep->grobuf + (size_t)i * RDP_GRO_BUF : ep->rxbuf[i]->data;
 }
 
+/* Make the receive slots ready for recvmmsg. Only the slots the last read used (rx_dirty of
+ * them, from the start) need work: a fresh buffer where the protocol kept one, and the
+ * fields the kernel wrote back. */
 static int fill_rx(rdp_t *ep)
 {
-    for (unsigned i = 0; i < RDP_RX_BATCH; i++) {
-        if (!ep->gro && !ep->rxbuf[i] && !(ep->rxbuf[i] = rdp_pool_get(&ep->pool))) return -1;
+    for (unsigned i = 0; i < ep->rx_dirty; i++) {
+        if (!ep->gro && !ep->rxbuf[i] && !(ep->rxbuf[i] = rdp_pool_get(&ep->pool))) {
+            ep->rx_dirty = RDP_RX_BATCH; /* try the rest again next time */
+            return -1;
+        }
         ep->rxiov[i].iov_base = rx_base(ep, i);
         ep->rxiov[i].iov_len = ep->gro ? RDP_GRO_BUF : ep->max_dgram;
         struct msghdr *h = &ep->rxm[i].msg_hdr;
@@ -326,6 +332,7 @@ static int fill_rx(rdp_t *ep)
             h->msg_controllen = sizeof ep->groctl[i].buf;
         }
     }
+    ep->rx_dirty = 0;
     return 0;
 }
 
@@ -369,6 +376,7 @@ int rdp_io_receive(rdp_t *ep)
     for (int tries = 0; tries < 8; tries++) {
         if (fill_rx(ep) < 0) return 0;
         int n = recvmmsg(ep->fd, ep->rxm, RDP_RX_BATCH, MSG_DONTWAIT, NULL);
+        ep->rx_dirty = n > 0 ? (unsigned)n : 0;
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
             if (errno == EINTR) continue;
