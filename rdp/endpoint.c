@@ -283,15 +283,15 @@ int rdp_process(rdp_t *ep)
     int r = 0, err = 0;
     /* ACK after every batch, not after draining the socket: the sender's window must not
      * empty while the receiver reads */
+    ep->now = rdp_now_ns(); /* one clock read for a round that reads one batch */
     for (int batch = 0; batch < 16; batch++) {
-        ep->now = rdp_now_ns();
+        if (batch) ep->now = rdp_now_ns();
         r = rdp_io_receive(ep);
         err = errno;
         if (r <= 0) break;
         end_batch(ep);
         if (r < RDP_RX_BATCH) break;
     }
-    ep->now = rdp_now_ns();
     run_timers(ep);
     end_batch(ep);
     if (ep->tx_error) {
