@@ -64,6 +64,7 @@ enum conf_key_id {
     CK_RCVBUF,
     CK_SOCK_BUF,
     CK_MAC,
+    CK_OFFLOAD,
     CK_HB,
     CK_HB_INTERVAL,
     CK_HB_DEAD_LIMIT,
@@ -99,7 +100,7 @@ struct conf_where conf_where_of(const config_setting_t *s);
 
 /* schema.c: a table of keys per group; the walk checks names, types and ranges and stores
  * each value at its offset in base (a struct psconf, or a struct psconf_node for nodes). */
-enum conf_type { CT_INT, CT_STRING, CT_GROUP, CT_NODES };
+enum conf_type { CT_INT, CT_BOOL, CT_STRING, CT_GROUP, CT_NODES };
 enum conf_store { CS_NONE, CS_UNSIGNED, CS_U32, CS_SIZE };
 struct conf_key {
     const char *name;

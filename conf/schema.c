@@ -70,6 +70,16 @@ int conf_read_int(struct conf_ctx *x, const config_setting_t *s, const char *key
     return 0;
 }
 
+static int read_bool(struct conf_ctx *x, const config_setting_t *s, const char *key, long long *out)
+{
+    int t = config_setting_type(s);
+    if (t != CONFIG_TYPE_BOOL)
+        return conf_error_at(x, conf_where_of(s), key, "wrong type: expected true or false, got %s",
+                             conf_type_name(t));
+    *out = config_setting_get_bool(s) != 0;
+    return 0;
+}
+
 int conf_read_string(struct conf_ctx *x, const config_setting_t *s, const char *key,
                      const char **out)
 {
@@ -176,6 +186,10 @@ static int set_socket(struct conf_ctx *x, void *base, const char *key, const cha
     {                                                                                              \
         n, CT_INT, id, lo, hi, CS_SIZE, offsetof(struct psconf, field), NULL, NULL                 \
     }
+#define BOOL_KEY(n, id, field)                                                                     \
+    {                                                                                              \
+        n, CT_BOOL, id, 0, 1, CS_UNSIGNED, offsetof(struct psconf, field), NULL, NULL              \
+    }
 #define STR_KEY(n, id, fn)                                                                         \
     {                                                                                              \
         n, CT_STRING, id, 0, 0, CS_NONE, 0, fn, NULL                                               \
@@ -197,6 +211,7 @@ static const struct conf_key rdp_keys[] = {
     SIZE_KEY("rcvbuf", CK_RCVBUF, 65536, 1073741824, rcvbuf),
     SIZE_KEY("sock_buf", CK_SOCK_BUF, 65536, 1073741824, sock_buf),
     STR_KEY("mac", CK_MAC, set_mac),
+    BOOL_KEY("offload", CK_OFFLOAD, offload),
     {0},
 };
 
@@ -273,6 +288,12 @@ int conf_walk_group(struct conf_ctx *x, void *base, const config_setting_t *g, c
         case CT_INT: {
             long long v;
             if (conf_read_int(x, s, key, k->min, k->max, &v) < 0) return -1;
+            store_int(base, k, v);
+            break;
+        }
+        case CT_BOOL: {
+            long long v = 0;
+            if (read_bool(x, s, key, &v) < 0) return -1;
             store_int(base, k, v);
             break;
         }

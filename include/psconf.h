@@ -58,7 +58,8 @@ struct psconf {
     /* rdp = { ... } (see struct rdp_config for their meaning) */
     unsigned rdp_port, mtu, rto_min_us, rto_max_us, rto_init_us, max_retrans, ack_delay_us;
     size_t sndbuf, rcvbuf, sock_buf;
-    int mac; /* enum rdp_mac_alg */
+    int mac;          /* enum rdp_mac_alg */
+    unsigned offload; /* 1: UDP GSO/GRO where datagrams are MTU-sized */
 
     /* heartbeat = { ... } */
     unsigned hb_interval_ms, hb_dead_limit;

@@ -197,6 +197,8 @@ static void test_minimal_defaults(void)
         CU_ASSERT_EQUAL(c.sndbuf, 4194304);
         CU_ASSERT_EQUAL(c.rcvbuf, 4194304);
         CU_ASSERT_EQUAL(c.sock_buf, 8388608);
+        CU_ASSERT_EQUAL(c.offload, 1);
+        CU_ASSERT_EQUAL(c.mac, RDP_MAC_AUTO);
         CU_ASSERT_EQUAL(c.hb_interval_ms, 100);
         CU_ASSERT_EQUAL(c.hb_dead_limit, 8);
         CU_ASSERT_EQUAL(c.hb_mode, PSCONF_HB_MULTICAST);
@@ -251,6 +253,7 @@ static const char full_conf[] =
     "  sndbuf = 1073741824;\n"
     "  rcvbuf = 65536L;\n"
     "  sock_buf = 16777216;\n"
+    "  offload = false;\n"
     "};\n"
     "heartbeat = { interval_ms = 50; dead_limit = 4; mode = \"unicast\";\n"
     "  group = \"10.9.9.9\"; port = 5001; };\n"
@@ -286,6 +289,7 @@ static void test_full(void)
         CU_ASSERT_EQUAL(c.sndbuf, 1073741824);
         CU_ASSERT_EQUAL(c.rcvbuf, 65536);
         CU_ASSERT_EQUAL(c.sock_buf, 16777216);
+        CU_ASSERT_EQUAL(c.offload, 0);
         CU_ASSERT_EQUAL(c.hb_interval_ms, 50);
         CU_ASSERT_EQUAL(c.hb_dead_limit, 4);
         CU_ASSERT_EQUAL(c.hb_mode, PSCONF_HB_UNICAST);
@@ -299,11 +303,11 @@ static void test_full(void)
             CU_ASSERT_EQUAL(c.nodes[0].id, 2);
             CU_ASSERT_STRING_EQUAL(c.nodes[0].name, "a");
             CU_ASSERT_EQUAL(c.nodes[0].cpus, 1);
-            CU_ASSERT_EQUAL(c.nodes[0].line, 22);
+            CU_ASSERT_EQUAL(c.nodes[0].line, 23);
             CU_ASSERT_EQUAL(c.nodes[1].id, 7);
             CU_ASSERT_STRING_EQUAL(c.nodes[1].addr_str, "127.0.0.3");
             CU_ASSERT_EQUAL(c.nodes[1].cpus, 4096);
-            CU_ASSERT_EQUAL(c.nodes[1].line, 21);
+            CU_ASSERT_EQUAL(c.nodes[1].line, 22);
             CU_ASSERT_EQUAL(c.nodes[2].id, 65535);
             CU_ASSERT_STRING_EQUAL(c.nodes[2].name, "z.Z_-9");
             CU_ASSERT_EQUAL(c.nodes[2].cpus, 8);
@@ -402,6 +406,12 @@ static void test_err_types(void)
                KEYREL "rdp = { mtu = 1500.0; };\n" NODE0);
     expect_err(&t, 2, "heartbeat.dead_limit", "expected integer, got boolean",
                KEYREL "heartbeat = { dead_limit = true; };\n" NODE0);
+    expect_err(&t, 2, "rdp.offload", "wrong type: expected true or false, got integer",
+               KEYREL "rdp = { offload = 1; };\n" NODE0);
+    expect_err(&t, 3, "rdp.offload", "wrong type: expected true or false, got string",
+               KEYREL "rdp = {\n offload = \"yes\"; };\n" NODE0);
+    expect_err(&t, 2, "rdp.mac", "is not a MAC choice (auto, chacha20poly1305, aes256gcm)",
+               KEYREL "rdp = { mac = \"poly\"; };\n" NODE0);
     expect_err(&t, 1, "cluster", "wrong type: expected string, got integer",
                "cluster = 5;\n" KEYREL NODE0);
     expect_err(&t, 2, "rdp", "wrong type: expected group", KEYREL "rdp = 5;\n" NODE0);
@@ -840,6 +850,7 @@ static void test_rdp_config(void)
         CU_ASSERT_EQUAL(r.rcvbuf, 65536);
         CU_ASSERT_EQUAL(r.sock_buf, 16777216);
         CU_ASSERT_EQUAL(r.mac, RDP_MAC_AUTO);
+        CU_ASSERT_EQUAL(r.offload, 0);
         errno = 0;
         CU_ASSERT_EQUAL(psconf_rdp_config(&c, 8, &r), -1);
         CU_ASSERT_EQUAL(errno, ENOENT);
@@ -1012,11 +1023,11 @@ static void test_example(void)
     fclose(f);
     CU_ASSERT_EQUAL(replaced, 1);
     static const char *const keys[] = {
-        "cluster",    "key_file",   "log_level",   "rdp",           "port",         "mtu",
-        "rto_min_us", "rto_max_us", "rto_init_us", "max_retrans",   "ack_delay_us", "sndbuf",
-        "rcvbuf",     "sock_buf",   "heartbeat",   "interval_ms",   "dead_limit",   "mode",
-        "group",      "psid",       "socket",      "kill_delay_ms", "nodes",        "id",
-        "name",       "address",    "cpus",
+        "cluster",    "key_file",   "log_level",   "rdp",         "port",         "mtu",
+        "rto_min_us", "rto_max_us", "rto_init_us", "max_retrans", "ack_delay_us", "sndbuf",
+        "rcvbuf",     "sock_buf",   "mac",         "offload",     "heartbeat",    "interval_ms",
+        "dead_limit", "mode",       "group",       "psid",        "socket",       "kill_delay_ms",
+        "nodes",      "id",         "name",        "address",     "cpus",
     };
     for (size_t i = 0; text && i < sizeof keys / sizeof keys[0]; i++) {
         char pat[64];
@@ -1048,6 +1059,8 @@ static void test_example(void)
         CU_ASSERT_EQUAL(c.sndbuf, d.sndbuf);
         CU_ASSERT_EQUAL(c.rcvbuf, d.rcvbuf);
         CU_ASSERT_EQUAL(c.sock_buf, d.sock_buf);
+        CU_ASSERT_EQUAL(c.mac, d.mac);
+        CU_ASSERT_EQUAL(c.offload, d.offload);
         CU_ASSERT_EQUAL(c.hb_interval_ms, d.hb_interval_ms);
         CU_ASSERT_EQUAL(c.hb_dead_limit, d.hb_dead_limit);
         CU_ASSERT_EQUAL(c.hb_mode, d.hb_mode);
