@@ -140,6 +140,7 @@ struct rdp_peer_stats {
     uint64_t bytes_sent, bytes_recv;     /* message payload bytes */
     uint64_t pkts_sent, pkts_recv;       /* datagrams, including ACKs and retransmissions */
     uint64_t retransmits;                /* data packets sent again */
+    uint64_t out_of_order;               /* data packets that arrived ahead of a gap */
     uint64_t timeouts;                   /* retransmission timer expiries */
     uint64_t connects, losses;           /* connections established, connections lost */
     uint64_t drops[RDP_DROP__COUNT];     /* incoming packets dropped, by reason */

@@ -131,6 +131,7 @@ void rdp_close(rdp_t *ep)
 {
     if (!ep) return;
     rdp_io_flush(ep);
+    while (ep->nheld) rdp_io_flush(ep); /* the injector's held-back packets */
     for (uint32_t i = 0; i < ep->nactive; i++) {
         struct rdp_peer *p = ep->peers[ep->active[i]];
         rdp_conn_free(ep, p);
@@ -224,6 +225,7 @@ int rdp_remove_peer(rdp_t *ep, uint32_t node)
     if (rdp_disconnect(ep, node) < 0) return -1;
     struct rdp_peer *p = ep->peers[node];
     rdp_io_flush(ep); /* nothing in the batch may point at the peer's address */
+    rdp_io_forget_peer(ep, p);
     for (uint32_t i = 0; i < ep->ndirty; i++)
         if (ep->dirty[i] == p) ep->dirty[i] = ep->dirty[--ep->ndirty];
     for (uint32_t i = 0; i < ep->nactive; i++)

@@ -55,6 +55,13 @@ struct rdp_txslot {
     bool sacked;
 };
 
+struct rdp_peer;
+struct rdp_txent {
+    struct rdp_buf *buf;
+    struct rdp_peer *peer;
+    bool reorder; /* the injector delays it behind later packets */
+};
+
 struct rdp_peer {
     uint32_t node;
     struct sockaddr_storage addr;
@@ -131,12 +138,13 @@ struct rdp {
 
     struct rdp_injector inj;
 
-    /* transmit batch */
-    struct mmsghdr txm[RDP_TX_BATCH];
-    struct iovec txiov[RDP_TX_BATCH];
-    struct rdp_buf *txbuf[RDP_TX_BATCH];
-    bool tx_reorder[RDP_TX_BATCH];
+    /* transmit batch: packets in sending order; iovecs and sends are built at the flush */
+    struct rdp_txent tx[RDP_TX_BATCH];
     unsigned ntx;
+    /* the injector's reordered packets: they leave behind the packets of the next flush */
+    struct rdp_txent held[RDP_TX_BATCH];
+    unsigned nheld;
+    struct iovec txiov[RDP_TX_BATCH];
     bool tx_error; /* a send failed with an ICMP-reported error: read the error queue */
     /* UDP GSO: a run of packets to one peer leaves in one send of the batch */
     bool gso;
@@ -179,6 +187,7 @@ void rdp_count_drop(rdp_t *ep, struct rdp_peer *p, enum rdp_drop_reason why);
 int rdp_io_socket(rdp_t *ep);
 void rdp_io_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b);
 void rdp_io_flush(rdp_t *ep);
+void rdp_io_forget_peer(rdp_t *ep, struct rdp_peer *p);
 int rdp_io_receive(rdp_t *ep);
 void rdp_io_errqueue(rdp_t *ep);
 /* Sign a packet (header already encoded, b->len = header + payload) and queue it. */

@@ -71,16 +71,7 @@ int rdp_io_socket(rdp_t *ep)
 static void batch_add(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b, bool reorder)
 {
     if (ep->ntx == RDP_TX_BATCH) rdp_io_flush(ep);
-    unsigned i = ep->ntx++;
-    ep->txiov[i].iov_base = b->data;
-    ep->txiov[i].iov_len = b->len;
-    memset(&ep->txm[i].msg_hdr, 0, sizeof ep->txm[i].msg_hdr);
-    ep->txm[i].msg_hdr.msg_name = &p->addr;
-    ep->txm[i].msg_hdr.msg_namelen = p->addrlen;
-    ep->txm[i].msg_hdr.msg_iov = &ep->txiov[i];
-    ep->txm[i].msg_hdr.msg_iovlen = 1;
-    ep->txbuf[i] = b;
-    ep->tx_reorder[i] = reorder;
+    ep->tx[ep->ntx++] = (struct rdp_txent){b, p, reorder};
     b->in_tx = true;
     p->st.pkts_sent++;
     ep->st.pkts_sent++;
@@ -113,7 +104,8 @@ void rdp_io_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b)
             b = NULL;
         }
     }
-    if (b) batch_add(ep, p, b, v.reorder);
+    /* a duplicated packet is not also held back: both copies share the buffer */
+    if (b) batch_add(ep, p, b, v.reorder && !v.dup);
     if (v.dup && b) batch_add(ep, p, b, false);
     if (!ep->in_process) rdp_io_flush(ep);
 }
@@ -132,20 +124,50 @@ void rdp_io_sign_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b)
     rdp_io_queue(ep, p, b);
 }
 
-/* The injector's reorder: move the marked packets behind the others of the batch. */
-static void apply_reorder(rdp_t *ep)
+/* The injector's reorder: a marked packet is held back until the next flush and leaves behind
+ * that flush's packets (alone, if the next flush has none: at the latest at the end of the
+ * next rdp_process round), so a packet is reordered even when it is the only one of its
+ * batch. Held packets stay in_tx, so they are neither recycled nor queued twice. */
+static void injector_reorder(rdp_t *ep)
 {
-    unsigned n = ep->ntx, k = 0;
-    struct mmsghdr m[RDP_TX_BATCH];
-    struct rdp_buf *bufs[RDP_TX_BATCH];
-    for (int pass = 0; pass < 2; pass++)
-        for (unsigned i = 0; i < n; i++)
-            if (ep->tx_reorder[i] == (pass == 1)) {
-                m[k] = ep->txm[i];
-                bufs[k++] = ep->txbuf[i];
-            }
-    memcpy(ep->txm, m, n * sizeof m[0]);
-    memcpy(ep->txbuf, bufs, n * sizeof bufs[0]);
+    struct rdp_txent keep[RDP_TX_BATCH], fresh[RDP_TX_BATCH];
+    unsigned nk = 0, nf = 0;
+    for (unsigned i = 0; i < ep->ntx; i++) {
+        if (ep->tx[i].reorder)
+            fresh[nf++] = ep->tx[i];
+        else
+            keep[nk++] = ep->tx[i];
+    }
+    /* the packets held before go now, behind the others, as far as the batch has room; the
+     * rest and then the fresh ones wait (they always fit: see the count below) */
+    unsigned take = ep->nheld < RDP_TX_BATCH - nk ? ep->nheld : RDP_TX_BATCH - nk;
+    memcpy(keep + nk, ep->held, take * sizeof keep[0]);
+    nk += take;
+    unsigned rest = ep->nheld - take; /* rest + nf <= nheld + ntx - RDP_TX_BATCH <= nheld */
+    memmove(ep->held, ep->held + take, rest * sizeof ep->held[0]);
+    for (unsigned i = 0; i < nf; i++) {
+        fresh[i].reorder = false;
+        ep->held[rest++] = fresh[i];
+    }
+    ep->nheld = rest;
+    memcpy(ep->tx, keep, nk * sizeof keep[0]);
+    ep->ntx = nk;
+}
+
+/* Forget the held packets to p (it is being removed). */
+void rdp_io_forget_peer(rdp_t *ep, struct rdp_peer *p)
+{
+    unsigned k = 0;
+    for (unsigned i = 0; i < ep->nheld; i++) {
+        struct rdp_buf *b = ep->held[i].buf;
+        if (ep->held[i].peer != p) {
+            ep->held[k++] = ep->held[i];
+            continue;
+        }
+        b->in_tx = false;
+        if (b->release) rdp_pool_put(&ep->pool, b);
+    }
+    ep->nheld = k;
 }
 
 static bool is_icmp_errno(int e)
@@ -162,13 +184,17 @@ static unsigned build_sends(rdp_t *ep, unsigned pkt, unsigned at)
     unsigned n = at;
     for (unsigned i = pkt; i < ep->ntx; n++) {
         struct msghdr *h = &ep->gsom[n].msg_hdr;
-        *h = ep->txm[i].msg_hdr;
+        struct rdp_peer *to = ep->tx[i].peer;
+        memset(h, 0, sizeof *h);
+        h->msg_name = &to->addr;
+        h->msg_namelen = to->addrlen;
+        h->msg_iov = &ep->txiov[i];
         ep->gsofirst[n] = i;
         size_t seg = ep->txiov[i].iov_len, total = seg;
         unsigned j = i + 1;
-        while (ep->gso && j < ep->ntx && j - i < RDP_GSO_SEGS &&
-               ep->txm[j].msg_hdr.msg_name == h->msg_name && ep->txiov[j - 1].iov_len == seg &&
-               ep->txiov[j].iov_len <= seg && total + ep->txiov[j].iov_len <= RDP_GSO_BYTES)
+        while (ep->gso && j < ep->ntx && j - i < RDP_GSO_SEGS && ep->tx[j].peer == to &&
+               ep->txiov[j - 1].iov_len == seg && ep->txiov[j].iov_len <= seg &&
+               total + ep->txiov[j].iov_len <= RDP_GSO_BYTES)
             total += ep->txiov[j++].iov_len;
         h->msg_iovlen = j - i;
         if (j - i > 1) {
@@ -188,9 +214,13 @@ static unsigned build_sends(rdp_t *ep, unsigned pkt, unsigned at)
 
 void rdp_io_flush(rdp_t *ep)
 {
+    if (ep->nheld || (ep->inj.on && ep->ntx)) injector_reorder(ep);
     unsigned n = ep->ntx, done = 0, tries = 0;
     if (!n) return;
-    if (ep->inj.on) apply_reorder(ep);
+    for (unsigned i = 0; i < n; i++) {
+        ep->txiov[i].iov_base = ep->tx[i].buf->data;
+        ep->txiov[i].iov_len = ep->tx[i].buf->len;
+    }
     unsigned nsend = build_sends(ep, 0, 0);
     while (done < nsend && tries++ < 2 * RDP_TX_BATCH) {
         int r = sendmmsg(ep->fd, ep->gsom + done, nsend - done, 0);
@@ -218,7 +248,7 @@ void rdp_io_flush(rdp_t *ep)
         break; /* EAGAIN, ENOBUFS: the rest is lost; retransmission recovers it */
     }
     for (unsigned i = 0; i < n; i++) {
-        struct rdp_buf *b = ep->txbuf[i];
+        struct rdp_buf *b = ep->tx[i].buf;
         if (!b->in_tx) continue; /* the same buffer twice (duplicated) */
         b->in_tx = false;
         if (b->release) rdp_pool_put(&ep->pool, b);

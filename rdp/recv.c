@@ -165,6 +165,7 @@ void rdp_handle_data(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, str
             *s = *bufp; /* keep it until the gap is filled */
             *bufp = NULL;
             p->rx_held++;
+            p->st.out_of_order++;
             if (seq_ge(h->seq, p->rx_high)) p->rx_high = h->seq + 1;
         }
         p->ack_now = true;
