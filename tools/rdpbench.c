@@ -109,7 +109,7 @@ enum ctl_type {
 #define HELLO_F_FAULTS 0x02
 #define READY_F_FAULTS 0x01
 
-#define STAT_FIELDS 22
+#define STAT_FIELDS 23
 #define STATS_LEN   (4 + 8 * (STAT_FIELDS + RDP_DROP__COUNT))
 
 #define PAT_LEN      (RDP_MAX_MSG + 65536 + 16)
@@ -594,14 +594,16 @@ enum {
     S_GSO_SENDS,
     S_GRO_READS,
     S_MAC,
+    S_OOO,
 };
 
-static const char *const stat_names[STAT_FIELDS] = {
-    "pkts_sent",   "pkts_recv", "bytes_sent", "bytes_recv", "msgs_sent",   "msgs_recv",
-    "retransmits", "timeouts",  "connects",   "losses",     "icmp_errors", "srtt_us",
-    "rttvar_us",   "rto_us",    "cwnd",       "inj_drop",   "inj_dup",     "inj_reorder",
-    "inj_corrupt", "gso_sends", "gro_reads",
+static const char *const stat_names[] = {
+    "pkts_sent",   "pkts_recv", "bytes_sent", "bytes_recv", "msgs_sent",    "msgs_recv",
+    "retransmits", "timeouts",  "connects",   "losses",     "icmp_errors",  "srtt_us",
+    "rttvar_us",   "rto_us",    "cwnd",       "inj_drop",   "inj_dup",      "inj_reorder",
+    "inj_corrupt", "gso_sends", "gro_reads",  "mac_used",   "out_of_order",
 };
+_Static_assert(sizeof stat_names / sizeof stat_names[0] == STAT_FIELDS, "a name per field");
 
 static void stats_collect(const rdp_t *rdp, uint32_t peer, struct bstats *s)
 {
@@ -633,6 +635,7 @@ static void stats_collect(const rdp_t *rdp, uint32_t peer, struct bstats *s)
     s->f[S_GSO_SENDS] = es.gso_sends;
     s->f[S_GRO_READS] = es.gro_reads;
     s->f[S_MAC] = ps.mac;
+    s->f[S_OOO] = ps.out_of_order;
     for (int r = 0; r < RDP_DROP__COUNT; r++) s->drops[r] = es.drops[r];
 }
 
@@ -674,9 +677,10 @@ static void stats_print(FILE *f, const char *side, const struct bstats *s)
     fprintf(f, "%s", any ? "\n" : " none\n");
     fprintf(f,
             "%s injected: drop %" PRIu64 ", dup %" PRIu64 ", reorder %" PRIu64 ", corrupt %" PRIu64
-            "; icmp errors %" PRIu64 "; offload: %" PRIu64 " GSO sends, %" PRIu64 " GRO reads\n",
+            "; icmp errors %" PRIu64 "; offload: %" PRIu64 " GSO sends, %" PRIu64
+            " GRO reads; %" PRIu64 " packets arrived out of order\n",
             side, v[S_INJ_DROP], v[S_INJ_DUP], v[S_INJ_REORDER], v[S_INJ_CORRUPT], v[S_ICMP],
-            v[S_GSO_SENDS], v[S_GRO_READS]);
+            v[S_GSO_SENDS], v[S_GRO_READS], v[S_OOO]);
 }
 
 static void json_name(FILE *f, const char *s)
