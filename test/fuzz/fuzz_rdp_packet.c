@@ -2,7 +2,8 @@
  * fuzz_rdp_packet.c - libFuzzer target for the whole receive path of an RDP endpoint.
  *
  * The input is a sequence of packets (2-byte length, then header and payload). Each packet
- * gets a fresh packet number and a valid MAC with the endpoint's key before it is handed to
+ * gets a fresh packet number and a valid MAC (of the algorithm its header names, AES-256-GCM
+ * or ChaCha20-Poly1305) with the endpoint's key before it is handed to
  * rdp_handle_packet, so the fuzzer reaches past authentication into the state machine:
  * handshakes, restarts, RSTs, data, reassembly, SACKs. The endpoint's own packets go to a
  * socket nobody reads. Nothing may crash, leak or trip the sanitizers.
@@ -29,6 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct rdp_config c;
     rdp_config_defaults(&c);
     c.mtu = 1500;
+    c.offload = 0; /* packets go straight to rdp_handle_packet; no GRO buffers to set up */
     struct sockaddr_in *a = (struct sockaddr_in *)&c.bind;
     a->sin_family = AF_INET;
     a->sin_addr.s_addr = htonl(0x7f000001);
@@ -60,7 +62,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             be_put32(b->data + 4, 1);
             be_put32(b->data + 8, 0);
             be_put64(b->data + RDP_OFF_PN, pn);
-            rdp_mac_sign(key, 1, 0, pn, b->data, n - RDP_MAC_LEN);
+            /* with the MAC the header names (AES-256-GCM too, where this CPU has it) */
+            enum rdp_mac_alg alg =
+                be_get16(b->data + RDP_OFF_MAC) == RDP_MAC_AES256GCM && ep->mac.aes
+                    ? RDP_MAC_AES256GCM
+                    : RDP_MAC_CHACHA20POLY1305;
+            rdp_mac_sign_ctx(&ep->mac, alg, 1, 0, pn, b->data, n - RDP_MAC_LEN);
             pn++;
         }
         ep->now = rdp_now_ns();
