@@ -63,25 +63,6 @@ static void pingpong(struct h_net *net, struct h_ep *a, struct h_ep *b, uint64_t
     CU_ASSERT(h_check_recv_seq(a, 2, 0, rounds));
 }
 
-/* A one-way stream of n messages of len bytes from A to B, for at most 10 s; checks that all
- * arrived. */
-static void oneway(struct h_net *net, struct h_ep *a, struct h_ep *b, uint64_t n, size_t len)
-{
-    struct h_stream s;
-    h_stream_init(&s, a, 2, n, len, len);
-    struct h_wait_recv w = {b, 1, n};
-    uint64_t t0 = rdp_now_ns();
-    while (h_count(b, H_RECV, 1) < n && rdp_now_ns() - t0 < H_S(10)) {
-        CU_ASSERT_FATAL(h_stream_pump(&s) >= 0);
-        if (h_run(net, h_cond_recv, &w, H_MS(1)) < 0) break;
-    }
-    CU_ASSERT(h_check_recv_seq(b, 1, 0, n));
-    if (h_count(b, H_RECV, 1) < n)
-        fprintf(stderr, "ack: stream stalled after %llu of %llu messages in %.1f s\n",
-                (unsigned long long)h_count(b, H_RECV, 1), (unsigned long long)n,
-                (double)(rdp_now_ns() - t0) / 1e9);
-}
-
 static void test_ack_piggyback(void)
 {
     struct h_ep a, b;
@@ -114,7 +95,7 @@ static void test_ack_stream(void)
     /* a delayed ACK or a retransmission timeout of 30 s would stall the stream past the
      * deadline */
     if (open_1500(&net, &a, &b, 51, 30000000, 30000000) < 0) return;
-    oneway(&net, &a, &b, 2000, MSG_LEN);
+    h_oneway(&net, &a, &b, 2000, MSG_LEN);
     struct rdp_stats sa;
     rdp_stats(a.rdp, &sa);
     CU_ASSERT_EQUAL(sa.retransmits, 0);
@@ -141,7 +122,7 @@ static void test_pipe_slices(void)
 
     /* the same messages one way only: one send per message */
     if (open_1500(&net, &a, &b, 52, 2000, 0) < 0) return;
-    oneway(&net, &a, &b, 100, len);
+    h_oneway(&net, &a, &b, 100, len);
     struct rdp_stats sa;
     rdp_stats(a.rdp, &sa);
     CU_ASSERT(sa.gso_sends < 2 * 100);

@@ -812,3 +812,22 @@ int h_duplex_run(const struct rdp_config *ca, const struct rdp_config *cb, uint6
     h_ep_free(&b);
     return 0;
 }
+
+/* A one-way stream of n messages of len bytes from A to B, for at most 10 s; checks that all
+ * arrived. */
+void h_oneway(struct h_net *net, struct h_ep *a, struct h_ep *b, uint64_t n, size_t len)
+{
+    struct h_stream s;
+    h_stream_init(&s, a, 2, n, len, len);
+    struct h_wait_recv w = {b, 1, n};
+    uint64_t t0 = rdp_now_ns();
+    while (h_count(b, H_RECV, 1) < n && rdp_now_ns() - t0 < H_S(10)) {
+        CU_ASSERT_FATAL(h_stream_pump(&s) >= 0);
+        if (h_run(net, h_cond_recv, &w, H_MS(1)) < 0) break;
+    }
+    CU_ASSERT(h_check_recv_seq(b, 1, 0, n));
+    if (h_count(b, H_RECV, 1) < n)
+        fprintf(stderr, "oneway: stream stalled after %llu of %llu messages in %.1f s\n",
+                (unsigned long long)h_count(b, H_RECV, 1), (unsigned long long)n,
+                (double)(rdp_now_ns() - t0) / 1e9);
+}

@@ -214,6 +214,9 @@ int h_cond_recv(void *wait_recv);
 int h_run(struct h_net *n, h_cond_fn cond, void *ctx, uint64_t timeout_ns);
 /* One pass: ppoll with zero timeout, rdp_process on every endpoint, proxies drained. */
 int h_step(struct h_net *n);
+/* n messages of len bytes from A (node 1) to B (node 2), pumped for at most 10 s; checks
+ * (CUnit) that all arrived, in order, once. */
+void h_oneway(struct h_net *net, struct h_ep *a, struct h_ep *b, uint64_t n, size_t len);
 
 /* ---- UDP proxy ---- */
 

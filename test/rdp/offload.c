@@ -7,6 +7,8 @@
  *                      message arrives complete, in order, exactly once in each mode; with
  *                      offload the sender's GSO and the receiver's GRO counters show that
  *                      datagrams really left and arrived coalesced; without it they stay 0.
+ *  test_offload_fallback  a socket on which the kernel refuses GSO sends (SO_NO_CHECK: EINVAL):
+ *                      the endpoint falls back to one datagram per send and loses nothing.
  *  test_offload_loopback  at MTU 65536 (64 KiB datagrams) offload is not used at all.
  *
  * Endpoints: A = node 1 on 127.0.0.1, B = node 2 on 127.0.0.2.
@@ -15,6 +17,7 @@
 #include "unit.h"
 
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 
 /* The duplex streams between endpoints with offload oa and ob at mtu. */
@@ -72,4 +75,30 @@ static void test_offload_loopback(void)
         CU_ASSERT_EQUAL(sa.gso_sends + sb.gso_sends + sa.gro_reads + sb.gro_reads, 0);
 }
 
-UNIT_SUITE(rdp_offload, UNIT_TEST(test_offload_modes), UNIT_TEST(test_offload_loopback))
+/* A kernel or device that refuses a GSO send (here: SO_NO_CHECK, for which the kernel
+ * answers EINVAL, as it answers EIO for a device that can't segment): the endpoint turns GSO
+ * off and sends datagram by datagram; nothing is lost. */
+static void test_offload_fallback(void)
+{
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 41);
+    struct rdp_config cfg;
+    h_config(&cfg);
+    cfg.mtu = 1500;
+    struct h_ep a, b;
+    struct h_net net;
+    if (h_open_pair(&net, &a, &b, key, key, &cfg) < 0) return;
+    int one = 1;
+    CU_ASSERT_EQUAL(setsockopt(rdp_fd(a.rdp), SOL_SOCKET, SO_NO_CHECK, &one, sizeof one), 0);
+    h_oneway(&net, &a, &b, 200, 50000);
+    struct rdp_stats sa, sb;
+    rdp_stats(a.rdp, &sa);
+    rdp_stats(b.rdp, &sb);
+    CU_ASSERT_EQUAL(sa.gso_sends, 0);
+    CU_ASSERT(sb.pkts_recv >= 200 * 36); /* 36 datagrams per 50000-byte message */
+    h_ep_free(&a);
+    h_ep_free(&b);
+}
+
+UNIT_SUITE(rdp_offload, UNIT_TEST(test_offload_modes), UNIT_TEST(test_offload_loopback),
+           UNIT_TEST(test_offload_fallback))
