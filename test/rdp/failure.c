@@ -199,21 +199,14 @@ static void test_vanish(void)
     fast_config(&cfg);
     struct h_ep a;
     struct h_net net;
-    h_net_init(&net);
-    if (h_ep_open(&a, 1, 1, 0, key, &cfg) < 0) {
-        CU_FAIL("open A");
-        return;
-    }
-    h_net_add(&net, &a);
+    if (h_open_one(&net, &a, key, &cfg) < 0) return;
     /* the silent B: bound (so the kernel sends no ICMP), never read */
     struct sockaddr_in sb;
-    int fd = h_silent_socket(2, &sb);
+    int fd = h_silent_peer(&a, &sb);
     if (fd < 0) {
-        CU_FAIL("bind the silent socket");
         h_ep_free(&a);
         return;
     }
-    CU_ASSERT_EQUAL(h_add_peer_at(&a, 2, 2, ntohs(sb.sin_port)), 0);
 
     uint64_t bound = rdp_lost_bound_us(&cfg) * 1000;
     uint64_t dt = send_until_lost(&a, &net, bound * 3 + H_S(1));
@@ -242,12 +235,7 @@ static void test_icmp(void)
     h_config(&cfg); /* default timers: the timeout bound is seconds away */
     struct h_ep a;
     struct h_net net;
-    h_net_init(&net);
-    if (h_ep_open(&a, 1, 1, 0, key, &cfg) < 0) {
-        CU_FAIL("open A");
-        return;
-    }
-    h_net_add(&net, &a);
+    if (h_open_one(&net, &a, key, &cfg) < 0) return;
     uint16_t port = h_free_port(2);
     CU_ASSERT(port != 0);
     CU_ASSERT_EQUAL(h_add_peer_at(&a, 2, 2, port), 0);

@@ -736,24 +736,49 @@ int h_proxy_inject(struct h_proxy *p, int dir, size_t i)
     return h_proxy_send_raw(p, dir, p->cap[dir][i].data, p->cap[dir][i].len);
 }
 
-int h_open_pair(struct h_net *n, struct h_ep *a, struct h_ep *b,
-                const unsigned char ka[RDP_KEY_BYTES], const unsigned char kb[RDP_KEY_BYTES],
-                const struct rdp_config *cfg)
+int h_open_one(struct h_net *n, struct h_ep *a, const unsigned char key[RDP_KEY_BYTES],
+               const struct rdp_config *cfg)
 {
     h_net_init(n);
-    if (h_ep_open(a, 1, 1, 0, ka, cfg) < 0) {
+    if (h_ep_open(a, 1, 1, 0, key, cfg) < 0) {
         CU_FAIL("open A");
         return -1;
     }
-    if (h_ep_open(b, 2, 2, 0, kb, cfg) < 0) {
+    h_net_add(n, a);
+    return 0;
+}
+
+int h_open_pair_cfg(struct h_net *n, struct h_ep *a, struct h_ep *b,
+                    const unsigned char ka[RDP_KEY_BYTES], const unsigned char kb[RDP_KEY_BYTES],
+                    const struct rdp_config *ca, const struct rdp_config *cb)
+{
+    if (h_open_one(n, a, ka, ca) < 0) return -1;
+    if (h_ep_open(b, 2, 2, 0, kb, cb) < 0) {
         CU_FAIL("open B");
         h_ep_free(a);
         return -1;
     }
     CU_ASSERT_EQUAL(h_pair(a, b), 0);
-    h_net_add(n, a);
     h_net_add(n, b);
     return 0;
+}
+
+int h_open_pair(struct h_net *n, struct h_ep *a, struct h_ep *b,
+                const unsigned char ka[RDP_KEY_BYTES], const unsigned char kb[RDP_KEY_BYTES],
+                const struct rdp_config *cfg)
+{
+    return h_open_pair_cfg(n, a, b, ka, kb, cfg, cfg);
+}
+
+int h_silent_peer(struct h_ep *a, struct sockaddr_in *sa)
+{
+    int fd = h_silent_socket(2, sa);
+    if (fd < 0) {
+        CU_FAIL("bind the silent socket");
+        return -1;
+    }
+    CU_ASSERT_EQUAL(h_add_peer_at(a, 2, 2, ntohs(sa->sin_port)), 0);
+    return fd;
 }
 
 int h_duplex_done(void *p)
@@ -775,19 +800,7 @@ int h_duplex_run(const struct rdp_config *ca, const struct rdp_config *cb, uint6
     h_key(key, 40);
     struct h_ep a, b;
     struct h_net net;
-    h_net_init(&net);
-    if (h_ep_open(&a, 1, 1, 0, key, ca) < 0) {
-        CU_FAIL("open A");
-        return -1;
-    }
-    if (h_ep_open(&b, 2, 2, 0, key, cb) < 0) {
-        CU_FAIL("open B");
-        h_ep_free(&a);
-        return -1;
-    }
-    CU_ASSERT_EQUAL(h_pair(&a, &b), 0);
-    h_net_add(&net, &a);
-    h_net_add(&net, &b);
+    if (h_open_pair_cfg(&net, &a, &b, key, key, ca, cb) < 0) return -1;
 
     struct h_duplex c = {.a = &a, .b = &b};
     h_stream_init(&c.ab, &a, 2, n, 1, max_len);

@@ -193,11 +193,21 @@ struct h_net {
 void h_net_init(struct h_net *n);
 void h_net_add(struct h_net *n, struct h_ep *ep);
 void h_net_add_proxy(struct h_net *n, struct h_proxy *p);
+/* A fresh net with node 1 alone (A, on 127.0.0.1). 0, or -1 after a CUnit failure. */
+int h_open_one(struct h_net *n, struct h_ep *a, const unsigned char key[RDP_KEY_BYTES],
+               const struct rdp_config *cfg);
 /* The common start of a test: a net with node 1 (A, on 127.0.0.1, key ka) and node 2 (B, on
  * 127.0.0.2, key kb), each in the other's peer table. 0, or -1 after a CUnit failure. */
 int h_open_pair(struct h_net *n, struct h_ep *a, struct h_ep *b,
                 const unsigned char ka[RDP_KEY_BYTES], const unsigned char kb[RDP_KEY_BYTES],
                 const struct rdp_config *cfg);
+/* The same with a configuration for each side (ca for A, cb for B). */
+int h_open_pair_cfg(struct h_net *n, struct h_ep *a, struct h_ep *b,
+                    const unsigned char ka[RDP_KEY_BYTES], const unsigned char kb[RDP_KEY_BYTES],
+                    const struct rdp_config *ca, const struct rdp_config *cb);
+/* A silent node 2 in A's peer table: h_silent_socket on 127.0.0.2 (address in *sa). Its fd,
+ * or -1 after a CUnit failure. */
+int h_silent_peer(struct h_ep *a, struct sockaddr_in *sa);
 
 /* Condition: called before every poll; return nonzero to stop. It may send. */
 typedef int (*h_cond_fn)(void *ctx);
