@@ -33,17 +33,9 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
-case ${1:-} in
-"") ;;
--h | --help)
-    sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"
-    exit 0
-    ;;
-*)
-    echo "usage: bench/launch.sh [--help]  (settings via environment, see --help)" >&2
-    exit 2
-    ;;
-esac
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+. "$HERE/lib/common.sh"
+bench_no_args "$0" "$@"
 
 BIN=$ROOT/build/bin
 RUNS=${RUNS:-10}

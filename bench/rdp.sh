@@ -23,17 +23,9 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
-case ${1:-} in
-"") ;;
--h | --help)
-    sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"
-    exit 0
-    ;;
-*)
-    echo "usage: bench/rdp.sh [--help]  (settings via environment, see --help)" >&2
-    exit 2
-    ;;
-esac
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+. "$HERE/lib/common.sh"
+bench_no_args "$0" "$@"
 
 BIN=${RDPBENCH:-$ROOT/build/bin/rdpbench}
 RUNS=${RUNS:-5}
@@ -66,14 +58,6 @@ HAVE_AESGCM=0
 grep -qw aes /proc/cpuinfo && grep -qw pclmulqdq /proc/cpuinfo && HAVE_AESGCM=1
 
 tmp=$(mktemp -d)
-SRV_PID=""
-stop_server() {
-    if [[ -n $SRV_PID ]]; then
-        kill "$SRV_PID" 2>/dev/null || true
-        wait "$SRV_PID" 2>/dev/null || true
-        SRV_PID=""
-    fi
-}
 cleanup() {
     stop_server
     rm -rf "$tmp"
@@ -87,27 +71,6 @@ median() {
               if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 fmt() { awk -v v="$1" -v d="${2:-2}" 'BEGIN { if (v == "NA") print "NA"; else printf "%.*f\n", d, v }'; }
-
-# start_server IP [PREFIX...]: an rdpbench server on IP, port 0, in the background (with
-# "${SRV_ARGS[@]}" as extra options); sets SRV_PID and SRV_ADDR (ip:port it printed).
-SRV_ARGS=()
-start_server() {
-    local ip=$1 log=$tmp/server.log
-    shift
-    stop_server
-    "$@" "$BIN" server "$ip:0" --quiet --timeout 30 "${SRV_ARGS[@]}" >"$log" 2>&1 &
-    SRV_PID=$!
-    SRV_ADDR=""
-    for _ in $(seq 100); do
-        SRV_ADDR=$(sed -n 's/^server: listening on \([^ ]*\) .*/\1/p' "$log")
-        [[ -n $SRV_ADDR ]] && return 0
-        kill -0 "$SRV_PID" 2>/dev/null || break
-        sleep 0.05
-    done
-    echo "bench/rdp.sh: server did not start:" >&2
-    cat "$log" >&2
-    return 1
-}
 
 # run_case LABEL CLIENT-PREFIX... -- CLIENT-ARGS...: RUNS client runs with --vs-tcp --json;
 # appends "label rdp tcp ratio rdp_retrans rdp_timeouts" per run to $tmp/LABEL.

@@ -22,6 +22,8 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+. "$HERE/../lib/common.sh"
 BIN=${RDPBENCH:-$ROOT/build/bin/rdpbench}
 FREQ=${FREQ:-4999}
 ALL=(mac lo-pp16 lo-pp64k lo-st64k lo-st64k-cc ns1500-pp64k ns1500-st64k)
@@ -29,7 +31,7 @@ cases=()
 for a in "$@"; do
     case $a in
     -h | --help)
-        sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"
+        bench_help "$0"
         exit 0
         ;;
     mac | lo-pp16 | lo-pp64k | lo-st64k | lo-st64k-cc | ns1500-pp64k | ns1500-st64k) cases+=("$a") ;;
@@ -50,36 +52,12 @@ command -v perf >/dev/null || {
 }
 
 tmp=$(mktemp -d)
-SRV_PID=""
-stop_server() {
-    if [[ -n $SRV_PID ]]; then
-        kill "$SRV_PID" 2>/dev/null || true
-        wait "$SRV_PID" 2>/dev/null || true
-        SRV_PID=""
-    fi
-}
 cleanup() {
     stop_server
     rm -rf "$tmp"
 }
 trap cleanup EXIT
 
-start_server() { # start_server IP [PREFIX...] -> SRV_ADDR
-    local ip=$1
-    shift
-    stop_server
-    "$@" "$BIN" server "$ip:0" --quiet >"$tmp/server.log" 2>&1 &
-    SRV_PID=$!
-    SRV_ADDR=""
-    for _ in $(seq 100); do
-        SRV_ADDR=$(sed -n 's/^server: listening on \([^ ]*\) .*/\1/p' "$tmp/server.log")
-        [[ -n $SRV_ADDR ]] && return 0
-        sleep 0.05
-    done
-    echo "rdp-perf: server did not start" >&2
-    cat "$tmp/server.log" >&2
-    return 1
-}
 
 # categorise DATA: perf script output -> "share category" lines, rdpbench samples only
 categorise() {
