@@ -5,6 +5,7 @@
  *
  * usage: pswait [-v] TID...      (TID: NODE:PID, NODE an id or a name)
  */
+#include "../logger/nodetab.h"
 #include "psi.h"
 
 #include <errno.h>
@@ -22,48 +23,6 @@ static const char usage_text[] = "usage: pswait [-v] TID...\n"
                                  "  -v, --verbose   say on stderr when each task is being watched\n"
                                  "Exit status: the last task's (128+N for signal N, 255 for a "
                                  "lost node); 1 if a task cannot be watched.\n";
-
-/* NODE:PID with NODE an id or a name known to psid */
-static int parse_tid(struct psi *c, const char *s, uint64_t *tid)
-{
-    const char *colon = strrchr(s, ':');
-    char *end;
-    if (!colon || colon == s) return -1;
-    errno = 0;
-    unsigned long pid = strtoul(colon + 1, &end, 10);
-    if (errno || *end || end == colon + 1 || pid > INT32_MAX) return -1;
-    char node[64];
-    size_t n = (size_t)(colon - s);
-    if (n >= sizeof node) return -1;
-    memcpy(node, s, n);
-    node[n] = 0;
-    unsigned long id = strtoul(node, &end, 10);
-    if (*end) { /* a name: ask psid */
-        struct psmsg_buf b = {0};
-        struct psmsg m;
-        psmsg_begin(&b, PSM_NODES, 0);
-        int r = psi_call(c, &b, &m);
-        psmsg_buf_free(&b);
-        if (r < 0) return -1;
-        size_t pos = 0;
-        struct psmsg_field f;
-        bool found = false;
-        while (!found && psmsg_next(&m.body, &pos, &f)) {
-            if (f.tag != PSF_NODE) continue;
-            struct psmsg_view v = psmsg_record(&f);
-            char name[64];
-            uint32_t nid;
-            if (psmsg_get_str(&v, PSF_NAME, name, sizeof name) == 0 && !strcmp(name, node) &&
-                psmsg_get_u32(&v, PSF_NODE_ID, &nid) == 0) {
-                id = nid;
-                found = true;
-            }
-        }
-        if (!found) return -1;
-    }
-    *tid = PSTID(id, pid);
-    return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -88,11 +47,18 @@ int main(int argc, char **argv)
                 strerror(errno));
         return 1;
     }
+    struct lg_nodetab nodes; /* names in task ids, as pskill reads them */
+    if (lg_nodetab_fetch(&c, &nodes) < 0) {
+        fprintf(stderr, "pswait: cannot read the node table: %s\n", strerror(errno));
+        psi_close(&c);
+        return 1;
+    }
     int waiting = 0, rc = 0;
     for (int i = optind; i < argc; i++) {
         uint64_t tid;
-        if (parse_tid(&c, argv[i], &tid) < 0) {
-            fprintf(stderr, "pswait: %s: not a task id (NODE:PID)\n", argv[i]);
+        char err[256];
+        if (lg_tid_parse(argv[i], &nodes, &tid, err, sizeof err) < 0) {
+            fprintf(stderr, "pswait: %s\n", err);
             rc = 1;
             continue;
         }
@@ -151,6 +117,7 @@ int main(int argc, char **argv)
             len -= fl;
         }
     }
+    lg_nodetab_free(&nodes);
     psi_close(&c);
     return rc;
 }
