@@ -28,6 +28,7 @@
  *                                      (from CMD's exit) and "max US". Exit 1 on a timeout.
  * Exit status 0 on success, 1 on failure, 2 for a bad command line.
  */
+#include "../../logger/nodetab.h"
 #include "psi.h"
 
 #include <errno.h>
@@ -324,23 +325,12 @@ static int do_pidwatch(pid_t pid, unsigned timeout_s)
 /* NODE's state as the psid behind c sees it: PSNODE_UP/DOWN, or -1 */
 static int node_state(struct psi *c, uint32_t node)
 {
-    struct psmsg_buf b = {0};
-    struct psmsg m;
-    psmsg_begin(&b, PSM_NODES, 0);
-    int r = psi_call(c, &b, &m);
-    psmsg_buf_free(&b);
-    if (r < 0) return -1;
-    size_t pos = 0;
-    struct psmsg_field f;
-    while (psmsg_next(&m.body, &pos, &f)) {
-        if (f.tag != PSF_NODE) continue;
-        struct psmsg_view v = psmsg_record(&f);
-        uint32_t id = 0, st = 0;
-        if (psmsg_get_u32(&v, PSF_NODE_ID, &id) == 0 && id == node &&
-            psmsg_get_u32(&v, PSF_STATE, &st) == 0)
-            return (int)st;
-    }
-    return -1;
+    struct lg_nodetab t;
+    if (lg_nodetab_fetch(c, &t) < 0) return -1;
+    const struct lg_node *n = lg_nodetab_id(&t, node);
+    int st = n ? (int)n->state : -1;
+    lg_nodetab_free(&t);
+    return st;
 }
 
 static int do_detect(uint32_t node, long timeout_ms, char **socks, int nsocks, char **cmd)
