@@ -16,16 +16,6 @@ PSSTAT=$BIN/psstat
     echo "SKIP: pskill: not built"
     exit 0
 }
-check() { if [ "$2" -eq 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
-wait_until() {
-    local ms=$1 t0
-    shift
-    t0=$(now_ms)
-    until "$@"; do
-        [ $(($(now_ms) - t0)) -gt "$ms" ] && return 1
-        sleep 0.05
-    done
-}
 ranks_up() { [ "$(grep -c 'task [0-9]*:' "$1")" -ge "$2" ]; }
 tid_of() { grep -o "rank $2: node .*, task [0-9]*:[0-9]*" "$1" | sed 's/.*task //'; }
 

@@ -28,19 +28,6 @@ run() {
     OUT=$(cat "$CDIR/out")
     ERR=$(cat "$CDIR/err")
 }
-check() { # check NAME CONDITION-STATUS WHY
-    if [ "$2" -eq 0 ]; then pass "$1"; else fail "$1" "$3"; fi
-}
-# wait_until MS CMD...: poll CMD until it succeeds (bounded)
-wait_until() {
-    local ms=$1 t0
-    shift
-    t0=$(now_ms)
-    until "$@"; do
-        [ $(($(now_ms) - t0)) -gt "$ms" ] && return 1
-        sleep 0.05
-    done
-}
 # settle: before a test that needs nodes' CPUs exactly free, wait (bounded) until node 0
 # sees no task anywhere (the previous job's tasks have ended and been counted out)
 settle() { idle 3000 || fail "psrun: nodes idle" "tasks still counted after 3 s"; }

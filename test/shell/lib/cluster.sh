@@ -4,6 +4,8 @@
 #   state_of OBSERVER NODE  "up" or "down", as OBSERVER's psid sees NODE
 #   wait_state OBS NODE STATE MS   poll until it is so (bounded); prints elapsed ms
 #   pass NAME / fail NAME WHY      result lines for scripts/run-tests.sh
+#   check NAME STATUS WHY   pass NAME if STATUS is 0, else fail NAME WHY
+#   wait_until MS CMD...    poll CMD every 50 ms until it succeeds (0) or MS have passed (1)
 # Every daemon started is killed by pid on exit (trap), also when a test fails.
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
@@ -17,6 +19,16 @@ fail() {
     FAILS=$((FAILS + 1))
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+check() { if [ "$2" -eq 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
+wait_until() {
+    local ms=$1 t0
+    shift
+    t0=$(now_ms)
+    until "$@"; do
+        [ $(($(now_ms) - t0)) -gt "$ms" ] && return 1
+        sleep 0.05
+    done
+}
 
 cleanup() {
     local p
