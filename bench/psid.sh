@@ -69,16 +69,8 @@ chmod 755 "$W"
 CLUSTERS=() # cluster directories to `pslocal down`
 MINE=()     # pids of what this script started (jobdrive, restarted psids, watchers, srun)
 cleanup() {
-    local p d
-    for p in "${MINE[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${MINE[@]}"; do
-        for _ in $(seq 30); do
-            kill -0 "$p" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$p" 2>/dev/null || true
-        wait "$p" 2>/dev/null || true
-    done
+    local d
+    stop_pids 3 "${MINE[@]}"
     for d in "${CLUSTERS[@]}"; do "$BIN/pslocal" down --dir "$d" >/dev/null 2>&1 || true; done
     slurm_down
     rm -rf "$W"

@@ -5,6 +5,7 @@
 #   bench_no_args SCRIPT ARG...  the command line of a script whose settings are all in the
 #                             environment: no argument (go on), -h/--help (the header, exit 0),
 #                             anything else (usage on stderr, exit 2)
+#   stop_pids SECONDS PID...  SIGTERM to each, SIGKILL to what still runs SECONDS later, reap
 #
 # An rdpbench server in the background, for scripts that set BIN (the rdpbench binary) and
 # tmp (a scratch directory), and call stop_server from their EXIT trap:
@@ -31,6 +32,20 @@ bench_no_args() {
         exit 2
         ;;
     esac
+}
+
+stop_pids() {
+    local secs=$1 p
+    shift
+    for p in "$@"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "$@"; do
+        for _ in $(seq $((secs * 10))); do
+            kill -0 "$p" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
 }
 
 SRV_PID=""

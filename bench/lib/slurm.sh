@@ -11,7 +11,7 @@
 #                          until the node is idle and `srun -n 1 /bin/true` works; exports
 #                          SLURM_CONF; 0, or 1 with the end of the logs on stderr
 #   slurm_down             scancel everything, stop the daemons by pid; safe to call twice
-# The caller's EXIT trap must call slurm_down.
+# The caller's EXIT trap must call slurm_down. Needs bench/lib/common.sh (stop_pids) sourced.
 
 SLURM_PIDS=()
 
@@ -86,21 +86,10 @@ EOF
 }
 
 slurm_down() {
-    local p
     if ((${#SLURM_PIDS[@]})); then
         timeout 5 scancel --quiet --user=root 2>/dev/null || true
         sleep 0.3
     fi
-    for p in "${SLURM_PIDS[@]}"; do
-        kill "$p" 2>/dev/null || true
-    done
-    for p in "${SLURM_PIDS[@]}"; do
-        for _ in $(seq 50); do
-            kill -0 "$p" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$p" 2>/dev/null || true
-        wait "$p" 2>/dev/null || true
-    done
+    stop_pids 5 "${SLURM_PIDS[@]}"
     SLURM_PIDS=()
 }
