@@ -163,6 +163,21 @@ netns_leftovers() { # netns_leftovers PID
     ((${#found[@]} == 0)) || echo "${found[*]}"
 }
 
+# tally NAME LOG: the PASS:/FAIL:/SKIP: lines of a test script's LOG, with its exit status
+# (step_rc), into p, f and s of the caller: a script that failed without a FAIL: line counts
+# as one failure, one that succeeded and reported nothing as one pass.
+tally() {
+    p=$(grep -c '^PASS: ' "$2" || true)
+    f=$(grep -c '^FAIL: ' "$2" || true)
+    s=$(grep -c '^SKIP: ' "$2" || true)
+    if ((step_rc != 0 && f == 0)); then
+        echo "FAIL: $1 exited with status $step_rc"
+        f=1
+    elif ((step_rc == 0 && p + f + s == 0)); then
+        p=1
+    fi
+}
+
 netns_step() {
     local scripts=() sc name log pidf pid p f s left
     header "e. namespace tests (test/netns/*.sh)"
@@ -188,15 +203,7 @@ netns_step() {
         # exec keeps the pid, so the script's $$ (and the names its namespaces get) is known.
         # shellcheck disable=SC2016 # $$ and $1 belong to the inner shell
         run_logged "$log" bash -c 'echo $$ >"$1"; exec bash "$2"' netns-test "$pidf" "$sc"
-        p=$(grep -c '^PASS: ' "$log" || true)
-        f=$(grep -c '^FAIL: ' "$log" || true)
-        s=$(grep -c '^SKIP: ' "$log" || true)
-        if ((step_rc != 0 && f == 0)); then
-            echo "FAIL: $name exited with status $step_rc"
-            f=1
-        elif ((step_rc == 0 && p + f + s == 0)); then
-            p=1 # a script that reports nothing counts by its exit status
-        fi
+        tally "$name" "$log"
         pid=$(cat "$pidf" 2>/dev/null || true)
         if [[ -n $pid ]]; then
             left=$(netns_leftovers "$pid")
@@ -227,15 +234,7 @@ shell_step() {
         printf '\n-- %s\n' "$sc"
         log=$tmp/shell-$(basename "$sc").log
         run_logged "$log" bash "$sc"
-        p=$(grep -c '^PASS: ' "$log" || true)
-        f=$(grep -c '^FAIL: ' "$log" || true)
-        s=$(grep -c '^SKIP: ' "$log" || true)
-        if ((step_rc != 0 && f == 0)); then
-            echo "FAIL: $name exited with status $step_rc"
-            f=1
-        elif ((step_rc == 0 && p + f + s == 0)); then
-            p=1
-        fi
+        tally "$name" "$log"
         record "$name" "$p" "$f" "$s"
     done
 }
