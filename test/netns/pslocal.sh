@@ -16,13 +16,8 @@ set -u
 ns_require_root
 
 name=pslocal
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BIN=$ROOT/build/bin
-PSLOCAL=$BIN/pslocal
-if [[ ! -x $PSLOCAL || ! -x $BIN/psid ]]; then
-    echo "SKIP: $name: build/bin/pslocal or build/bin/psid is not built"
-    exit 0
-fi
+# shellcheck source-path=SCRIPTDIR source=../shell/lib/pslocal.sh
+. "$(dirname "$0")/../shell/lib/pslocal.sh"
 
 TMP=$(mktemp -d /tmp/pslocal-netns.XXXXXX)
 D=$TMP/cluster
@@ -57,28 +52,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-FAILS=0
-pass() { echo "PASS: $name: $1"; }
-fail() {
-    echo "FAIL: $name: $1${2:+ ($2)}"
-    FAILS=$((FAILS + 1))
-}
-check() {
-    local what=$1
-    shift
-    if "$@"; then pass "$what"; else fail "$what"; fi
-}
-pl() { timeout 30 "$PSLOCAL" "$@"; }
-
-count_psids() { pgrep -f -- "-f $D/psid.conf" | grep -c . || true; }
-wait_no_psids() {
-    local deadline=$((SECONDS + 5))
-    while ((SECONDS < deadline)); do
-        [[ $(count_psids) == 0 ]] && return 0
-        sleep 0.05
-    done
-    return 1
-}
 ns_left() { # how many of NSS still exist
     local ns n=0
     for ns in "${NSS[@]}"; do [[ -e /run/netns/$ns ]] && n=$((n + 1)); done
@@ -89,7 +62,7 @@ links_left() {
     for l in "${LINKS[@]}"; do ip link show "$l" >/dev/null 2>&1 && n=$((n + 1)); done
     echo $n
 }
-nothing_left() { [[ $(ns_left) == 0 && $(links_left) == 0 ]] && wait_no_psids; }
+nothing_left() { [[ $(ns_left) == 0 && $(links_left) == 0 ]] && wait_no_psids "$D"; }
 
 # up_seen I -> how many nodes node I sees up
 up_seen() {
@@ -109,7 +82,7 @@ fi
 check "3 namespaces recorded and present" \
     bash -c "[[ ${#NSS[@]} == 3 && $(ns_left) == 3 ]]"
 check "the bridge and 3 veths exist" bash -c "[[ ${#LINKS[@]} == 4 && $(links_left) == 4 ]]"
-check "3 psids run" test "$(count_psids)" = 3
+check "3 psids run" test "$(count_psids "$D")" = 3
 ok=1
 for i in 0 1 2; do
     pid=$(cat "$D/psid-$i.pid")

@@ -15,13 +15,8 @@
 set -u
 
 name=pslocal_loopback
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BIN=$ROOT/build/bin
-PSLOCAL=$BIN/pslocal
-if [[ ! -x $PSLOCAL || ! -x $BIN/psid ]]; then
-    echo "SKIP: $name: build/bin/pslocal or build/bin/psid is not built"
-    exit 0
-fi
+# shellcheck source-path=SCRIPTDIR source=lib/pslocal.sh
+. "$(dirname "$0")/lib/pslocal.sh"
 HAVE_PSSTAT=0
 [[ -x $BIN/psstat ]] && HAVE_PSSTAT=1
 
@@ -42,35 +37,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-FAILS=0
-pass() { echo "PASS: $name: $1"; }
-fail() {
-    echo "FAIL: $name: $1${2:+ ($2)}"
-    FAILS=$((FAILS + 1))
-}
-check() { # check WHAT CMD... -> PASS if CMD succeeds
-    local what=$1
-    shift
-    if "$@"; then pass "$what"; else fail "$what"; fi
-}
-pl() { timeout 30 "$PSLOCAL" "$@"; } # every pslocal run is bounded
-
 # files DIR REGEX -> names of the files in DIR that match REGEX
 files() { find "$1" -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | grep -E "$2"; }
-
-# pids of the psids of DIR (by their command line; zombies have none)
-psids_of() { pgrep -f -- "-f $1/psid.conf" || true; }
-count_psids() { psids_of "$1" | grep -c . || true; }
-
-# wait_no_psids DIR: up to 5 s until no psid of DIR runs
-wait_no_psids() {
-    local deadline=$((SECONDS + 5))
-    while ((SECONDS < deadline)); do
-        [[ $(count_psids "$1") == 0 ]] && return 0
-        sleep 0.05
-    done
-    return 1
-}
 
 # up_nodes DIR -> how many nodes node 0 of DIR sees "up"
 up_nodes() {
