@@ -28,9 +28,15 @@ ifeq ($(SAN),1)
 CFLAGS     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 LDSAN      := -fsanitize=address,undefined
 endif
+# Intel IPsec-MB (no pkg-config file; amd64 only, installed there by install-deps.sh): the
+# fast packet MAC of rdp/mac_ipsecmb.c. Without its header RDP uses libsodium and libcrypto.
+ifneq ($(wildcard /usr/include/intel-ipsec-mb.h),)
+MB_DEFS    := -DHAVE_IPSEC_MB
+MB_LIBS    := -lIPSec_MB
+endif
 ALL_CFLAGS  = -std=gnu11 $(WARN) -D_GNU_SOURCE -fPIC -Iinclude -Itest/lib $(CFLAGS) \
-              $(shell pkg-config --cflags $(PKGS))
-SYS_LIBS    = $(shell pkg-config --libs $(PKGS))
+              $(shell pkg-config --cflags $(PKGS)) $(MB_DEFS)
+SYS_LIBS    = $(shell pkg-config --libs $(PKGS)) $(MB_LIBS)
 ALL_LDFLAGS = $(LDSAN) $(LDFLAGS)
 
 RDP_SRC   := $(wildcard rdp/*.c)
@@ -123,7 +129,7 @@ FUZZ_BIN := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 build-fuzz: $(FUZZ_BIN)
 $(BUILD)/fuzz/%: test/fuzz/%.c $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(LOG_SRC)
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -D_GNU_SOURCE -DRDP_FUZZING -Iinclude -g -O1 \
+	clang -std=gnu11 -D_GNU_SOURCE -DRDP_FUZZING $(MB_DEFS) -Iinclude -g -O1 \
 	    -fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS)) \
 	    $< $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(LOG_SRC) $(SYS_LIBS) -lm -o $@
 

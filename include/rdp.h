@@ -51,7 +51,7 @@ enum rdp_drop_reason {
     RDP_DROP__COUNT
 };
 
-/* The packet MAC. Every node verifies ChaCha20-Poly1305; AES-256-GCM, about 2x faster per
+/* The packet MAC. Every node verifies ChaCha20-Poly1305; AES-256-GCM, 2-5x faster per
  * packet up to a few KiB where the CPU has AES-NI and PCLMUL, is used toward a peer when both
  * sides allow it (negotiated in the handshake, so nodes with different CPUs interoperate). */
 enum rdp_mac_alg {
@@ -63,22 +63,31 @@ enum rdp_mac_alg {
 /* true if this CPU can use alg */
 int rdp_mac_available(enum rdp_mac_alg alg);
 
+/* Which library computes the MACs. Every one gives the same tags, so the choice is local to
+ * a node, never on the wire, and matters for speed only (docs/rdp-protocol.md). */
+enum rdp_mac_impl {
+    RDP_MAC_IMPL_BEST = 0, /* default: Intel IPsec-MB where built in and usable, else portable */
+    RDP_MAC_IMPL_PORTABLE, /* libsodium below 2 KiB, OpenSSL's libcrypto from 2 KiB on */
+    RDP_MAC_IMPL_IPSECMB,  /* Intel IPsec-MB (ENOTSUP where it is not built in) */
+};
+
 struct rdp_config {
     uint32_t node_id;                 /* this endpoint's node id */
     struct sockaddr_storage bind;     /* address and UDP port to bind */
     socklen_t bind_len;               /* 0: bind_len of bind's family */
     unsigned char key[RDP_KEY_BYTES]; /* cluster key */
-    unsigned mtu;          /* link MTU; datagrams are at most mtu-28 bytes (default 1500) */
-    unsigned rto_min_us;   /* retransmission timeout floor (default 2000) */
-    unsigned rto_max_us;   /* retransmission timeout ceiling (default 200000) */
-    unsigned rto_init_us;  /* before the first RTT sample (default 20000) */
-    unsigned max_retrans;  /* retransmissions of one packet before the peer is lost (10) */
-    unsigned ack_delay_us; /* delayed ACK (default 100) */
-    size_t sndbuf;         /* per peer: bytes queued or in flight (default 4 MiB) */
-    size_t rcvbuf;         /* per peer: bytes held out of order (default 4 MiB) */
-    size_t sock_buf;       /* SO_SNDBUF/SO_RCVBUF of the UDP socket (default 8 MiB) */
-    enum rdp_mac_alg mac;  /* which MACs to use (default RDP_MAC_AUTO) */
-    int offload;           /* 1 (default): UDP GSO/GRO where datagrams are MTU-sized; 0: off */
+    unsigned mtu;               /* link MTU; datagrams are at most mtu-28 bytes (default 1500) */
+    unsigned rto_min_us;        /* retransmission timeout floor (default 2000) */
+    unsigned rto_max_us;        /* retransmission timeout ceiling (default 200000) */
+    unsigned rto_init_us;       /* before the first RTT sample (default 20000) */
+    unsigned max_retrans;       /* retransmissions of one packet before the peer is lost (10) */
+    unsigned ack_delay_us;      /* delayed ACK (default 100) */
+    size_t sndbuf;              /* per peer: bytes queued or in flight (default 4 MiB) */
+    size_t rcvbuf;              /* per peer: bytes held out of order (default 4 MiB) */
+    size_t sock_buf;            /* SO_SNDBUF/SO_RCVBUF of the UDP socket (default 8 MiB) */
+    enum rdp_mac_alg mac;       /* which MACs to use (default RDP_MAC_AUTO) */
+    enum rdp_mac_impl mac_impl; /* which library computes them (default RDP_MAC_IMPL_BEST) */
+    int offload;                /* 1 (default): UDP GSO/GRO where datagrams are MTU-sized; 0: off */
 };
 
 /* Fill every field with its default (node_id 0, no bind address, zero key). */
@@ -104,7 +113,7 @@ struct rdp_callbacks {
 };
 
 /* Open an endpoint: bind the UDP socket and seed connection ids. NULL and errno on error
- * (EINVAL: bad configuration, ENOTSUP: MAC not available on this CPU). */
+ * (EINVAL: bad configuration, ENOTSUP: MAC or MAC implementation not available here). */
 rdp_t *rdp_open(const struct rdp_config *cfg, const struct rdp_callbacks *cb);
 void rdp_close(rdp_t *rdp);
 
@@ -166,6 +175,10 @@ int rdp_peer_stats(const rdp_t *rdp, uint32_t node, struct rdp_peer_stats *st);
 void rdp_stats(const rdp_t *rdp, struct rdp_stats *st);
 const char *rdp_drop_reason_name(enum rdp_drop_reason r);
 const char *rdp_lost_reason_name(enum rdp_lost_reason r);
+/* Which library computes this endpoint's MACs (the tags are the same with each; the choice is
+ * local): "ipsec-mb/avx512", "ipsec-mb/avx2", ... (Intel IPsec-MB, x86-64), or "portable"
+ * (libsodium for small packets, OpenSSL's libcrypto for large ones). */
+const char *rdp_mac_impl(const rdp_t *rdp);
 
 /* Fault injection, for tests. Probabilities in [0,1]; each direction separately. */
 enum rdp_fault_dir { RDP_FAULT_TX = 1, RDP_FAULT_RX = 2, RDP_FAULT_BOTH = 3 };

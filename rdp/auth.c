@@ -1,8 +1,9 @@
 /*
- * auth.c - packet MAC (ChaCha20-Poly1305 over associated data) and the anti-replay window.
- * The design is explained in auth.h.
+ * auth.c - packet MAC (ChaCha20-Poly1305 or AES-256-GCM over associated data) and the
+ * anti-replay window. The design is explained in auth.h.
  */
 #include "auth.h"
+#include "mac_ipsecmb.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -56,8 +57,16 @@ int rdp_mac_available(enum rdp_mac_alg alg)
 
 int rdp_mac_init(struct rdp_mac *m, enum rdp_mac_alg pref, const uint8_t *key)
 {
+    return rdp_mac_init_impl(m, pref, key, RDP_MAC_IMPL_BEST);
+}
+
+int rdp_mac_init_impl(struct rdp_mac *m, enum rdp_mac_alg pref, const uint8_t *key,
+                      enum rdp_mac_impl impl)
+{
     memset(m, 0, sizeof *m);
-    if (pref != RDP_MAC_CHACHA20POLY1305 && pref != RDP_MAC_AES256GCM && pref != RDP_MAC_AUTO) {
+    if ((pref != RDP_MAC_CHACHA20POLY1305 && pref != RDP_MAC_AES256GCM && pref != RDP_MAC_AUTO) ||
+        (impl != RDP_MAC_IMPL_BEST && impl != RDP_MAC_IMPL_PORTABLE &&
+         impl != RDP_MAC_IMPL_IPSECMB)) {
         errno = EINVAL;
         return -1;
     }
@@ -69,6 +78,14 @@ int rdp_mac_init(struct rdp_mac *m, enum rdp_mac_alg pref, const uint8_t *key)
     uint8_t ka[RDP_KEY_BYTES];
     rdp_mac_subkey(key, RDP_MAC_CHACHA20POLY1305, m->kc);
     rdp_mac_subkey(key, RDP_MAC_AES256GCM, ka);
+    if (impl != RDP_MAC_IMPL_PORTABLE) {
+        m->mb = rdp_mb_new(m->kc, m->aes ? ka : NULL);
+        if (!m->mb && (impl == RDP_MAC_IMPL_IPSECMB || errno != ENOTSUP)) {
+            sodium_memzero(ka, sizeof ka);
+            rdp_mac_free(m);
+            return -1;
+        }
+    }
     if (m->aes) crypto_aead_aes256gcm_beforenm(&m->aes_st, ka);
     const EVP_CIPHER *c[2] = {EVP_chacha20_poly1305(), EVP_aes_256_gcm()};
     const uint8_t *k[2] = {m->kc, ka};
@@ -88,6 +105,8 @@ int rdp_mac_init(struct rdp_mac *m, enum rdp_mac_alg pref, const uint8_t *key)
 
 void rdp_mac_free(struct rdp_mac *m)
 {
+    rdp_mb_free(m->mb);
+    m->mb = NULL;
     for (int i = 0; i < 2; i++) {
         EVP_CIPHER_CTX_free(m->big[i]);
         m->big[i] = NULL;
@@ -116,6 +135,10 @@ void rdp_mac_sign_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t sr
     unsigned long long maclen;
     nonce(n, src, dst, pn);
     bool aes = alg == RDP_MAC_AES256GCM && m->aes;
+    if (m->mb) {
+        rdp_mb_tag(m->mb, aes, n, pkt, body_len, pkt + body_len);
+        return;
+    }
     if (body_len >= RDP_MAC_BIG && big_tag(m->big[aes], n, pkt, body_len, pkt + body_len)) return;
     if (aes)
         crypto_aead_aes256gcm_encrypt_detached_afternm(none, pkt + body_len, &maclen, NULL, 0, pkt,
@@ -132,6 +155,10 @@ bool rdp_mac_verify_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t 
     if (alg == RDP_MAC_AES256GCM && !m->aes) return false;
     bool aes = alg == RDP_MAC_AES256GCM;
     nonce(n, src, dst, pn);
+    if (m->mb) {
+        rdp_mb_tag(m->mb, aes, n, pkt, body_len, tag);
+        return sodium_memcmp(tag, pkt + body_len, RDP_MAC_LEN) == 0;
+    }
     if (body_len >= RDP_MAC_BIG && big_tag(m->big[aes], n, pkt, body_len, tag))
         return sodium_memcmp(tag, pkt + body_len, RDP_MAC_LEN) == 0;
     if (aes)
@@ -139,6 +166,11 @@ bool rdp_mac_verify_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t 
                                                               pkt, body_len, n, &m->aes_st) == 0;
     return crypto_aead_chacha20poly1305_ietf_decrypt_detached(none, NULL, none, 0, pkt + body_len,
                                                               pkt, body_len, n, m->kc) == 0;
+}
+
+const char *rdp_mac_impl_name(const struct rdp_mac *m)
+{
+    return m->mb ? rdp_mb_arch(m->mb) : "portable";
 }
 
 #define WORDS (RDP_REPLAY_BITS / 64)

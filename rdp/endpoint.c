@@ -44,6 +44,7 @@ void rdp_config_defaults(struct rdp_config *c)
     c->sock_buf = 8u << 20;
     c->offload = 1;
     c->mac = RDP_MAC_AUTO;
+    c->mac_impl = RDP_MAC_IMPL_BEST;
 }
 
 static bool config_ok(const struct rdp_config *c)
@@ -101,7 +102,7 @@ rdp_t *rdp_open(const struct rdp_config *cfg, const struct rdp_callbacks *cb)
     }
     rdp_t *ep = calloc(1, sizeof *ep);
     if (!ep) return NULL;
-    if (rdp_mac_init(&ep->mac, cfg->mac, cfg->key) < 0) {
+    if (rdp_mac_init_impl(&ep->mac, cfg->mac, cfg->key, cfg->mac_impl) < 0) {
         free(ep);
         return NULL;
     }
@@ -336,6 +337,11 @@ void rdp_stats(const rdp_t *ep, struct rdp_stats *st)
     st->inj_dup = ep->inj.dup;
     st->inj_reorder = ep->inj.reorder;
     st->inj_corrupt = ep->inj.corrupt;
+}
+
+const char *rdp_mac_impl(const rdp_t *ep)
+{
+    return rdp_mac_impl_name(&ep->mac);
 }
 
 int rdp_set_faults(rdp_t *ep, const struct rdp_faults *f)

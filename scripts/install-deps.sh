@@ -28,6 +28,11 @@ base_pkgs=(
     iproute2 nftables iputils-ping procps jq
     clang "libclang-rt-${clang_major}-dev"
 )
+# Intel IPsec-MB, the fast packet MAC (rdp/mac_ipsecmb.c), exists for amd64 only; elsewhere
+# RDP computes the MAC with libsodium and libcrypto.
+if [[ $(dpkg --print-architecture 2>/dev/null) == amd64 ]]; then
+    base_pkgs+=(libipsec-mb-dev)
+fi
 # Peers for make bench.
 bench_pkgs=(sockperf iperf3 hyperfine jq mpich linux-perf valgrind)
 

@@ -262,8 +262,10 @@ static void test_mac(void)
     CU_ASSERT_NOT_EQUAL(memcmp(s1, key, 32), 0);
 }
 
-/* From RDP_MAC_BIG bytes on, libcrypto computes the tag; it must be libsodium's tag, bit for
- * bit, for both algorithms, and reject what libsodium rejects. */
+/* Every implementation (IPsec-MB where built in; libsodium below RDP_MAC_BIG and libcrypto
+ * from it on) must give libsodium's one-shot tag, bit for bit, for both algorithms, at the
+ * sizes around the switch-over, of Ethernet, jumbo and loopback datagrams and at random
+ * sizes, and reject what libsodium rejects. */
 static void test_mac_big(void)
 {
     CU_ASSERT_TRUE_FATAL(sodium_init() >= 0);
@@ -271,40 +273,63 @@ static void test_mac_big(void)
     uint8_t key[32], n[12] = {0, 1, 0, 2};
     for (size_t i = 0; i < sizeof key; i++) key[i] = (uint8_t)(i * 7 + 3);
     for (size_t i = 0; i < sizeof pkt; i++) pkt[i] = (uint8_t)(i * 131 + (i >> 8));
-    const size_t sizes[] = {1,    100,   RDP_MAC_BIG - 1,         RDP_MAC_BIG, RDP_MAC_BIG + 1,
-                            8972, 65000, sizeof pkt - RDP_MAC_LEN};
-    for (int alg = 0; alg < 2; alg++) {
-        struct rdp_mac m;
-        if (alg == RDP_MAC_AES256GCM && !rdp_mac_available(RDP_MAC_AES256GCM)) break;
-        CU_ASSERT_EQUAL_FATAL(rdp_mac_init(&m, (enum rdp_mac_alg)alg, key), 0);
-        uint8_t sub[32];
-        rdp_mac_subkey(key, (enum rdp_mac_alg)alg, sub);
-        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-            size_t len = sizes[k];
-            uint64_t pn = 1000 + k;
-            be_put64(n + 4, pn);
-            unsigned long long ml;
-            uint8_t none[1];
-            if (alg == RDP_MAC_AES256GCM)
-                crypto_aead_aes256gcm_encrypt_detached(none, ref, &ml, NULL, 0, pkt, len, NULL, n,
-                                                       sub);
-            else
-                crypto_aead_chacha20poly1305_ietf_encrypt_detached(none, ref, &ml, NULL, 0, pkt,
-                                                                   len, NULL, n, sub);
-            const enum rdp_mac_alg A = (enum rdp_mac_alg)alg;
-            rdp_mac_sign_ctx(&m, A, 1, 2, pn, pkt, len);
-            CU_ASSERT_EQUAL(memcmp(pkt + len, ref, sizeof ref), 0);
-            CU_ASSERT_TRUE(rdp_mac_verify_ctx(&m, A, 1, 2, pn, pkt, len));
-            CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, A, 1, 2, pn + 1, pkt, len));
-            pkt[len / 2] ^= 0x10;
-            CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, A, 1, 2, pn, pkt, len));
-            pkt[len / 2] ^= 0x10;
-            pkt[len + 3] ^= 1; /* the tag itself */
-            CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, A, 1, 2, pn, pkt, len));
-            pkt[len + 3] ^= 1;
+    size_t sizes[40] = {1,           15,
+                        16,          17,
+                        100,         RDP_MAC_BIG - 1,
+                        RDP_MAC_BIG, RDP_MAC_BIG + 1,
+                        1456,        8956,
+                        65000,       sizeof pkt - RDP_MAC_LEN};
+    for (size_t k = 12; k < sizeof sizes / sizeof sizes[0]; k++)
+        sizes[k] = 1 + randombytes_uniform(sizeof pkt - RDP_MAC_LEN);
+    int tested = 0;
+    for (int impl = RDP_MAC_IMPL_PORTABLE; impl <= RDP_MAC_IMPL_IPSECMB; impl++) {
+        for (int alg = 0; alg < 2; alg++) {
+            struct rdp_mac m;
+            if (alg == RDP_MAC_AES256GCM && !rdp_mac_available(RDP_MAC_AES256GCM)) break;
+            if (rdp_mac_init_impl(&m, (enum rdp_mac_alg)alg, key, (enum rdp_mac_impl)impl) < 0) {
+                CU_ASSERT_EQUAL_FATAL(impl, RDP_MAC_IMPL_IPSECMB); /* not built in */
+                CU_ASSERT_EQUAL(errno, ENOTSUP);
+                break;
+            }
+            tested++;
+            CU_ASSERT_EQUAL(impl == RDP_MAC_IMPL_PORTABLE,
+                            strcmp(rdp_mac_impl_name(&m), "portable") == 0);
+            uint8_t sub[32];
+            rdp_mac_subkey(key, (enum rdp_mac_alg)alg, sub);
+            for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+                size_t len = sizes[k];
+                uint64_t pn = 1000 + k;
+                be_put64(n + 4, pn);
+                unsigned long long ml;
+                uint8_t none[1];
+                if (alg == RDP_MAC_AES256GCM)
+                    crypto_aead_aes256gcm_encrypt_detached(none, ref, &ml, NULL, 0, pkt, len, NULL,
+                                                           n, sub);
+                else
+                    crypto_aead_chacha20poly1305_ietf_encrypt_detached(none, ref, &ml, NULL, 0, pkt,
+                                                                       len, NULL, n, sub);
+                const enum rdp_mac_alg A = (enum rdp_mac_alg)alg;
+                rdp_mac_sign_ctx(&m, A, 1, 2, pn, pkt, len);
+                CU_ASSERT_EQUAL(memcmp(pkt + len, ref, sizeof ref), 0);
+                CU_ASSERT_TRUE(rdp_mac_verify_ctx(&m, A, 1, 2, pn, pkt, len));
+                CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, A, 1, 2, pn + 1, pkt, len));
+                pkt[len / 2] ^= 0x10;
+                CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, A, 1, 2, pn, pkt, len));
+                pkt[len / 2] ^= 0x10;
+                pkt[len - 1] ^= 0x80; /* the last byte of a partial block */
+                CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, A, 1, 2, pn, pkt, len));
+                pkt[len - 1] ^= 0x80;
+                pkt[len + 3] ^= 1; /* the tag itself */
+                CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, A, 1, 2, pn, pkt, len));
+                pkt[len + 3] ^= 1;
+            }
+            rdp_mac_free(&m);
         }
-        rdp_mac_free(&m);
     }
+    CU_ASSERT(tested >= 1);
+    struct rdp_mac m;
+    CU_ASSERT_EQUAL(rdp_mac_init_impl(&m, RDP_MAC_AUTO, key, (enum rdp_mac_impl)9), -1);
+    CU_ASSERT_EQUAL(errno, EINVAL);
 }
 
 static void test_rtt(void)
