@@ -145,6 +145,7 @@ struct opts {
     size_t sndbuf, rcvbuf, sock_buf; /* 0: library default */
     bool vs_tcp, json, once, quiet;
     bool no_offload;
+    int mac_impl; /* enum rdp_mac_impl */
     unsigned timeout_s;
     bool have_timeout; /* else the server adopts the client's --timeout */
     int mac;           /* enum rdp_mac_alg; -1: not given (server: follow the client) */
@@ -188,6 +189,9 @@ static void usage(FILE *f)
             "                           the server follows the client unless given)\n"
             "  --no-offload             no UDP GSO/GRO on this side (they are used where the\n"
             "                           MTU is small, e.g. 1500 or 9000)\n"
+            "  --mac-impl best|portable|ipsec-mb\n"
+            "                           which library computes this side's MACs (same tags;\n"
+            "                           default best: Intel IPsec-MB where built in)\n"
             "  --rto-min-us N --max-retrans N --sndbuf BYTES --rcvbuf BYTES --sock-buf BYTES\n"
             "                           RDP tunables (default: the library's)\n"
             "  --timeout S              give up after S seconds without progress (default 30)\n"
@@ -316,18 +320,30 @@ static bool addr_is_any(const struct sockaddr_storage *ss)
     return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)ss)->sin6_addr);
 }
 
+/* option values, indexed by enum rdp_mac_alg and enum rdp_mac_impl */
+static const char *const mac_names[] = {
+    [RDP_MAC_CHACHA20POLY1305] = "chacha20poly1305",
+    [RDP_MAC_AES256GCM] = "aes256gcm",
+    [RDP_MAC_AUTO] = "auto",
+};
+static const char *const mac_impl_names[] = {
+    [RDP_MAC_IMPL_BEST] = "best",
+    [RDP_MAC_IMPL_PORTABLE] = "portable",
+    [RDP_MAC_IMPL_IPSECMB] = "ipsec-mb",
+};
+
 static const char *mac_name(int mac)
 {
-    switch (mac) {
-    case RDP_MAC_CHACHA20POLY1305:
-        return "chacha20poly1305";
-    case RDP_MAC_AES256GCM:
-        return "aes256gcm";
-    case RDP_MAC_AUTO:
-        return "auto";
-    default:
-        return "unknown";
-    }
+    return mac >= 0 && mac < (int)(sizeof mac_names / sizeof mac_names[0]) ? mac_names[mac]
+                                                                           : "unknown";
+}
+
+/* the index of s in names[n], or -1 */
+static int name_index(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
 }
 
 /* The key rule of conf/keyfile.c: a regular file, not open to group or others, 32..4096
@@ -722,6 +738,7 @@ struct bench {
     uint64_t count, warmup, total, seed;
     unsigned mtu, timeout_s;
     int mac;
+    const char *mac_impl; /* rdp_mac_impl() of our endpoint, kept past rdp_close */
     bool vs_tcp;
     struct gen gen;
     bool gen_ok;
@@ -1139,6 +1156,7 @@ static rdp_t *open_rdp(struct bench *b, uint32_t node, const struct sockaddr_sto
     if (o->rcvbuf) cfg.rcvbuf = o->rcvbuf;
     if (o->sock_buf) cfg.sock_buf = o->sock_buf;
     if (o->no_offload) cfg.offload = 0;
+    cfg.mac_impl = (enum rdp_mac_impl)o->mac_impl;
     struct rdp_callbacks cb = {.ctx = b,
                                .recv = cb_recv,
                                .connected = cb_connected,
@@ -1525,12 +1543,13 @@ static int server_session(const struct opts *o, int ctl, const struct sockaddr_s
     if (!o->quiet)
         fprintf(b->out,
                 "server: client %s (rdp %s): %s, size %u%s%u, count %" PRIu64 " + warmup %" PRIu64
-                ", seed 0x%016" PRIx64 ", mtu %u, mac %s%s%s\n",
+                ", seed 0x%016" PRIx64 ", mtu %u, mac %s (%s)%s%s\n",
                 addr_str(from, a1, sizeof a1), addr_str(&b->peer_addr, a2, sizeof a2),
                 b->mode == MODE_PINGPONG ? "pingpong" : "stream", b->smin,
                 b->smin == b->smax ? "=" : "-", b->smax, b->count,
                 b->mode == MODE_PINGPONG ? b->warmup : 0, b->seed, b->mtu, mac_name(b->mac),
-                b->vs_tcp ? ", vs tcp" : "", want_faults(o) ? ", faults injected here" : "");
+                rdp_mac_impl(b->rdp), b->vs_tcp ? ", vs tcp" : "",
+                want_faults(o) ? ", faults injected here" : "");
     fflush(b->out);
     b->progress_ns = rdp_now_ns();
 
@@ -1905,6 +1924,7 @@ static int client_main(struct opts *o)
     }
     b->rdp = open_rdp(b, NODE_CLI, &me, ml);
     if (!b->rdp) fatal(b, "rdp_open %s: %s", addr_str(&me, a1, sizeof a1), strerror(errno));
+    b->mac_impl = rdp_mac_impl(b->rdp);
     struct sockaddr_storage bound;
     socklen_t bl = sizeof bound;
     if (getsockname(rdp_fd(b->rdp), (struct sockaddr *)&bound, &bl) < 0)
@@ -1948,10 +1968,10 @@ static int client_main(struct opts *o)
     const char *mname = b->mode == MODE_PINGPONG ? "pingpong" : "stream";
     fprintf(out,
             "client: rdp %s (node 1) -> %s (node 0): %s, size %u%s%u, count %" PRIu64
-            " + warmup %" PRIu64 ", seed 0x%016" PRIx64 ", mtu %u, mac %s%s%s\n",
+            " + warmup %" PRIu64 ", seed 0x%016" PRIx64 ", mtu %u, mac %s (%s)%s%s\n",
             addr_str(&bound, a1, sizeof a1), addr_str(&o->addr, a2, sizeof a2), mname, b->smin,
             b->smin == b->smax ? "=" : "-", b->smax, b->count, b->warmup, b->seed, b->mtu,
-            mac_name(b->mac), want_faults(o) ? ", faults injected here" : "",
+            mac_name(b->mac), rdp_mac_impl(b->rdp), want_faults(o) ? ", faults injected here" : "",
             b->peer_faults ? ", faults injected at the server" : "");
     if (want_faults(o))
         fprintf(out,
@@ -2017,11 +2037,11 @@ static int client_main(struct opts *o)
         fprintf(f,
                 "{\"mode\":\"%s\",\"size_min\":%u,\"size_max\":%u,\"count\":%" PRIu64
                 ",\"warmup\":%" PRIu64 ",\"seed\":\"0x%016" PRIx64 "\",\"mtu\":%u,\"mac\":\"%s\","
-                "\"key\":\"%s\","
+                "\"mac_impl\":\"%s\",\"key\":\"%s\","
                 "\"faults\":{\"loss\":%g,\"dup\":%g,\"reorder\":%g,\"corrupt\":%g,"
                 "\"server\":%s},\"rdp\":",
                 mname, b->smin, b->smax, b->count, b->warmup, b->seed, b->mtu, mac_name(b->mac),
-                o->keyfile ? "file" : "fixed", o->loss, o->dup, o->reorder, o->corrupt,
+                b->mac_impl, o->keyfile ? "file" : "fixed", o->loss, o->dup, o->reorder, o->corrupt,
                 b->peer_faults ? "true" : "false");
         if (b->mode == MODE_PINGPONG)
             json_lat(f, &rl);
@@ -2083,6 +2103,7 @@ int main(int argc, char **argv)
         O_QUIET,
         O_MAC,
         O_NOOFFLOAD,
+        O_MACIMPL,
     };
     static const struct option lo[] = {
         {"mode", required_argument, NULL, O_MODE},
@@ -2109,6 +2130,7 @@ int main(int argc, char **argv)
         {"quiet", no_argument, NULL, O_QUIET},
         {"mac", required_argument, NULL, O_MAC},
         {"no-offload", no_argument, NULL, O_NOOFFLOAD},
+        {"mac-impl", required_argument, NULL, O_MACIMPL},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -2227,14 +2249,14 @@ int main(int argc, char **argv)
         case O_NOOFFLOAD:
             o.no_offload = true;
             break;
+        case O_MACIMPL:
+            o.mac_impl = name_index(optarg, mac_impl_names, 3);
+            if (o.mac_impl < 0)
+                bad_usage("--mac-impl: best, portable or ipsec-mb, not '%s'", optarg);
+            break;
         case O_MAC:
-            if (strcmp(optarg, "auto") == 0)
-                o.mac = RDP_MAC_AUTO;
-            else if (strcmp(optarg, "chacha20poly1305") == 0)
-                o.mac = RDP_MAC_CHACHA20POLY1305;
-            else if (strcmp(optarg, "aes256gcm") == 0)
-                o.mac = RDP_MAC_AES256GCM;
-            else
+            o.mac = name_index(optarg, mac_names, 3);
+            if (o.mac < 0)
                 bad_usage("--mac: auto, chacha20poly1305 or aes256gcm, not '%s'", optarg);
             if (!rdp_mac_available((enum rdp_mac_alg)o.mac))
                 bad_usage("--mac %s: not available on this CPU", optarg);

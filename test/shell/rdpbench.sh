@@ -1,0 +1,106 @@
+#!/bin/bash
+# test/shell/rdpbench.sh - the benchmark tool itself, on loopback: it must verify what it
+# measures, report it as JSON that bench/rdp.sh can read, and refuse bad input.
+#   - pingpong and stream with --vs-tcp --json: exit 0, every message counted on both
+#     transports, a ratio, the MAC implementation named
+#   - stream with random sizes and the fault injector on both sides: still every message
+#   - the portable MAC on one side only (--mac-impl portable): the MAC libraries interoperate
+#   - a server with another key: the client fails (exit 1) and says why (the control
+#     connection compares key fingerprints; RDP itself under a wrong key: rdp_security)
+#   - bad command lines: exit 2 with usage
+set -u
+# shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
+. "$(dirname "$0")/lib/cluster.sh"
+RB=$BIN/rdpbench
+CDIR=$(mktemp -d)
+
+# server LOG [ARGS...]: start an rdpbench server on 127.0.0.1, port 0; sets SRV (ADDR:PORT)
+server() {
+    local log=$CDIR/$1
+    shift
+    "$RB" server 127.0.0.1:0 --timeout 20 "$@" >"$log" 2>&1 &
+    PIDS+=($!)
+    SRV=""
+    wait_until 5000 grep -q '^server: listening on ' "$log" || return 1
+    SRV=$(sed -n 's/^server: listening on \([^ ]*\) .*/\1/p' "$log")
+}
+
+stop_servers() {
+    local p
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    PIDS=()
+}
+
+# jcheck NAME JSON JQ-EXPR: pass if the expression is true of the JSON
+jcheck() {
+    if echo "$2" | jq -e "$3" >/dev/null 2>&1; then pass "$1"; else fail "$1" "not ($3): $2"; fi
+}
+
+server srv1.log || fail "rdpbench: server starts" "$(cat "$CDIR/srv1.log")"
+
+out=$("$RB" client "$SRV" --mode pingpong --size 1024 --count 300 --vs-tcp --json 2>"$CDIR/c1.err")
+check "rdpbench: pingpong --vs-tcp --json exits 0" $? "$(tail -5 "$CDIR/c1.err")"
+jcheck "rdpbench: pingpong JSON has both RTTs and their ratio" "$out" \
+    '.mode == "pingpong" and .rdp.rtt_us.median > 0 and .tcp.rtt_us.median > 0 and .ratio > 0'
+jcheck "rdpbench: JSON names the MAC implementation" "$out" \
+    '.mac_impl == "portable" or (.mac_impl | startswith("ipsec-mb/"))'
+
+out=$("$RB" client "$SRV" --mode stream --size 65536 --count 200 --vs-tcp --json 2>"$CDIR/c2.err")
+check "rdpbench: stream --vs-tcp --json exits 0" $? "$(tail -5 "$CDIR/c2.err")"
+jcheck "rdpbench: stream JSON counts every message on both transports" "$out" \
+    '.rdp.msgs == 200 and .tcp.msgs == 200 and .rdp.bytes == 200 * 65536 and .ratio > 0'
+stop_servers
+
+# faults on both sides; random sizes up to 1 MiB
+server srv2.log --loss 0.1 --dup 0.05 --reorder 0.1 --corrupt 0.01 ||
+    fail "rdpbench: server with faults starts" "$(cat "$CDIR/srv2.log")"
+out=$("$RB" client "$SRV" --mode stream --size 1-1048576 --count 100 --json \
+    --loss 0.1 --dup 0.05 --reorder 0.1 --corrupt 0.01 2>"$CDIR/c3.err")
+check "rdpbench: stream under injected faults exits 0" $? "$(tail -5 "$CDIR/c3.err")"
+jcheck "rdpbench: under faults every message arrives, some were retransmitted" "$out" \
+    '.rdp.msgs == 100 and .client.retransmits > 0 and .client.inj_drop > 0'
+stop_servers
+
+# one side computes its MACs with the portable libraries, the other with the best one
+server srv3.log || fail "rdpbench: server starts" "$(cat "$CDIR/srv3.log")"
+for mac in aes256gcm chacha20poly1305; do
+    out=$("$RB" client "$SRV" --mode stream --size 1-100000 --count 300 --mac "$mac" \
+        --mac-impl portable --json 2>"$CDIR/c4.err")
+    check "rdpbench: portable MAC ($mac) interoperates with the server's" $? \
+        "$(tail -5 "$CDIR/c4.err")"
+    jcheck "rdpbench: --mac-impl portable is used ($mac)" "$out" \
+        '.mac_impl == "portable" and .rdp.msgs == 300 and .client.drops.bad_mac == 0'
+done
+stop_servers
+
+# another key: refused before any message is sent
+printf 'a different cluster key, 32 bytes or more.....\n' >"$CDIR/other.key"
+chmod 600 "$CDIR/other.key"
+server srv4.log --key "$CDIR/other.key" || fail "rdpbench: keyed server starts" "$(cat "$CDIR/srv4.log")"
+"$RB" client "$SRV" --mode pingpong --size 16 --count 10 --timeout 3 >"$CDIR/c5.out" 2>&1
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "key mismatch" "$CDIR/c5.out"; then
+    pass "rdpbench: wrong key: client exits 1, naming the key mismatch"
+else
+    fail "rdpbench: wrong key: client exits 1, naming the key mismatch" \
+        "exit $rc: $(tail -3 "$CDIR/c5.out")"
+fi
+stop_servers
+
+# bad command lines
+for args in "client" "client 127.0.0.1:1 --mode nope --size 1 --count 1" \
+    "client 127.0.0.1:1 --mode stream --size 0 --count 1" "server 127.0.0.1:1 --mac md5" \
+    "server 127.0.0.1:1 --mac-impl fast" \
+    "bogus"; do
+    # shellcheck disable=SC2086 # word splitting intended
+    "$RB" $args >"$CDIR/u.out" 2>&1
+    rc=$?
+    if [ "$rc" -eq 2 ] && grep -q "usage" "$CDIR/u.out"; then
+        pass "rdpbench: usage error ($args) -> exit 2"
+    else
+        fail "rdpbench: usage error ($args) -> exit 2" "exit $rc: $(head -3 "$CDIR/u.out")"
+    fi
+done
+
+exit $((FAILS > 0))
