@@ -290,8 +290,9 @@ void rdp_io_errqueue(rdp_t *ep)
     }
 }
 
-/* Hand one datagram to the protocol. b sits in receive slot `slot`, or is a pool buffer of its
- * own (slot < 0) that goes back to the pool unless the protocol keeps it. */
+/* Hand one datagram to the protocol. b sits in receive slot `slot`, or (slot < 0) is a pool
+ * buffer of its own that goes back to the pool unless the protocol keeps it, or a borrowed
+ * view of a coalesced read (the protocol keeps a copy, if anything). */
 static void deliver(rdp_t *ep, struct rdp_buf *b, int slot, const struct sockaddr *from)
 {
     ep->st.pkts_recv++;
@@ -328,8 +329,11 @@ static void rx_datagram(rdp_t *ep, struct rdp_buf *b, int slot, unsigned from,
         if (c) deliver(ep, c, -1, sa);
     }
     if (v.reorder && *nlater < RX_LATER) {
-        later[(*nlater)++] = (struct rx_later){b, slot, from};
-        return;
+        struct rdp_buf *k = rdp_buf_keep(&ep->pool, b); /* a view would be gone by then */
+        if (k) {
+            later[(*nlater)++] = (struct rx_later){k, k == b ? slot : -1, from};
+            return;
+        }
     }
     deliver(ep, b, slot, sa);
 }
@@ -378,22 +382,22 @@ static size_t gro_size(struct msghdr *h, size_t len)
     return len;
 }
 
-/* Split a coalesced read into pool buffers, one per datagram (an empty read is one too). */
+/* Split a coalesced read into its datagrams (an empty read is one too). Each is handled in
+ * place, as a borrowed view of the read buffer; the protocol copies the few it keeps (those
+ * that arrive ahead of a gap), so in-order data is copied once, into the message. */
 static void rx_split(rdp_t *ep, unsigned i, size_t len, struct rx_later *later, unsigned *nlater)
 {
-    const uint8_t *p = rx_base(ep, i);
+    uint8_t *p = rx_base(ep, i);
     size_t g = gro_size(&ep->rxm[i].msg_hdr, len), off = 0;
     ep->st.gro_reads += g < len;
     do {
         size_t n = len - off < g ? len - off : g;
-        struct rdp_buf *b = n > ep->max_dgram ? NULL : rdp_pool_get(&ep->pool);
-        if (b) {
-            memcpy(b->data, p + off, n);
-            b->len = (uint32_t)n;
-            rx_datagram(ep, b, -1, i, later, nlater);
-        } else { /* larger than we accept (as MSG_TRUNC would say), or out of memory */
+        if (n <= ep->max_dgram) {
+            struct rdp_buf view = {.data = p + off, .len = (uint32_t)n, .borrowed = true};
+            rx_datagram(ep, &view, -1, i, later, nlater);
+        } else { /* larger than we accept (as MSG_TRUNC would say) */
             ep->st.pkts_recv++;
-            rdp_count_drop(ep, NULL, n > ep->max_dgram ? RDP_DROP_MALFORMED : RDP_DROP_NOBUF);
+            rdp_count_drop(ep, NULL, RDP_DROP_MALFORMED);
         }
         off += n;
     } while (off < len);

@@ -4,6 +4,7 @@
 #include "pool.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void rdp_pool_init(struct rdp_pool *p, size_t bufsize)
 {
@@ -31,17 +32,28 @@ struct rdp_buf *rdp_pool_get(struct rdp_pool *p)
     } else {
         b = malloc(sizeof *b + p->bufsize);
         if (!b) return NULL;
+        b->data = (uint8_t *)(b + 1);
         p->total++;
     }
     b->next = NULL;
     b->len = 0;
-    b->in_tx = b->release = false;
+    b->in_tx = b->release = b->borrowed = false;
     return b;
+}
+
+struct rdp_buf *rdp_buf_keep(struct rdp_pool *p, struct rdp_buf *b)
+{
+    if (!b->borrowed) return b;
+    struct rdp_buf *c = rdp_pool_get(p);
+    if (!c) return NULL;
+    memcpy(c->data, b->data, b->len);
+    c->len = b->len;
+    return c;
 }
 
 void rdp_pool_put(struct rdp_pool *p, struct rdp_buf *b)
 {
-    if (!b) return;
+    if (!b || b->borrowed) return;
     if (b->in_tx) {
         b->release = true;
         return;

@@ -12,10 +12,13 @@
 
 struct rdp_buf {
     struct rdp_buf *next; /* free list, or the chain of a pending message */
-    uint32_t len;         /* bytes used in data[] */
+    uint8_t *data;        /* the bytes: the buffer's own storage, which follows it */
+    uint32_t len;         /* bytes used at data */
     bool in_tx;           /* referenced by the unsent transmit batch */
     bool release;         /* return to the pool once the batch is sent */
-    uint8_t data[];
+    bool borrowed;        /* a view of a datagram inside a coalesced (GRO) read, not from
+                             the pool: valid during its handling only; to keep it, copy it
+                             (rdp_buf_keep) */
 };
 
 struct rdp_pool {
@@ -27,7 +30,11 @@ struct rdp_pool {
 void rdp_pool_init(struct rdp_pool *p, size_t bufsize);
 void rdp_pool_destroy(struct rdp_pool *p);
 struct rdp_buf *rdp_pool_get(struct rdp_pool *p); /* NULL when out of memory */
-/* Return b; if it still sits in the transmit batch, it goes back after the batch is sent. */
+/* Return b; if it still sits in the transmit batch, it goes back after the batch is sent.
+ * A borrowed view is not the pool's: nothing happens. */
 void rdp_pool_put(struct rdp_pool *p, struct rdp_buf *b);
+/* A buffer the caller may keep with b's contents: b itself if it is from the pool, else a
+ * pool copy of the borrowed view. NULL when out of memory. */
+struct rdp_buf *rdp_buf_keep(struct rdp_pool *p, struct rdp_buf *b);
 
 #endif

@@ -159,11 +159,14 @@ void rdp_handle_data(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, str
     }
     if (off > 0) {
         struct rdp_buf **s = &p->rx[h->seq & p->rxmask];
+        struct rdp_buf *k = *s ? NULL : rdp_buf_keep(&ep->pool, *bufp);
         if (*s) {
             rdp_count_drop(ep, p, RDP_DROP_DUPLICATE);
+        } else if (!k) {
+            rdp_count_drop(ep, p, RDP_DROP_NOBUF); /* the sender retransmits it */
         } else {
-            *s = *bufp; /* keep it until the gap is filled */
-            *bufp = NULL;
+            *s = k; /* keep it until the gap is filled */
+            if (k == *bufp) *bufp = NULL;
             p->rx_held++;
             p->st.out_of_order++;
             if (seq_ge(h->seq, p->rx_high)) p->rx_high = h->seq + 1;
