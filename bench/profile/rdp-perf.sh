@@ -3,7 +3,7 @@
 # `perf record -a -g -e cpu-clock` and sort its samples into cost categories by the leaf frame
 # and the system call on the call chain:
 #   MAC               the per-packet AES-256-GCM / ChaCha20-Poly1305 over header + payload
-#                     (libsodium below 2 KiB, libcrypto from 2 KiB on)
+#                     (Intel IPsec-MB where built in; else libsodium below 2 KiB, libcrypto above)
 #   kernel: SYSCALL   kernel time under that system call (sendmmsg includes the loopback or
 #                     veth delivery to the receiver, which runs in the sender's context)
 #   user copies       libc memcpy/memmove (fragmenting into packets, reassembly, echo copies)
@@ -67,7 +67,7 @@ categorise() {
             total++
             if (comm == "rdpbench") {
                 rdp++
-                if (leaf ~ /libsodium|libcrypto/) c = "MAC (libsodium, libcrypto)"
+                if (leaf ~ /libsodium|libcrypto|libIPSec_MB/) c = "MAC (IPsec-MB, libsodium, libcrypto)"
                 else if (leaf ~ /kernel\.kallsyms/) c = "kernel: " (sc != "" ? sc : "irq/softirq/other")
                 else if (leaf ~ / (__)?mem(move|cpy)/) c = "user copies (libc memcpy/memmove)"
                 else if (leaf ~ / (msg_check|make_msg|msg_fill)/) c = "rdpbench generate/verify"
