@@ -117,8 +117,10 @@ for c in "${cases[@]}"; do
     case $c in
     mac)
         echo
-        echo "### mac: cc -O2 bench/profile/macspeed.c -lsodium -lcrypto && ./macspeed"
-        cc -std=gnu11 -O2 -o "$tmp/macspeed" "$HERE/macspeed.c" -lsodium -lcrypto
+        mb=()
+        [[ -e /usr/include/intel-ipsec-mb.h ]] && mb=(-DHAVE_IPSEC_MB -lIPSec_MB)
+        echo "### mac: cc -O2 bench/profile/macspeed.c -lsodium -lcrypto ${mb[*]} && ./macspeed"
+        cc -std=gnu11 -O2 -o "$tmp/macspeed" "$HERE/macspeed.c" -lsodium -lcrypto "${mb[@]}"
         "$tmp/macspeed"
         ;;
     lo-*) need_lo=1 ;;
