@@ -64,6 +64,7 @@ enum conf_key_id {
     CK_RCVBUF,
     CK_SOCK_BUF,
     CK_MAC,
+    CK_MAC_IMPL,
     CK_OFFLOAD,
     CK_HB,
     CK_HB_INTERVAL,

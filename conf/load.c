@@ -40,6 +40,7 @@ void psconf_defaults(struct psconf *c)
     c->rcvbuf = r.rcvbuf;
     c->sock_buf = r.sock_buf;
     c->mac = r.mac;
+    c->mac_impl = r.mac_impl;
     c->offload = (unsigned)r.offload;
     c->hb_interval_ms = 100;
     c->hb_dead_limit = 8;

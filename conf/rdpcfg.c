@@ -33,6 +33,7 @@ int psconf_rdp_config(const struct psconf *c, uint32_t node, struct rdp_config *
     out->rcvbuf = c->rcvbuf;
     out->sock_buf = c->sock_buf;
     out->mac = (enum rdp_mac_alg)c->mac;
+    out->mac_impl = (enum rdp_mac_impl)c->mac_impl;
     out->offload = c->offload ? 1 : 0;
     return 0;
 }

@@ -133,17 +133,27 @@ static int set_mac(struct conf_ctx *x, void *base, const char *key, const char *
                    struct conf_where w)
 {
     struct psconf *c = base;
-    if (strcmp(val, "auto") == 0)
-        c->mac = RDP_MAC_AUTO;
-    else if (strcmp(val, "chacha20poly1305") == 0)
-        c->mac = RDP_MAC_CHACHA20POLY1305;
-    else if (strcmp(val, "aes256gcm") == 0)
-        c->mac = RDP_MAC_AES256GCM;
-    else
+    enum rdp_mac_alg alg;
+    if (rdp_mac_alg_parse(val, &alg) < 0)
         return conf_error_at(x, w, key,
                              "\"%s\" is not a MAC choice (auto, chacha20poly1305, aes256gcm)", val);
-    if (!rdp_mac_available(c->mac))
+    if (!rdp_mac_available(alg))
         return conf_error_at(x, w, key, "\"%s\" needs AES-NI, which this CPU lacks", val);
+    c->mac = alg;
+    return 0;
+}
+
+static int set_mac_impl(struct conf_ctx *x, void *base, const char *key, const char *val,
+                        struct conf_where w)
+{
+    struct psconf *c = base;
+    enum rdp_mac_impl impl;
+    if (rdp_mac_impl_parse(val, &impl) < 0)
+        return conf_error_at(x, w, key,
+                             "\"%s\" is not a MAC implementation (best, portable, ipsec-mb)", val);
+    if (!rdp_mac_impl_available(impl))
+        return conf_error_at(x, w, key, "\"%s\" is not built in or cannot run on this CPU", val);
+    c->mac_impl = impl;
     return 0;
 }
 
@@ -211,6 +221,7 @@ static const struct conf_key rdp_keys[] = {
     SIZE_KEY("rcvbuf", CK_RCVBUF, 65536, 1073741824, rcvbuf),
     SIZE_KEY("sock_buf", CK_SOCK_BUF, 65536, 1073741824, sock_buf),
     STR_KEY("mac", CK_MAC, set_mac),
+    STR_KEY("mac_impl", CK_MAC_IMPL, set_mac_impl),
     BOOL_KEY("offload", CK_OFFLOAD, offload),
     {0},
 };

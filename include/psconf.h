@@ -59,6 +59,7 @@ struct psconf {
     unsigned rdp_port, mtu, rto_min_us, rto_max_us, rto_init_us, max_retrans, ack_delay_us;
     size_t sndbuf, rcvbuf, sock_buf;
     int mac;          /* enum rdp_mac_alg */
+    int mac_impl;     /* enum rdp_mac_impl */
     unsigned offload; /* 1: UDP GSO/GRO where datagrams are MTU-sized */
 
     /* heartbeat = { ... } */

@@ -63,6 +63,11 @@ enum rdp_mac_alg {
 /* true if this CPU can use alg */
 int rdp_mac_available(enum rdp_mac_alg alg);
 
+/* Names, as in configuration files and command lines: "chacha20poly1305", "aes256gcm",
+ * "auto"; parse: 0, or -1 for an unknown name. */
+const char *rdp_mac_alg_name(enum rdp_mac_alg alg);
+int rdp_mac_alg_parse(const char *name, enum rdp_mac_alg *alg);
+
 /* Which library computes the MACs. Every one gives the same tags, so the choice is local to
  * a node, never on the wire, and matters for speed only (docs/rdp-protocol.md). */
 enum rdp_mac_impl {
@@ -70,6 +75,11 @@ enum rdp_mac_impl {
     RDP_MAC_IMPL_PORTABLE, /* libsodium below 2 KiB, OpenSSL's libcrypto from 2 KiB on */
     RDP_MAC_IMPL_IPSECMB,  /* Intel IPsec-MB (ENOTSUP where it is not built in) */
 };
+/* "best", "portable", "ipsec-mb"; parse: 0, or -1 for an unknown name. */
+const char *rdp_mac_impl_choice_name(enum rdp_mac_impl impl);
+int rdp_mac_impl_parse(const char *name, enum rdp_mac_impl *impl);
+/* true if impl can run here (built in, and the CPU has what it needs) */
+int rdp_mac_impl_available(enum rdp_mac_impl impl);
 
 struct rdp_config {
     uint32_t node_id;                 /* this endpoint's node id */

@@ -55,6 +55,16 @@ int rdp_mac_available(enum rdp_mac_alg alg)
     return alg == RDP_MAC_AES256GCM && crypto_aead_aes256gcm_is_available();
 }
 
+int rdp_mac_impl_available(enum rdp_mac_impl impl)
+{
+    if (impl == RDP_MAC_IMPL_BEST || impl == RDP_MAC_IMPL_PORTABLE) return 1;
+    if (impl != RDP_MAC_IMPL_IPSECMB) return 0;
+    static const uint8_t zero[RDP_KEY_BYTES];
+    struct rdp_mb *mb = rdp_mb_new(zero, NULL);
+    rdp_mb_free(mb);
+    return mb != NULL;
+}
+
 int rdp_mac_init(struct rdp_mac *m, enum rdp_mac_alg pref, const uint8_t *key)
 {
     return rdp_mac_init_impl(m, pref, key, RDP_MAC_IMPL_BEST);

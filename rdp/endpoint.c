@@ -339,6 +339,51 @@ void rdp_stats(const rdp_t *ep, struct rdp_stats *st)
     st->inj_corrupt = ep->inj.corrupt;
 }
 
+static const char *const mac_alg_names[] = {
+    [RDP_MAC_CHACHA20POLY1305] = "chacha20poly1305",
+    [RDP_MAC_AES256GCM] = "aes256gcm",
+    [RDP_MAC_AUTO] = "auto",
+};
+static const char *const mac_impl_names[] = {
+    [RDP_MAC_IMPL_BEST] = "best",
+    [RDP_MAC_IMPL_PORTABLE] = "portable",
+    [RDP_MAC_IMPL_IPSECMB] = "ipsec-mb",
+};
+
+/* index of name in names[n], or -1 */
+static int name_index(const char *name, const char *const *names, int n)
+{
+    for (int i = 0; name && i < n; i++)
+        if (strcmp(name, names[i]) == 0) return i;
+    return -1;
+}
+
+#define NNAMES(a) ((int)(sizeof a / sizeof a[0]))
+
+const char *rdp_mac_alg_name(enum rdp_mac_alg alg)
+{
+    return (int)alg >= 0 && (int)alg < NNAMES(mac_alg_names) ? mac_alg_names[alg] : "unknown";
+}
+
+int rdp_mac_alg_parse(const char *name, enum rdp_mac_alg *alg)
+{
+    int i = name_index(name, mac_alg_names, NNAMES(mac_alg_names));
+    if (i >= 0) *alg = (enum rdp_mac_alg)i;
+    return i >= 0 ? 0 : -1;
+}
+
+const char *rdp_mac_impl_choice_name(enum rdp_mac_impl impl)
+{
+    return (int)impl >= 0 && (int)impl < NNAMES(mac_impl_names) ? mac_impl_names[impl] : "unknown";
+}
+
+int rdp_mac_impl_parse(const char *name, enum rdp_mac_impl *impl)
+{
+    int i = name_index(name, mac_impl_names, NNAMES(mac_impl_names));
+    if (i >= 0) *impl = (enum rdp_mac_impl)i;
+    return i >= 0 ? 0 : -1;
+}
+
 const char *rdp_mac_impl(const rdp_t *ep)
 {
     return rdp_mac_impl_name(&ep->mac);

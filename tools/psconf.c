@@ -51,9 +51,7 @@ static void put_str(FILE *f, const char *s, int json)
 
 static const char *mac_name(int mac)
 {
-    return mac == RDP_MAC_AES256GCM ? "aes256gcm"
-           : mac == RDP_MAC_AUTO    ? "auto"
-                                    : "chacha20poly1305";
+    return rdp_mac_alg_name((enum rdp_mac_alg)mac);
 }
 
 static void show_text(const struct psconf *c, const char *fp)
@@ -71,10 +69,10 @@ static void show_text(const struct psconf *c, const char *fp)
            "  port = %u;\n  mtu = %u;\n  rto_min_us = %u;\n  rto_max_us = %u;\n"
            "  rto_init_us = %u;\n  max_retrans = %u;\n  ack_delay_us = %u;\n"
            "  sndbuf = %zu;\n  rcvbuf = %zu;\n  sock_buf = %zu;\n  mac = \"%s\";\n"
-           "  offload = %s;\n};\n",
+           "  mac_impl = \"%s\";\n  offload = %s;\n};\n",
            c->rdp_port, c->mtu, c->rto_min_us, c->rto_max_us, c->rto_init_us, c->max_retrans,
            c->ack_delay_us, c->sndbuf, c->rcvbuf, c->sock_buf, mac_name(c->mac),
-           c->offload ? "true" : "false");
+           rdp_mac_impl_choice_name((enum rdp_mac_impl)c->mac_impl), c->offload ? "true" : "false");
     printf("heartbeat = {\n"
            "  interval_ms = %u;\n  dead_limit = %u;\n  mode = \"%s\";\n  group = \"%s\";\n"
            "  port = %u;\n};\n",
@@ -105,10 +103,11 @@ static void show_json(const struct psconf *c, const char *fp)
     printf("  \"log_level\": \"%s\",\n", psconf_log_level_name(c->log_level));
     printf("  \"rdp\": {\"port\": %u, \"mtu\": %u, \"rto_min_us\": %u, \"rto_max_us\": %u, "
            "\"rto_init_us\": %u, \"max_retrans\": %u, \"ack_delay_us\": %u, \"sndbuf\": %zu, "
-           "\"rcvbuf\": %zu, \"sock_buf\": %zu, \"mac\": \"%s\", \"offload\": %s},\n",
+           "\"rcvbuf\": %zu, \"sock_buf\": %zu, \"mac\": \"%s\", \"mac_impl\": \"%s\", "
+           "\"offload\": %s},\n",
            c->rdp_port, c->mtu, c->rto_min_us, c->rto_max_us, c->rto_init_us, c->max_retrans,
            c->ack_delay_us, c->sndbuf, c->rcvbuf, c->sock_buf, mac_name(c->mac),
-           c->offload ? "true" : "false");
+           rdp_mac_impl_choice_name((enum rdp_mac_impl)c->mac_impl), c->offload ? "true" : "false");
     printf("  \"heartbeat\": {\"interval_ms\": %u, \"dead_limit\": %u, \"mode\": \"%s\", "
            "\"group\": \"%s\", \"port\": %u},\n",
            c->hb_interval_ms, c->hb_dead_limit, psconf_hb_mode_name(c->hb_mode), group, c->hb_port);

@@ -320,30 +320,9 @@ static bool addr_is_any(const struct sockaddr_storage *ss)
     return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)ss)->sin6_addr);
 }
 
-/* option values, indexed by enum rdp_mac_alg and enum rdp_mac_impl */
-static const char *const mac_names[] = {
-    [RDP_MAC_CHACHA20POLY1305] = "chacha20poly1305",
-    [RDP_MAC_AES256GCM] = "aes256gcm",
-    [RDP_MAC_AUTO] = "auto",
-};
-static const char *const mac_impl_names[] = {
-    [RDP_MAC_IMPL_BEST] = "best",
-    [RDP_MAC_IMPL_PORTABLE] = "portable",
-    [RDP_MAC_IMPL_IPSECMB] = "ipsec-mb",
-};
-
 static const char *mac_name(int mac)
 {
-    return mac >= 0 && mac < (int)(sizeof mac_names / sizeof mac_names[0]) ? mac_names[mac]
-                                                                           : "unknown";
-}
-
-/* the index of s in names[n], or -1 */
-static int name_index(const char *s, const char *const *names, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(s, names[i]) == 0) return i;
-    return -1;
+    return rdp_mac_alg_name((enum rdp_mac_alg)mac);
 }
 
 /* The key rule of conf/keyfile.c: a regular file, not open to group or others, 32..4096
@@ -2150,6 +2129,8 @@ int main(int argc, char **argv)
         bad_usage("unknown command '%s' (server or client)", argv[1]);
     bool client_only = false, server_only = false, have_size = false, have_count = false;
     uint64_t v;
+    enum rdp_mac_alg alg;
+    enum rdp_mac_impl impl;
     int c;
     optind = 2;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -2250,14 +2231,14 @@ int main(int argc, char **argv)
             o.no_offload = true;
             break;
         case O_MACIMPL:
-            o.mac_impl = name_index(optarg, mac_impl_names, 3);
-            if (o.mac_impl < 0)
+            if (rdp_mac_impl_parse(optarg, &impl) < 0)
                 bad_usage("--mac-impl: best, portable or ipsec-mb, not '%s'", optarg);
+            o.mac_impl = (int)impl;
             break;
         case O_MAC:
-            o.mac = name_index(optarg, mac_names, 3);
-            if (o.mac < 0)
+            if (rdp_mac_alg_parse(optarg, &alg) < 0)
                 bad_usage("--mac: auto, chacha20poly1305 or aes256gcm, not '%s'", optarg);
+            o.mac = (int)alg;
             if (!rdp_mac_available((enum rdp_mac_alg)o.mac))
                 bad_usage("--mac %s: not available on this CPU", optarg);
             break;

@@ -94,13 +94,7 @@ for args in "client" "client 127.0.0.1:1 --mode nope --size 1 --count 1" \
     "server 127.0.0.1:1 --mac-impl fast" \
     "bogus"; do
     # shellcheck disable=SC2086 # word splitting intended
-    "$RB" $args >"$CDIR/u.out" 2>&1
-    rc=$?
-    if [ "$rc" -eq 2 ] && grep -q "usage" "$CDIR/u.out"; then
-        pass "rdpbench: usage error ($args) -> exit 2"
-    else
-        fail "rdpbench: usage error ($args) -> exit 2" "exit $rc: $(head -3 "$CDIR/u.out")"
-    fi
+    check_usage "rdpbench: usage error ($args) -> exit 2" "$RB" $args
 done
 
 exit $((FAILS > 0))

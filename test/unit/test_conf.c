@@ -199,6 +199,7 @@ static void test_minimal_defaults(void)
         CU_ASSERT_EQUAL(c.sock_buf, 8388608);
         CU_ASSERT_EQUAL(c.offload, 1);
         CU_ASSERT_EQUAL(c.mac, RDP_MAC_AUTO);
+        CU_ASSERT_EQUAL(c.mac_impl, RDP_MAC_IMPL_BEST);
         CU_ASSERT_EQUAL(c.hb_interval_ms, 100);
         CU_ASSERT_EQUAL(c.hb_dead_limit, 8);
         CU_ASSERT_EQUAL(c.hb_mode, PSCONF_HB_MULTICAST);
@@ -253,7 +254,7 @@ static const char full_conf[] =
     "  sndbuf = 1073741824;\n"
     "  rcvbuf = 65536L;\n"
     "  sock_buf = 16777216;\n"
-    "  offload = false;\n"
+    "  offload = false; mac = \"chacha20poly1305\"; mac_impl = \"portable\";\n"
     "};\n"
     "heartbeat = { interval_ms = 50; dead_limit = 4; mode = \"unicast\";\n"
     "  group = \"10.9.9.9\"; port = 5001; };\n"
@@ -290,6 +291,8 @@ static void test_full(void)
         CU_ASSERT_EQUAL(c.rcvbuf, 65536);
         CU_ASSERT_EQUAL(c.sock_buf, 16777216);
         CU_ASSERT_EQUAL(c.offload, 0);
+        CU_ASSERT_EQUAL(c.mac, RDP_MAC_CHACHA20POLY1305);
+        CU_ASSERT_EQUAL(c.mac_impl, RDP_MAC_IMPL_PORTABLE);
         CU_ASSERT_EQUAL(c.hb_interval_ms, 50);
         CU_ASSERT_EQUAL(c.hb_dead_limit, 4);
         CU_ASSERT_EQUAL(c.hb_mode, PSCONF_HB_UNICAST);
@@ -412,6 +415,10 @@ static void test_err_types(void)
                KEYREL "rdp = {\n offload = \"yes\"; };\n" NODE0);
     expect_err(&t, 2, "rdp.mac", "is not a MAC choice (auto, chacha20poly1305, aes256gcm)",
                KEYREL "rdp = { mac = \"poly\"; };\n" NODE0);
+    expect_err(&t, 3, "rdp.mac_impl", "is not a MAC implementation (best, portable, ipsec-mb)",
+               KEYREL "rdp = {\n mac_impl = \"fast\"; };\n" NODE0);
+    expect_err(&t, 2, "rdp.mac_impl", "wrong type: expected string, got integer",
+               KEYREL "rdp = { mac_impl = 1; };\n" NODE0);
     expect_err(&t, 1, "cluster", "wrong type: expected string, got integer",
                "cluster = 5;\n" KEYREL NODE0);
     expect_err(&t, 2, "rdp", "wrong type: expected group", KEYREL "rdp = 5;\n" NODE0);
@@ -849,7 +856,8 @@ static void test_rdp_config(void)
         CU_ASSERT_EQUAL(r.sndbuf, 1073741824);
         CU_ASSERT_EQUAL(r.rcvbuf, 65536);
         CU_ASSERT_EQUAL(r.sock_buf, 16777216);
-        CU_ASSERT_EQUAL(r.mac, RDP_MAC_AUTO);
+        CU_ASSERT_EQUAL(r.mac, RDP_MAC_CHACHA20POLY1305);
+        CU_ASSERT_EQUAL(r.mac_impl, RDP_MAC_IMPL_PORTABLE);
         CU_ASSERT_EQUAL(r.offload, 0);
         errno = 0;
         CU_ASSERT_EQUAL(psconf_rdp_config(&c, 8, &r), -1);
@@ -1023,11 +1031,11 @@ static void test_example(void)
     fclose(f);
     CU_ASSERT_EQUAL(replaced, 1);
     static const char *const keys[] = {
-        "cluster",    "key_file",   "log_level",   "rdp",         "port",         "mtu",
-        "rto_min_us", "rto_max_us", "rto_init_us", "max_retrans", "ack_delay_us", "sndbuf",
-        "rcvbuf",     "sock_buf",   "mac",         "offload",     "heartbeat",    "interval_ms",
-        "dead_limit", "mode",       "group",       "psid",        "socket",       "kill_delay_ms",
-        "nodes",      "id",         "name",        "address",     "cpus",
+        "cluster",       "key_file",   "log_level",   "rdp",         "port",         "mtu",
+        "rto_min_us",    "rto_max_us", "rto_init_us", "max_retrans", "ack_delay_us", "sndbuf",
+        "rcvbuf",        "sock_buf",   "mac",         "mac_impl",    "offload",      "heartbeat",
+        "interval_ms",   "dead_limit", "mode",        "group",       "psid",         "socket",
+        "kill_delay_ms", "nodes",      "id",          "name",        "address",      "cpus",
     };
     for (size_t i = 0; text && i < sizeof keys / sizeof keys[0]; i++) {
         char pat[64];

@@ -6,6 +6,7 @@
 #   pass NAME / fail NAME WHY      result lines for scripts/run-tests.sh
 #   check NAME STATUS WHY   pass NAME if STATUS is 0, else fail NAME WHY
 #   wait_until MS CMD...    poll CMD every 50 ms until it succeeds (0) or MS have passed (1)
+#   check_usage NAME CMD... pass NAME if CMD exits 2 and prints a usage text
 # Every daemon started is killed by pid on exit (trap), also when a test fails.
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
@@ -28,6 +29,18 @@ wait_until() {
         [ $(($(now_ms) - t0)) -gt "$ms" ] && return 1
         sleep 0.05
     done
+}
+
+check_usage() {
+    local name=$1 out rc
+    shift
+    out=$("$@" 2>&1)
+    rc=$?
+    if [ "$rc" -eq 2 ] && echo "$out" | grep -q "usage"; then
+        pass "$name"
+    else
+        fail "$name" "exit $rc: $(echo "$out" | head -3)"
+    fi
 }
 
 cleanup() {
