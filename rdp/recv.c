@@ -147,6 +147,7 @@ static void consume(rdp_t *ep, struct rdp_peer *p, const uint8_t *pkt)
 void rdp_handle_data(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, struct rdp_buf **bufp)
 {
     uint32_t off = h->seq - p->rcv_nxt;
+    if (h->flags & RDP_F_ACKREQ) p->ack_now = true; /* the sender waits for it */
     if (seq_lt(h->seq, p->rcv_nxt)) {
         rdp_count_drop(ep, p, RDP_DROP_DUPLICATE);
         p->ack_now = true; /* our ACK was probably lost */
@@ -195,13 +196,14 @@ void rdp_handle_data(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, str
 }
 
 /* End of a round: acknowledge now, or arm the delayed ACK. Two or more packets are
- * acknowledged at once (as TCP does), except on an interactive connection between
- * messages: there the answer is about to carry the ACK, and a pure ACK would only wake the
- * peer for nothing. */
+ * acknowledged at once (as TCP does), except on an interactive connection: there the answer
+ * is about to carry the ACK, also of a message still arriving, and a pure ACK would only
+ * wake the peer for nothing. A sender that cannot go on without an ACK says so (ACKREQ:
+ * ack_now), and so does a gap; RDP_ACK_DEFER_MAX bounds what is left unacknowledged. */
 void rdp_flush_ack(rdp_t *ep, struct rdp_peer *p)
 {
     if (p->state != RDP_ESTABLISHED) return;
-    bool defer = p->interactive && !p->asm_active && p->ack_pending < RDP_ACK_DEFER_MAX;
+    bool defer = p->interactive && p->ack_pending < RDP_ACK_DEFER_MAX;
     if (p->ack_now || (p->ack_pending >= 2 && !defer)) {
         rdp_send_ctl(ep, p, RDP_T_ACK);
         p->ack_now = false;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 static void transmit(rdp_t *ep, struct rdp_peer *p, uint32_t seq);
+static void transmit_req(rdp_t *ep, struct rdp_peer *p, uint32_t seq, bool ackreq);
 
 static uint32_t pow2_at_least(uint64_t v)
 {
@@ -104,13 +105,15 @@ static bool probe(rdp_t *ep, struct rdp_peer *p)
     p->last_rexmit_ns = ep->now;
     for (uint32_t s = p->snd_tx - 1; s != p->snd_una - 1; s--)
         if (!slot(p, s)->sacked) {
-            transmit(ep, p, s);
+            transmit_req(ep, p, s, true); /* its ACK is the point */
             return true;
         }
     return false;
 }
 
-static void transmit(rdp_t *ep, struct rdp_peer *p, uint32_t seq)
+/* Send (again) packet seq. ackreq: ask the receiver to acknowledge at once (the window is
+ * full after this packet, so the rest of the message waits for an ACK). */
+static void transmit_req(rdp_t *ep, struct rdp_peer *p, uint32_t seq, bool ackreq)
 {
     struct rdp_txslot *t = slot(p, seq);
     struct rdp_buf *b = t->buf;
@@ -124,9 +127,16 @@ static void transmit(rdp_t *ep, struct rdp_peer *p, uint32_t seq)
     uint16_t plen = be_get16(b->data + 44);
     b->len = RDP_HDR_LEN + plen;
     be_put32(b->data + 16, p->peer_conn);
+    uint16_t flags = be_get16(b->data + 2) & (uint16_t)~RDP_F_ACKREQ;
+    be_put16(b->data + 2, ackreq ? flags | RDP_F_ACKREQ : flags);
     rdp_hdr_patch(b->data, p->rcv_nxt, rdp_rcv_wnd(p), 0);
     rdp_ack_sent(p); /* the cumulative ACK rides along */
     rdp_io_sign_queue(ep, p, b);
+}
+
+static void transmit(rdp_t *ep, struct rdp_peer *p, uint32_t seq)
+{
+    transmit_req(ep, p, seq, false);
 }
 
 void rdp_try_transmit(rdp_t *ep, struct rdp_peer *p)
@@ -139,7 +149,11 @@ void rdp_try_transmit(rdp_t *ep, struct rdp_peer *p)
     size_t slice = 0;
     while (p->snd_tx != p->snd_nxt && p->snd_tx - p->snd_una < wnd && rdp_inflight(p) < p->cwnd) {
         slice += slot(p, p->snd_tx)->buf->len;
-        transmit(ep, p, p->snd_tx);
+        /* the last packet the windows allow while more is queued asks for an ACK: a
+         * receiver may hold its ACK back for an answer (rdp_flush_ack) */
+        bool full = p->snd_tx + 1 != p->snd_nxt &&
+                    (p->snd_tx + 1 - p->snd_una >= wnd || rdp_inflight(p) + 1 >= p->cwnd);
+        transmit_req(ep, p, p->snd_tx, full);
         p->snd_tx++;
         if (!p->rto_at) arm_rto(ep, p);
         if (p->interactive && slice >= RDP_PIPE_BYTES && p->snd_tx != p->snd_nxt) {
@@ -403,7 +417,7 @@ void rdp_on_rto(rdp_t *ep, struct rdp_peer *p)
     while (first != p->snd_tx && slot(p, first)->sacked) first++;
     /* resend only the oldest outstanding packet: a timeout may be spurious (a late ACK), and
      * whatever else is missing shows up as loss once this one is acknowledged */
-    if (first != p->snd_tx) transmit(ep, p, first);
+    if (first != p->snd_tx) transmit_req(ep, p, first, true);
     uint32_t half = p->cwnd / 2;
     p->ssthresh = half > RDP_MIN_CWND ? half : RDP_MIN_CWND;
     p->cwnd = RDP_MIN_CWND;

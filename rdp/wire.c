@@ -68,7 +68,8 @@ bool rdp_hdr_decode(const uint8_t *b, size_t n, struct rdp_hdr *h, enum rdp_drop
 
     switch (h->type) {
     case RDP_T_DATA:
-        if (h->flags & ~(RDP_F_FIRST | RDP_F_LAST)) return fail(why, RDP_DROP_MALFORMED);
+        if (h->flags & ~(RDP_F_FIRST | RDP_F_LAST | RDP_F_ACKREQ))
+            return fail(why, RDP_DROP_MALFORMED);
         if (h->len == 0 || h->msg_len == 0 || h->msg_len > RDP_MAX_MSG || h->len > h->msg_len)
             return fail(why, RDP_DROP_MALFORMED);
         /* a message that fits one packet must be FIRST|LAST */

@@ -7,7 +7,8 @@
  *   off  size  field
  *     0     1  version      RDP_VERSION
  *     1     1  type         SYN, SYNACK, DATA, ACK, RST
- *     2     2  flags        DATA: FIRST (first fragment of a message), LAST (last fragment)
+ *     2     2  flags        DATA: FIRST (first fragment of a message), LAST (last fragment),
+ *                           ACKREQ (the sender's window is full: acknowledge at once)
  *     4     4  src_node     sender's node id
  *     8     4  dst_node     receiver's node id
  *    12     4  src_conn     sender's connection id (random, never 0)
@@ -47,8 +48,9 @@
 
 enum rdp_type { RDP_T_SYN = 1, RDP_T_SYNACK, RDP_T_DATA, RDP_T_ACK, RDP_T_RST, RDP_T__MAX };
 
-#define RDP_F_FIRST 0x1
-#define RDP_F_LAST  0x2
+#define RDP_F_FIRST  0x1
+#define RDP_F_LAST   0x2
+#define RDP_F_ACKREQ 0x4
 
 /* Header field offsets (used to patch ack/wnd/pn into a queued packet at transmit time). */
 #define RDP_OFF_ACK 24

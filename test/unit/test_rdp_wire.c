@@ -63,6 +63,14 @@ static void test_roundtrip(void)
     CU_ASSERT_EQUAL(d.msg_len, 10);
     CU_ASSERT_EQUAL(d.len, 10);
 
+    /* the ACK request travels with a DATA packet */
+    struct rdp_hdr r = h;
+    r.flags |= RDP_F_ACKREQ;
+    encode(buf, &r);
+    CU_ASSERT_TRUE_FATAL(rdp_hdr_decode(buf, n, &d, &why));
+    CU_ASSERT_EQUAL(d.flags, RDP_F_FIRST | RDP_F_LAST | RDP_F_ACKREQ);
+    encode(buf, &h);
+
     rdp_hdr_patch(buf, 99, 17, 42);
     CU_ASSERT_TRUE(rdp_hdr_decode(buf, n, &d, &why));
     CU_ASSERT_EQUAL(d.ack, 99);
@@ -107,7 +115,8 @@ static void test_malformed(void)
     EXPECT(bad.type = 0, RDP_DROP_MALFORMED);
     EXPECT(bad.type = RDP_T__MAX, RDP_DROP_MALFORMED);
     EXPECT(bad.type = 200, RDP_DROP_MALFORMED);
-    EXPECT(bad.flags = 0x4, RDP_DROP_MALFORMED);
+    EXPECT(bad.flags = 0x8, RDP_DROP_MALFORMED); /* unknown */
+    EXPECT(bad.flags = RDP_F_FIRST | RDP_F_LAST | RDP_F_ACKREQ | 0x8000, RDP_DROP_MALFORMED);
     EXPECT(bad.src_conn = 0, RDP_DROP_MALFORMED);
     EXPECT(bad.dst_conn = 0, RDP_DROP_MALFORMED);
     EXPECT(bad.src_node = RDP_MAX_NODES, RDP_DROP_MALFORMED);
