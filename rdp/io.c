@@ -78,16 +78,6 @@ static void batch_add(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b, bool reo
     ep->st.bytes_sent += b->len;
 }
 
-/* A private copy for the injector to corrupt, so the queued original stays intact. */
-static struct rdp_buf *copy_buf(rdp_t *ep, const struct rdp_buf *b)
-{
-    struct rdp_buf *c = rdp_pool_get(&ep->pool);
-    if (!c) return NULL;
-    memcpy(c->data, b->data, b->len);
-    c->len = b->len;
-    return c;
-}
-
 void rdp_io_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b)
 {
     struct rdp_fault_verdict v = rdp_injector_decide(&ep->inj, RDP_FAULT_TX);
@@ -95,8 +85,8 @@ void rdp_io_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b)
         p->st.pkts_sent++;
         return;
     }
-    if (v.corrupt) {
-        struct rdp_buf *c = copy_buf(ep, b);
+    if (v.corrupt) { /* a private copy to corrupt: the queued original stays intact */
+        struct rdp_buf *c = rdp_pool_copy(&ep->pool, b);
         if (c) {
             c->data[(v.bit / 8) % c->len] ^= (uint8_t)(1u << (v.bit % 8));
             batch_add(ep, p, c, v.reorder);
@@ -325,7 +315,7 @@ static void rx_datagram(rdp_t *ep, struct rdp_buf *b, int slot, unsigned from,
     }
     if (v.corrupt && b->len) b->data[(v.bit / 8) % b->len] ^= (uint8_t)(1u << (v.bit % 8));
     if (v.dup) {
-        struct rdp_buf *c = copy_buf(ep, b);
+        struct rdp_buf *c = rdp_pool_copy(&ep->pool, b);
         if (c) deliver(ep, c, -1, sa);
     }
     if (v.reorder && *nlater < RX_LATER) {

@@ -41,14 +41,18 @@ struct rdp_buf *rdp_pool_get(struct rdp_pool *p)
     return b;
 }
 
-struct rdp_buf *rdp_buf_keep(struct rdp_pool *p, struct rdp_buf *b)
+struct rdp_buf *rdp_pool_copy(struct rdp_pool *p, const struct rdp_buf *b)
 {
-    if (!b->borrowed) return b;
     struct rdp_buf *c = rdp_pool_get(p);
     if (!c) return NULL;
     memcpy(c->data, b->data, b->len);
     c->len = b->len;
     return c;
+}
+
+struct rdp_buf *rdp_buf_keep(struct rdp_pool *p, struct rdp_buf *b)
+{
+    return b->borrowed ? rdp_pool_copy(p, b) : b;
 }
 
 void rdp_pool_put(struct rdp_pool *p, struct rdp_buf *b)
