@@ -96,11 +96,12 @@ int rdp_mac_init_impl(struct rdp_mac *m, enum rdp_mac_alg pref, const uint8_t *k
             return -1;
         }
     }
-    if (m->aes) crypto_aead_aes256gcm_beforenm(&m->aes_st, ka);
+    /* the portable path's key schedules, only where it is the one used: no unused key copies */
+    if (m->aes && !m->mb) crypto_aead_aes256gcm_beforenm(&m->aes_st, ka);
     const EVP_CIPHER *c[2] = {EVP_chacha20_poly1305(), EVP_aes_256_gcm()};
     const uint8_t *k[2] = {m->kc, ka};
     bool ok = true;
-    for (int i = 0; i < (m->aes ? 2 : 1); i++) {
+    for (int i = 0; !m->mb && i < (m->aes ? 2 : 1); i++) {
         m->big[i] = EVP_CIPHER_CTX_new();
         ok = ok && m->big[i] && EVP_EncryptInit_ex(m->big[i], c[i], NULL, k[i], NULL) == 1;
     }

@@ -47,8 +47,8 @@ struct rdp_mac {
     bool aes;                           /* AES-256-GCM usable: the CPU has it, config allows */
     struct rdp_mb *mb;                  /* IPsec-MB context; NULL: the portable path */
     uint8_t kc[RDP_KEY_BYTES];          /* ChaCha20-Poly1305 subkey */
-    crypto_aead_aes256gcm_state aes_st; /* AES-256-GCM subkey, expanded */
-    EVP_CIPHER_CTX *big[2];             /* libcrypto contexts by algorithm (large packets) */
+    crypto_aead_aes256gcm_state aes_st; /* AES-256-GCM subkey, expanded (portable only) */
+    EVP_CIPHER_CTX *big[2]; /* libcrypto contexts by algorithm (portable, large packets) */
 };
 
 struct rdp_replay {
