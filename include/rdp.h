@@ -135,7 +135,8 @@ int rdp_remove_peer(rdp_t *rdp, uint32_t node);
 /* Drop the connection to node (reported lost with RDP_LOST_CLOSED); a later send reconnects. */
 int rdp_disconnect(rdp_t *rdp, uint32_t node);
 
-/* Queue a message for node. 0, or -1 and errno: EAGAIN (send queue full: wait for can_send),
+/* Queue a message for node. msg is read only during the call: the caller may reuse it as soon
+ * as rdp_send returns. 0, or -1 and errno: EAGAIN (send queue full: wait for can_send),
  * EMSGSIZE (len > RDP_MAX_MSG), EHOSTUNREACH (node not in the peer table). */
 int rdp_send(rdp_t *rdp, uint32_t node, const void *msg, size_t len);
 

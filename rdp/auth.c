@@ -159,6 +159,36 @@ void rdp_mac_sign_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t sr
                                                            pkt, body_len, NULL, n, m->kc);
 }
 
+bool rdp_mac_can_split(const struct rdp_mac *m, enum rdp_mac_alg alg, size_t body_len)
+{
+    bool aes = alg == RDP_MAC_AES256GCM;
+    if (aes && !m->aes) return false;
+    if (m->mb) return aes; /* IPsec-MB's ChaCha20-Poly1305 takes its data in one piece */
+    return body_len >= RDP_MAC_BIG && body_len <= INT32_MAX;
+}
+
+void rdp_mac_sign_split(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t src, uint32_t dst,
+                        uint64_t pn, const uint8_t *hdr, size_t hlen, const uint8_t *payload,
+                        size_t plen, uint8_t tag[16])
+{
+    uint8_t n[12], none[16];
+    int outl;
+    nonce(n, src, dst, pn);
+    bool aes = alg == RDP_MAC_AES256GCM;
+    if (m->mb) {
+        rdp_mb_gmac2(m->mb, n, hdr, hlen, payload, plen, tag);
+        return;
+    }
+    /* libcrypto takes associated data in several updates before the (empty) plaintext */
+    EVP_CIPHER_CTX *x = m->big[aes];
+    if (EVP_EncryptInit_ex(x, NULL, NULL, NULL, n) != 1 ||
+        EVP_EncryptUpdate(x, NULL, &outl, hdr, (int)hlen) != 1 ||
+        EVP_EncryptUpdate(x, NULL, &outl, payload, (int)plen) != 1 ||
+        EVP_EncryptFinal_ex(x, none, &outl) != 1 ||
+        EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_GET_TAG, RDP_MAC_LEN, tag) != 1)
+        memset(tag, 0, RDP_MAC_LEN); /* libcrypto failed: the receiver drops the packet */
+}
+
 bool rdp_mac_verify_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t src, uint32_t dst,
                         uint64_t pn, const uint8_t *pkt, size_t body_len)
 {

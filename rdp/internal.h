@@ -46,6 +46,9 @@
 #define RDP_RST_GAP_NS    1000000ull
 #define RDP_ACK_DEFER_MAX 64    /* packets an interactive connection leaves unacknowledged */
 #define RDP_PIPE_BYTES    16384 /* bytes per send slice of a message on an interactive link */
+/* fragment size from which rdp_send sends from the caller's buffer and copies after the send
+ * (rdp_buf.ext) */
+#define RDP_EXT_MIN 2048
 
 struct rdp_txslot {
     struct rdp_buf *buf; /* the encoded packet (header + payload + MAC room) */
@@ -144,7 +147,8 @@ struct rdp {
     /* the injector's reordered packets: they leave behind the packets of the next flush */
     struct rdp_txent held[RDP_TX_BATCH];
     unsigned nheld;
-    struct iovec txiov[RDP_TX_BATCH];
+    struct iovec txiov[3 * RDP_TX_BATCH]; /* one per packet, three for one with ext */
+    unsigned txfirst[RDP_TX_BATCH + 1];   /* each packet's first iovec */
     bool tx_error; /* a send failed with an ICMP-reported error: read the error queue */
     /* UDP GSO: a run of packets to one peer leaves in one send of the batch */
     bool gso;

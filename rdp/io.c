@@ -109,7 +109,11 @@ void rdp_io_sign_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b)
     enum rdp_mac_alg alg =
         type == RDP_T_DATA || type == RDP_T_ACK ? p->mac_tx : RDP_MAC_CHACHA20POLY1305;
     be_put16(b->data + RDP_OFF_MAC, (uint16_t)alg);
-    rdp_mac_sign_ctx(&ep->mac, alg, ep->cfg.node_id, p->node, pn, b->data, b->len);
+    if (b->ext) /* the MAC goes behind the header until the payload is copied in */
+        rdp_mac_sign_split(&ep->mac, alg, ep->cfg.node_id, p->node, pn, b->data, RDP_HDR_LEN,
+                           b->ext, b->len - RDP_HDR_LEN, b->data + RDP_HDR_LEN);
+    else
+        rdp_mac_sign_ctx(&ep->mac, alg, ep->cfg.node_id, p->node, pn, b->data, b->len);
     b->len += RDP_MAC_LEN;
     rdp_io_queue(ep, p, b);
 }
@@ -178,15 +182,15 @@ static unsigned build_sends(rdp_t *ep, unsigned pkt, unsigned at)
         memset(h, 0, sizeof *h);
         h->msg_name = &to->addr;
         h->msg_namelen = to->addrlen;
-        h->msg_iov = &ep->txiov[i];
+        h->msg_iov = &ep->txiov[ep->txfirst[i]];
         ep->gsofirst[n] = i;
-        size_t seg = ep->txiov[i].iov_len, total = seg;
+        size_t seg = ep->tx[i].buf->len, total = seg;
         unsigned j = i + 1;
         while (ep->gso && j < ep->ntx && j - i < RDP_GSO_SEGS && ep->tx[j].peer == to &&
-               ep->txiov[j - 1].iov_len == seg && ep->txiov[j].iov_len <= seg &&
-               total + ep->txiov[j].iov_len <= RDP_GSO_BYTES)
-            total += ep->txiov[j++].iov_len;
-        h->msg_iovlen = j - i;
+               ep->tx[j - 1].buf->len == seg && ep->tx[j].buf->len <= seg &&
+               total + ep->tx[j].buf->len <= RDP_GSO_BYTES)
+            total += ep->tx[j++].buf->len;
+        h->msg_iovlen = ep->txfirst[j] - ep->txfirst[i];
         if (j - i > 1) {
             h->msg_control = ep->gsoctl[n].buf;
             h->msg_controllen = sizeof ep->gsoctl[n].buf;
@@ -205,24 +209,33 @@ static unsigned build_sends(rdp_t *ep, unsigned pkt, unsigned at)
 void rdp_io_flush(rdp_t *ep)
 {
     if (ep->nheld || (ep->inj.on && ep->ntx)) injector_reorder(ep);
-    unsigned n = ep->ntx, done = 0, tries = 0;
+    unsigned n = ep->ntx, done = 0, tries = 0, k = 0;
     if (!n) return;
     for (unsigned i = 0; i < n; i++) {
-        ep->txiov[i].iov_base = ep->tx[i].buf->data;
-        ep->txiov[i].iov_len = ep->tx[i].buf->len;
+        struct rdp_buf *b = ep->tx[i].buf;
+        ep->txfirst[i] = k;
+        if (b->ext) { /* header, the caller's payload, MAC */
+            size_t plen = b->len - RDP_OVERHEAD;
+            ep->txiov[k++] = (struct iovec){b->data, RDP_HDR_LEN};
+            ep->txiov[k++] = (struct iovec){(void *)(uintptr_t)b->ext, plen};
+            ep->txiov[k++] = (struct iovec){b->data + RDP_HDR_LEN, RDP_MAC_LEN};
+        } else {
+            ep->txiov[k++] = (struct iovec){b->data, b->len};
+        }
     }
+    ep->txfirst[n] = k;
     unsigned nsend = build_sends(ep, 0, 0);
     while (done < nsend && tries++ < 2 * RDP_TX_BATCH) {
         int r = sendmmsg(ep->fd, ep->gsom + done, nsend - done, 0);
         if (r > 0) {
-            for (int k = 0; k < r; k++)
-                ep->st.gso_sends += ep->gsom[done + k].msg_hdr.msg_iovlen > 1;
+            for (int m = 0; m < r; m++)
+                ep->st.gso_sends += ep->gsom[done + m].msg_hdr.msg_controllen != 0;
             done += (unsigned)r;
             continue;
         }
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 && (errno == EIO || errno == EINVAL) && ep->gso &&
-            ep->gsom[done].msg_hdr.msg_iovlen > 1) {
+            ep->gsom[done].msg_hdr.msg_controllen != 0) {
             /* the device (EIO) or the kernel (EINVAL) can't segment: send datagram by datagram
              * from now on */
             ep->gso = false;

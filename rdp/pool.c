@@ -37,6 +37,7 @@ struct rdp_buf *rdp_pool_get(struct rdp_pool *p)
     }
     b->next = NULL;
     b->len = 0;
+    b->ext = NULL;
     b->in_tx = b->release = b->borrowed = false;
     return b;
 }

@@ -13,7 +13,10 @@
 struct rdp_buf {
     struct rdp_buf *next; /* free list, or the chain of a pending message */
     uint8_t *data;        /* the bytes: the buffer's own storage, which follows it */
-    uint32_t len;         /* bytes used at data */
+    uint32_t len;         /* bytes used at data (with ext: the datagram's length) */
+    const uint8_t *ext;   /* a packet whose payload still lies in the caller's buffer, during
+                             rdp_send only: data holds the header and, behind it, the MAC;
+                             the payload is copied in before rdp_send returns */
     bool in_tx;           /* referenced by the unsent transmit batch */
     bool release;         /* return to the pool once the batch is sent */
     bool borrowed;        /* a view of a datagram inside a coalesced (GRO) read, not from

@@ -12,6 +12,9 @@
  *    go-back-N). The retransmission timer (RTO from measured RTT, doubled on each
  *    expiry) resends what is outstanding; max_retrans+1 expiries in a row without any
  *    progress (no new packet acknowledged) mean the peer is lost.
+ *  - Copies: a large fragment is sent from the caller's buffer (rdp_buf.ext) and copied into
+ *    its packet right after that send, before rdp_send returns (own_payloads), so the copy
+ *    for retransmission is not on the way to the receiver.
  */
 #include "internal.h"
 
@@ -163,6 +166,16 @@ void rdp_try_transmit(rdp_t *ep, struct rdp_peer *p)
     }
 }
 
+/* Copy the payloads of packets first..last from the caller's buffer into the packets. */
+static void own_payloads(struct rdp_peer *p, uint32_t first, uint32_t last)
+{
+    for (uint32_t s = first; s != last + 1; s++) {
+        struct rdp_buf *b = slot(p, s)->buf;
+        memcpy(b->data + RDP_HDR_LEN, b->ext, be_get16(b->data + 44));
+        b->ext = NULL;
+    }
+}
+
 /* Cut msg into packets, queue them, and send what the windows allow. */
 static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, const void *msg, size_t len,
                      uint32_t nfrag)
@@ -172,7 +185,14 @@ static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, const void *m
         p->interactive = true; /* an answer */
 
     const uint8_t *src = msg;
-    uint32_t last = p->snd_nxt + nfrag - 1;
+    uint32_t first = p->snd_nxt, last = first + nfrag - 1;
+    size_t frag = (len + nfrag - 1) / nfrag;
+    /* Large fragments go out straight from the caller's buffer and are copied into their
+     * packets only after the send (own_payloads): the copy is then off the path to the
+     * receiver. That needs a MAC over header and payload in two pieces, and no injector
+     * (which copies packets to corrupt them). */
+    bool ext = frag >= RDP_EXT_MIN && p->state == RDP_ESTABLISHED && !ep->inj.on &&
+               rdp_mac_can_split(&ep->mac, p->mac_tx, RDP_HDR_LEN + frag);
     for (uint32_t i = 0; i < nfrag; i++) {
         struct rdp_buf *b = rdp_pool_get(&ep->pool);
         if (!b) {
@@ -187,7 +207,6 @@ static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, const void *m
         }
         /* fragments of equal size (the last may be shorter), so that a 64 KiB message on
          * loopback is two halves, not a full datagram and a 93-byte tail */
-        size_t frag = (len + nfrag - 1) / nfrag;
         size_t off = (size_t)i * frag;
         size_t n = len - off < frag ? len - off : frag;
         struct rdp_hdr h = {
@@ -202,7 +221,10 @@ static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, const void *m
             .len = (uint16_t)n,
         };
         rdp_hdr_encode(b->data, &h);
-        memcpy(b->data + RDP_HDR_LEN, src + off, n);
+        if (ext)
+            b->ext = src + off;
+        else
+            memcpy(b->data + RDP_HDR_LEN, src + off, n);
         b->len = RDP_HDR_LEN + n;
         struct rdp_txslot *t = slot(p, p->snd_nxt++);
         *t = (struct rdp_txslot){.buf = b, .msg_last = last};
@@ -211,6 +233,10 @@ static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, const void *m
     p->st.msgs_sent++;
     p->st.bytes_sent += len;
     rdp_try_transmit(ep, p);
+    if (ext) {
+        rdp_io_flush(ep); /* also inside a round: the caller's buffer is gone after this */
+        own_payloads(p, first, last);
+    }
     return 0;
 }
 

@@ -231,6 +231,14 @@ static void cb_recv(void *ctx, uint32_t node, const void *msg, size_t len)
     base_event(ep, &e, H_RECV, node);
     msg_event(ep, &e, 0, msg, len, node < H_MAX_NODES ? ep->rx_seed[node] : 0);
     log_event(ep, &e);
+    if (ep->echo) { /* from a copy that is gone when rdp_send returns, as a stack buffer is */
+        unsigned char *copy = malloc(len);
+        if (!copy) abort();
+        memcpy(copy, msg, len);
+        if (rdp_send(ep->rdp, node, copy, len) < 0) ep->echo_errors++;
+        memset(copy, 0xa5, len);
+        free(copy);
+    }
 }
 
 static void cb_connected(void *ctx, uint32_t node)
@@ -355,6 +363,7 @@ int h_send(struct h_ep *ep, uint32_t node, uint64_t k, size_t len)
     int r = rdp_send(ep->rdp, node, buf, len);
     int err = errno;
     ep->in_send = 0;
+    memset(buf, 0xa5, len); /* the caller may reuse its buffer as soon as rdp_send returns */
     if (r == 0 && node < H_MAX_NODES) ep->accepted[node]++;
     errno = err;
     return r;

@@ -89,6 +89,10 @@ struct h_ep {
     uint64_t tx_seed[H_MAX_NODES]; /* stream seed of messages to each node */
     uint64_t accepted[H_MAX_NODES];
     int in_send;
+    /* echo: answer every received message with the same bytes from inside the recv callback,
+     * from a copy that is overwritten and freed as soon as rdp_send returns */
+    int echo;
+    uint64_t echo_errors; /* rdp_send failures of the echo */
     /* the log */
     struct h_event *ev;
     size_t nev, cap;
@@ -114,7 +118,8 @@ int h_add_peer(struct h_ep *a, const struct h_ep *b);
 int h_add_peer_at(struct h_ep *a, uint32_t node, int host, uint16_t port);
 /* Each in the other's peer table. */
 int h_pair(struct h_ep *a, struct h_ep *b);
-/* rdp_send of message k (of ep->tx_seed[node]) with length len; counts it as accepted. */
+/* rdp_send of message k (of ep->tx_seed[node]) with length len; counts it as accepted. The
+ * buffer is overwritten right after rdp_send returns, as a caller may. */
 int h_send(struct h_ep *ep, uint32_t node, uint64_t k, size_t len);
 /* Events of one type from one node. */
 uint64_t h_count(const struct h_ep *ep, enum h_ev_type t, uint32_t node);

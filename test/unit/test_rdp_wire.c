@@ -290,7 +290,7 @@ static void test_mac_big(void)
                         65000,       sizeof pkt - RDP_MAC_LEN};
     for (size_t k = 12; k < sizeof sizes / sizeof sizes[0]; k++)
         sizes[k] = 1 + (size_t)((k * 2654435761u) % (sizeof pkt - RDP_MAC_LEN)); /* spread */
-    int tested = 0;
+    int tested = 0, split[RDP_MAC_IMPL_IPSECMB + 1][2] = {{0}};
     for (int impl = RDP_MAC_IMPL_PORTABLE; impl <= RDP_MAC_IMPL_IPSECMB; impl++) {
         for (int alg = 0; alg < 2; alg++) {
             struct rdp_mac m;
@@ -331,11 +331,28 @@ static void test_mac_big(void)
                 pkt[len + 3] ^= 1; /* the tag itself */
                 CU_ASSERT_FALSE(rdp_mac_verify_ctx(&m, A, 1, 2, pn, pkt, len));
                 pkt[len + 3] ^= 1;
+                /* the sender's two-piece MAC (header, then a payload elsewhere): same tag */
+                if (len > RDP_HDR_LEN && rdp_mac_can_split(&m, A, len)) {
+                    static uint8_t payload[65536];
+                    uint8_t tag[16];
+                    memcpy(payload, pkt + RDP_HDR_LEN, len - RDP_HDR_LEN);
+                    rdp_mac_sign_split(&m, A, 1, 2, pn, pkt, RDP_HDR_LEN, payload,
+                                       len - RDP_HDR_LEN, tag);
+                    CU_ASSERT_EQUAL(memcmp(tag, ref, sizeof ref), 0);
+                    split[impl][alg]++;
+                }
             }
             rdp_mac_free(&m);
         }
     }
     CU_ASSERT(tested >= 1);
+    /* libcrypto splits both MACs from RDP_MAC_BIG on; IPsec-MB splits its GMAC */
+    CU_ASSERT(split[RDP_MAC_IMPL_PORTABLE][RDP_MAC_CHACHA20POLY1305] >= 20);
+    if (rdp_mac_available(RDP_MAC_AES256GCM)) {
+        CU_ASSERT(split[RDP_MAC_IMPL_PORTABLE][RDP_MAC_AES256GCM] >= 20);
+        CU_ASSERT(split[RDP_MAC_IMPL_IPSECMB][RDP_MAC_AES256GCM] >= 30 ||
+                  !rdp_mac_impl_available(RDP_MAC_IMPL_IPSECMB));
+    }
     struct rdp_mac m;
     CU_ASSERT_EQUAL(rdp_mac_init_impl(&m, RDP_MAC_AUTO, key, (enum rdp_mac_impl)9), -1);
     CU_ASSERT_EQUAL(errno, EINVAL);
