@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #define RDP_MAX_MSG   (1u << 20) /* largest message, bytes */
 #define RDP_KEY_BYTES 32         /* cluster key length */
@@ -111,6 +112,12 @@ struct rdp_callbacks {
     void *ctx;
     /* A complete message from node. msg is valid only during the call. */
     void (*recv)(void *ctx, uint32_t node, const void *msg, size_t len);
+    /* Optional; when set, it replaces recv: a complete message of len bytes as it arrived,
+     * one piece per packet, iov[0..iovcnt) (iovcnt >= 1), valid only during the call. RDP
+     * then does not join the fragments of a message into one buffer (a copy of the whole
+     * message); the caller copies the bytes once, to where it wants them, or passes the
+     * pieces on with rdp_sendv. */
+    void (*recvv)(void *ctx, uint32_t node, const struct iovec *iov, int iovcnt, size_t len);
     /* A connection to node was established (first, or after a loss or restart). */
     void (*connected)(void *ctx, uint32_t node);
     /* The connection to node is gone; undeliverable callbacks for its pending messages
@@ -139,6 +146,9 @@ int rdp_disconnect(rdp_t *rdp, uint32_t node);
  * as rdp_send returns. 0, or -1 and errno: EAGAIN (send queue full: wait for can_send),
  * EMSGSIZE (len > RDP_MAX_MSG), EHOSTUNREACH (node not in the peer table). */
 int rdp_send(rdp_t *rdp, uint32_t node, const void *msg, size_t len);
+/* rdp_send of the bytes of iov[0..iovcnt), in order, as one message (EINVAL also for
+ * iovcnt < 0). */
+int rdp_sendv(rdp_t *rdp, uint32_t node, const struct iovec *iov, int iovcnt);
 
 /* The socket to poll for EPOLLIN (errors arrive as EPOLLERR). */
 int rdp_fd(const rdp_t *rdp);

@@ -128,6 +128,14 @@ rdp_t *rdp_open(const struct rdp_config *cfg, const struct rdp_callbacks *cb)
     return ep;
 }
 
+static void peer_free(rdp_t *ep, struct rdp_peer *p)
+{
+    rdp_conn_free(ep, p); /* its packets go back to the pool */
+    free(p->tx);
+    rdp_recvq_free(p);
+    free(p);
+}
+
 void rdp_close(rdp_t *ep)
 {
     if (!ep) return;
@@ -135,11 +143,7 @@ void rdp_close(rdp_t *ep)
     while (ep->nheld) rdp_io_flush(ep); /* the injector's held-back packets */
     for (uint32_t i = 0; i < ep->nactive; i++) {
         struct rdp_peer *p = ep->peers[ep->active[i]];
-        rdp_conn_free(ep, p);
-        free(p->tx);
-        free(p->rx);
-        free(p->asm_buf);
-        free(p);
+        peer_free(ep, p);
     }
     for (unsigned i = 0; i < RDP_RX_BATCH; i++) free(ep->rxbuf[i]);
     free(ep->grobuf);
@@ -231,11 +235,7 @@ int rdp_remove_peer(rdp_t *ep, uint32_t node)
         if (ep->dirty[i] == p) ep->dirty[i] = ep->dirty[--ep->ndirty];
     for (uint32_t i = 0; i < ep->nactive; i++)
         if (ep->active[i] == node) ep->active[i] = ep->active[--ep->nactive];
-    rdp_conn_free(ep, p);
-    free(p->tx);
-    free(p->rx);
-    free(p->asm_buf);
-    free(p);
+    peer_free(ep, p);
     ep->peers[node] = NULL;
     return 0;
 }

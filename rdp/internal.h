@@ -19,7 +19,8 @@
  *
  * On the receive side rcv_nxt is the next packet to deliver; packets in (rcv_nxt,
  * rcv_nxt + rxcap) wait in a reorder ring. In-order fragments are appended to the
- * reassembly buffer; a message that fits one packet is delivered straight from it.
+ * reassembly buffer, or, for an application with a recvv callback, kept as they are until
+ * the message is complete; a message that fits one packet is delivered straight from it.
  */
 #ifndef PSCLUSTER_RDP_INTERNAL_H
 #define PSCLUSTER_RDP_INTERNAL_H
@@ -110,6 +111,10 @@ struct rdp_peer {
     size_t asm_cap, asm_len;
     uint32_t asm_msg_len;
     bool asm_active;
+    bool asm_kept;          /* recvv: the message's packets are kept in frag[], not joined */
+    struct rdp_buf **frag;  /* recvv: the packets of the message being assembled */
+    struct iovec *frag_iov; /* their payloads, for the callback */
+    uint32_t nfrag, frag_cap;
     unsigned ack_pending; /* data packets not yet acknowledged */
     bool ack_now;         /* send an ACK at the end of this round */
     uint64_t ack_at;      /* delayed ACK deadline; 0: none */
@@ -217,6 +222,7 @@ void rdp_detect_losses(rdp_t *ep, struct rdp_peer *p);
 
 /* recv.c */
 int rdp_recvq_init(rdp_t *ep, struct rdp_peer *p);
+void rdp_recvq_free(struct rdp_peer *p); /* after rdp_recvq_reset: the memory of the queue */
 void rdp_recvq_reset(rdp_t *ep, struct rdp_peer *p, uint32_t iseq);
 void rdp_handle_data(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, struct rdp_buf **bufp);
 void rdp_ack_sent(struct rdp_peer *p);

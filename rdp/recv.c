@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void asm_abort(rdp_t *ep, struct rdp_peer *p);
+
 static uint32_t pow2_at_most(uint64_t v)
 {
     uint32_t c = 16;
@@ -43,13 +45,27 @@ void rdp_recvq_reset(rdp_t *ep, struct rdp_peer *p, uint32_t iseq)
     }
     p->rx_held = 0;
     p->rcv_nxt = p->rx_high = iseq;
-    p->asm_active = false;
+    asm_abort(ep, p);
     p->asm_len = 0;
     p->ack_pending = 0;
     p->ack_now = false;
     p->ack_at = 0;
     p->interactive = false;
     p->delivered_ns = 0;
+}
+
+void rdp_recvq_free(struct rdp_peer *p)
+{
+    free(p->rx);
+    free(p->asm_buf);
+    free(p->frag);
+    free(p->frag_iov);
+    p->rx = NULL;
+    p->asm_buf = NULL;
+    p->frag = NULL;
+    p->frag_iov = NULL;
+    p->rxcap = p->asm_cap = 0;
+    p->frag_cap = p->nfrag = 0;
 }
 
 uint32_t rdp_rcv_wnd(const struct rdp_peer *p)
@@ -89,19 +105,112 @@ static bool grow_asm(struct rdp_peer *p, size_t need)
     return true;
 }
 
-static void deliver_msg(rdp_t *ep, struct rdp_peer *p, const uint8_t *msg, size_t len)
+/* Hand a complete message to the application: in pieces to recvv, else joined (n == 1) to
+ * recv. */
+static void deliver_msg(rdp_t *ep, struct rdp_peer *p, const struct iovec *iov, int n, size_t len)
 {
     p->st.msgs_recv++;
     p->st.bytes_recv += len;
     p->delivered_ns = ep->now;
-    if (ep->cb.recv) ep->cb.recv(ep->cb.ctx, p->node, msg, len);
+    if (ep->cb.recvv)
+        ep->cb.recvv(ep->cb.ctx, p->node, iov, n, len);
+    else if (ep->cb.recv)
+        ep->cb.recv(ep->cb.ctx, p->node, iov[0].iov_base, len);
+}
+
+static void deliver_one(rdp_t *ep, struct rdp_peer *p, const uint8_t *msg, size_t len)
+{
+    struct iovec one = {(void *)(uintptr_t)msg, len};
+    deliver_msg(ep, p, &one, 1, len);
+}
+
+static void frags_release(rdp_t *ep, struct rdp_peer *p)
+{
+    for (uint32_t i = 0; i < p->nfrag; i++) rdp_pool_put(&ep->pool, p->frag[i]);
+    p->nfrag = 0;
+}
+
+/* Give up the message being assembled. */
+static void asm_abort(rdp_t *ep, struct rdp_peer *p)
+{
+    p->asm_active = false;
+    frags_release(ep, p);
+}
+
+/* Room to keep one more packet of the message. The array is made at the first need, for a
+ * message of RDP_MAX_MSG in packets of our own payload size; a peer that cuts smaller
+ * packets gets its message joined instead (frags_join), so that what is kept stays bounded. */
+static bool frags_room(rdp_t *ep, struct rdp_peer *p)
+{
+    if (!p->frag) {
+        uint32_t cap = RDP_MAX_MSG / ep->payload + 2;
+        p->frag = malloc(cap * sizeof *p->frag);
+        p->frag_iov = malloc(cap * sizeof *p->frag_iov);
+        if (!p->frag || !p->frag_iov) {
+            free(p->frag);
+            free(p->frag_iov);
+            p->frag = NULL;
+            p->frag_iov = NULL;
+            return false;
+        }
+        p->frag_cap = cap;
+    }
+    return p->nfrag < p->frag_cap;
+}
+
+/* Go on assembling the message by joining: the kept packets' payloads into asm_buf. */
+static bool frags_join(rdp_t *ep, struct rdp_peer *p)
+{
+    if (!grow_asm(p, p->asm_msg_len)) return false;
+    size_t off = 0;
+    for (uint32_t i = 0; i < p->nfrag; i++) {
+        uint16_t n = be_get16(p->frag[i]->data + 44);
+        memcpy(p->asm_buf + off, p->frag[i]->data + RDP_HDR_LEN, n);
+        off += n;
+    }
+    frags_release(ep, p);
+    p->asm_kept = false;
+    return true;
+}
+
+/* Append the in-order fragment *bp to the message: keep the packet (recvv; *bp becomes NULL
+ * when it is taken as it is) or copy its payload into asm_buf. */
+static bool asm_append(rdp_t *ep, struct rdp_peer *p, struct rdp_buf **bp, const uint8_t *data,
+                       uint16_t len)
+{
+    if (p->asm_kept) {
+        struct rdp_buf *k = frags_room(ep, p) ? rdp_buf_keep(&ep->pool, *bp) : NULL;
+        if (k) {
+            p->frag[p->nfrag++] = k;
+            if (k == *bp) *bp = NULL;
+            return true;
+        }
+        if (!frags_join(ep, p)) return false;
+    }
+    memcpy(p->asm_buf + p->asm_len, data, len);
+    return true;
+}
+
+/* The complete message: its kept packets' payloads in pieces, or asm_buf. */
+static void asm_deliver(rdp_t *ep, struct rdp_peer *p)
+{
+    if (!p->asm_kept) {
+        deliver_one(ep, p, p->asm_buf, p->asm_len);
+        return;
+    }
+    for (uint32_t i = 0; i < p->nfrag; i++)
+        p->frag_iov[i] =
+            (struct iovec){p->frag[i]->data + RDP_HDR_LEN, be_get16(p->frag[i]->data + 44)};
+    deliver_msg(ep, p, p->frag_iov, (int)p->nfrag, p->asm_len);
+    frags_release(ep, p);
 }
 
 /* One in-order packet (rcv_nxt already advanced past it). The fields were validated by
  * the decoder; a fragment that does not continue the message being assembled means a
  * broken peer: the partial message is dropped and counted, the stream goes on. */
-static void consume(rdp_t *ep, struct rdp_peer *p, const uint8_t *pkt)
+static void consume(rdp_t *ep, struct rdp_peer *p, struct rdp_buf **bp)
 {
+    const uint8_t *pkt = (*bp)->data;
     uint16_t flags = be_get16(pkt + 2);
     uint32_t msg_len = be_get32(pkt + 40);
     uint16_t len = be_get16(pkt + 44);
@@ -109,12 +218,13 @@ static void consume(rdp_t *ep, struct rdp_peer *p, const uint8_t *pkt)
 
     if (flags & RDP_F_FIRST) {
         if (p->asm_active) rdp_count_drop(ep, p, RDP_DROP_MALFORMED);
-        p->asm_active = false;
+        asm_abort(ep, p);
         if (flags & RDP_F_LAST) {
-            deliver_msg(ep, p, data, len);
+            deliver_one(ep, p, data, len);
             return;
         }
-        if (!grow_asm(p, msg_len)) {
+        p->asm_kept = ep->cb.recvv != NULL;
+        if (!p->asm_kept && !grow_asm(p, msg_len)) {
             rdp_count_drop(ep, p, RDP_DROP_NOBUF);
             return;
         }
@@ -123,24 +233,29 @@ static void consume(rdp_t *ep, struct rdp_peer *p, const uint8_t *pkt)
         p->asm_len = 0;
     } else if (!p->asm_active || msg_len != p->asm_msg_len) {
         rdp_count_drop(ep, p, RDP_DROP_MALFORMED);
-        p->asm_active = false;
+        asm_abort(ep, p);
         return;
     }
     if (p->asm_len + len > p->asm_msg_len ||
         (!(flags & RDP_F_LAST) && p->asm_len + len == p->asm_msg_len)) {
         rdp_count_drop(ep, p, RDP_DROP_MALFORMED);
-        p->asm_active = false;
+        asm_abort(ep, p);
         return;
     }
-    memcpy(p->asm_buf + p->asm_len, data, len);
+    if (!asm_append(ep, p, bp, data, len)) {
+        rdp_count_drop(ep, p, RDP_DROP_NOBUF);
+        asm_abort(ep, p);
+        return;
+    }
     p->asm_len += len;
     if (flags & RDP_F_LAST) {
         p->asm_active = false;
         if (p->asm_len != p->asm_msg_len) {
             rdp_count_drop(ep, p, RDP_DROP_MALFORMED);
+            frags_release(ep, p);
             return;
         }
-        deliver_msg(ep, p, p->asm_buf, p->asm_len);
+        asm_deliver(ep, p);
     }
 }
 
@@ -178,7 +293,7 @@ void rdp_handle_data(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, str
     bool gap_filled = p->rx_held > 0;
     p->rcv_nxt++;
     p->ack_pending++;
-    consume(ep, p, (*bufp)->data);
+    consume(ep, p, bufp); /* it may take the buffer (*bufp = NULL) */
     /* the callback may have run anything but rdp_close; our state is still ours */
     while (p->rx_held && p->state == RDP_ESTABLISHED) {
         struct rdp_buf **s = &p->rx[p->rcv_nxt & p->rxmask];
@@ -188,7 +303,7 @@ void rdp_handle_data(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, str
         p->rx_held--;
         p->rcv_nxt++;
         p->ack_pending++;
-        consume(ep, p, b->data);
+        consume(ep, p, &b);
         rdp_pool_put(&ep->pool, b);
     }
     if (!p->rx_held) p->rx_high = p->rcv_nxt;

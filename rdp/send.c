@@ -171,20 +171,54 @@ static void own_payloads(struct rdp_peer *p, uint32_t first, uint32_t last)
 {
     for (uint32_t s = first; s != last + 1; s++) {
         struct rdp_buf *b = slot(p, s)->buf;
+        if (!b->ext) continue;
         memcpy(b->data + RDP_HDR_LEN, b->ext, be_get16(b->data + 44));
         b->ext = NULL;
     }
 }
 
 /* Cut msg into packets, queue them, and send what the windows allow. */
-static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, const void *msg, size_t len,
+/* The message's bytes as the caller gave them: pieces, read front to back. */
+struct gather {
+    const struct iovec *iov;
+    int n, i;   /* pieces; the current one */
+    size_t off; /* bytes of the current piece already taken */
+};
+
+/* The next len bytes: a pointer into the piece that holds them all, or NULL after copying
+ * them into out (they span pieces, or contig is false). */
+static const uint8_t *gather_take(struct gather *g, size_t len, bool contig, uint8_t *out)
+{
+    while (g->i < g->n && g->off == g->iov[g->i].iov_len) {
+        g->i++;
+        g->off = 0;
+    }
+    const uint8_t *base = (const uint8_t *)g->iov[g->i].iov_base + g->off;
+    if (contig && g->iov[g->i].iov_len - g->off >= len) {
+        g->off += len;
+        return base;
+    }
+    for (size_t done = 0; done < len;) {
+        while (g->off == g->iov[g->i].iov_len) {
+            g->i++;
+            g->off = 0;
+        }
+        size_t n = g->iov[g->i].iov_len - g->off;
+        if (n > len - done) n = len - done;
+        memcpy(out + done, (const uint8_t *)g->iov[g->i].iov_base + g->off, n);
+        g->off += n;
+        done += n;
+    }
+    return NULL;
+}
+
+static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, struct gather *src, size_t len,
                      uint32_t nfrag)
 {
     if (p->state == RDP_CLOSED) rdp_conn_open(ep, p);
     if (p->delivered_ns && ep->now - p->delivered_ns <= (uint64_t)ep->cfg.ack_delay_us * 1000)
         p->interactive = true; /* an answer */
 
-    const uint8_t *src = msg;
     uint32_t first = p->snd_nxt, last = first + nfrag - 1;
     size_t frag = (len + nfrag - 1) / nfrag;
     /* Large fragments go out straight from the caller's buffer and are copied into their
@@ -221,10 +255,7 @@ static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, const void *m
             .len = (uint16_t)n,
         };
         rdp_hdr_encode(b->data, &h);
-        if (ext)
-            b->ext = src + off;
-        else
-            memcpy(b->data + RDP_HDR_LEN, src + off, n);
+        b->ext = gather_take(src, n, ext, b->data + RDP_HDR_LEN);
         b->len = RDP_HDR_LEN + n;
         struct rdp_txslot *t = slot(p, p->snd_nxt++);
         *t = (struct rdp_txslot){.buf = b, .msg_last = last};
@@ -242,6 +273,19 @@ static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, const void *m
 
 int rdp_send(rdp_t *ep, uint32_t node, const void *msg, size_t len)
 {
+    struct iovec one = {(void *)(uintptr_t)msg, len};
+    return rdp_sendv(ep, node, &one, 1);
+}
+
+int rdp_sendv(rdp_t *ep, uint32_t node, const struct iovec *iov, int iovcnt)
+{
+    if (iovcnt < 0 || (iovcnt > 0 && !iov)) {
+        errno = EINVAL;
+        return -1;
+    }
+    size_t len = 0;
+    for (int i = 0; i < iovcnt && len <= RDP_MAX_MSG; i++)
+        len += iov[i].iov_len > RDP_MAX_MSG ? RDP_MAX_MSG + 1 : iov[i].iov_len;
     if (len > RDP_MAX_MSG || len == 0) {
         errno = len ? EMSGSIZE : EINVAL;
         return -1;
@@ -264,7 +308,8 @@ int rdp_send(rdp_t *ep, uint32_t node, const void *msg, size_t len)
         ep->now = rdp_now_ns();
         ep->in_process = true;
     }
-    int r = queue_msg(ep, p, node, msg, len, nfrag), e = errno;
+    struct gather g = {iov, iovcnt, 0, 0};
+    int r = queue_msg(ep, p, node, &g, len, nfrag), e = errno;
     if (outer) {
         ep->in_process = false;
         rdp_io_flush(ep);

@@ -145,6 +145,7 @@ struct opts {
     size_t sndbuf, rcvbuf, sock_buf; /* 0: library default */
     bool vs_tcp, json, once, quiet;
     bool no_offload;
+    bool joined;  /* RDP's recv callback (messages joined) instead of recvv (pieces) */
     int mac_impl; /* enum rdp_mac_impl */
     unsigned timeout_s;
     bool have_timeout; /* else the server adopts the client's --timeout */
@@ -189,6 +190,8 @@ static void usage(FILE *f)
             "                           the server follows the client unless given)\n"
             "  --no-offload             no UDP GSO/GRO on this side (they are used where the\n"
             "                           MTU is small, e.g. 1500 or 9000)\n"
+            "  --joined                 receive whole messages (RDP joins the fragments into\n"
+            "                           one buffer) instead of in pieces, one per packet\n"
             "  --mac-impl best|portable|ipsec-mb\n"
             "                           which library computes this side's MACs (same tags;\n"
             "                           default best: Intel IPsec-MB where built in)\n"
@@ -470,25 +473,53 @@ static void msg_fill(const struct gen *g, uint64_t i, uint8_t *buf, size_t len)
     for (; k < len; k++) buf[k] = src[k] ^ ((const uint8_t *)&m)[k & 7];
 }
 
-/* true if buf is message i; else why says what is wrong. */
-static bool msg_check(const struct gen *g, uint64_t i, const uint8_t *buf, size_t len, char *why,
-                      size_t wl)
+/* The first position in [pos, pos + n) at which the bytes at buf (message i's bytes from pos
+ * on) differ from message i's pattern, or SIZE_MAX. Bytes 0..7 (the index) are not looked at. */
+static size_t pattern_diff(const struct gen *g, uint64_t i, size_t pos, const uint8_t *buf,
+                           size_t n)
+{
+    uint64_t h = msg_hash(g, i), m = htole64(mix64(h));
+    const uint8_t *src = g->pat + (h & 0xffff), *mb = (const uint8_t *)&m;
+    size_t k = pos < 8 ? 8 : pos, end = pos + n;
+    for (; k < end && (k & 7); k++)
+        if (buf[k - pos] != (src[k] ^ mb[k & 7])) return k;
+    for (; k + 8 <= end; k += 8) {
+        uint64_t w, x;
+        memcpy(&w, src + k, 8);
+        memcpy(&x, buf + k - pos, 8);
+        if ((w ^ m) != x) break;
+    }
+    for (; k < end; k++)
+        if (buf[k - pos] != (src[k] ^ mb[k & 7])) return k;
+    return SIZE_MAX;
+}
+
+/* true if the pieces iov[0..n), joined (len bytes), are message i; else why says what is
+ * wrong. */
+static bool msg_check_iov(const struct gen *g, uint64_t i, const struct iovec *iov, int n,
+                          size_t len, char *why, size_t wl)
 {
     size_t want = msg_len(g, i);
-    uint8_t idx[8];
+    uint8_t idx[8], head[8];
     put64(idx, i);
-    if (len >= 8 && want >= 8 && get64(buf) != i) {
-        uint64_t got = get64(buf);
-        if (got < i)
+    size_t hl = len < 8 ? len : 8, got = 0;
+    for (int k = 0; k < n && got < hl; k++) {
+        size_t c = iov[k].iov_len < hl - got ? iov[k].iov_len : hl - got;
+        memcpy(head + got, iov[k].iov_base, c);
+        got += c;
+    }
+    if (len >= 8 && want >= 8 && get64(head) != i) {
+        uint64_t h = get64(head);
+        if (h < i)
             snprintf(why, wl,
                      "message #%" PRIu64 " expected, got #%" PRIu64
                      " (%zu bytes) again: duplicated or reordered",
-                     i, got, len);
+                     i, h, len);
         else
             snprintf(why, wl,
                      "message #%" PRIu64 " expected, got #%" PRIu64
                      " (%zu bytes): lost or reordered",
-                     i, got, len);
+                     i, h, len);
         return false;
     }
     if (len != want) {
@@ -497,32 +528,35 @@ static bool msg_check(const struct gen *g, uint64_t i, const uint8_t *buf, size_
                  want);
         return false;
     }
-    size_t hl = len < 8 ? len : 8;
-    if (memcmp(buf, idx + 8 - hl, hl) != 0) {
+    if (memcmp(head, idx + 8 - hl, hl) != 0) {
         snprintf(why, wl, "message #%" PRIu64 " (%zu bytes): index bytes differ (another message?)",
                  i, len);
         return false;
     }
-    uint64_t h = msg_hash(g, i), m = htole64(mix64(h));
-    const uint8_t *src = g->pat + (h & 0xffff);
-    size_t k = 8;
-    for (; k + 8 <= len; k += 8) {
-        uint64_t w, x;
-        memcpy(&w, src + k, 8);
-        memcpy(&x, buf + k, 8);
-        if ((w ^ m) != x) break;
-    }
-    for (; k < len; k++) {
-        uint8_t e = src[k] ^ ((const uint8_t *)&m)[k & 7];
-        if (buf[k] != e) {
+    size_t pos = 0;
+    for (int k = 0; k < n; k++) {
+        const uint8_t *buf = iov[k].iov_base;
+        size_t at = pattern_diff(g, i, pos, buf, iov[k].iov_len);
+        if (at != SIZE_MAX) {
+            uint64_t h = msg_hash(g, i), m = htole64(mix64(h));
+            uint8_t e = g->pat[(h & 0xffff) + at] ^ ((const uint8_t *)&m)[at & 7];
             snprintf(why, wl,
                      "message #%" PRIu64 " (%zu bytes): byte %zu is 0x%02x, expected 0x%02x "
                      "(corrupted)",
-                     i, len, k, buf[k], e);
+                     i, len, at, buf[at - pos], e);
             return false;
         }
+        pos += iov[k].iov_len;
     }
     return true;
+}
+
+/* true if buf is message i; else why says what is wrong. */
+static bool msg_check(const struct gen *g, uint64_t i, const uint8_t *buf, size_t len, char *why,
+                      size_t wl)
+{
+    struct iovec one = {(void *)(uintptr_t)buf, len};
+    return msg_check_iov(g, i, &one, 1, len, why, wl);
 }
 
 /* RDPBENCH_TEST_FAULT (client only): what the sender does wrong, at which message. */
@@ -971,21 +1005,29 @@ static void ctl_read(struct bench *b)
 
 /* ---------------------------------------------------------------- RDP callbacks */
 
-static void try_echo(struct bench *b, const void *msg, size_t len)
+/* Echo the message (pieces iov[0..n)); when the queue is full, keep a joined copy for
+ * can_send. */
+static void try_echo(struct bench *b, const struct iovec *iov, int n, size_t len)
 {
     uint64_t gen0 = b->cansend_gen;
-    if (rdp_send(b->rdp, b->peer, msg, len) == 0) return;
+    if (rdp_sendv(b->rdp, b->peer, iov, n) == 0) return;
     if (errno != EAGAIN) sys_fatal(b, "rdp_send (echo)");
     if (b->cansend_gen != gen0) { /* room came back during the call: once more */
-        if (rdp_send(b->rdp, b->peer, msg, len) == 0) return;
+        if (rdp_sendv(b->rdp, b->peer, iov, n) == 0) return;
         if (errno != EAGAIN) sys_fatal(b, "rdp_send (echo)");
     }
-    if (msg != b->pend) memcpy(b->pend, msg, len);
+    size_t off = 0;
+    for (int k = 0; k < n; k++) {
+        if (iov[k].iov_base != b->pend + off)
+            memcpy(b->pend + off, iov[k].iov_base, iov[k].iov_len);
+        off += iov[k].iov_len;
+    }
     b->pend_len = len;
     b->pend_on = true;
 }
 
-static void cb_recv(void *ctx, uint32_t node, const void *msg, size_t len)
+/* A message from RDP, in pieces (recvv) or joined (recv, with --joined). */
+static void cb_recvv(void *ctx, uint32_t node, const struct iovec *iov, int n, size_t len)
 {
     struct bench *b = ctx;
     uint64_t now = rdp_now_ns();
@@ -994,7 +1036,7 @@ static void cb_recv(void *ctx, uint32_t node, const void *msg, size_t len)
     if ((!b->server && b->mode == MODE_STREAM) || b->recv_next >= b->total)
         fatal(b, "rdp: unexpected message (%zu bytes) after all %" PRIu64 " expected", len,
               b->recv_next);
-    if (!msg_check(&b->gen, b->recv_next, msg, len, why, sizeof why))
+    if (!msg_check_iov(&b->gen, b->recv_next, iov, n, len, why, sizeof why))
         fatal(b, "rdp: verification failed: %s", why);
     b->recv_next++;
     b->recv_bytes += len;
@@ -1006,13 +1048,19 @@ static void cb_recv(void *ctx, uint32_t node, const void *msg, size_t len)
                   "rdp: client sent message #%" PRIu64 " before the echo of the "
                   "last one could be queued",
                   b->recv_next - 1);
-        try_echo(b, msg, len);
+        try_echo(b, iov, n, len);
     } else if (b->recv_next == b->total) {
         uint8_t d[DONE_LEN];
         put64(d, b->recv_next);
         put64(d + 8, b->recv_bytes);
         ctl_send_or_die(b, CT_DONE, d, sizeof d);
     }
+}
+
+static void cb_recv(void *ctx, uint32_t node, const void *msg, size_t len)
+{
+    struct iovec one = {(void *)(uintptr_t)msg, len};
+    cb_recvv(ctx, node, &one, 1, len);
 }
 
 static void cb_connected(void *ctx, uint32_t node)
@@ -1044,7 +1092,8 @@ static void cb_can_send(void *ctx, uint32_t node)
     b->cansend_gen++;
     if (b->pend_on) {
         b->pend_on = false;
-        try_echo(b, b->pend, b->pend_len);
+        struct iovec one = {b->pend, b->pend_len};
+        try_echo(b, &one, 1, b->pend_len);
     }
 }
 
@@ -1138,6 +1187,7 @@ static rdp_t *open_rdp(struct bench *b, uint32_t node, const struct sockaddr_sto
     cfg.mac_impl = (enum rdp_mac_impl)o->mac_impl;
     struct rdp_callbacks cb = {.ctx = b,
                                .recv = cb_recv,
+                               .recvv = o->joined ? NULL : cb_recvv,
                                .connected = cb_connected,
                                .lost = cb_lost,
                                .undeliverable = cb_undeliverable,
@@ -2082,6 +2132,7 @@ int main(int argc, char **argv)
         O_QUIET,
         O_MAC,
         O_NOOFFLOAD,
+        O_JOINED,
         O_MACIMPL,
     };
     static const struct option lo[] = {
@@ -2109,6 +2160,7 @@ int main(int argc, char **argv)
         {"quiet", no_argument, NULL, O_QUIET},
         {"mac", required_argument, NULL, O_MAC},
         {"no-offload", no_argument, NULL, O_NOOFFLOAD},
+        {"joined", no_argument, NULL, O_JOINED},
         {"mac-impl", required_argument, NULL, O_MACIMPL},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -2229,6 +2281,9 @@ int main(int argc, char **argv)
             break;
         case O_NOOFFLOAD:
             o.no_offload = true;
+            break;
+        case O_JOINED:
+            o.joined = true;
             break;
         case O_MACIMPL:
             if (rdp_mac_impl_parse(optarg, &impl) < 0)

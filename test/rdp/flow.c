@@ -16,9 +16,11 @@
  *                        the caller's buffer is RDP's only until rdp_send returns (RDP sends
  *                        large fragments straight from it and copies them afterwards): A
  *                        overwrites its buffer after every send, B echoes every message from
- *                        inside its recv callback out of a copy it overwrites and frees at
- *                        once, and both receive windows are small, so that most fragments
- *                        wait in the queue when rdp_send returns. Every message and every
+ *                        inside its recv callback out of a copy in three pieces (rdp_sendv)
+ *                        it overwrites and frees at once, and both receive windows are small,
+ *                        so that most fragments wait in the queue when rdp_send returns. Both
+ *                        receive in pieces (recvv), without offload, so the packets kept for
+ *                        a message are the read buffers themselves. Every message and every
  *                        echo arrives intact.
  *
  * Endpoints: A = node 1 on 127.0.0.1, B = node 2 on 127.0.0.2.
@@ -179,17 +181,21 @@ static void test_send_buffer_reuse(void)
     ca.sndbuf = 1 << 20;
     ca.mtu = 9000;        /* fragments large enough to be sent from the caller's buffer */
     ca.rcvbuf = 64 << 10; /* the smallest window (32 packets): fragments wait in the queue */
+    ca.offload = 0;       /* one read per datagram: the receiver keeps the read buffers */
     cb = ca;
     cb.sndbuf = 256u << 20; /* room to echo the whole stream: an echo never meets EAGAIN */
     struct h_ep a, b;
     struct h_net net;
-    if (h_open_pair_cfg(&net, &a, &b, key, key, &ca, &cb) < 0) return;
+    h_recv_pieces(1); /* messages arrive in pieces and B echoes them with rdp_sendv */
+    int r = h_open_pair_cfg(&net, &a, &b, key, key, &ca, &cb);
+    h_recv_pieces(0);
+    if (r < 0) return;
     b.echo = 1;
     a.rx_seed[2] = a.tx_seed[2]; /* the echo carries A's own messages back */
 
     struct flow_ctx c = {.a = &a, .b = &b};
     h_stream_init(&c.s, &a, 2, h_scale(300), 1, RDP_MAX_MSG);
-    int r = h_run(&net, echo_done, &c, H_S(60));
+    r = h_run(&net, echo_done, &c, H_S(60));
     CU_ASSERT_EQUAL(r, 1);
     CU_ASSERT_EQUAL(c.failed, 0);
     CU_ASSERT(h_check_recv_seq(&b, 1, 0, c.s.total));
@@ -197,6 +203,8 @@ static void test_send_buffer_reuse(void)
     CU_ASSERT_EQUAL(a.bad_content, 0);
     CU_ASSERT_EQUAL(b.bad_content, 0);
     CU_ASSERT_EQUAL(b.echo_errors, 0);
+    CU_ASSERT(a.multi_piece > c.s.total / 4 && b.multi_piece > c.s.total / 4);
+    CU_ASSERT_EQUAL(a.bad_pieces + b.bad_pieces, 0);
     /* the windows did hold fragments back, in both directions */
     CU_ASSERT(c.s.max_queued > 2 * RDP_MAX_MSG / 3);
     /* every packet left with its MAC over the bytes it carried: a batch sent after the

@@ -90,9 +90,16 @@ struct h_ep {
     uint64_t accepted[H_MAX_NODES];
     int in_send;
     /* echo: answer every received message with the same bytes from inside the recv callback,
-     * from a copy that is overwritten and freed as soon as rdp_send returns */
+     * with rdp_sendv from a copy in three pieces that is overwritten and freed as soon as
+     * rdp_sendv returns */
     int echo;
-    uint64_t echo_errors; /* rdp_send failures of the echo */
+    uint64_t echo_errors; /* rdp_sendv failures of the echo */
+    /* pieces (h_recv_pieces): messages come through recvv, are checked and joined here */
+    int pieces;
+    unsigned char *joined;
+    size_t joined_cap;
+    uint64_t multi_piece; /* messages that came in more than one piece */
+    uint64_t bad_pieces;  /* empty pieces, or pieces that do not add up to the length */
     /* the log */
     struct h_event *ev;
     size_t nev, cap;
@@ -108,6 +115,9 @@ void h_config(struct rdp_config *cfg);
  * h_config() defaults; its node_id, bind and key are overwritten. 0 or -1 (message printed). */
 int h_ep_open(struct h_ep *ep, uint32_t node, int host, uint16_t port,
               const unsigned char key[RDP_KEY_BYTES], const struct rdp_config *cfg);
+/* Endpoints opened after h_recv_pieces(1) get their messages through the recvv callback, in
+ * pieces (counted in multi_piece, checked in bad_pieces); h_recv_pieces(0) goes back to recv. */
+void h_recv_pieces(int on);
 /* rdp_close, keeping the log. */
 void h_ep_close(struct h_ep *ep);
 /* h_ep_close and free the log. */

@@ -74,6 +74,38 @@ for mac in aes256gcm chacha20poly1305; do
 done
 stop_servers
 
+# a server that takes whole messages (--joined) and a client that takes them in pieces
+server srv5.log --joined || fail "rdpbench: --joined server starts" "$(cat "$CDIR/srv5.log")"
+out=$("$RB" client "$SRV" --mode pingpong --size 1-1048576 --count 200 --mtu 9000 --json \
+    2>"$CDIR/c6.err")
+check "rdpbench: pieces (client) and joined (server) pingpong, 1 B..1 MiB, exits 0" $? \
+    "$(tail -5 "$CDIR/c6.err")"
+jcheck "rdpbench: every message both ways (warm-up included)" "$out" \
+    '.client.msgs_recv == 220 and .server.msgs_recv == 220 and .client.drops.malformed == 0'
+stop_servers
+
+# a message that arrives wrong is caught by a server taking it in pieces, and whole (--joined)
+for side in pieces joined; do
+    sargs=(--mtu 9000)
+    [ "$side" = joined ] && sargs+=(--joined)
+    for f in flip:5 swap:7; do
+        server srv6.log "${sargs[@]}" || fail "rdpbench: server starts" "$(cat "$CDIR/srv6.log")"
+        RDPBENCH_TEST_FAULT=$f "$RB" client "$SRV" --mode stream --size 100000 --count 20 \
+            --mtu 9000 --timeout 5 >"$CDIR/c7.out" 2>&1
+        rc=$?
+        want="lost or reordered"
+        [ "$f" = flip:5 ] && want="byte 50000 is 0x.*corrupted"
+        if [ "$rc" -ne 0 ] && wait_until 5000 grep -q "verification failed: .*$want" "$CDIR/srv6.log"
+        then
+            pass "rdpbench: $f is caught by a server receiving $side"
+        else
+            fail "rdpbench: $f is caught by a server receiving $side" \
+                "client exit $rc; server: $(tail -3 "$CDIR/srv6.log")"
+        fi
+        stop_servers
+    done
+done
+
 # another key: refused before any message is sent
 printf 'a different cluster key, 32 bytes or more.....\n' >"$CDIR/other.key"
 chmod 600 "$CDIR/other.key"
