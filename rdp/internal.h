@@ -46,7 +46,7 @@
 #define RDP_GRO_BUF       65536 /* receive buffer of one coalesced (GRO) read */
 #define RDP_RST_GAP_NS    1000000ull
 #define RDP_ACK_DEFER_MAX 64    /* packets an interactive connection leaves unacknowledged */
-#define RDP_PIPE_BYTES    16384 /* bytes per send slice of a message on an interactive link */
+#define RDP_PIPE_BYTES    32768 /* bytes per send slice of a message on an interactive link */
 /* fragment size from which rdp_send sends from the caller's buffer and copies after the send
  * (rdp_buf.ext) */
 #define RDP_EXT_MIN 2048

@@ -13,7 +13,7 @@
 # machine: the first line of each case says which share of all samples was rdpbench's.
 #
 # usage: bench/profile/rdp-perf.sh [--help] [CASE...]
-# cases: mac lo-pp16 lo-pp64k lo-st64k lo-st64k-cc ns1500-pp64k ns1500-st64k (default: all;
+# cases: mac lo-pp16 lo-pp64k lo-st64k lo-st64k-cc ns1500-pp64k ns1500-st64k ns9000-pp64k (default: all;
 #        ns* need root; mac = bench/profile/macspeed.c, MAC time per packet size; -cc: with
 #        --mac chacha20poly1305 instead of the default, AES-256-GCM where the CPU has it)
 # env:   RDPBENCH (build/bin/rdpbench), FREQ (perf sampling Hz, 4999), KEEP=1 keeps perf.data
@@ -26,7 +26,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/common.sh"
 BIN=${RDPBENCH:-$ROOT/build/bin/rdpbench}
 FREQ=${FREQ:-4999}
-ALL=(mac lo-pp16 lo-pp64k lo-st64k lo-st64k-cc ns1500-pp64k ns1500-st64k)
+ALL=(mac lo-pp16 lo-pp64k lo-st64k lo-st64k-cc ns1500-pp64k ns1500-st64k ns9000-pp64k)
 cases=()
 for a in "$@"; do
     case $a in
@@ -34,7 +34,7 @@ for a in "$@"; do
         bench_help "$0"
         exit 0
         ;;
-    mac | lo-pp16 | lo-pp64k | lo-st64k | lo-st64k-cc | ns1500-pp64k | ns1500-st64k) cases+=("$a") ;;
+    mac | lo-pp16 | lo-pp64k | lo-st64k | lo-st64k-cc | ns1500-pp64k | ns1500-st64k | ns9000-pp64k) cases+=("$a") ;;
     *)
         echo "usage: bench/profile/rdp-perf.sh [--help] [CASE...]  (cases: ${ALL[*]})" >&2
         exit 2
@@ -152,6 +152,11 @@ if ((need_ns)); then
         case $c in
         ns1500-pp64k) profile "$c" ip netns exec "$(ns_name 0)" -- --mode pingpong --size 65536 --count 2000 ;;
         ns1500-st64k) profile "$c" ip netns exec "$(ns_name 0)" -- --mode stream --size 65536 --count 5000 ;;
+        ns9000-pp64k)
+            ns_mtu 9000
+            profile "$c" ip netns exec "$(ns_name 0)" -- --mode pingpong --size 65536 --count 2000 --mtu 9000
+            ns_mtu 1500
+            ;;
         esac
     done
     stop_server

@@ -5,10 +5,10 @@
  *                      the connection has seen an answer follow a request, the answer carries
  *                      the ACK of the request and no pure ACK is sent (each would wake the
  *                      peer for nothing), in either direction; every message arrives.
- *  test_pipe_slices    on the interactive connection a 29-packet answer leaves in three
- *                      slices (sends) of about 16 KiB; as a one-way stream the same
- *                      messages leave in one send each.
- *  test_ack_long       64 KiB requests and answers (47 packets each, four slices): once the
+ *  test_pipe_slices    on the interactive connection a 44-packet answer leaves in two
+ *                      slices (sends) of about 32 KiB; sent one way, one at a time, the same
+ *                      messages leave in one GSO send each.
+ *  test_ack_long       64 KiB requests and answers (47 packets each, two slices): once the
  *                      congestion window has grown past a message, the answer carries the
  *                      ACK of a whole request: no pure ACK in either direction.
  *  test_ack_window     200 KiB requests and answers through a receive window of 32 packets:
@@ -169,7 +169,9 @@ static void test_ack_stream(void)
  * receiver starts on the first while the sender signs the next); a stream does not. */
 static void test_pipe_slices(void)
 {
-    const size_t len = 40000; /* 29 packets of 1444 bytes: slices of 12, 12, 5 */
+    /* 44 packets of 1448 bytes (1464 with the MAC): one GSO send can take them all (65,000
+     * bytes at most); sliced at 32 KiB, they are two: 23 and 21 */
+    const size_t len = 44 * 1400;
     struct h_ep a, b;
     struct h_net net;
     if (open_1500(&net, &a, &b, 52, 2000, 0) < 0) return;
@@ -178,17 +180,23 @@ static void test_pipe_slices(void)
     struct rdp_stats sb;
     rdp_stats(b.rdp, &sb);
     /* B answers every request at once: interactive from its first answer on */
-    CU_ASSERT(sb.gso_sends >= 3 * (rounds - 1));
+    CU_ASSERT(sb.gso_sends >= 2 * (rounds - 1));
     h_ep_free(&a);
     h_ep_free(&b);
 
-    /* the same messages one way only: one send per message */
+    /* the same messages one way, one at a time (the receiver never answers): one send each */
     if (open_1500(&net, &a, &b, 52, 2000, 0) < 0) return;
-    h_oneway(&net, &a, &b, 100, len);
+    uint64_t sent = 0;
+    for (; sent < rounds; sent++) {
+        CU_ASSERT_EQUAL_FATAL(h_send(&a, 2, sent, len), 0);
+        struct h_wait_recv w = {&b, 1, sent + 1};
+        if (h_run(&net, h_cond_recv, &w, H_S(5)) != 1) break;
+    }
+    CU_ASSERT_EQUAL(sent, rounds);
     struct rdp_stats sa;
     rdp_stats(a.rdp, &sa);
-    CU_ASSERT(sa.gso_sends < 2 * 100);
-    if (sb.gso_sends < 3 * (rounds - 1) || sa.gso_sends >= 2 * 100)
+    CU_ASSERT(sa.gso_sends <= rounds + 5); /* a few split while the windows grow */
+    if (sb.gso_sends < 2 * (rounds - 1) || sa.gso_sends > rounds + 5)
         fprintf(stderr, "pipe: answers in %llu GSO sends, stream in %llu (100 messages each)\n",
                 (unsigned long long)sb.gso_sends, (unsigned long long)sa.gso_sends);
     h_ep_free(&a);
