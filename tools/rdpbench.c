@@ -478,16 +478,20 @@ static void msg_fill(const struct gen *g, uint64_t i, uint8_t *buf, size_t len)
 static size_t pattern_diff(const struct gen *g, uint64_t i, size_t pos, const uint8_t *buf,
                            size_t n)
 {
-    uint64_t h = msg_hash(g, i), m = htole64(mix64(h));
+    uint64_t h = msg_hash(g, i), m = htole64(mix64(h)), mk;
     const uint8_t *src = g->pat + (h & 0xffff), *mb = (const uint8_t *)&m;
     size_t k = pos < 8 ? 8 : pos, end = pos + n;
-    for (; k < end && (k & 7); k++)
-        if (buf[k - pos] != (src[k] ^ mb[k & 7])) return k;
+    /* byte k is masked with mb[k & 7]: words from any k on take the mask rotated by k & 7
+     * bytes (a piece of a message may start anywhere) */
+    uint8_t m2[16];
+    memcpy(m2, mb, 8);
+    memcpy(m2 + 8, mb, 8);
+    memcpy(&mk, m2 + (k & 7), 8);
     for (; k + 8 <= end; k += 8) {
         uint64_t w, x;
         memcpy(&w, src + k, 8);
         memcpy(&x, buf + k - pos, 8);
-        if ((w ^ m) != x) break;
+        if ((w ^ mk) != x) break;
     }
     for (; k < end; k++)
         if (buf[k - pos] != (src[k] ^ mb[k & 7])) return k;
