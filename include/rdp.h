@@ -112,11 +112,11 @@ struct rdp_callbacks {
     void *ctx;
     /* A complete message from node. msg is valid only during the call. */
     void (*recv)(void *ctx, uint32_t node, const void *msg, size_t len);
-    /* Optional; when set, it replaces recv: a complete message of len bytes as it arrived,
-     * one piece per packet, iov[0..iovcnt) (iovcnt >= 1), valid only during the call. RDP
-     * then does not join the fragments of a message into one buffer (a copy of the whole
-     * message); the caller copies the bytes once, to where it wants them, or passes the
-     * pieces on with rdp_sendv. */
+    /* Optional; when set, it replaces recv: a complete message of len bytes in pieces,
+     * iov[0..iovcnt) (iovcnt >= 1), valid only during the call. A packet RDP read into a
+     * buffer of its own is a piece as it is, without a copy; bytes it had to copy (datagrams
+     * of a coalesced read) are joined into runs. The caller copies the bytes once, to where
+     * it wants them, or passes the pieces on with rdp_sendv. */
     void (*recvv)(void *ctx, uint32_t node, const struct iovec *iov, int iovcnt, size_t len);
     /* A connection to node was established (first, or after a loss or restart). */
     void (*connected)(void *ctx, uint32_t node);

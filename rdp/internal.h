@@ -59,6 +59,13 @@ struct rdp_txslot {
     bool sacked;
 };
 
+/* A piece of a message received in pieces (recvv): the payload of a packet kept as it was
+ * read (buf), or bytes copied into the reassembly buffer (buf NULL: asm_buf + off). */
+struct rdp_piece {
+    struct rdp_buf *buf;
+    uint32_t off, len; /* off: where the piece lies in the message */
+};
+
 struct rdp_peer;
 struct rdp_txent {
     struct rdp_buf *buf;
@@ -111,10 +118,10 @@ struct rdp_peer {
     size_t asm_cap, asm_len;
     uint32_t asm_msg_len;
     bool asm_active;
-    bool asm_kept;          /* recvv: the message's packets are kept in frag[], not joined */
-    struct rdp_buf **frag;  /* recvv: the packets of the message being assembled */
-    struct iovec *frag_iov; /* their payloads, for the callback */
-    uint32_t nfrag, frag_cap;
+    bool asm_kept;           /* recvv: the message is assembled in pieces, not joined */
+    struct rdp_piece *piece; /* recvv: the pieces of the message being assembled */
+    struct iovec *piece_iov; /* their bytes, for the callback */
+    uint32_t npiece, piece_cap;
     unsigned ack_pending; /* data packets not yet acknowledged */
     bool ack_now;         /* send an ACK at the end of this round */
     uint64_t ack_at;      /* delayed ACK deadline; 0: none */

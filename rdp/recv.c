@@ -58,14 +58,14 @@ void rdp_recvq_free(struct rdp_peer *p)
 {
     free(p->rx);
     free(p->asm_buf);
-    free(p->frag);
-    free(p->frag_iov);
+    free(p->piece);
+    free(p->piece_iov);
     p->rx = NULL;
     p->asm_buf = NULL;
-    p->frag = NULL;
-    p->frag_iov = NULL;
+    p->piece = NULL;
+    p->piece_iov = NULL;
     p->rxcap = p->asm_cap = 0;
-    p->frag_cap = p->nfrag = 0;
+    p->piece_cap = p->npiece = 0;
 }
 
 uint32_t rdp_rcv_wnd(const struct rdp_peer *p)
@@ -124,85 +124,91 @@ static void deliver_one(rdp_t *ep, struct rdp_peer *p, const uint8_t *msg, size_
     deliver_msg(ep, p, &one, 1, len);
 }
 
-static void frags_release(rdp_t *ep, struct rdp_peer *p)
+static void pieces_release(rdp_t *ep, struct rdp_peer *p)
 {
-    for (uint32_t i = 0; i < p->nfrag; i++) rdp_pool_put(&ep->pool, p->frag[i]);
-    p->nfrag = 0;
+    for (uint32_t i = 0; i < p->npiece; i++) rdp_pool_put(&ep->pool, p->piece[i].buf);
+    p->npiece = 0;
 }
 
 /* Give up the message being assembled. */
 static void asm_abort(rdp_t *ep, struct rdp_peer *p)
 {
     p->asm_active = false;
-    frags_release(ep, p);
+    pieces_release(ep, p);
 }
 
-/* Room to keep one more packet of the message. The array is made at the first need, for a
- * message of RDP_MAX_MSG in packets of our own payload size; a peer that cuts smaller
- * packets gets its message joined instead (frags_join), so that what is kept stays bounded. */
-static bool frags_room(rdp_t *ep, struct rdp_peer *p)
+/* Room for one more piece. The array is made at the first need, for a message of RDP_MAX_MSG
+ * in packets of our own payload size; a peer that cuts smaller packets gets the rest of its
+ * message joined instead (pieces_join), so that what is kept stays bounded. */
+static bool pieces_room(rdp_t *ep, struct rdp_peer *p)
 {
-    if (!p->frag) {
+    if (!p->piece) {
         uint32_t cap = RDP_MAX_MSG / ep->payload + 2;
-        p->frag = malloc(cap * sizeof *p->frag);
-        p->frag_iov = malloc(cap * sizeof *p->frag_iov);
-        if (!p->frag || !p->frag_iov) {
-            free(p->frag);
-            free(p->frag_iov);
-            p->frag = NULL;
-            p->frag_iov = NULL;
+        p->piece = malloc(cap * sizeof *p->piece);
+        p->piece_iov = malloc(cap * sizeof *p->piece_iov);
+        if (!p->piece || !p->piece_iov) {
+            free(p->piece);
+            free(p->piece_iov);
+            p->piece = NULL;
+            p->piece_iov = NULL;
             return false;
         }
-        p->frag_cap = cap;
+        p->piece_cap = cap;
     }
-    return p->nfrag < p->frag_cap;
+    return p->npiece < p->piece_cap;
 }
 
-/* Go on assembling the message by joining: the kept packets' payloads into asm_buf. */
-static bool frags_join(rdp_t *ep, struct rdp_peer *p)
+/* Go on assembling the message by joining: the kept packets' payloads into asm_buf, where
+ * the copied pieces already are. */
+static void pieces_join(rdp_t *ep, struct rdp_peer *p)
 {
-    if (!grow_asm(p, p->asm_msg_len)) return false;
-    size_t off = 0;
-    for (uint32_t i = 0; i < p->nfrag; i++) {
-        uint16_t n = be_get16(p->frag[i]->data + 44);
-        memcpy(p->asm_buf + off, p->frag[i]->data + RDP_HDR_LEN, n);
-        off += n;
+    for (uint32_t i = 0; i < p->npiece; i++) {
+        const struct rdp_piece *c = &p->piece[i];
+        if (c->buf) memcpy(p->asm_buf + c->off, c->buf->data + RDP_HDR_LEN, c->len);
     }
-    frags_release(ep, p);
+    pieces_release(ep, p);
     p->asm_kept = false;
-    return true;
 }
 
-/* Append the in-order fragment *bp to the message: keep the packet (recvv; *bp becomes NULL
- * when it is taken as it is) or copy its payload into asm_buf. */
-static bool asm_append(rdp_t *ep, struct rdp_peer *p, struct rdp_buf **bp, const uint8_t *data,
+/* Append the in-order fragment *bp (payload: len bytes at data) to the message. Joining, or
+ * for a view of a coalesced read (which is gone after its handling), the payload is copied
+ * into asm_buf at its place in the message (asm_buf has room for the whole message from its
+ * first packet on, so it never moves under a piece); in pieces, a packet buffer of our own
+ * is kept as it is (*bp becomes NULL), and a run of copied bytes is one piece. */
+static void asm_append(rdp_t *ep, struct rdp_peer *p, struct rdp_buf **bp, const uint8_t *data,
                        uint16_t len)
 {
-    if (p->asm_kept) {
-        struct rdp_buf *k = frags_room(ep, p) ? rdp_buf_keep(&ep->pool, *bp) : NULL;
-        if (k) {
-            p->frag[p->nfrag++] = k;
-            if (k == *bp) *bp = NULL;
-            return true;
-        }
-        if (!frags_join(ep, p)) return false;
+    uint32_t off = (uint32_t)p->asm_len;
+    if (p->asm_kept && !(*bp)->borrowed && pieces_room(ep, p)) {
+        p->piece[p->npiece++] = (struct rdp_piece){*bp, off, len};
+        *bp = NULL;
+        return;
     }
-    memcpy(p->asm_buf + p->asm_len, data, len);
-    return true;
+    memcpy(p->asm_buf + off, data, len);
+    if (!p->asm_kept) return;
+    struct rdp_piece *last = p->npiece ? &p->piece[p->npiece - 1] : NULL;
+    if (last && !last->buf && last->off + last->len == off)
+        last->len += len;
+    else if (pieces_room(ep, p))
+        p->piece[p->npiece++] = (struct rdp_piece){NULL, off, len};
+    else
+        pieces_join(ep, p); /* the bytes are in place already */
 }
 
-/* The complete message: its kept packets' payloads in pieces, or asm_buf. */
+/* The complete message: in pieces, or asm_buf. */
 static void asm_deliver(rdp_t *ep, struct rdp_peer *p)
 {
     if (!p->asm_kept) {
         deliver_one(ep, p, p->asm_buf, p->asm_len);
         return;
     }
-    for (uint32_t i = 0; i < p->nfrag; i++)
-        p->frag_iov[i] =
-            (struct iovec){p->frag[i]->data + RDP_HDR_LEN, be_get16(p->frag[i]->data + 44)};
-    deliver_msg(ep, p, p->frag_iov, (int)p->nfrag, p->asm_len);
-    frags_release(ep, p);
+    for (uint32_t i = 0; i < p->npiece; i++) {
+        const struct rdp_piece *c = &p->piece[i];
+        p->piece_iov[i] =
+            (struct iovec){c->buf ? c->buf->data + RDP_HDR_LEN : p->asm_buf + c->off, c->len};
+    }
+    deliver_msg(ep, p, p->piece_iov, (int)p->npiece, p->asm_len);
+    pieces_release(ep, p);
 }
 
 /* One in-order packet (rcv_nxt already advanced past it). The fields were validated by
@@ -224,7 +230,7 @@ static void consume(rdp_t *ep, struct rdp_peer *p, struct rdp_buf **bp)
             return;
         }
         p->asm_kept = ep->cb.recvv != NULL;
-        if (!p->asm_kept && !grow_asm(p, msg_len)) {
+        if (!grow_asm(p, msg_len)) { /* room for the whole message, also in pieces */
             rdp_count_drop(ep, p, RDP_DROP_NOBUF);
             return;
         }
@@ -242,17 +248,13 @@ static void consume(rdp_t *ep, struct rdp_peer *p, struct rdp_buf **bp)
         asm_abort(ep, p);
         return;
     }
-    if (!asm_append(ep, p, bp, data, len)) {
-        rdp_count_drop(ep, p, RDP_DROP_NOBUF);
-        asm_abort(ep, p);
-        return;
-    }
+    asm_append(ep, p, bp, data, len);
     p->asm_len += len;
     if (flags & RDP_F_LAST) {
         p->asm_active = false;
         if (p->asm_len != p->asm_msg_len) {
             rdp_count_drop(ep, p, RDP_DROP_MALFORMED);
-            frags_release(ep, p);
+            pieces_release(ep, p);
             return;
         }
         asm_deliver(ep, p);

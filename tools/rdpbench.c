@@ -191,7 +191,7 @@ static void usage(FILE *f)
             "  --no-offload             no UDP GSO/GRO on this side (they are used where the\n"
             "                           MTU is small, e.g. 1500 or 9000)\n"
             "  --joined                 receive whole messages (RDP joins the fragments into\n"
-            "                           one buffer) instead of in pieces, one per packet\n"
+            "                           one buffer) instead of in pieces (packets as read)\n"
             "  --mac-impl best|portable|ipsec-mb\n"
             "                           which library computes this side's MACs (same tags;\n"
             "                           default best: Intel IPsec-MB where built in)\n"

@@ -271,6 +271,7 @@ static void cb_recvv(void *ctx, uint32_t node, const struct iovec *iov, int n, s
     }
     if (n < 1 || off != len) ep->bad_pieces++;
     ep->multi_piece += n > 1;
+    if (n > ep->max_pieces) ep->max_pieces = n;
     cb_recv(ctx, node, ep->joined, len);
 }
 

@@ -99,6 +99,7 @@ struct h_ep {
     unsigned char *joined;
     size_t joined_cap;
     uint64_t multi_piece; /* messages that came in more than one piece */
+    int max_pieces;       /* the most pieces of one message */
     uint64_t bad_pieces;  /* empty pieces, or pieces that do not add up to the length */
     /* the log */
     struct h_event *ev;
