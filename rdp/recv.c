@@ -4,10 +4,14 @@
  *
  * A packet at rcv_nxt is delivered at once (a single-packet message straight from the
  * receive buffer, without a copy); one further ahead, within the window, waits in the ring
- * until the gap before it is filled. ACKs: the cumulative ACK rides on every DATA we send;
- * an ACK packet with a SACK bitmap goes out at the end of the round whenever something
- * arrived out of order or twice, or two packets are unacknowledged; a lone packet is
- * acknowledged after ack_delay_us unless a reply carries the ACK first.
+ * until the gap before it is filled. The fragments of a longer message are joined in asm_buf
+ * (recv), or, for an application that takes messages in pieces (recvv), kept as they were
+ * read where that needs no copy (struct rdp_piece).
+ *
+ * ACKs: the cumulative ACK rides on every DATA we send; an ACK packet with a SACK bitmap goes
+ * out at the end of the round whenever something arrived out of order or twice, or two
+ * packets are unacknowledged; a lone packet is acknowledged after ack_delay_us unless a reply
+ * carries the ACK first.
  */
 #include "internal.h"
 

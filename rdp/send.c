@@ -177,7 +177,6 @@ static void own_payloads(struct rdp_peer *p, uint32_t first, uint32_t last)
     }
 }
 
-/* Cut msg into packets, queue them, and send what the windows allow. */
 /* The message's bytes as the caller gave them: pieces, read front to back. */
 struct gather {
     const struct iovec *iov;
@@ -212,6 +211,8 @@ static const uint8_t *gather_take(struct gather *g, size_t len, bool contig, uin
     return NULL;
 }
 
+/* Cut the message (len bytes from src) into packets, queue them, and send what the windows
+ * allow. */
 static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, struct gather *src, size_t len,
                      uint32_t nfrag)
 {

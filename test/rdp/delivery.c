@@ -2,7 +2,9 @@
  * delivery.c - RDP delivery tests (suite rdp_delivery).
  *
  *  test_basic   one 1-byte message and one of RDP_MAX_MSG arrive intact; oversized sends fail
- *               with EMSGSIZE, sends to an unknown node with EHOSTUNREACH; each side sees
+ *               with EMSGSIZE (rdp_sendv: by the pieces' total, also one that would wrap),
+ *               empty or negative piece lists with EINVAL, sends to an unknown node with
+ *               EHOSTUNREACH; each side sees
  *               exactly one connected callback; a lone message on an established connection
  *               is acknowledged by the delayed ACK, well before any retransmission timeout,
  *               and nothing is ever retransmitted.
@@ -101,6 +103,25 @@ static void test_basic(void)
     errno = 0;
     CU_ASSERT_EQUAL(h_send(&a, 9, 0, 10), -1);
     CU_ASSERT_EQUAL(errno, EHOSTUNREACH);
+    /* rdp_sendv: the pieces' total counts, also when one piece alone would pass */
+    static char big[RDP_MAX_MSG];
+    struct iovec iov[3] = {{big, RDP_MAX_MSG / 2}, {NULL, 0}, {big, RDP_MAX_MSG / 2 + 1}};
+    errno = 0;
+    CU_ASSERT_EQUAL(rdp_sendv(a.rdp, 2, iov, 3), -1);
+    CU_ASSERT_EQUAL(errno, EMSGSIZE);
+    iov[0].iov_len = SIZE_MAX; /* a sum that would wrap */
+    errno = 0;
+    CU_ASSERT_EQUAL(rdp_sendv(a.rdp, 2, iov, 3), -1);
+    CU_ASSERT_EQUAL(errno, EMSGSIZE);
+    errno = 0;
+    CU_ASSERT_EQUAL(rdp_sendv(a.rdp, 2, iov, 0), -1); /* nothing: an empty message */
+    CU_ASSERT_EQUAL(errno, EINVAL);
+    errno = 0;
+    CU_ASSERT_EQUAL(rdp_sendv(a.rdp, 2, iov, -1), -1);
+    CU_ASSERT_EQUAL(errno, EINVAL);
+    errno = 0;
+    CU_ASSERT_EQUAL(rdp_sendv(a.rdp, 2, NULL, 1), -1);
+    CU_ASSERT_EQUAL(errno, EINVAL);
 
     /* B got exactly messages 0 .. k with the right lengths and content */
     uint64_t n = k + 1;

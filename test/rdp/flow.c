@@ -252,8 +252,8 @@ static void test_pieces_small_packets(void)
     /* B keeps RDP_MAX_MSG / 8908 + 2 = 119 pieces (docs/rdp-protocol.md): messages up to
      * 119 packets of A's 1408 bytes come in as many pieces, longer ones are joined */
     const int bound = RDP_MAX_MSG / (9000 - 28 - 64) + 2;
-    const size_t sizes[] = {5000, 118 * 1408, (size_t)bound * 1408, ((size_t)bound + 1) * 1408,
-                            RDP_MAX_MSG, 100000};
+    const size_t sizes[] = {
+        5000, 118 * 1408, (size_t)bound * 1408, ((size_t)bound + 1) * 1408, RDP_MAX_MSG, 100000};
     const uint64_t n = sizeof sizes / sizeof sizes[0];
     for (uint64_t k = 0; k < 2 * n; k++) {
         CU_ASSERT_EQUAL_FATAL(h_send(&a, 2, k, sizes[k % n]), 0);
