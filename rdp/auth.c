@@ -159,6 +159,8 @@ void rdp_mac_sign_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t sr
                                                            pkt, body_len, NULL, n, m->kc);
 }
 
+_Static_assert(RDP_MAC_LEN == crypto_verify_16_BYTES, "tags are compared with crypto_verify_16");
+
 bool rdp_mac_can_split(const struct rdp_mac *m, enum rdp_mac_alg alg, size_t body_len)
 {
     bool aes = alg == RDP_MAC_AES256GCM;
@@ -198,10 +200,10 @@ bool rdp_mac_verify_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t 
     nonce(n, src, dst, pn);
     if (m->mb) {
         rdp_mb_tag(m->mb, aes, n, pkt, body_len, tag);
-        return sodium_memcmp(tag, pkt + body_len, RDP_MAC_LEN) == 0;
+        return crypto_verify_16(tag, pkt + body_len) == 0; /* constant time */
     }
     if (body_len >= RDP_MAC_BIG && big_tag(m->big[aes], n, pkt, body_len, tag))
-        return sodium_memcmp(tag, pkt + body_len, RDP_MAC_LEN) == 0;
+        return crypto_verify_16(tag, pkt + body_len) == 0; /* constant time */
     if (aes)
         return crypto_aead_aes256gcm_decrypt_detached_afternm(none, NULL, none, 0, pkt + body_len,
                                                               pkt, body_len, n, &m->aes_st) == 0;
