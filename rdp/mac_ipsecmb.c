@@ -58,32 +58,28 @@ void rdp_mb_free(struct rdp_mb *mb)
     free(mb);
 }
 
-void rdp_mb_tag(const struct rdp_mb *mb, bool aes, const uint8_t n[12], const uint8_t *data,
-                size_t len, uint8_t tag[16])
-{
-    if (aes && mb->aes) {
-        struct gcm_context_data ctx;
-        IMB_AES256_GMAC_INIT(mb->mgr, &mb->gk, &ctx, n, 12);
-        IMB_AES256_GMAC_UPDATE(mb->mgr, &mb->gk, &ctx, data, len);
-        IMB_AES256_GMAC_FINALIZE(mb->mgr, &mb->gk, &ctx, tag, 16);
-        sodium_memzero(&ctx, sizeof ctx);
-    } else {
-        struct chacha20_poly1305_context_data ctx;
-        IMB_CHACHA20_POLY1305_INIT(mb->mgr, mb->kc, &ctx, n, data, len);
-        IMB_CHACHA20_POLY1305_ENC_FINALIZE(mb->mgr, &ctx, tag, 16);
-        sodium_memzero(&ctx, sizeof ctx);
-    }
-}
-
 void rdp_mb_gmac2(const struct rdp_mb *mb, const uint8_t n[12], const uint8_t *a, size_t alen,
                   const uint8_t *b, size_t blen, uint8_t tag[16])
 {
     struct gcm_context_data ctx;
     IMB_AES256_GMAC_INIT(mb->mgr, &mb->gk, &ctx, n, 12);
     IMB_AES256_GMAC_UPDATE(mb->mgr, &mb->gk, &ctx, a, alen);
-    IMB_AES256_GMAC_UPDATE(mb->mgr, &mb->gk, &ctx, b, blen);
+    if (blen) IMB_AES256_GMAC_UPDATE(mb->mgr, &mb->gk, &ctx, b, blen);
     IMB_AES256_GMAC_FINALIZE(mb->mgr, &mb->gk, &ctx, tag, 16);
     sodium_memzero(&ctx, sizeof ctx);
+}
+
+void rdp_mb_tag(const struct rdp_mb *mb, bool aes, const uint8_t n[12], const uint8_t *data,
+                size_t len, uint8_t tag[16])
+{
+    if (aes && mb->aes) {
+        rdp_mb_gmac2(mb, n, data, len, NULL, 0, tag);
+    } else {
+        struct chacha20_poly1305_context_data ctx;
+        IMB_CHACHA20_POLY1305_INIT(mb->mgr, mb->kc, &ctx, n, data, len);
+        IMB_CHACHA20_POLY1305_ENC_FINALIZE(mb->mgr, &ctx, tag, 16);
+        sodium_memzero(&ctx, sizeof ctx);
+    }
 }
 
 const char *rdp_mb_arch(const struct rdp_mb *mb)

@@ -30,7 +30,7 @@ void rdp_mb_tag(const struct rdp_mb *mb, bool aes, const uint8_t n[12], const ui
                 size_t len, uint8_t tag[16]);
 /* The AES-256-GCM tag (the context must have ka) of the alen bytes at a followed by the blen
  * bytes at b, without joining them: the sender's MAC over a header and a payload that still
- * lies in the caller's buffer. alen must be a multiple of 16. */
+ * lies in the caller's buffer. alen must be a multiple of 16 unless blen is 0. */
 void rdp_mb_gmac2(const struct rdp_mb *mb, const uint8_t n[12], const uint8_t *a, size_t alen,
                   const uint8_t *b, size_t blen, uint8_t tag[16]);
 /* The library and the code path it chose for this CPU: "ipsec-mb/avx512", "ipsec-mb/avx2",

@@ -188,19 +188,14 @@ struct gather {
  * them into out (they span pieces, or contig is false). */
 static const uint8_t *gather_take(struct gather *g, size_t len, bool contig, uint8_t *out)
 {
-    while (g->i < g->n && g->off == g->iov[g->i].iov_len) {
-        g->i++;
-        g->off = 0;
-    }
-    const uint8_t *base = (const uint8_t *)g->iov[g->i].iov_base + g->off;
-    if (contig && g->iov[g->i].iov_len - g->off >= len) {
-        g->off += len;
-        return base;
-    }
     for (size_t done = 0; done < len;) {
-        while (g->off == g->iov[g->i].iov_len) {
+        while (g->off == g->iov[g->i].iov_len) { /* the piece is used up (or empty) */
             g->i++;
             g->off = 0;
+        }
+        if (!done && contig && g->iov[g->i].iov_len - g->off >= len) {
+            g->off += len;
+            return (const uint8_t *)g->iov[g->i].iov_base + g->off - len;
         }
         size_t n = g->iov[g->i].iov_len - g->off;
         if (n > len - done) n = len - done;

@@ -191,16 +191,14 @@ static void test_send_buffer_reuse(void)
     cb.sndbuf = 256u << 20; /* room to echo the whole stream: an echo never meets EAGAIN */
     struct h_ep a, b;
     struct h_net net;
-    h_recv_pieces(1); /* messages arrive in pieces and B echoes them with rdp_sendv */
-    int r = h_open_pair_cfg(&net, &a, &b, key, key, &ca, &cb);
-    h_recv_pieces(0);
-    if (r < 0) return;
+    /* messages arrive in pieces and B echoes them with rdp_sendv */
+    if (h_open_pair_pieces(&net, &a, &b, key, key, &ca, &cb) < 0) return;
     b.echo = 1;
     a.rx_seed[2] = a.tx_seed[2]; /* the echo carries A's own messages back */
 
     struct flow_ctx c = {.a = &a, .b = &b};
     h_stream_init(&c.s, &a, 2, h_scale(300), 1, RDP_MAX_MSG);
-    r = h_run(&net, echo_done, &c, H_S(60));
+    int r = h_run(&net, echo_done, &c, H_S(60));
     CU_ASSERT_EQUAL(r, 1);
     CU_ASSERT_EQUAL(c.failed, 0);
     CU_ASSERT(h_check_recv_seq(&b, 1, 0, c.s.total));
@@ -245,10 +243,7 @@ static void test_pieces_small_packets(void)
     cb.mtu = 9000;
     struct h_ep a, b;
     struct h_net net;
-    h_recv_pieces(1);
-    int r = h_open_pair_cfg(&net, &a, &b, key, key, &ca, &cb);
-    h_recv_pieces(0);
-    if (r < 0) return;
+    if (h_open_pair_pieces(&net, &a, &b, key, key, &ca, &cb) < 0) return;
     /* B keeps RDP_MAX_MSG / 8908 + 2 = 119 pieces (docs/rdp-protocol.md): messages up to
      * 119 packets of A's 1408 bytes come in as many pieces, longer ones are joined */
     const int bound = RDP_MAX_MSG / (9000 - 28 - 64) + 2;

@@ -245,12 +245,7 @@ static void cb_recv(void *ctx, uint32_t node, const void *msg, size_t len)
     }
 }
 
-static int pieces_next; /* h_recv_pieces: endpoints opened from now on use recvv */
-
-void h_recv_pieces(int on)
-{
-    pieces_next = on;
-}
+static int pieces_next; /* set only inside h_open_pair_pieces: h_ep_open registers recvv */
 
 /* recvv: the pieces are checked, joined, and handled as cb_recv handles a message. */
 static void cb_recvv(void *ctx, uint32_t node, const struct iovec *iov, int n, size_t len)
@@ -808,6 +803,16 @@ int h_open_pair_cfg(struct h_net *n, struct h_ep *a, struct h_ep *b,
     CU_ASSERT_EQUAL(h_pair(a, b), 0);
     h_net_add(n, b);
     return 0;
+}
+
+int h_open_pair_pieces(struct h_net *n, struct h_ep *a, struct h_ep *b,
+                       const unsigned char ka[RDP_KEY_BYTES], const unsigned char kb[RDP_KEY_BYTES],
+                       const struct rdp_config *ca, const struct rdp_config *cb)
+{
+    pieces_next = 1;
+    int r = h_open_pair_cfg(n, a, b, ka, kb, ca, cb);
+    pieces_next = 0;
+    return r;
 }
 
 int h_open_pair(struct h_net *n, struct h_ep *a, struct h_ep *b,

@@ -94,7 +94,7 @@ struct h_ep {
      * rdp_sendv returns */
     int echo;
     uint64_t echo_errors; /* rdp_sendv failures of the echo */
-    /* pieces (h_recv_pieces): messages come through recvv, are checked and joined here */
+    /* pieces (h_open_pair_pieces): messages come through recvv, are checked and joined here */
     int pieces;
     unsigned char *joined;
     size_t joined_cap;
@@ -116,9 +116,6 @@ void h_config(struct rdp_config *cfg);
  * h_config() defaults; its node_id, bind and key are overwritten. 0 or -1 (message printed). */
 int h_ep_open(struct h_ep *ep, uint32_t node, int host, uint16_t port,
               const unsigned char key[RDP_KEY_BYTES], const struct rdp_config *cfg);
-/* Endpoints opened after h_recv_pieces(1) get their messages through the recvv callback, in
- * pieces (counted in multi_piece, checked in bad_pieces); h_recv_pieces(0) goes back to recv. */
-void h_recv_pieces(int on);
 /* rdp_close, keeping the log. */
 void h_ep_close(struct h_ep *ep);
 /* h_ep_close and free the log. */
@@ -221,6 +218,11 @@ int h_open_pair(struct h_net *n, struct h_ep *a, struct h_ep *b,
 int h_open_pair_cfg(struct h_net *n, struct h_ep *a, struct h_ep *b,
                     const unsigned char ka[RDP_KEY_BYTES], const unsigned char kb[RDP_KEY_BYTES],
                     const struct rdp_config *ca, const struct rdp_config *cb);
+/* h_open_pair_cfg with both endpoints taking their messages through the recvv callback, in
+ * pieces (counted in multi_piece, checked in bad_pieces, then handled as by recv). */
+int h_open_pair_pieces(struct h_net *n, struct h_ep *a, struct h_ep *b,
+                       const unsigned char ka[RDP_KEY_BYTES], const unsigned char kb[RDP_KEY_BYTES],
+                       const struct rdp_config *ca, const struct rdp_config *cb);
 /* A silent node 2 in A's peer table: h_silent_socket on 127.0.0.2 (address in *sa). Its fd,
  * or -1 after a CUnit failure. */
 int h_silent_peer(struct h_ep *a, struct sockaddr_in *sa);

@@ -117,10 +117,7 @@ static void test_offload_faults(void)
     cfg.max_retrans = 30;
     struct h_ep a, b;
     struct h_net net;
-    h_recv_pieces(1);
-    int r = h_open_pair(&net, &a, &b, key, key, &cfg);
-    h_recv_pieces(0);
-    if (r < 0) return;
+    if (h_open_pair_pieces(&net, &a, &b, key, key, &cfg, &cfg) < 0) return;
     struct rdp_faults f = {.drop = 0.05,
                            .dup = 0.05,
                            .reorder = 0.05,
