@@ -21,6 +21,9 @@ fail() {
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 check() { if [ "$2" -eq 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
+# json_true TEXT EXPR: TEXT is one JSON value and the jq expression is true of it (jq -e alone
+# succeeds on empty input, so a tool that printed nothing would pass)
+json_true() { jq -e --slurp "length == 1 and (.[0] | $2)" <<<"$1" >/dev/null 2>&1; }
 wait_until() {
     local ms=$1 t0
     shift
