@@ -177,6 +177,8 @@ struct rdp_peer_stats {
     uint32_t srtt_us, rttvar_us, rto_us; /* RTT estimator */
     uint32_t cwnd, peer_wnd, inflight;   /* packets */
     enum rdp_mac_alg mac;                /* the MAC of the packets sent on this connection */
+    uint32_t payload;                    /* message bytes per data packet to this peer: the
+                                          * smaller of the two MTUs' (from the handshake) */
     size_t queued;                       /* bytes accepted by rdp_send and not yet acked */
 };
 

@@ -67,7 +67,7 @@ static void send_ctl_ids(rdp_t *ep, struct rdp_peer *p, uint8_t type, uint32_t s
         .ack = p->rcv_nxt,
         .wnd = rdp_rcv_wnd(p),
     };
-    size_t max = ep->max_dgram - RDP_OVERHEAD;
+    size_t max = p->payload; /* the peer's datagrams may be smaller than ours */
     if (type == RDP_T_ACK) {
         h.len = (uint16_t)rdp_sack_build(p, b->data + RDP_HDR_LEN, max);
         rdp_ack_sent(p);
@@ -103,10 +103,39 @@ void rdp_conn_open(rdp_t *ep, struct rdp_peer *p)
     send_syn(ep, p);
 }
 
+/* Report each pending message (a chain of its packets, FIRST to LAST) undeliverable. */
+static void report_undeliverable(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *chain)
+{
+    size_t len = 0;
+    while (chain) {
+        struct rdp_buf *b = chain;
+        chain = b->next;
+        uint16_t flags = be_get16(b->data + 2);
+        uint16_t plen = be_get16(b->data + 44);
+        if (flags & RDP_F_FIRST) len = 0;
+        if (len + plen <= RDP_MAX_MSG) memcpy(ep->scratch + len, b->data + RDP_HDR_LEN, plen);
+        len += plen;
+        if ((flags & RDP_F_LAST) && ep->cb.undeliverable && len <= RDP_MAX_MSG)
+            ep->cb.undeliverable(ep->cb.ctx, p->node, ep->scratch, len);
+        rdp_pool_put(&ep->pool, b);
+    }
+}
+
+/* Packets to the peer carry at most what both sides accept: a peer with a smaller MTU gets
+ * smaller packets, and messages queued before its handshake are cut again. */
+static void fit_payload(rdp_t *ep, struct rdp_peer *p, uint32_t peer_max)
+{
+    uint32_t payload = peer_max < ep->payload ? peer_max : ep->payload;
+    bool smaller = payload < p->payload;
+    p->payload = payload;
+    if (smaller && p->snd_nxt != p->snd_rel) report_undeliverable(ep, p, rdp_sendq_recut(ep, p));
+}
+
 /* The peer's side of the connection, from its SYN or SYNACK. */
 static void learn_peer(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h,
                        const struct rdp_hs *hs)
 {
+    fit_payload(ep, p, hs->max_payload);
     p->peer_conn = h->src_conn;
     p->peer_inc = hs->incarnation;
     p->peer_inc_known = true;
@@ -128,24 +157,6 @@ static struct rdp_buf *conn_teardown(rdp_t *ep, struct rdp_peer *p)
     p->ack_now = false;
     p->peer_conn = 0;
     return pending;
-}
-
-/* Report each pending message (a chain of its packets, FIRST to LAST) undeliverable. */
-static void report_undeliverable(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *chain)
-{
-    size_t len = 0;
-    while (chain) {
-        struct rdp_buf *b = chain;
-        chain = b->next;
-        uint16_t flags = be_get16(b->data + 2);
-        uint16_t plen = be_get16(b->data + 44);
-        if (flags & RDP_F_FIRST) len = 0;
-        if (len + plen <= RDP_MAX_MSG) memcpy(ep->scratch + len, b->data + RDP_HDR_LEN, plen);
-        len += plen;
-        if ((flags & RDP_F_LAST) && ep->cb.undeliverable && len <= RDP_MAX_MSG)
-            ep->cb.undeliverable(ep->cb.ctx, p->node, ep->scratch, len);
-        rdp_pool_put(&ep->pool, b);
-    }
 }
 
 void rdp_conn_lost(rdp_t *ep, struct rdp_peer *p, enum rdp_lost_reason why)

@@ -199,6 +199,7 @@ int rdp_add_peer(rdp_t *ep, uint32_t node, const struct sockaddr *sa, socklen_t 
     memcpy(&p->addr, sa, len);
     p->addrlen = len;
     p->pn_next = realtime_ns();
+    p->payload = ep->payload;
     rdp_rtt_init(&p->rtt, ep->cfg.rto_init_us, ep->cfg.rto_min_us, ep->cfg.rto_max_us);
     if (rdp_sendq_init(ep, p) < 0 || rdp_recvq_init(ep, p) < 0) {
         free(p->tx);
@@ -327,6 +328,7 @@ int rdp_peer_stats(const rdp_t *ep, uint32_t node, struct rdp_peer_stats *st)
     st->inflight = rdp_inflight(p);
     st->queued = p->queued;
     st->mac = p->mac_tx;
+    st->payload = p->payload;
     return 0;
 }
 

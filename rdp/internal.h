@@ -84,6 +84,8 @@ struct rdp_peer {
     uint64_t peer_inc; /* peer's incarnation; valid if peer_inc_known */
     bool peer_inc_known;
     enum rdp_mac_alg mac_tx;  /* MAC of DATA and ACK to the peer, from its handshake */
+    uint32_t payload;         /* DATA payload per packet to the peer: ours, or the peer's
+                               * smaller one from its handshake (kept across connections) */
     uint64_t pn_next;         /* next packet number we use towards this peer */
     struct rdp_replay replay; /* packet numbers seen from this peer */
     uint64_t syn_sent_ns;     /* first SYN of this connection attempt */
@@ -185,7 +187,8 @@ struct rdp {
         struct cmsghdr align;
     } groctl[RDP_RX_BATCH];
 
-    uint8_t *scratch; /* RDP_MAX_MSG bytes: reassembles undeliverable messages */
+    uint8_t *scratch; /* RDP_MAX_MSG bytes: joins undeliverable messages, and queued ones
+                       * cut again (rdp_sendq_recut) */
     bool in_process;
     struct rdp_peer **dirty;
     uint32_t ndirty;
@@ -220,6 +223,7 @@ void rdp_send_ctl(rdp_t *ep, struct rdp_peer *p, uint8_t type);
 int rdp_sendq_init(rdp_t *ep, struct rdp_peer *p);
 void rdp_sendq_reset(rdp_t *ep, struct rdp_peer *p, uint32_t iseq);
 struct rdp_buf *rdp_sendq_detach(struct rdp_peer *p);
+struct rdp_buf *rdp_sendq_recut(rdp_t *ep, struct rdp_peer *p);
 void rdp_try_transmit(rdp_t *ep, struct rdp_peer *p);
 void rdp_handle_ack(rdp_t *ep, struct rdp_peer *p, uint32_t ack, uint32_t wnd, const uint8_t *sack,
                     size_t sack_len);

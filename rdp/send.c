@@ -32,11 +32,16 @@ static uint32_t pow2_at_least(uint64_t v)
     return c;
 }
 
+/* Slots for sndbuf worth of packets plus one message of maximum size, at the peer's
+ * packet size. */
+static uint32_t txcap_for(const rdp_t *ep, const struct rdp_peer *p)
+{
+    return pow2_at_least(ep->cfg.sndbuf / p->payload + RDP_MAX_MSG / p->payload + 2);
+}
+
 int rdp_sendq_init(rdp_t *ep, struct rdp_peer *p)
 {
-    /* room for sndbuf worth of packets plus one message of maximum size */
-    uint64_t pkts = ep->cfg.sndbuf / ep->payload + RDP_MAX_MSG / ep->payload + 2;
-    p->txcap = pow2_at_least(pkts);
+    p->txcap = txcap_for(ep, p);
     p->txmask = p->txcap - 1;
     p->tx = calloc(p->txcap, sizeof *p->tx);
     return p->tx ? 0 : -1;
@@ -206,23 +211,13 @@ static const uint8_t *gather_take(struct gather *g, size_t len, bool contig, uin
     return NULL;
 }
 
-/* Cut the message (len bytes from src) into packets, queue them, and send what the windows
- * allow. */
-static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, struct gather *src, size_t len,
-                     uint32_t nfrag)
+/* Cut the message (len bytes from src) into nfrag packets and queue them; ext: leave the
+ * payloads in the caller's buffer (rdp_buf.ext) until own_payloads. */
+static int cut_msg(rdp_t *ep, struct rdp_peer *p, struct gather *src, size_t len, uint32_t nfrag,
+                   bool ext)
 {
-    if (p->state == RDP_CLOSED) rdp_conn_open(ep, p);
-    if (p->delivered_ns && ep->now - p->delivered_ns <= (uint64_t)ep->cfg.ack_delay_us * 1000)
-        p->interactive = true; /* an answer */
-
-    uint32_t first = p->snd_nxt, last = first + nfrag - 1;
+    uint32_t last = p->snd_nxt + nfrag - 1;
     size_t frag = (len + nfrag - 1) / nfrag;
-    /* Large fragments go out straight from the caller's buffer and are copied into their
-     * packets only after the send (own_payloads): the copy is then off the path to the
-     * receiver. That needs a MAC over header and payload in two pieces, and no injector
-     * (which copies packets to corrupt them). */
-    bool ext = frag >= RDP_EXT_MIN && p->state == RDP_ESTABLISHED && !ep->inj.on &&
-               rdp_mac_can_split(&ep->mac, p->mac_tx, RDP_HDR_LEN + frag);
     for (uint32_t i = 0; i < nfrag; i++) {
         struct rdp_buf *b = rdp_pool_get(&ep->pool);
         if (!b) {
@@ -244,7 +239,7 @@ static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, struct gather
             .type = RDP_T_DATA,
             .flags = (i == 0 ? RDP_F_FIRST : 0) | (i == nfrag - 1 ? RDP_F_LAST : 0),
             .src_node = ep->cfg.node_id,
-            .dst_node = node,
+            .dst_node = p->node,
             .src_conn = p->my_conn,
             .seq = p->snd_nxt,
             .msg_len = (uint32_t)len,
@@ -257,6 +252,30 @@ static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, struct gather
         *t = (struct rdp_txslot){.buf = b, .msg_last = last};
     }
     p->queued += len;
+    return 0;
+}
+
+static uint32_t frags_of(const struct rdp_peer *p, size_t len)
+{
+    return (uint32_t)((len + p->payload - 1) / p->payload);
+}
+
+/* Queue the message and send what the windows allow. */
+static int queue_msg(rdp_t *ep, struct rdp_peer *p, struct gather *src, size_t len, uint32_t nfrag)
+{
+    if (p->state == RDP_CLOSED) rdp_conn_open(ep, p);
+    if (p->delivered_ns && ep->now - p->delivered_ns <= (uint64_t)ep->cfg.ack_delay_us * 1000)
+        p->interactive = true; /* an answer */
+
+    uint32_t first = p->snd_nxt, last = first + nfrag - 1;
+    size_t frag = (len + nfrag - 1) / nfrag;
+    /* Large fragments go out straight from the caller's buffer and are copied into their
+     * packets only after the send (own_payloads): the copy is then off the path to the
+     * receiver. That needs a MAC over header and payload in two pieces, and no injector
+     * (which copies packets to corrupt them). */
+    bool ext = frag >= RDP_EXT_MIN && p->state == RDP_ESTABLISHED && !ep->inj.on &&
+               rdp_mac_can_split(&ep->mac, p->mac_tx, RDP_HDR_LEN + frag);
+    if (cut_msg(ep, p, src, len, nfrag, ext) < 0) return -1;
     p->st.msgs_sent++;
     p->st.bytes_sent += len;
     rdp_try_transmit(ep, p);
@@ -265,6 +284,52 @@ static int queue_msg(rdp_t *ep, struct rdp_peer *p, uint32_t node, struct gather
         own_payloads(p, first, last);
     }
     return 0;
+}
+
+/* The handshake told that the peer takes smaller packets than the queue was cut for (its
+ * MTU is smaller): cut the queued messages again, at p->payload. Nothing of them has been
+ * sent (data waits for the handshake). Returns the packets of the messages that could not
+ * be queued again (out of memory), chained as rdp_sendq_detach does, for the caller to
+ * report undeliverable. */
+struct rdp_buf *rdp_sendq_recut(rdp_t *ep, struct rdp_peer *p)
+{
+    struct rdp_buf *old = rdp_sendq_detach(p);
+    p->snd_rel = p->snd_una = p->snd_tx = p->snd_nxt = p->my_iseq;
+    uint32_t cap = txcap_for(ep, p);
+    if (cap > p->txcap) { /* smaller packets need more slots; the ring is empty now */
+        struct rdp_txslot *tx = calloc(cap, sizeof *tx);
+        if (tx) {
+            free(p->tx);
+            p->tx = tx;
+            p->txcap = cap;
+            p->txmask = cap - 1;
+        }
+    }
+    while (old) {
+        /* one message: join its fragments, then cut it again */
+        struct rdp_buf *end = old;
+        size_t len = 0;
+        for (;; end = end->next) {
+            uint16_t plen = be_get16(end->data + 44);
+            memcpy(ep->scratch + len, end->data + RDP_HDR_LEN, plen);
+            len += plen;
+            if (be_get16(end->data + 2) & RDP_F_LAST) break;
+        }
+        uint32_t nfrag = frags_of(p, len);
+        struct iovec whole = {ep->scratch, len};
+        struct gather g = {&whole, 1, 0, 0};
+        if (p->snd_nxt + nfrag - p->snd_rel > p->txcap || cut_msg(ep, p, &g, len, nfrag, false))
+            return old;
+        struct rdp_buf *next = end->next;
+        end->next = NULL;
+        while (old) {
+            struct rdp_buf *b = old;
+            old = b->next;
+            rdp_pool_put(&ep->pool, b);
+        }
+        old = next;
+    }
+    return NULL;
 }
 
 int rdp_send(rdp_t *ep, uint32_t node, const void *msg, size_t len)
@@ -291,7 +356,11 @@ int rdp_sendv(rdp_t *ep, uint32_t node, const struct iovec *iov, int iovcnt)
         errno = EHOSTUNREACH;
         return -1;
     }
-    uint32_t nfrag = (uint32_t)((len + ep->payload - 1) / ep->payload);
+    uint32_t nfrag = frags_of(p, len);
+    if (nfrag > p->txcap) { /* only if the slots for a smaller peer MTU were not to be had */
+        errno = ENOMEM;
+        return -1;
+    }
     if ((p->queued && p->queued + len > ep->cfg.sndbuf) ||
         p->snd_nxt + nfrag - p->snd_rel > p->txcap) {
         p->want_can_send = true;
@@ -305,7 +374,7 @@ int rdp_sendv(rdp_t *ep, uint32_t node, const struct iovec *iov, int iovcnt)
         ep->in_process = true;
     }
     struct gather g = {iov, iovcnt, 0, 0};
-    int r = queue_msg(ep, p, node, &g, len, nfrag), e = errno;
+    int r = queue_msg(ep, p, &g, len, nfrag), e = errno;
     if (outer) {
         ep->in_process = false;
         rdp_io_flush(ep);

@@ -92,6 +92,11 @@ bool rdp_hdr_decode(const uint8_t *b, size_t n, struct rdp_hdr *h, enum rdp_drop
     default:
         return fail(why, RDP_DROP_MALFORMED);
     }
+    if (h->type == RDP_T_SYN || h->type == RDP_T_SYNACK || h->type == RDP_T_RST) {
+        uint32_t max_payload = be_get32(b + RDP_HDR_LEN + 8);
+        if (max_payload < RDP_MIN_PAYLOAD || max_payload > RDP_MAX_DGRAM - RDP_OVERHEAD)
+            return fail(why, RDP_DROP_MALFORMED);
+    }
     return true;
 }
 

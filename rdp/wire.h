@@ -25,7 +25,8 @@
  *    48   len  payload      DATA: fragment; ACK: SACK bitmap; SYN/SYNACK/RST: handshake
  *   48+len 16  mac
  *
- * Handshake payload (16 bytes): incarnation (8), max payload the sender accepts (4), the MACs
+ * Handshake payload (16 bytes): incarnation (8), max payload the sender accepts (4: from
+ * RDP_MIN_PAYLOAD to RDP_MAX_DGRAM - RDP_OVERHEAD; packets to it carry no more), the MACs
  * the sender verifies (4: bit 0 ChaCha20-Poly1305, always set; bit 1 AES-256-GCM).
  * SACK bitmap: bit i (byte i/8, bit i%8, LSB first) set = packet ack+1+i was received.
  */
@@ -45,6 +46,9 @@
 #define RDP_HS_LEN    16
 #define RDP_MAX_DGRAM 65507 /* largest UDP payload over IPv4 */
 #define RDP_MIN_DGRAM (RDP_OVERHEAD + 64)
+/* the payload at the smallest MTU a configuration allows (576, less IPv6 and UDP headers):
+ * the least a handshake may offer */
+#define RDP_MIN_PAYLOAD (576 - 48 - RDP_OVERHEAD)
 
 enum rdp_type { RDP_T_SYN = 1, RDP_T_SYNACK, RDP_T_DATA, RDP_T_ACK, RDP_T_RST, RDP_T__MAX };
 

@@ -183,7 +183,8 @@ static void usage(FILE *f)
             "  --loss P --dup P --reorder P --corrupt P\n"
             "                           RDP fault injector on this side, both directions\n"
             "  --mtu N                  link MTU (default 65536 on loopback, else 1500; the\n"
-            "                           server follows the client unless given)\n"
+            "                           server follows the client unless given; packets\n"
+            "                           fit the smaller MTU of the two)\n"
             "  --mac auto|chacha20poly1305|aes256gcm\n"
             "                           which packet MACs this side allows (default auto:\n"
             "                           AES-256-GCM where both CPUs have it; RDP negotiates;\n"
@@ -754,6 +755,7 @@ struct bench {
     uint32_t smin, smax;
     uint64_t count, warmup, total, seed;
     unsigned mtu, timeout_s;
+    unsigned peer_mtu; /* client: the server's (packets carry the smaller one's payload) */
     int mac;
     const char *mac_impl; /* rdp_mac_impl() of our endpoint, kept past rdp_close */
     bool vs_tcp;
@@ -948,7 +950,7 @@ static void ctl_dispatch(struct bench *b, uint8_t type, const uint8_t *p, size_t
         if (b->got_ready || len != READY_LEN) break;
         b->data_port = get16(p);
         b->peer_faults = get16(p + 2) & READY_F_FAULTS;
-        b->mtu = get32(p + 4);
+        b->peer_mtu = get32(p + 4);
         b->got_ready = true;
         return;
     case CT_DONE:
@@ -2001,9 +2003,10 @@ static int client_main(struct opts *o)
     const char *mname = b->mode == MODE_PINGPONG ? "pingpong" : "stream";
     fprintf(out,
             "client: rdp %s (node 1) -> %s (node 0): %s, size %u%s%u, count %" PRIu64
-            " + warmup %" PRIu64 ", seed 0x%016" PRIx64 ", mtu %u, mac %s (%s)%s%s\n",
+            " + warmup %" PRIu64 ", seed 0x%016" PRIx64 ", mtu %u%s, mac %s (%s)%s%s\n",
             addr_str(&bound, a1, sizeof a1), addr_str(&o->addr, a2, sizeof a2), mname, b->smin,
             b->smin == b->smax ? "=" : "-", b->smax, b->count, b->warmup, b->seed, b->mtu,
+            b->peer_mtu != b->mtu ? " (the server's differs: packets fit the smaller)" : "",
             mac_name(b->mac), rdp_mac_impl(b->rdp), want_faults(o) ? ", faults injected here" : "",
             b->peer_faults ? ", faults injected at the server" : "");
     if (want_faults(o))
@@ -2069,13 +2072,15 @@ static int client_main(struct opts *o)
         FILE *f = stdout;
         fprintf(f,
                 "{\"mode\":\"%s\",\"size_min\":%u,\"size_max\":%u,\"count\":%" PRIu64
-                ",\"warmup\":%" PRIu64 ",\"seed\":\"0x%016" PRIx64 "\",\"mtu\":%u,\"mac\":\"%s\","
+                ",\"warmup\":%" PRIu64 ",\"seed\":\"0x%016" PRIx64
+                "\",\"mtu\":%u,\"server_mtu\":%u,"
+                "\"mac\":\"%s\","
                 "\"mac_impl\":\"%s\",\"key\":\"%s\","
                 "\"faults\":{\"loss\":%g,\"dup\":%g,\"reorder\":%g,\"corrupt\":%g,"
                 "\"server\":%s},\"rdp\":",
-                mname, b->smin, b->smax, b->count, b->warmup, b->seed, b->mtu, mac_name(b->mac),
-                b->mac_impl, o->keyfile ? "file" : "fixed", o->loss, o->dup, o->reorder, o->corrupt,
-                b->peer_faults ? "true" : "false");
+                mname, b->smin, b->smax, b->count, b->warmup, b->seed, b->mtu, b->peer_mtu,
+                mac_name(b->mac), b->mac_impl, o->keyfile ? "file" : "fixed", o->loss, o->dup,
+                o->reorder, o->corrupt, b->peer_faults ? "true" : "false");
         if (b->mode == MODE_PINGPONG)
             json_lat(f, &rl);
         else

@@ -28,6 +28,12 @@
  *                        at most its bound of pieces per message and joins the rest; every
  *                        message of 5 KB..1 MiB arrives intact.
  *
+ *  test_mtu_mismatch     a sender with a larger MTU than the receiver's (65536 against 1500):
+ *                        packets carry the smaller payload, learnt from the handshake, and the
+ *                        messages queued before it (up to 1 MiB: 16 packets at the sender's
+ *                        size, 745 at the receiver's) are cut again. Every message arrives
+ *                        intact, both ways, none is dropped as too large or reported lost.
+ *
  * Endpoints: A = node 1 on 127.0.0.1, B = node 2 on 127.0.0.2.
  */
 #include "harness.h"
@@ -265,5 +271,60 @@ static void test_pieces_small_packets(void)
     h_ep_free(&b);
 }
 
+static void test_mtu_mismatch(void)
+{
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 13);
+    struct rdp_config ca, cb;
+    h_config(&ca);
+    cb = ca;
+    ca.mtu = 65536; /* 65443 bytes a packet: a 1 MiB message is 16 packets */
+    cb.mtu = 1500;  /* 1408 */
+    /* payloads: the largest IPv4 UDP datagram, or the MTU less IP and UDP, less RDP's 64 */
+    const uint32_t big = 65507 - 64, small = 1500 - 28 - 64;
+    struct h_ep a, b;
+    struct h_net net;
+    if (h_open_pair_cfg(&net, &a, &b, key, key, &ca, &cb) < 0) return;
+    b.echo = 1;
+    a.rx_seed[2] = a.tx_seed[2]; /* the echo carries A's own messages back */
+
+    const size_t sizes[] = {1, 5000, small, small + 1, 65536, RDP_MAX_MSG, 100000, big + 1};
+    const uint64_t n = sizeof sizes / sizeof sizes[0];
+    /* queued before the handshake, cut at A's own size */
+    for (uint64_t k = 0; k < n; k++) CU_ASSERT_EQUAL_FATAL(h_send(&a, 2, k, sizes[k]), 0);
+    struct rdp_peer_stats pa, pb;
+    CU_ASSERT_EQUAL(rdp_peer_stats(a.rdp, 2, &pa), 0);
+    CU_ASSERT_EQUAL(pa.payload, big);
+    struct h_wait_recv w = {&a, 2, n};
+    CU_ASSERT_EQUAL(h_run(&net, h_cond_recv, &w, H_S(20)), 1);
+    /* and once the sizes are known */
+    for (uint64_t k = n; k < 2 * n; k++) CU_ASSERT_EQUAL_FATAL(h_send(&a, 2, k, sizes[k - n]), 0);
+    w.n = 2 * n;
+    CU_ASSERT_EQUAL(h_run(&net, h_cond_recv, &w, H_S(20)), 1);
+
+    CU_ASSERT(h_check_recv_seq(&b, 1, 0, 2 * n));
+    CU_ASSERT(h_check_recv_seq(&a, 2, 0, 2 * n));
+    CU_ASSERT_EQUAL(a.bad_content + b.bad_content + b.echo_errors, 0);
+    CU_ASSERT_EQUAL(h_count(&a, H_LOST, 2) + h_count(&b, H_LOST, 1), 0);
+    CU_ASSERT_EQUAL(h_count(&a, H_UNDELIV, 2), 0);
+    CU_ASSERT_EQUAL(rdp_peer_stats(a.rdp, 2, &pa), 0);
+    CU_ASSERT_EQUAL(rdp_peer_stats(b.rdp, 1, &pb), 0);
+    CU_ASSERT_EQUAL(pa.payload, small);
+    CU_ASSERT_EQUAL(pb.payload, small);
+    CU_ASSERT_EQUAL(pb.drops[RDP_DROP_MALFORMED], 0);
+    struct rdp_stats sb;
+    rdp_stats(b.rdp, &sb);
+    CU_ASSERT_EQUAL(sb.drops[RDP_DROP_MALFORMED], 0); /* a datagram larger than B takes */
+    if (h_count(&a, H_RECV, 2) != 2 * n || sb.drops[RDP_DROP_MALFORMED]) {
+        fprintf(stderr, "mtu_mismatch: %llu/%llu echoes, %llu too large at B\n",
+                (unsigned long long)h_count(&a, H_RECV, 2), (unsigned long long)(2 * n),
+                (unsigned long long)sb.drops[RDP_DROP_MALFORMED]);
+        h_dump(&a, "mtu mismatch");
+    }
+    h_ep_free(&a);
+    h_ep_free(&b);
+}
+
 UNIT_SUITE(rdp_flow, UNIT_TEST(test_flow_control), UNIT_TEST(test_cansend_after_lost),
-           UNIT_TEST(test_send_buffer_reuse), UNIT_TEST(test_pieces_small_packets))
+           UNIT_TEST(test_send_buffer_reuse), UNIT_TEST(test_pieces_small_packets),
+           UNIT_TEST(test_mtu_mismatch))

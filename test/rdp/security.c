@@ -264,7 +264,12 @@ static void send_garbage(int fd, const struct sockaddr_in *to, int right, struct
                        .sconn = 0x777,
                        .pn = 5000,
                        .len = 16};
-    sendg(fd, to, buf, build(buf, &syn, rng), ex, forged);
+    n = build(buf, &syn, rng);
+    put32(buf + W_HDR + 8, 1408); /* a largest payload a handshake may offer */
+    sendg(fd, to, buf, n, ex, forged);
+    /* a handshake offering a payload no MTU gives is malformed, MAC or not */
+    put32(buf + W_HDR + 8, 100);
+    sendg(fd, to, buf, n, ex, RDP_DROP_MALFORMED);
     w.pn = UINT64_MAX - 5;
     sendg(fd, to, buf, build(buf, &w, rng), ex, forged);
 }

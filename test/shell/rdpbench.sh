@@ -34,7 +34,7 @@ stop_servers() {
 
 # jcheck NAME JSON JQ-EXPR: pass if the expression is true of the JSON
 jcheck() {
-    if echo "$2" | jq -e "$3" >/dev/null 2>&1; then pass "$1"; else fail "$1" "not ($3): $2"; fi
+    if json_true "$2" "$3"; then pass "$1"; else fail "$1" "not ($3): $2"; fi
 }
 
 server srv1.log || fail "rdpbench: server starts" "$(cat "$CDIR/srv1.log")"
@@ -82,6 +82,17 @@ check "rdpbench: pieces (client) and joined (server) pingpong, 1 B..1 MiB, exits
     "$(tail -5 "$CDIR/c6.err")"
 jcheck "rdpbench: every message both ways (warm-up included)" "$out" \
     '.client.msgs_recv == 220 and .server.msgs_recv == 220 and .client.drops.malformed == 0'
+stop_servers
+
+# two MTUs: the client's 64 KiB datagrams would be too large for a server at MTU 1500, so
+# packets in both directions carry the smaller payload (RDP's handshake)
+server srv7.log --mtu 1500 || fail "rdpbench: server at MTU 1500 starts" "$(cat "$CDIR/srv7.log")"
+out=$("$RB" client "$SRV" --mode pingpong --size 1-1048576 --count 100 --mtu 65536 --json \
+    2>"$CDIR/c7.err")
+check "rdpbench: client at MTU 65536, server at 1500, exits 0" $? "$(tail -5 "$CDIR/c7.err")"
+jcheck "rdpbench: both MTUs reported, every message both ways, none too large" "$out" \
+    '.mtu == 65536 and .server_mtu == 1500 and .client.msgs_recv == 110 and
+     .server.msgs_recv == 110 and .server.drops.malformed == 0 and .client.losses == 0'
 stop_servers
 
 # a message that arrives wrong is caught by a server taking it in pieces, and whole (--joined)

@@ -151,9 +151,37 @@ static void test_malformed(void)
     h.msg_len = 0;
     h.len = RDP_HS_LEN;
     n = encode(buf, &h);
+    rdp_hs_encode(buf + RDP_HDR_LEN, &(struct rdp_hs){.incarnation = 1, .max_payload = 1408});
     CU_ASSERT_TRUE(rdp_hdr_decode(buf, n, &d, &why));
     buf[47] = 1;
     CU_ASSERT_EQUAL(decode_fails(buf, n), RDP_DROP_MALFORMED);
+    buf[47] = 0;
+
+    /* the largest payload a handshake offers: from the smallest MTU's to the largest
+     * datagram's, on SYN, SYNACK and RST alike */
+    const uint8_t types[] = {RDP_T_SYN, RDP_T_SYNACK, RDP_T_RST};
+    const struct {
+        uint32_t max_payload;
+        bool ok;
+    } offers[] = {{RDP_MIN_PAYLOAD, true},
+                  {RDP_MIN_PAYLOAD - 1, false},
+                  {0, false},
+                  {RDP_MAX_DGRAM - RDP_OVERHEAD, true},
+                  {RDP_MAX_DGRAM - RDP_OVERHEAD + 1, false},
+                  {0xffffffffu, false}};
+    for (size_t t = 0; t < sizeof types; t++)
+        for (size_t k = 0; k < sizeof offers / sizeof offers[0]; k++) {
+            h.type = types[t];
+            h.dst_conn = types[t] == RDP_T_SYN ? 0 : 0x55667788;
+            n = encode(buf, &h);
+            rdp_hs_encode(buf + RDP_HDR_LEN,
+                          &(struct rdp_hs){.incarnation = 1, .max_payload = offers[k].max_payload});
+            if (offers[k].ok) {
+                CU_ASSERT_TRUE(rdp_hdr_decode(buf, n, &d, &why));
+            } else {
+                CU_ASSERT_EQUAL(decode_fails(buf, n), RDP_DROP_MALFORMED);
+            }
+        }
 
     /* an ACK with a SACK bitmap is fine */
     h = data_hdr();
