@@ -128,7 +128,7 @@ static void fit_payload(rdp_t *ep, struct rdp_peer *p, uint32_t peer_max)
     uint32_t payload = peer_max < ep->payload ? peer_max : ep->payload;
     bool smaller = payload < p->payload;
     p->payload = payload;
-    if (smaller && p->snd_nxt != p->snd_rel) report_undeliverable(ep, p, rdp_sendq_recut(ep, p));
+    if (smaller) report_undeliverable(ep, p, rdp_sendq_recut(ep, p));
 }
 
 /* The peer's side of the connection, from its SYN or SYNACK. */

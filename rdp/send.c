@@ -286,22 +286,22 @@ static int queue_msg(rdp_t *ep, struct rdp_peer *p, struct gather *src, size_t l
     return 0;
 }
 
-/* The handshake told that the peer takes smaller packets than the queue was cut for (its
- * MTU is smaller): cut the queued messages again, at p->payload. Nothing of them has been
- * sent (data waits for the handshake). Returns the packets of the messages that could not
- * be queued again (out of memory), chained as rdp_sendq_detach does, for the caller to
- * report undeliverable. */
+/* The handshake told that the peer takes smaller packets than the send queue was made for
+ * (its MTU is smaller): grow the ring for as many more packets, and cut the queued messages
+ * again, at p->payload. Nothing of them has been sent (data waits for the handshake).
+ * Returns the packets of the messages that could not be queued again (out of memory),
+ * chained as rdp_sendq_detach does, for the caller to report undeliverable. */
 struct rdp_buf *rdp_sendq_recut(rdp_t *ep, struct rdp_peer *p)
 {
     struct rdp_buf *old = rdp_sendq_detach(p);
     p->snd_rel = p->snd_una = p->snd_tx = p->snd_nxt = p->my_iseq;
     uint32_t cap = txcap_for(ep, p);
-    if (cap > p->txcap) { /* smaller packets need more slots; the ring is empty now */
+    if (cap > p->txcap) { /* the ring is empty now */
         struct rdp_txslot *tx = calloc(cap, sizeof *tx);
         if (tx) {
             free(p->tx);
             p->tx = tx;
-            p->txcap = cap;
+            p->txcap = p->ssthresh = cap; /* slow start to the new size, as a fresh queue */
             p->txmask = cap - 1;
         }
     }

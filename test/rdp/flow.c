@@ -33,6 +33,10 @@
  *                        messages queued before it (up to 1 MiB: 16 packets at the sender's
  *                        size, 745 at the receiver's) are cut again. Every message arrives
  *                        intact, both ways, none is dropped as too large or reported lost.
+ *  test_mtu_mismatch_peer_opens
+ *                        the same when the side with the smaller MTU opens the connection, and
+ *                        the other learns its size with nothing queued: messages of 1 MiB
+ *                        still fit its send queue.
  *
  * Endpoints: A = node 1 on 127.0.0.1, B = node 2 on 127.0.0.2.
  */
@@ -271,20 +275,29 @@ static void test_pieces_small_packets(void)
     h_ep_free(&b);
 }
 
-static void test_mtu_mismatch(void)
+/* payloads: the largest IPv4 UDP datagram, or the MTU less IP and UDP, less RDP's 64 */
+#define MTU_BIG   (65507 - 64)
+#define MTU_SMALL (1500 - 28 - 64)
+
+/* A at MTU 65536 (a 1 MiB message is 16 packets), B at 1500 (745). */
+static int open_mtu_pair(struct h_net *net, struct h_ep *a, struct h_ep *b)
 {
     unsigned char key[RDP_KEY_BYTES];
     h_key(key, 13);
     struct rdp_config ca, cb;
     h_config(&ca);
     cb = ca;
-    ca.mtu = 65536; /* 65443 bytes a packet: a 1 MiB message is 16 packets */
-    cb.mtu = 1500;  /* 1408 */
-    /* payloads: the largest IPv4 UDP datagram, or the MTU less IP and UDP, less RDP's 64 */
-    const uint32_t big = 65507 - 64, small = 1500 - 28 - 64;
+    ca.mtu = 65536;
+    cb.mtu = 1500;
+    return h_open_pair_cfg(net, a, b, key, key, &ca, &cb);
+}
+
+static void test_mtu_mismatch(void)
+{
+    const uint32_t big = MTU_BIG, small = MTU_SMALL;
     struct h_ep a, b;
     struct h_net net;
-    if (h_open_pair_cfg(&net, &a, &b, key, key, &ca, &cb) < 0) return;
+    if (open_mtu_pair(&net, &a, &b) < 0) return;
     b.echo = 1;
     a.rx_seed[2] = a.tx_seed[2]; /* the echo carries A's own messages back */
 
@@ -325,6 +338,56 @@ static void test_mtu_mismatch(void)
     h_ep_free(&b);
 }
 
+struct cwnd_wait {
+    struct h_wait_recv w;
+    struct h_ep *tx;
+    uint32_t to;
+    uint32_t max_cwnd; /* the largest congestion window of tx towards node `to` seen */
+};
+
+static int cwnd_recv(void *p)
+{
+    struct cwnd_wait *c = p;
+    struct rdp_peer_stats ps;
+    if (rdp_peer_stats(c->tx->rdp, c->to, &ps) == 0 && ps.cwnd > c->max_cwnd) c->max_cwnd = ps.cwnd;
+    return h_cond_recv(&c->w);
+}
+
+/* The same when the side with the smaller MTU opens the connection: A learns the size from
+ * B's SYN with nothing queued, and must still make room for a 1 MiB message of B's size. */
+static void test_mtu_mismatch_peer_opens(void)
+{
+    struct h_ep a, b;
+    struct h_net net;
+    if (open_mtu_pair(&net, &a, &b) < 0) return;
+    CU_ASSERT_EQUAL_FATAL(h_send(&b, 1, 0, 1000), 0);
+    struct h_wait_recv wa = {&a, 2, 1};
+    CU_ASSERT_EQUAL(h_run(&net, h_cond_recv, &wa, H_S(10)), 1);
+    struct rdp_peer_stats pa;
+    CU_ASSERT_EQUAL(rdp_peer_stats(a.rdp, 2, &pa), 0);
+    CU_ASSERT_EQUAL(pa.payload, MTU_SMALL);
+
+    const size_t sizes[] = {RDP_MAX_MSG, 65536, 1, RDP_MAX_MSG};
+    const uint64_t n = sizeof sizes / sizeof sizes[0];
+    for (uint64_t k = 0; k < n; k++) CU_ASSERT_EQUAL_FATAL(h_send(&a, 2, k, sizes[k]), 0);
+    struct cwnd_wait cw = {{&b, 1, n}, &a, 2, 0};
+    CU_ASSERT_EQUAL(h_run(&net, cwnd_recv, &cw, H_S(20)), 1);
+    CU_ASSERT(h_check_recv_seq(&b, 1, 0, n));
+    CU_ASSERT(h_check_recv_seq(&a, 2, 0, 1));
+    /* slow start went on past the first ring's size (128 packets), unless a timeout cut it
+     * short (as under the sanitizers, whose slowness can fire the retransmission timer) */
+    CU_ASSERT_EQUAL(rdp_peer_stats(a.rdp, 2, &pa), 0);
+    if (pa.timeouts == 0) CU_ASSERT(cw.max_cwnd > 256);
+    CU_ASSERT_EQUAL(a.bad_content + b.bad_content, 0);
+    CU_ASSERT_EQUAL(h_count(&a, H_LOST, 2) + h_count(&b, H_LOST, 1), 0);
+    CU_ASSERT_EQUAL(h_count(&a, H_UNDELIV, 2), 0);
+    struct rdp_stats sb;
+    rdp_stats(b.rdp, &sb);
+    CU_ASSERT_EQUAL(sb.drops[RDP_DROP_MALFORMED], 0);
+    h_ep_free(&a);
+    h_ep_free(&b);
+}
+
 UNIT_SUITE(rdp_flow, UNIT_TEST(test_flow_control), UNIT_TEST(test_cansend_after_lost),
            UNIT_TEST(test_send_buffer_reuse), UNIT_TEST(test_pieces_small_packets),
-           UNIT_TEST(test_mtu_mismatch))
+           UNIT_TEST(test_mtu_mismatch), UNIT_TEST(test_mtu_mismatch_peer_opens))
