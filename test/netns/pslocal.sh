@@ -90,8 +90,9 @@ for i in 0 1 2; do
 done
 check "each psid runs in its node's namespace" test $ok = 1
 check "multicast heartbeats configured" grep -q 'mode = "multicast"' "$D/psid.conf"
-check "... and used (no daemon fell back to unicast)" \
-    bash -c "! grep -qi 'falling back to unicast' '$D'/psid-*.log"
+check "... and used (3 daemon logs, none fell back to unicast)" \
+    bash -c "[ \$(find '$D' -maxdepth 1 -name 'psid-*.log' -size +0 | wc -l) = 3 ] &&
+             ! grep -qi 'falling back to unicast' '$D'/psid-*.log"
 out=$(pl status --dir "$D")
 check "status: 3 nodes running at 198.18.0.1-3" \
     test "$(grep -cE '^[0-2] n[0-2] 198\.18\.0\.[1-3] [0-9]+ running$' <<<"$out")" = 3
@@ -99,10 +100,16 @@ check "status: 3 nodes running at 198.18.0.1-3" \
 # ---- exec
 out=$(pl exec 1 --dir "$D" -- ip addr)
 check "exec 1 -- ip addr shows 198.18.0.2" grep -q 'inet 198\.18\.0\.2/24' <<<"$out"
-check "... and not the host's addresses" bash -c "! grep -q 'inet 198\.18\.0\.1/' <<<'$out'"
+# ... in a network namespace of its own, not the host's
+host_ns=$(readlink /proc/self/ns/net)
+node_ns=$(pl exec 1 --dir "$D" -- readlink /proc/self/ns/net)
+check "... in a network namespace other than the host's ($node_ns, host $host_ns)" \
+    bash -c "[[ '$node_ns' == net:* && '$node_ns' != '$host_ns' ]]"
 check "exec n0 -- ping 198.18.0.3" pl exec n0 --dir "$D" -- ping -c1 -W2 -q 198.18.0.3 >/dev/null
-check "no default route in a node's namespace" \
-    test -z "$(pl exec 2 --dir "$D" -- ip route show default)"
+routes=$(pl exec 2 --dir "$D" -- ip route show)
+rc=$?
+check "no default route in a node's namespace (only the bridge's subnet)" \
+    bash -c "[[ $rc == 0 ]] && grep -q '^198\.18\.0\.0/24 ' <<<'$routes' && ! grep -q '^default' <<<'$routes'"
 pl exec 2 --dir "$D" -- sh -c 'exit 5'
 check "exec exits with the command's status" test $? = 5
 if [[ -x $BIN/psstat ]]; then
@@ -131,6 +138,13 @@ if [[ $rc == 0 ]]; then
     ip netns del "${NSS[2]}"
     ip netns exec "${NSS[0]}" sleep 60 &
     straggler=$!
+    # wait until it is inside the namespace, or down would not have to end it
+    inside=1
+    for _ in $(seq 100); do
+        ip netns pids "${NSS[0]}" | grep -qx "$straggler" && inside=0 && break
+        sleep 0.05
+    done
+    check "a process is left in a namespace" test $inside = 0
     out=$(pl down --dir "$D" 2>&1)
     rc=$?
     [[ $rc == 0 ]] || echo "$out"

@@ -105,4 +105,7 @@ grep -q "^rdp stream: $COUNT messages .* verified" "$tmp/client.log" ||
     fail "client did not report $COUNT verified messages"
 grep -q "^server: $COUNT messages .* verified" "$tmp/server.log" ||
     fail "server did not report $COUNT verified messages"
+# the loss rule did drop packets (else this would be a lossless run)
+grep -Eq "^client rdp: .*, retransmits [1-9][0-9]*," "$tmp/client.log" ||
+    fail "the client retransmitted nothing: no packet was lost"
 echo "PASS: $NAME ($COUNT messages of 1 B..1 MiB, ${LOSS}% loss each way, $secs s)"

@@ -27,15 +27,17 @@ check "psconf: check counts the nodes" $? "$(cat "$CDIR/check.out")"
 check "psconf: show exits 0" $? "$(cat "$CDIR/show.err")"
 "$PC" check "$CDIR/b.conf" >"$CDIR/check2.out" 2>&1
 check "psconf: show's output is a valid configuration" $? "$(cat "$CDIR/check2.out")"
-"$PC" show "$CDIR/a.conf" --json >"$CDIR/a.json" 2>&1 &&
-    "$PC" show "$CDIR/b.conf" --json >"$CDIR/b.json" 2>&1
+"$PC" show "$CDIR/a.conf" --json >"$CDIR/a.json" 2>"$CDIR/json.err" &&
+    "$PC" show "$CDIR/b.conf" --json >"$CDIR/b.json" 2>>"$CDIR/json.err"
 # the same but for where each was read from (path, line numbers)
 norm='del(.path) | del(.. | .line?)'
-if [ -s "$CDIR/a.json" ] && [ "$(jq -S "$norm" "$CDIR/a.json")" = "$(jq -S "$norm" "$CDIR/b.json")" ]; then
+if json_true "$(cat "$CDIR/a.json")" 'type == "object"' &&
+    json_true "$(cat "$CDIR/b.json")" 'type == "object"' &&
+    [ "$(jq -S "$norm" "$CDIR/a.json")" = "$(jq -S "$norm" "$CDIR/b.json")" ]; then
     pass "psconf: show, then show of that, gives the same configuration"
 else
     fail "psconf: show, then show of that, gives the same configuration" \
-        "$(diff <(jq -S "$norm" "$CDIR/a.json") <(jq -S "$norm" "$CDIR/b.json") | head -5)"
+        "$(cat "$CDIR/json.err"; diff <(jq -S "$norm" "$CDIR/a.json") <(jq -S "$norm" "$CDIR/b.json") | head -5)"
 fi
 if json_true "$(cat "$CDIR/a.json")" '.rdp.mtu == 9000 and .rdp.mac == "chacha20poly1305" and
           .rdp.mac_impl == "portable" and .rdp.offload == false and (.nodes | length) == 2'; then

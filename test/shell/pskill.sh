@@ -107,9 +107,10 @@ rc2=$?
 [ $rc -eq 0 ] && [ $jrc -eq 143 ] && [ $rc2 -eq 1 ] && [ "$out" = "pskill: job $JOB: No such process" ]
 check "pskill --job: the rest; psrun exits with the first failure; then ESRCH" $? \
     "rc=$rc psrun=$jrc then rc=$rc2 '$out'"
-out=$("$PSSTAT" tasks | tail -n +2)
-[ -z "$out" ]
-check "psstat tasks: empty after the job" $? "$out"
+out=$("$PSSTAT" tasks 2>&1)
+rc=$?
+[ $rc -eq 0 ] && head -1 <<<"$out" | grep -q "^TID" && [ -z "$(tail -n +2 <<<"$out")" ]
+check "psstat tasks: empty after the job" $? "rc=$rc: $out"
 
 # ---- bad input
 out=$("$PSKILL" -s BOGUS 1:1 2>&1)

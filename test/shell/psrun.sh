@@ -310,14 +310,14 @@ check "signals: SIGKILL to psrun leaves no task after kill_delay + 1 s ($ms ms)"
     "tasks $pids; alive after $ms ms"
 
 # ---- bad command lines
+bad=""
 for args in "" "-n 0 true" "-n x true" "-n 2 -i 5 true" "--bogus true" "-t -1 true" "-i some true"; do
     # shellcheck disable=SC2086
     run "$PSRUN" $args
-    if [ $RC -eq 2 ] && grep -q "usage\|psrun:" <<<"$ERR"; then :; else
-        fail "bad input: psrun $args" "rc=$RC: $ERR"
-    fi
+    [ $RC -eq 2 ] && grep -q "usage\|psrun:" <<<"$ERR" || bad+="'$args': rc=$RC: $ERR; "
 done
-pass "bad input: psrun usage errors exit 2"
+[ -z "$bad" ]
+check "bad input: psrun usage errors exit 2" $? "$bad"
 run "$PSRUN" --help
 [ $RC -eq 0 ] && grep -q "^usage: psrun" <<<"$OUT"
 check "bad input: psrun --help" $? "rc=$RC"

@@ -132,11 +132,13 @@ wait_state() { # wait_state OBSERVER NODE STATE TIMEOUT_MS -> prints elapsed ms,
     done
 }
 
-idle() { # idle TIMEOUT_MS: node 0 sees no task anywhere
-    local t0
+idle() { # idle TIMEOUT_MS: node 0 answers and sees no task anywhere
+    local t0 out
     t0=$(now_ms)
-    while PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" --json nodes 2>/dev/null |
-        grep -q '"tasks":[1-9]'; do
+    while :; do
+        # an unreachable psid prints nothing, which must not count as idle
+        out=$(PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" --json nodes 2>/dev/null) &&
+            grep -q '"tasks":0' <<<"$out" && ! grep -q '"tasks":[1-9]' <<<"$out" && return 0
         [ $(($(now_ms) - t0)) -gt "$1" ] && return 1
         sleep 0.02
     done
