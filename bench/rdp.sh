@@ -12,13 +12,16 @@
 # both sides); then the stream with 5 % loss: the RDP fault injector on loopback (--loss 0.05 on
 # both sides: RDP only, TCP runs lossless) and nftables `numgen random` drop of 5 % of the
 # packets entering each namespace (RDP and TCP alike).
+# Then ping-pong at the sizes of SWEEP (default 4 KiB, 16 KiB, 256 KiB; empty: none), to show
+# how the ratio moves between and beyond the issue's three sizes.
 # Every figure is the median over RUNS client runs (default 5); the ratio column is the median
 # of the per-run RDP/TCP ratios (RTT: RDP p50 / TCP p50, lower is better for RDP; throughput:
 # RDP / TCP, higher is better). Raw JSON, one line per run: bench/out/rdp-*.jsonl.
 #
 # usage: bench/rdp.sh [--help]
 # env:   RUNS (5), PATHS ("lo netns"), RDPBENCH (build/bin/rdpbench),
-#        PP_COUNT (5000), PP64K_COUNT (2000), ST_COUNT (20000), LOSS_COUNT (2000)
+#        PP_COUNT (5000), PP64K_COUNT (2000), ST_COUNT (20000), LOSS_COUNT (2000),
+#        SWEEP ("4096 16384 262144": bytes, 1..1048576), SWEEP_COUNT (1000)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,6 +37,8 @@ PP_COUNT=${PP_COUNT:-5000}
 PP64K_COUNT=${PP64K_COUNT:-2000}
 ST_COUNT=${ST_COUNT:-20000}
 LOSS_COUNT=${LOSS_COUNT:-2000}
+SWEEP=${SWEEP-4096 16384 262144}
+SWEEP_COUNT=${SWEEP_COUNT:-1000}
 OUT=$ROOT/bench/out
 mkdir -p "$OUT"
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
@@ -52,6 +57,12 @@ command -v jq >/dev/null || {
     echo "bench/rdp.sh: RUNS must be a positive number" >&2
     exit 2
 }
+for sz in $SWEEP; do
+    if ! [[ $sz =~ ^[1-9][0-9]*$ ]] || ((sz > 1048576)); then
+        echo "bench/rdp.sh: SWEEP: sizes from 1 to 1048576 bytes, not '$sz'" >&2
+        exit 2
+    fi
+done
 
 # libsodium's AES-256-GCM needs AES-NI and PCLMUL
 HAVE_AESGCM=0
@@ -134,6 +145,18 @@ emit_loss() {
     LOSSROWS+=("| $p | $m | $how | $(fmt "$r0") → **$(fmt "$r1")** ($(awk -v a="$r1" -v b="$r0" 'BEGIN { printf "%.0f", 100 * a / b }') %) | $tcpcell | $(fmt "$(col "$l" 3)" 3) | $(fmt "$(col "$l" 6)" 0) / $(fmt "$(col "$l" 7)" 0) | $RUNS |")
 }
 
+# size_name BYTES: 4096 -> "4 KiB", 1048576 -> "1 MiB", 1000 -> "1000 B"
+size_name() {
+    local b=$1
+    if ((b % 1048576 == 0)); then
+        echo "$((b / 1048576)) MiB"
+    elif ((b % 1024 == 0)); then
+        echo "$((b / 1024)) KiB"
+    else
+        echo "$b B"
+    fi
+}
+
 workloads() { # workloads TAG PATH MTU PREFIX... -- EXTRA-ARGS...
     local tag=$1 p=$2 m=$3 pre=() extra=()
     shift 3
@@ -172,6 +195,12 @@ workloads() { # workloads TAG PATH MTU PREFIX... -- EXTRA-ARGS...
         emit "$tag-st64k-nooff" "$p" "$m" "stream 64 KiB, no GSO/GRO" bw
         start_server "$SRV_IP" "${SRV_PRE[@]}"
     fi
+    local sz
+    for sz in $SWEEP; do
+        run_case "$tag-pp$sz" "${pre[@]}" -- --mode pingpong --size "$sz" --count "$SWEEP_COUNT" \
+            "${extra[@]}"
+        emit "$tag-pp$sz" "$p" "$m" "ping-pong $(size_name "$sz") (sweep)" lat
+    done
     # the loss comparison's clean reference: same count as the lossy run
     run_case "$tag-st64k-ref" "${pre[@]}" -- --mode stream --size 65536 --count "$LOSS_COUNT" "${extra[@]}"
 }
@@ -235,8 +264,8 @@ echo "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |"
 printf '%s\n' "${ROWS[@]}"
 echo
 echo "MTU 1500: Ethernet default; MTU 9000: jumbo frames (cluster fast networks); loopback: 65536."
-echo "Counts: ping-pong $PP_COUNT round trips ($PP64K_COUNT for 64 KiB) after min(N/10, 100) warm-up;"
-echo "stream $ST_COUNT messages of 64 KiB."
+echo "Counts: ping-pong $PP_COUNT round trips ($PP64K_COUNT for 64 KiB${SWEEP:+, $SWEEP_COUNT for the sweep})"
+echo "after min(N/10, 100) warm-up; stream $ST_COUNT messages of 64 KiB."
 echo
 echo "### Stream 64 KiB under 5 % loss ($LOSS_COUNT messages; clean → lossy, retained %)"
 echo
