@@ -106,18 +106,15 @@ void rdp_conn_open(rdp_t *ep, struct rdp_peer *p)
 /* Report each pending message (a chain of its packets, FIRST to LAST) undeliverable. */
 static void report_undeliverable(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *chain)
 {
-    size_t len = 0;
     while (chain) {
-        struct rdp_buf *b = chain;
-        chain = b->next;
-        uint16_t flags = be_get16(b->data + 2);
-        uint16_t plen = be_get16(b->data + 44);
-        if (flags & RDP_F_FIRST) len = 0;
-        if (len + plen <= RDP_MAX_MSG) memcpy(ep->scratch + len, b->data + RDP_HDR_LEN, plen);
-        len += plen;
-        if ((flags & RDP_F_LAST) && ep->cb.undeliverable && len <= RDP_MAX_MSG)
+        struct rdp_buf *last;
+        size_t len = rdp_sendq_join(ep, chain, &last);
+        struct rdp_buf *rest = last->next;
+        if ((be_get16(last->data + 2) & RDP_F_LAST) && ep->cb.undeliverable && len <= RDP_MAX_MSG)
             ep->cb.undeliverable(ep->cb.ctx, p->node, ep->scratch, len);
-        rdp_pool_put(&ep->pool, b);
+        last->next = NULL;
+        rdp_pool_put_chain(&ep->pool, chain);
+        chain = rest;
     }
 }
 
@@ -176,12 +173,7 @@ void rdp_conn_lost(rdp_t *ep, struct rdp_peer *p, enum rdp_lost_reason why)
 
 void rdp_conn_free(rdp_t *ep, struct rdp_peer *p)
 {
-    struct rdp_buf *pending = conn_teardown(ep, p);
-    while (pending) {
-        struct rdp_buf *b = pending;
-        pending = b->next;
-        rdp_pool_put(&ep->pool, b);
-    }
+    rdp_pool_put_chain(&ep->pool, conn_teardown(ep, p));
 }
 
 static void handle_syn(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h,

@@ -223,6 +223,9 @@ void rdp_send_ctl(rdp_t *ep, struct rdp_peer *p, uint8_t type);
 int rdp_sendq_init(rdp_t *ep, struct rdp_peer *p);
 void rdp_sendq_reset(rdp_t *ep, struct rdp_peer *p, uint32_t iseq);
 struct rdp_buf *rdp_sendq_detach(struct rdp_peer *p);
+/* Join the fragments of the chain's first message into ep->scratch (a chain as
+ * rdp_sendq_detach returns it); its length, and its LAST packet in *last. */
+size_t rdp_sendq_join(rdp_t *ep, struct rdp_buf *chain, struct rdp_buf **last);
 struct rdp_buf *rdp_sendq_recut(rdp_t *ep, struct rdp_peer *p);
 void rdp_try_transmit(rdp_t *ep, struct rdp_peer *p);
 void rdp_handle_ack(rdp_t *ep, struct rdp_peer *p, uint32_t ack, uint32_t wnd, const uint8_t *sack,

@@ -67,3 +67,12 @@ void rdp_pool_put(struct rdp_pool *p, struct rdp_buf *b)
     p->free = b;
     p->nfree++;
 }
+
+void rdp_pool_put_chain(struct rdp_pool *p, struct rdp_buf *chain)
+{
+    while (chain) {
+        struct rdp_buf *b = chain;
+        chain = b->next;
+        rdp_pool_put(p, b);
+    }
+}

@@ -36,6 +36,8 @@ struct rdp_buf *rdp_pool_get(struct rdp_pool *p); /* NULL when out of memory */
 /* Return b; if it still sits in the transmit batch, it goes back after the batch is sent.
  * A borrowed view is not the pool's: nothing happens. */
 void rdp_pool_put(struct rdp_pool *p, struct rdp_buf *b);
+/* rdp_pool_put each buffer of a chain linked through next (NULL-terminated). */
+void rdp_pool_put_chain(struct rdp_pool *p, struct rdp_buf *chain);
 /* A pool buffer with a copy of b's contents; NULL when out of memory. */
 struct rdp_buf *rdp_pool_copy(struct rdp_pool *p, const struct rdp_buf *b);
 /* A buffer the caller may keep with b's contents: b itself if it is from the pool, else a

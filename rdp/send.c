@@ -88,6 +88,19 @@ struct rdp_buf *rdp_sendq_detach(struct rdp_peer *p)
     return head;
 }
 
+size_t rdp_sendq_join(rdp_t *ep, struct rdp_buf *chain, struct rdp_buf **last)
+{
+    size_t len = 0;
+    for (struct rdp_buf *b = chain; b; b = b->next) {
+        uint16_t plen = be_get16(b->data + 44);
+        if (len + plen <= RDP_MAX_MSG) memcpy(ep->scratch + len, b->data + RDP_HDR_LEN, plen);
+        len += plen;
+        *last = b;
+        if (be_get16(b->data + 2) & RDP_F_LAST) break;
+    }
+    return len;
+}
+
 uint32_t rdp_inflight(const struct rdp_peer *p)
 {
     return p->snd_tx - p->snd_una - p->nsacked;
@@ -307,27 +320,17 @@ struct rdp_buf *rdp_sendq_recut(rdp_t *ep, struct rdp_peer *p)
     }
     while (old) {
         /* one message: join its fragments, then cut it again */
-        struct rdp_buf *end = old;
-        size_t len = 0;
-        for (;; end = end->next) {
-            uint16_t plen = be_get16(end->data + 44);
-            memcpy(ep->scratch + len, end->data + RDP_HDR_LEN, plen);
-            len += plen;
-            if (be_get16(end->data + 2) & RDP_F_LAST) break;
-        }
+        struct rdp_buf *end;
+        size_t len = rdp_sendq_join(ep, old, &end);
         uint32_t nfrag = frags_of(p, len);
         struct iovec whole = {ep->scratch, len};
         struct gather g = {&whole, 1, 0, 0};
         if (p->snd_nxt + nfrag - p->snd_rel > p->txcap || cut_msg(ep, p, &g, len, nfrag, false))
             return old;
-        struct rdp_buf *next = end->next;
+        struct rdp_buf *rest = end->next;
         end->next = NULL;
-        while (old) {
-            struct rdp_buf *b = old;
-            old = b->next;
-            rdp_pool_put(&ep->pool, b);
-        }
-        old = next;
+        rdp_pool_put_chain(&ep->pool, old);
+        old = rest;
     }
     return NULL;
 }
