@@ -20,7 +20,8 @@
  *  test_ack_stream     a one-way stream of the same messages: the receiver, which never
  *                      answers, acknowledges at once. The delayed ACK and the RTO are 30 s,
  *                      so a receiver that waited would stall the stream past its 10 s
- *                      deadline.
+ *                      deadline, and a lone message after it would stay unacknowledged
+ *                      past 2 s.
  *
  * Endpoints: A = node 1 on 127.0.0.1, B = node 2 on 127.0.0.2.
  */
@@ -150,6 +151,14 @@ static void test_ack_window(void)
     h_ep_free(&b);
 }
 
+/* Condition: A has nothing unacknowledged towards B. */
+static int a_all_acked(void *p)
+{
+    struct h_ep *a = p;
+    struct rdp_peer_stats ps;
+    return rdp_peer_stats(a->rdp, 2, &ps) == 0 && ps.queued == 0 && ps.inflight == 0;
+}
+
 static void test_ack_stream(void)
 {
     struct h_ep a, b;
@@ -158,6 +167,11 @@ static void test_ack_stream(void)
      * deadline */
     if (open_1500(&net, &a, &b, 51, 30000000, 30000000) < 0) return;
     h_oneway(&net, &a, &b, 2000, MSG_LEN);
+    /* A full window asks for its ACK (ACKREQ), so a stream moves even past a receiver that
+     * held its ACKs back: a lone message after it, which fills no window, is what shows
+     * that the receiver acknowledges without being asked */
+    CU_ASSERT_EQUAL_FATAL(h_send(&a, 2, 2000, MSG_LEN), 0);
+    CU_ASSERT_EQUAL(h_run(&net, a_all_acked, &a, H_S(2)), 1);
     struct rdp_stats sa;
     rdp_stats(a.rdp, &sa);
     CU_ASSERT_EQUAL(sa.retransmits, 0);

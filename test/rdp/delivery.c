@@ -7,7 +7,9 @@
  *               EHOSTUNREACH; each side sees
  *               exactly one connected callback; a lone message on an established connection
  *               is acknowledged by the delayed ACK, well before any retransmission timeout,
- *               and nothing is ever retransmitted.
+ *               with no retransmission (of up to three lone messages, one must be: a busy
+ *               scheduler can fire a tail-loss probe, a missing delayed ACK fires it every
+ *               time).
  *  test_faults  10,000 messages of log-uniform sizes 1 B..1 MiB from A to B and a smaller
  *               stream back, with the fault injector (drop 0.2, dup 0.1, reorder 0.1, corrupt
  *               0.01, both directions) on both endpoints: everything arrives complete, in

@@ -5,7 +5,8 @@
  *                        rcvbuf send without pause: rdp_send reports EAGAIN, can_send follows
  *                        each EAGAIN episode exactly once, every message arrives in order, the
  *                        queue never holds more than sndbuf plus the message just accepted, and
- *                        the sender never sends beyond the receiver's window (no WINDOW drops).
+ *                        the sender never has more in flight than the receiver's window (and
+ *                        no WINDOW drops).
  *  test_cansend_after_lost
  *                        a sender blocked by EAGAIN towards a peer that vanished gets can_send
  *                        once the loss has emptied its queue (else a caller that waits for
@@ -53,6 +54,8 @@ struct flow_ctx {
     struct h_stream s;
     struct h_ep *a, *b;
     size_t max_queued_loop; /* largest queued seen between rounds */
+    uint32_t over_window;   /* most packets in flight beyond the peer's window seen */
+    uint32_t max_inflight;
     int failed;
 };
 
@@ -61,8 +64,14 @@ static int flow_done(void *p)
     struct flow_ctx *c = p;
     if (h_stream_pump(&c->s) < 0) c->failed = 1;
     struct rdp_peer_stats ps;
-    if (rdp_peer_stats(c->a->rdp, 2, &ps) == 0 && ps.queued > c->max_queued_loop)
-        c->max_queued_loop = ps.queued;
+    if (rdp_peer_stats(c->a->rdp, 2, &ps) == 0) {
+        if (ps.queued > c->max_queued_loop) c->max_queued_loop = ps.queued;
+        /* packets in flight beyond the receiver's window (on a lossless path none is
+         * SACKed, so inflight is all that was sent past the cumulative ACK) */
+        if (ps.inflight > ps.peer_wnd && ps.inflight - ps.peer_wnd > c->over_window)
+            c->over_window = ps.inflight - ps.peer_wnd;
+        if (ps.inflight > c->max_inflight) c->max_inflight = ps.inflight;
+    }
     if (c->failed || h_count(c->a, H_LOST, 2)) return 1;
     return h_count(c->b, H_RECV, 1) >= c->s.total;
 }
@@ -98,8 +107,12 @@ static void test_flow_control(void)
     rdp_stats(b.rdp, &sb);
     CU_ASSERT_EQUAL(sb.drops[RDP_DROP_WINDOW], 0);
     CU_ASSERT_EQUAL(sb.drops[RDP_DROP_NOBUF], 0);
+    /* in order and lossless, a sender past the window would not be dropped for it: what it
+     * had in flight is what shows it kept to the window, which it did fill (32 packets) */
+    CU_ASSERT_EQUAL(c.over_window, 0);
+    CU_ASSERT(c.max_inflight >= 16);
     if (r != 1 || c.failed || !c.s.eagains || c.s.max_queued > cfg.sndbuf + max_len ||
-        sb.drops[RDP_DROP_WINDOW]) {
+        sb.drops[RDP_DROP_WINDOW] || c.over_window) {
         fprintf(stderr,
                 "flow: sent %llu/%llu, eagain %llu, can_send %llu, blocked %d, max queued %zu "
                 "(after send) %zu (between rounds), sndbuf %zu\n",

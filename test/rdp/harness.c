@@ -57,9 +57,13 @@ uint64_t h_stream_seed(uint32_t src, uint32_t dst)
     return splitmix64(((uint64_t)src << 32) ^ dst ^ 0x5eed);
 }
 
-static uint64_t msg_state(uint64_t seed, uint64_t k)
+/* The generator of message k's bytes. A message shorter than H_MSG_HDR cannot carry its
+ * length, so its bytes depend on it: a short message delivered truncated (or padded) fails
+ * the check instead of passing as a prefix of the right bytes. */
+static uint64_t msg_state(uint64_t seed, uint64_t k, size_t len)
 {
     uint64_t s = splitmix64(seed ^ splitmix64(k + 1));
+    if (len < H_MSG_HDR) s = splitmix64(s ^ len);
     return s ? s : 1;
 }
 
@@ -72,7 +76,7 @@ void h_msg_fill(void *buf, size_t len, uint64_t seed, uint64_t k)
         for (int i = 0; i < 4; i++) p[8 + i] = (unsigned char)((uint64_t)len >> (24 - 8 * i));
         off = H_MSG_HDR;
     }
-    uint64_t st = msg_state(seed, k);
+    uint64_t st = msg_state(seed, k, len);
     while (off < len) {
         uint64_t r = h_rand(&st);
         size_t n = len - off < 8 ? len - off : 8;
@@ -94,6 +98,7 @@ int h_msg_check(const void *buf, size_t len, uint64_t seed, uint64_t k)
 {
     const unsigned char *p = buf;
     size_t off = 0;
+    if (len == 0) return 0; /* RDP never delivers an empty message */
     if (len >= H_MSG_HDR) {
         if (h_msg_index(buf, len) != k) return 0;
         uint32_t l = 0;
@@ -101,7 +106,7 @@ int h_msg_check(const void *buf, size_t len, uint64_t seed, uint64_t k)
         if (l != len) return 0;
         off = H_MSG_HDR;
     }
-    uint64_t st = msg_state(seed, k);
+    uint64_t st = msg_state(seed, k, len);
     while (off < len) {
         uint64_t r = h_rand(&st);
         size_t n = len - off < 8 ? len - off : 8;

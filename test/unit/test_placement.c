@@ -19,6 +19,9 @@ static void test_spread(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(why, "overbook"));
     uint32_t many[9];
     CU_ASSERT_EQUAL(place_ranks(n, 4, 9, 0, true, many, why, sizeof why), 0);
+    /* overbooked evenly: the ninth rank goes to the first of the equally busy nodes */
+    uint32_t want9[9] = {0, 0, 0, 1, 1, 2, 2, 3, 3};
+    CU_ASSERT_EQUAL(memcmp(many, want9, sizeof want9), 0);
 }
 
 static void test_busy_avoided(void)

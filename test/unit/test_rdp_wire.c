@@ -416,14 +416,19 @@ static void test_rtt(void)
 static void test_fault_spec(void)
 {
     struct rdp_faults f;
-    CU_ASSERT_EQUAL(rdp_parse_faults("drop=0.2,dup=0.1,reorder=0.1,corrupt=0.01,dir=tx,seed=7", &f),
-                    0);
+    /* a different value for each field, so that one written into another is seen */
+    CU_ASSERT_EQUAL(
+        rdp_parse_faults("drop=0.2,dup=0.1,reorder=0.15,corrupt=0.01,dir=tx,seed=7", &f), 0);
     CU_ASSERT_DOUBLE_EQUAL(f.drop, 0.2, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(f.dup, 0.1, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(f.reorder, 0.15, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(f.corrupt, 0.01, 1e-12);
     CU_ASSERT_EQUAL(f.dir, RDP_FAULT_TX);
     CU_ASSERT_EQUAL(f.seed, 7);
+    /* loss= is drop=; the rest is off, both directions */
     CU_ASSERT_EQUAL(rdp_parse_faults("loss=1", &f), 0);
+    CU_ASSERT_DOUBLE_EQUAL(f.drop, 1.0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(f.dup + f.reorder + f.corrupt, 0.0, 1e-12);
     CU_ASSERT_EQUAL(f.dir, RDP_FAULT_BOTH);
     CU_ASSERT_EQUAL(rdp_parse_faults("drop=1.5", &f), -1);
     CU_ASSERT_EQUAL(rdp_parse_faults("drop=-0.1", &f), -1);
