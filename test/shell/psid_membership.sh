@@ -8,6 +8,7 @@
 #  - a psid with another cluster key is never seen up, and the others survive it;
 #  - bad input: a malformed config, an unknown option, an unknown node, a garbled client
 #    frame, junk on the heartbeat and RDP ports: clear errors, and no daemon dies.
+# shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
 
 cluster_up 4

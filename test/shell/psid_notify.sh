@@ -5,6 +5,7 @@
 #  - a released notification does not fire;
 #  - ESRCH for no such task; EPERM for another user's task (as root);
 #  - when a node dies, every notification about its tasks fires with "lost".
+# shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
 JD=$TOP/build/test/tools/jobdrive
 cluster_up 4
@@ -15,7 +16,7 @@ all_up 5000 || {
 export PSID_SOCKET=$CDIR/psid-0.sock
 "$JD" run 8 sleep 30 >"$CDIR/job.out" &
 JPID=$!
-PIDS+=($JPID)
+PIDS+=("$JPID")
 for _ in $(seq 200); do [ "$(grep -c started "$CDIR/job.out")" = 8 ] && break; sleep 0.02; done
 tid() { sed -n "s/^rank $1 started \([0-9]*:[0-9]*\) .*/\1/p" "$CDIR/job.out"; }
 wait_line() { # FILE PATTERN MS
@@ -39,7 +40,7 @@ wait_line "$CDIR/w2.out" "^registered 0" 2000
 # tells when the notifications about its death have gone out
 "$JD" watch "$(tid 2)" 0 release >"$CDIR/w3.out" &
 W3=$!
-PIDS+=($W3)
+PIDS+=("$W3")
 "$JD" watch "$(tid 2)" 0 >"$CDIR/w3b.out" &
 PIDS+=($!)
 wait_line "$CDIR/w3.out" "^released 0" 2000 && wait_line "$CDIR/w3b.out" "^registered 0" 2000
@@ -79,7 +80,7 @@ fi
 # pswait, the user's tool: a task on another node killed by SIGTERM, by node name
 "$BIN/pswait" -v "n1:$(tid 3 | cut -d: -f2)" >"$CDIR/pw.out" 2>&1 &
 PW=$!
-PIDS+=($PW)
+PIDS+=("$PW")
 wait_line "$CDIR/pw.out" "watching" 2000
 "$JD" signal "$(tid 3)" 15 >/dev/null
 wait $PW
@@ -93,7 +94,7 @@ rc=$?
     fail "pswait: no such task" "exit $rc: $out"
 "$BIN/pswait" -v "$(tid 7)" >"$CDIR/pw2.out" 2>&1 &
 PW=$!
-PIDS+=($PW)
+PIDS+=("$PW")
 wait_line "$CDIR/pw2.out" "watching" 2000
 
 kill_node 3 KILL

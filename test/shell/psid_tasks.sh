@@ -9,6 +9,7 @@
 #  - output flow control: a client that does not acknowledge gets at most one window per
 #    rank, and the task blocks instead of psid's memory growing;
 #  - a node is lost: the job hears "lost" for its ranks there.
+# shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
 JD=$TOP/build/test/tools/jobdrive
 export PSID_SOCKET
@@ -45,7 +46,7 @@ echo "$out" | grep -q "^rank 0 failed: 13 cannot execute .*Permission denied" &&
 # a long-running job to signal
 timeout 30 "$JD" run 4 sleep 30 >"$CDIR/job1.out" &
 JPID=$!
-PIDS+=($JPID)
+PIDS+=("$JPID")
 for _ in $(seq 200); do [ "$(grep -c started "$CDIR/job1.out")" = 4 ] && break; sleep 0.02; done
 job=$(sed -n 's/^job //p' "$CDIR/job1.out")
 tid3=$(sed -n 's/^rank 3 started \([0-9]*:[0-9]*\) .*/\1/p' "$CDIR/job1.out")
@@ -95,7 +96,7 @@ el=$(($(now_ms) - t0))
 # flow control: no acknowledgements -> one window, the task blocks
 JOBDRIVE_NO_ACK=1 "$JD" run 1 sh -c 'head -c 20000000 /dev/zero; echo done' >"$CDIR/job3.out" &
 JPID=$!
-PIDS+=($JPID)
+PIDS+=("$JPID")
 sleep 1.5
 got=$(awk '/ out / {s += $4} END {print s + 0}' "$CDIR/job3.out")
 rss=$(awk '/VmRSS/ {print $2}' /proc/"${PIDS[0]}"/status)
@@ -111,7 +112,7 @@ wait $JPID 2>/dev/null
 idle 3000 || fail "tasks: every task gone after its job" "$("$BIN/psstat" nodes)"
 "$JD" run 8 sleep 30 >"$CDIR/job4.out" &
 JPID=$!
-PIDS+=($JPID)
+PIDS+=("$JPID")
 for _ in $(seq 200); do [ "$(grep -c started "$CDIR/job4.out")" = 8 ] && break; sleep 0.02; done
 kill_node 3 KILL
 for _ in $(seq 300); do [ "$(grep -c lost "$CDIR/job4.out")" -ge 2 ] && break; sleep 0.01; done

@@ -3,6 +3,7 @@
 #  - psid as root starts a user's tasks as that user (uid, gid, groups), on every node;
 #  - psid not running as root starts only its own user's tasks: another user's spawn is
 #    refused with EPERM and a reason, on the node that would run it.
+# shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
 if [ "$(id -u)" != 0 ] || ! command -v runuser >/dev/null || ! command -v setpriv >/dev/null; then
     echo "SKIP: users: needs root (to act as another user)"

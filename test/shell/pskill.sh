@@ -7,6 +7,7 @@
 #  - pskill --job reaches every rank (each prints that it got SIGUSR1);
 #  - another user gets EPERM ("Operation not permitted");
 #  - bad input: an invalid signal or a bad task id: exit 2; a node not in the cluster: exit 1.
+# shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
 
 PSRUN=$BIN/psrun

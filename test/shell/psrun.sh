@@ -14,6 +14,7 @@
 #    delay, SIGKILL to psrun leaves no task within kill_delay + 1 s;
 #  - bad command lines: usage and exit 2.
 # Every psrun runs under timeout; background ones are killed by pid on exit.
+# shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
 
 PSRUN=$BIN/psrun

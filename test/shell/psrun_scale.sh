@@ -6,6 +6,7 @@
 #  - 50 MB of stdin reaches rank 0, and every rank with --input all;
 #  - with one node busy (its CPUs taken by another job), a 2-task job avoids it;
 #  - SIGKILL to a psid, then a restart: the node rejoins and takes work again.
+# shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
 PSRUN=$BIN/psrun
 cluster_up 4
@@ -47,7 +48,7 @@ rm -f "$CDIR/in"
 idle 3000 || fail "placement: idle before" "tasks still counted"
 "$PSRUN" -n 2 -w 1 sleep 30 </dev/null >/dev/null 2>&1 &
 BUSY=$!
-PIDS+=($BUSY)
+PIDS+=("$BUSY")
 until PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" --json nodes | grep -q '"id":1,[^}]*"tasks":2'; do
     kill -0 $BUSY 2>/dev/null || break
     sleep 0.02

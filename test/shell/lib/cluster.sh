@@ -1,4 +1,5 @@
 # test/shell/lib/cluster.sh - helpers for integration tests on loopback clusters. Source it.
+# shellcheck shell=bash
 #   cluster_up N DIR        config + key in DIR, N psids on 127.0.0.1..N (unicast heartbeats)
 #   start_node I / kill_node I [SIG]   one daemon, by the pid we recorded
 #   state_of OBSERVER NODE  "up" or "down", as OBSERVER's psid sees NODE
