@@ -27,6 +27,7 @@ base_pkgs=(
     libconfig-dev libsodium-dev libssl-dev libnl-3-dev libnl-route-3-dev libcunit1-dev
     iproute2 nftables iputils-ping procps jq
     clang "libclang-rt-${clang_major}-dev"
+    clang-format shellcheck
 )
 # Intel IPsec-MB, the fast packet MAC (rdp/mac_ipsecmb.c), exists for amd64 only; elsewhere
 # RDP computes the MAC with libsodium and libcrypto.

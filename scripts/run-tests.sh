@@ -9,6 +9,8 @@
 #   e. test/shell/*.sh                  integration tests on loopback clusters (no root)
 #   e. test/netns/*.sh                  namespace tests (root only)
 #   f. build/fuzz/*                     each fuzz target for FUZZ_SECONDS (clang only)
+#   g. style                            clang-format (the tree's one C style) and shellcheck
+#                                       (warnings and worse) over the tracked sources
 # CUnit binaries are counted from their "Run Summary" table, namespace scripts from their
 # PASS:/FAIL:/SKIP: lines, fuzz targets as one test each. A step that is not built is skipped.
 # The last line is "check: N passed, N failed, N skipped"; the exit status is 1 if anything
@@ -289,6 +291,48 @@ fuzz_step() {
     done
 }
 
+# The tracked files ending in one of the suffixes given (git ls-files; find outside a checkout).
+tracked() {
+    local pat=() x
+    for x in "$@"; do pat+=("*$x"); done
+    if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        git ls-files -- "${pat[@]}"
+    else
+        for x in "$@"; do find . -path ./build -prune -o -type f -name "*$x" -print; done |
+            sed 's|^\./||'
+    fi
+}
+
+# style_check NAME TOOL HINT CMD...: run a style checker over the tree as one test.
+style_check() {
+    local name=$1 tool=$2 hint=$3 log
+    shift 3
+    if ! command -v "$tool" >/dev/null; then
+        skip "$name" "$tool not installed (scripts/install-deps.sh installs it)"
+        return
+    fi
+    log=$tmp/${name//\//-}.log
+    run_logged "$log" "$@"
+    if ((step_rc == 0)); then
+        echo "PASS: $name"
+        record "$name" 1 0 0
+    else
+        echo "FAIL: $name (exit status $step_rc; $hint)"
+        record "$name" 0 1 0
+    fi
+}
+
+style_step() {
+    local c=() sh=()
+    header "g. style"
+    mapfile -t c < <(tracked .c .h)
+    mapfile -t sh < <(tracked .sh; [[ -f .ci/run ]] && echo .ci/run)
+    style_check style/clang-format clang-format "'make format' fixes it" \
+        clang-format --dry-run -Werror "${c[@]}"
+    style_check style/shellcheck shellcheck "shellcheck -x -S warning FILE says where" \
+        shellcheck -x -S warning "${sh[@]}"
+}
+
 echo "run-tests: $(uname -sr), $(nproc) cpus, step timeout ${STEP_TIMEOUT} s"
 
 cunit_step a "unit-tests" build/test/unit-tests
@@ -298,6 +342,7 @@ cunit_step d "rdp-tests (asan+ubsan, quick)" build/san/test/rdp-tests "${SAN_ENV
 shell_step
 netns_step
 fuzz_step
+style_step
 
 header "summary"
 printf '  %s\n' "${summary[@]}"
