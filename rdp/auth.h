@@ -74,7 +74,6 @@ void rdp_mac_subkey(const uint8_t *key, enum rdp_mac_alg alg, uint8_t sub[RDP_KE
  * RDP_MAC_CHACHA20POLY1305, or RDP_MAC_AES256GCM if m->aes. */
 void rdp_mac_sign_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t src, uint32_t dst,
                       uint64_t pn, uint8_t *pkt, size_t body_len);
-/* false also for an algorithm m can't verify. */
 /* Whether rdp_mac_sign_split can sign body_len bytes (header and payload) with alg: IPsec-MB's
  * GMAC, or libcrypto at RDP_MAC_BIG bytes and more; not libsodium, nor IPsec-MB's
  * ChaCha20-Poly1305, which take the data in one piece. */
@@ -85,6 +84,7 @@ bool rdp_mac_can_split(const struct rdp_mac *m, enum rdp_mac_alg alg, size_t bod
 void rdp_mac_sign_split(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t src, uint32_t dst,
                         uint64_t pn, const uint8_t *hdr, size_t hlen, const uint8_t *payload,
                         size_t plen, uint8_t tag[16]);
+/* false also for an algorithm m can't verify. */
 bool rdp_mac_verify_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t src, uint32_t dst,
                         uint64_t pn, const uint8_t *pkt, size_t body_len);
 

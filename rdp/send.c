@@ -273,6 +273,12 @@ static uint32_t frags_of(const struct rdp_peer *p, size_t len)
     return (uint32_t)((len + p->payload - 1) / p->payload);
 }
 
+/* Whether nfrag more packets fit the send ring. */
+static bool ring_has_room(const struct rdp_peer *p, uint32_t nfrag)
+{
+    return p->snd_nxt + nfrag - p->snd_rel <= p->txcap;
+}
+
 /* Queue the message and send what the windows allow. */
 static int queue_msg(rdp_t *ep, struct rdp_peer *p, struct gather *src, size_t len, uint32_t nfrag)
 {
@@ -325,8 +331,7 @@ struct rdp_buf *rdp_sendq_recut(rdp_t *ep, struct rdp_peer *p)
         uint32_t nfrag = frags_of(p, len);
         struct iovec whole = {ep->scratch, len};
         struct gather g = {&whole, 1, 0, 0};
-        if (p->snd_nxt + nfrag - p->snd_rel > p->txcap || cut_msg(ep, p, &g, len, nfrag, false))
-            return old;
+        if (!ring_has_room(p, nfrag) || cut_msg(ep, p, &g, len, nfrag, false)) return old;
         struct rdp_buf *rest = end->next;
         end->next = NULL;
         rdp_pool_put_chain(&ep->pool, old);
@@ -364,8 +369,7 @@ int rdp_sendv(rdp_t *ep, uint32_t node, const struct iovec *iov, int iovcnt)
         errno = ENOMEM;
         return -1;
     }
-    if ((p->queued && p->queued + len > ep->cfg.sndbuf) ||
-        p->snd_nxt + nfrag - p->snd_rel > p->txcap) {
+    if ((p->queued && p->queued + len > ep->cfg.sndbuf) || !ring_has_room(p, nfrag)) {
         p->want_can_send = true;
         errno = EAGAIN;
         return -1;
