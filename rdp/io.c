@@ -10,7 +10,9 @@
  * Offload, where datagrams are MTU-sized (not on loopback's 64 KiB datagrams): a run of
  * equal-sized packets to one peer leaves as one UDP GSO send (UDP_SEGMENT), which the kernel
  * or the NIC cuts into datagrams, and the socket reads with UDP_GRO, so the kernel may hand
- * over up to 64 KiB of same-sized datagrams at once; they are split here. Every datagram
+ * over up to 64 KiB of same-sized datagrams at once; they are split here. Sending is decided
+ * per peer (an endpoint with 64 KiB datagrams still coalesces what it sends to a peer with a
+ * smaller MTU); reading coalesced is for the endpoint, by its own datagram size. Every datagram
  * keeps its own header and MAC: offload changes the cost per datagram, never the wire. A
  * device that can't do GSO (EIO) turns it off for the endpoint.
  */
@@ -60,8 +62,8 @@ int rdp_io_socket(rdp_t *ep)
         return -1;
     }
     ep->fd = fd;
+    ep->gso = c->offload != 0; /* a send with UDP_SEGMENT says whether the kernel can */
     if (c->offload && ep->max_dgram <= RDP_GSO_BYTES / 2) {
-        ep->gso = true; /* a send with UDP_SEGMENT says whether the kernel can */
         ep->grobuf = malloc((size_t)RDP_RX_BATCH * RDP_GRO_BUF);
         if (ep->grobuf && setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0) ep->gro = true;
     }
@@ -170,6 +172,13 @@ static bool is_icmp_errno(int e)
            e == EPROTO || e == ENOPROTOOPT || e == EMSGSIZE;
 }
 
+/* Whether packets to p may leave coalesced: where its datagrams are MTU-sized, which they are
+ * also from an endpoint with larger datagrams (loopback's) to a peer with a smaller MTU. */
+static bool gso_to(const rdp_t *ep, const struct rdp_peer *p)
+{
+    return ep->gso && p->payload + RDP_OVERHEAD <= RDP_GSO_BYTES / 2;
+}
+
 /* Group the batch's packets from pkt on into sends, from gsom[at] on: with GSO a run of
  * packets to one peer, all as long as the first but a shorter last, is one send. Returns the
  * number of sends. */
@@ -186,7 +195,7 @@ static unsigned build_sends(rdp_t *ep, unsigned pkt, unsigned at)
         ep->gsofirst[n] = i;
         size_t seg = ep->tx[i].buf->len, total = seg;
         unsigned j = i + 1;
-        while (ep->gso && j < ep->ntx && j - i < RDP_GSO_SEGS && ep->tx[j].peer == to &&
+        while (gso_to(ep, to) && j < ep->ntx && j - i < RDP_GSO_SEGS && ep->tx[j].peer == to &&
                ep->tx[j - 1].buf->len == seg && ep->tx[j].buf->len <= seg &&
                total + ep->tx[j].buf->len <= RDP_GSO_BYTES)
             total += ep->tx[j++].buf->len;
