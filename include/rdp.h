@@ -8,8 +8,10 @@
  *
  * The library owns no thread and no event loop. The caller polls rdp_fd() for readability
  * (and error), arms a timer at rdp_next_deadline(), and calls rdp_process() whenever either
- * fires. All callbacks run from inside rdp_process() or rdp_send(); they may call rdp_send()
- * and the query functions, but never rdp_close().
+ * fires. The deadline moves at nearly every message: a timer set lazily (lazytimer.h), not
+ * a timeout on every wait, keeps that from costing a timer reprogramming per wait. All
+ * callbacks run from inside rdp_process() or rdp_send(); they may call rdp_send() and the
+ * query functions, but never rdp_close().
  *
  * Wire format, state machine and security model: docs/rdp-protocol.md.
  */

@@ -1,8 +1,13 @@
 /*
  * loop.c - the event loop (see loop.h): epoll for descriptors, a binary min-heap of timers.
- * Timers are cancelled lazily: a cancelled entry stays in the heap and is skipped.
+ * Timers are cancelled lazily: a cancelled entry stays in the heap and is skipped. The wait
+ * has no timeout: a timerfd in the epoll set, armed at the earliest deadline before the loop
+ * sleeps and left alone when that moves a little later (lazytimer.h), wakes the loop, which
+ * saves reprogramming a timer at every wait.
  */
 #include "loop.h"
+
+#include "lazytimer.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -25,6 +30,7 @@ struct timer {
 
 struct loop {
     int ep;
+    struct lazytimer wake;
     bool stop;
     struct watch **w; /* indexed by fd */
     int nw;
@@ -54,6 +60,15 @@ struct loop *loop_new(void)
         free(l);
         return NULL;
     }
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = -1}; /* -1: the wake-up timer */
+    if (lazytimer_open(&l->wake) < 0 || epoll_ctl(l->ep, EPOLL_CTL_ADD, l->wake.fd, &ev) < 0) {
+        int e = errno;
+        lazytimer_close(&l->wake);
+        close(l->ep);
+        free(l);
+        errno = e;
+        return NULL;
+    }
     return l;
 }
 
@@ -64,6 +79,7 @@ void loop_free(struct loop *l)
     free(l->w);
     free(l->heap);
     free(l->cancelled);
+    lazytimer_close(&l->wake);
     close(l->ep);
     free(l);
 }
@@ -210,21 +226,17 @@ int loop_run(struct loop *l)
         uint64_t d = l->nheap ? l->heap[0].at : UINT64_MAX;
         uint64_t src = l->src_deadline ? l->src_deadline(l->src_ctx) : UINT64_MAX;
         if (src < d) d = src;
-        struct timespec ts, *tsp = NULL;
-        if (d != UINT64_MAX) {
-            uint64_t now = loop_now(), wait = d > now ? d - now : 0;
-            ts.tv_sec = (time_t)(wait / 1000000000ull);
-            ts.tv_nsec = (long)(wait % 1000000000ull);
-            tsp = &ts;
-        }
-        int n = epoll_pwait2(l->ep, ev, 64, tsp, NULL);
+        int n = lazytimer_wait(&l->wake, l->ep, ev, 64, d);
         if (n < 0) {
             if (errno == EINTR) continue;
             return -1;
         }
         for (int i = 0; i < n && !l->stop; i++) {
             int fd = ev[i].data.fd;
-            if (fd < l->nw && l->w[fd]) l->w[fd]->fn(l->w[fd]->ctx, ev[i].events);
+            if (fd < 0)
+                lazytimer_fired(&l->wake);
+            else if (fd < l->nw && l->w[fd])
+                l->w[fd]->fn(l->w[fd]->ctx, ev[i].events);
         }
         if (l->src_due && src != UINT64_MAX && src <= loop_now()) l->src_due(l->src_ctx);
     }

@@ -1,7 +1,7 @@
 /*
  * loop.h - psid's event loop: one epoll set for file descriptors and a timer heap, with
- * nanosecond deadlines on CLOCK_MONOTONIC (epoll_pwait2). Everything psid does runs from a
- * callback of this loop; nothing blocks.
+ * nanosecond deadlines on CLOCK_MONOTONIC (a timerfd, lazytimer.h). Everything psid does runs
+ * from a callback of this loop; nothing blocks.
  */
 #ifndef PSCLUSTER_PSID_LOOP_H
 #define PSCLUSTER_PSID_LOOP_H

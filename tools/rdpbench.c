@@ -44,11 +44,13 @@
  * it send messages N+1 and N swapped, message N twice (at N+1), or message N with a byte
  * flipped -- over RDP and TCP alike -- so a test can show that the checker catches each.
  *
- * Event loop: epoll on the RDP socket and the control socket, with epoll_pwait2 (ns timeout)
- * armed at rdp_next_deadline(); the program sleeps in the kernel between packets like a
- * daemon would, it never spins. The TCP baseline uses blocking I/O with TCP_NODELAY and
+ * Event loop: epoll on the RDP socket, the control socket and a timerfd armed no later than
+ * rdp_next_deadline() (lazytimer.h: moved only earlier, so it is not set again at every
+ * wait); the program sleeps in the kernel between packets like a daemon would, it never
+ * spins. The TCP baseline uses blocking I/O with TCP_NODELAY and
  * 4-byte length framing (the best case for kernel TCP, as in the peers' pingpong.c).
  */
+#include "lazytimer.h"
 #include "rdp.h"
 
 #include <arpa/inet.h>
@@ -745,6 +747,7 @@ struct bench {
     rdp_t *rdp;
     uint32_t peer;
     int epfd, ctl;
+    struct lazytimer wake; /* in epfd: RDP's deadlines and the loop's own */
     uint8_t cbuf[CTL_HDR + CTL_MAX_BODY];
     size_t clen;
     bool ctl_eof, aborted;
@@ -1105,7 +1108,7 @@ static void cb_can_send(void *ctx, uint32_t node)
 
 /* ---------------------------------------------------------------- event loop */
 
-enum { TAG_RDP = 1, TAG_CTL, TAG_CHILD };
+enum { TAG_RDP = 1, TAG_CTL, TAG_CHILD, TAG_WAKE };
 
 static void ep_add(struct bench *b, int fd, uint32_t tag)
 {
@@ -1119,17 +1122,16 @@ static void child_reaped(struct bench *b);
  * exit, RDP input and timers. */
 static void step(struct bench *b, uint64_t max_ns)
 {
-    uint64_t now = rdp_now_ns(), wait = max_ns;
+    uint64_t at = rdp_now_ns() + max_ns;
     if (b->rdp) {
         uint64_t dl = rdp_next_deadline(b->rdp);
-        if (dl != UINT64_MAX) wait = dl > now ? (dl - now < wait ? dl - now : wait) : 0;
+        if (dl < at) at = dl;
     }
-    struct timespec ts = {.tv_sec = (time_t)(wait / NSEC), .tv_nsec = (long)(wait % NSEC)};
     struct epoll_event ev[8];
-    int n = epoll_pwait2(b->epfd, ev, 8, &ts, NULL);
+    int n = lazytimer_wait(&b->wake, b->epfd, ev, 8, at);
     if (n < 0) {
         if (errno == EINTR) return;
-        sys_fatal(b, "epoll_pwait2");
+        sys_fatal(b, "epoll_wait");
     }
     bool run = false;
     for (int k = 0; k < n; k++) {
@@ -1142,6 +1144,9 @@ static void step(struct bench *b, uint64_t max_ns)
             break;
         case TAG_CHILD:
             child_reaped(b);
+            break;
+        case TAG_WAKE:
+            lazytimer_fired(&b->wake);
             break;
         }
     }
@@ -1230,6 +1235,15 @@ static void bench_init(struct bench *b, const struct opts *o, bool server)
     b->progress_ns = rdp_now_ns();
     b->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (b->epfd < 0) sys_fatal(NULL, "epoll_create1");
+    if (lazytimer_open(&b->wake) < 0) sys_fatal(NULL, "timerfd_create");
+    ep_add(b, b->wake.fd, TAG_WAKE);
+}
+
+static void bench_close_loop(struct bench *b)
+{
+    lazytimer_close(&b->wake);
+    close(b->epfd);
+    b->epfd = -1;
 }
 
 /* ---------------------------------------------------------------- TCP helpers */
@@ -1641,7 +1655,7 @@ out:
     if (b->rdp) rdp_close(b->rdp);
     b->rdp = NULL;
     if (b->dlisten >= 0) close(b->dlisten);
-    close(b->epfd);
+    bench_close_loop(b);
     close(ctl);
     b->ctl = -1;
     return rc;
@@ -1681,7 +1695,7 @@ static int server_main(struct opts *o)
             return 1;
         }
     }
-    close(probe.epfd);
+    bench_close_loop(&probe);
     if (lfd < 0) {
         fprintf(stderr, "rdpbench: server: no port free for both TCP and UDP\n");
         return 1;
@@ -2108,7 +2122,7 @@ static int client_main(struct opts *o)
     free(rbuf);
     free(rtt);
     free(b->gen.pat);
-    close(b->epfd);
+    bench_close_loop(b);
     return 0;
 }
 

@@ -1,0 +1,101 @@
+/*
+ * lazytimer.h - the wake-up timer of an event loop that sleeps in epoll: one timerfd in the
+ * epoll set, armed at the loop's earliest deadline when the loop is about to sleep, and left
+ * alone when the deadline moves a little later.
+ *
+ * Why not a timeout on the wait: every epoll_pwait2 or ppoll with a timeout arms a
+ * high-resolution timer and cancels it when data wakes the thread first. Both reprogram the
+ * CPU's timer device, which in a virtual machine traps to the hypervisor. A loop whose
+ * deadline moves a little later every round (RDP re-arms its retransmission timer for each
+ * message) pays that on every wait: a 16-byte UDP ping-pong on this project's VM took
+ * 18.1 us with a 1 ms timeout on each wait, 15.7 us without one, 14.9 us with this timer
+ * (bench/RESULTS.md, "waiting without a timeout").
+ *
+ * Here a deadline a little later than the one set changes nothing: the timer fires early,
+ * the loop finds nothing due, and the next lazytimer_arm sets it to the real deadline. So
+ * the timer is set about once per expiry instead of once per wait, and the wait itself has
+ * no timeout. A deadline much later (the one set is not even half-way there: a delayed ACK
+ * that an answer made unnecessary, under a retransmission timer) moves the timer, because
+ * setting it costs less than the wake-up it would cause.
+ *
+ * The timer is only set when the loop is about to sleep: lazytimer_wait first takes what is
+ * ready without waiting (a busy loop often finds the next packet there already, and setting
+ * a timer it would not need cost more than that extra call: 64 KiB ping-pong at MTU 1500,
+ * RDP/TCP 1.80 when arming before every wait against 1.67 like this, and 1.67 with a
+ * timeout on every wait).
+ *
+ * Use: lazytimer_open, add fd to the epoll set for EPOLLIN; wait with lazytimer_wait(&t, ep,
+ * ..., earliest deadline); when fd is readable, lazytimer_fired, then run what is due. Times
+ * are CLOCK_MONOTONIC nanoseconds (rdp_now_ns, loop_now).
+ */
+#ifndef PSCLUSTER_LAZYTIMER_H
+#define PSCLUSTER_LAZYTIMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+struct lazytimer {
+    int fd;
+    uint64_t at; /* when it is set to fire; 0: not set (or fired) */
+};
+
+/* 0, or -1 and errno from timerfd_create. */
+static inline int lazytimer_open(struct lazytimer *t)
+{
+    t->at = 0;
+    t->fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    return t->fd < 0 ? -1 : 0;
+}
+
+static inline void lazytimer_close(struct lazytimer *t)
+{
+    if (t->fd >= 0) close(t->fd);
+    t->fd = -1;
+    t->at = 0;
+}
+
+/* Make sure the timer fires no later than `at` (UINT64_MAX: no deadline, nothing to do), and
+ * not before half the time to it has passed. A time already past fires at once. 0, or -1
+ * and errno from timerfd_settime. */
+static inline int lazytimer_arm(struct lazytimer *t, uint64_t at)
+{
+    if (at == UINT64_MAX) return 0;
+    if (t->at && t->at <= at) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        if (t->at > now && t->at - now >= (at - now) / 2) return 0;
+    }
+    if (!at) at = 1; /* an all-zero it_value would disarm */
+    struct itimerspec it = {.it_value = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)}};
+    if (timerfd_settime(t->fd, TFD_TIMER_ABSTIME, &it, NULL) < 0) return -1;
+    t->at = at;
+    return 0;
+}
+
+/* epoll_wait on ep for up to max events: those ready now, else (with the timer armed at `at`)
+ * the first to come. Returns what epoll_wait returns. */
+static inline int lazytimer_wait(struct lazytimer *t, int ep, struct epoll_event *ev, int max,
+                                 uint64_t at)
+{
+    int n = epoll_wait(ep, ev, max, 0);
+    if (n != 0) return n;
+    if (lazytimer_arm(t, at) < 0) return -1;
+    return epoll_wait(ep, ev, max, -1);
+}
+
+/* Call when fd is readable: clears it. False if it had not fired after all (the timer stays
+ * set). */
+static inline bool lazytimer_fired(struct lazytimer *t)
+{
+    uint64_t n;
+    if (read(t->fd, &n, sizeof n) != (ssize_t)sizeof n) return false;
+    t->at = 0;
+    return true;
+}
+
+#endif
