@@ -179,8 +179,9 @@ struct rdp {
     struct rdp_buf *rxbuf[RDP_RX_BATCH];
     struct sockaddr_storage rxaddr[RDP_RX_BATCH];
     unsigned rx_dirty; /* slots from 0 that need fill_rx before the next read */
-    /* UDP GRO: reads of coalesced datagrams into RDP_GRO_BUF buffers, split on receipt */
-    bool gro;
+    /* UDP GRO: reads of coalesced datagrams into RDP_GRO_BUF buffers, split on receipt; an
+     * endpoint with large datagrams switches to it (want_gro) once a peer sends small ones */
+    bool gro, want_gro;
     uint8_t *grobuf; /* RDP_RX_BATCH * RDP_GRO_BUF bytes */
     union {
         char buf[CMSG_SPACE(sizeof(int))];
@@ -204,6 +205,9 @@ void rdp_count_drop(rdp_t *ep, struct rdp_peer *p, enum rdp_drop_reason why);
 
 /* io.c */
 int rdp_io_socket(rdp_t *ep);
+/* Whether the datagrams between us and p are MTU-sized (small enough to coalesce: GSO, GRO),
+ * by the payload the two agreed on. */
+bool rdp_io_small_dgrams(const struct rdp_peer *p);
 void rdp_io_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b);
 void rdp_io_flush(rdp_t *ep);
 void rdp_io_forget_peer(rdp_t *ep, struct rdp_peer *p);

@@ -12,7 +12,8 @@
  * or the NIC cuts into datagrams, and the socket reads with UDP_GRO, so the kernel may hand
  * over up to 64 KiB of same-sized datagrams at once; they are split here. Sending is decided
  * per peer (an endpoint with 64 KiB datagrams still coalesces what it sends to a peer with a
- * smaller MTU); reading coalesced is for the endpoint, by its own datagram size. Every datagram
+ * smaller MTU); reading coalesced is for the whole endpoint: from the start where its own
+ * datagrams are small, else from the first peer with small ones on. Every datagram
  * keeps its own header and MAC: offload changes the cost per datagram, never the wire. A
  * device that can't do GSO (EIO) turns it off for the endpoint.
  */
@@ -63,11 +64,36 @@ int rdp_io_socket(rdp_t *ep)
     }
     ep->fd = fd;
     ep->gso = c->offload != 0; /* a send with UDP_SEGMENT says whether the kernel can */
-    if (c->offload && ep->max_dgram <= RDP_GSO_BYTES / 2) {
-        ep->grobuf = malloc((size_t)RDP_RX_BATCH * RDP_GRO_BUF);
-        if (ep->grobuf && setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0) ep->gro = true;
-    }
+    ep->want_gro = c->offload && ep->max_dgram <= RDP_GSO_BYTES / 2;
     return 0;
+}
+
+bool rdp_io_small_dgrams(const struct rdp_peer *p)
+{
+    return p->payload + RDP_OVERHEAD <= RDP_GSO_BYTES / 2;
+}
+
+/* Read coalesced (UDP_GRO) from now on: from the start where our own datagrams are small, and
+ * on an endpoint with large ones once a peer sends small ones (its own large datagrams then
+ * take the same way, at the cost of a copy of each one the protocol keeps). Between reads
+ * only: the receive slots are rebuilt. Without memory or kernel support it stays as it is. */
+static void rx_enable_gro(rdp_t *ep)
+{
+    ep->want_gro = false;
+    if (ep->gro) return;
+    int one = 1;
+    uint8_t *g = malloc((size_t)RDP_RX_BATCH * RDP_GRO_BUF);
+    if (!g || setsockopt(ep->fd, SOL_UDP, UDP_GRO, &one, sizeof one) < 0) {
+        free(g);
+        return;
+    }
+    ep->grobuf = g;
+    for (unsigned i = 0; i < RDP_RX_BATCH; i++) {
+        rdp_pool_put(&ep->pool, ep->rxbuf[i]);
+        ep->rxbuf[i] = NULL;
+    }
+    ep->rx_dirty = RDP_RX_BATCH;
+    ep->gro = true;
 }
 
 static void batch_add(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b, bool reorder)
@@ -176,7 +202,7 @@ static bool is_icmp_errno(int e)
  * also from an endpoint with larger datagrams (loopback's) to a peer with a smaller MTU. */
 static bool gso_to(const rdp_t *ep, const struct rdp_peer *p)
 {
-    return ep->gso && p->payload + RDP_OVERHEAD <= RDP_GSO_BYTES / 2;
+    return ep->gso && rdp_io_small_dgrams(p);
 }
 
 /* Group the batch's packets from pkt on into sends, from gsom[at] on: with GSO a run of
@@ -419,6 +445,7 @@ static void rx_split(rdp_t *ep, unsigned i, size_t len, struct rx_later *later, 
  * -1 on a fatal socket error. */
 int rdp_io_receive(rdp_t *ep)
 {
+    if (ep->want_gro) rx_enable_gro(ep);
     for (int tries = 0; tries < 8; tries++) {
         if (fill_rx(ep) < 0) return 0;
         int n = recvmmsg(ep->fd, ep->rxm, RDP_RX_BATCH, MSG_DONTWAIT, NULL);

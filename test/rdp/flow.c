@@ -34,7 +34,8 @@
  *                        messages queued before it (up to 1 MiB: 16 packets at the sender's
  *                        size, 745 at the receiver's) are cut again. Every message arrives
  *                        intact, both ways, none is dropped as too large or reported lost;
- *                        the larger side sends the small packets coalesced (UDP GSO).
+ *                        the larger side sends and reads the small packets coalesced (UDP
+ *                        GSO and GRO).
  *  test_mtu_mismatch_peer_opens
  *                        the same when the side with the smaller MTU opens the connection, and
  *                        the other learns its size with nothing queued: messages of 1 MiB
@@ -345,6 +346,7 @@ static void test_mtu_mismatch(void)
     struct rdp_stats sa;
     rdp_stats(a.rdp, &sa);
     CU_ASSERT(sa.gso_sends > 0); /* A's 1500-byte packets to B leave coalesced, as B's do */
+    CU_ASSERT(sa.gro_reads > 0); /* and A reads B's coalesced, as B reads A's */
     if (h_count(&a, H_RECV, 2) != 2 * n || sb.drops[RDP_DROP_MALFORMED]) {
         fprintf(stderr, "mtu_mismatch: %llu/%llu echoes, %llu too large at B\n",
                 (unsigned long long)h_count(&a, H_RECV, 2), (unsigned long long)(2 * n),
