@@ -178,6 +178,8 @@ struct rdp_peer_stats {
     uint64_t drops[RDP_DROP__COUNT];     /* incoming packets dropped, by reason */
     uint32_t srtt_us, rttvar_us, rto_us; /* RTT estimator */
     uint32_t cwnd, peer_wnd, inflight;   /* packets */
+    uint32_t rcv_wnd, held;              /* packets: the window we advertise, and those we hold
+                                          * out of order now (bounded by our buffers) */
     enum rdp_mac_alg mac;                /* the MAC of the packets sent on this connection */
     uint32_t payload;                    /* message bytes per data packet to this peer: the
                                           * smaller of the two MTUs' (from the handshake) */

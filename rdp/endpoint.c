@@ -329,6 +329,8 @@ int rdp_peer_stats(const rdp_t *ep, uint32_t node, struct rdp_peer_stats *st)
     st->queued = p->queued;
     st->mac = p->mac_tx;
     st->payload = p->payload;
+    st->rcv_wnd = rdp_rcv_wnd(p);
+    st->held = p->rx_held;
     return 0;
 }
 

@@ -18,9 +18,10 @@
  *   [snd_tx, snd_nxt)   queued, waiting for window
  *
  * On the receive side rcv_nxt is the next packet to deliver; packets in (rcv_nxt,
- * rcv_nxt + rxcap) wait in a reorder ring. In-order fragments are appended to the
- * reassembly buffer, or, for an application with a recvv callback, kept as they are until
- * the message is complete; a message that fits one packet is delivered straight from it.
+ * rcv_nxt + rxcap) wait in a reorder ring, at most rx_hold_max of them (the window counts
+ * packets of the agreed size, the hold bound our own buffers). In-order fragments are appended to
+ * the reassembly buffer, or, for an application with a recvv callback, kept as they are until the
+ * message is complete; a message that fits one packet is delivered straight from it.
  */
 #ifndef PSCLUSTER_RDP_INTERNAL_H
 #define PSCLUSTER_RDP_INTERNAL_H
@@ -114,8 +115,8 @@ struct rdp_peer {
     struct rdp_buf **rx;
     uint32_t rxcap, rxmask;
     uint32_t rcv_nxt;
-    uint32_t rx_held;
-    uint32_t rx_high; /* one past the highest sequence held in the ring */
+    uint32_t rx_held, rx_hold_max; /* packets held out of order; at most (our buffers) */
+    uint32_t rx_high;              /* one past the highest sequence held in the ring */
     uint8_t *asm_buf;
     size_t asm_cap, asm_len;
     uint32_t asm_msg_len;

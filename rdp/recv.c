@@ -27,15 +27,37 @@ static uint32_t pow2_at_most(uint64_t v)
     return c;
 }
 
+/* Window slots for packets of `payload` bytes: rcvbuf of them, as many as the SACK bitmap of
+ * one packet of that size covers. */
+static uint32_t window_for(const rdp_t *ep, uint32_t payload)
+{
+    uint32_t cap = pow2_at_most(ep->cfg.rcvbuf / payload);
+    while (cap > 16 && cap / 8 > payload) cap >>= 1;
+    return cap;
+}
+
 int rdp_recvq_init(rdp_t *ep, struct rdp_peer *p)
 {
-    uint32_t cap = pow2_at_most(ep->cfg.rcvbuf / ep->payload);
-    /* the SACK bitmap of a full window must fit in one ACK */
-    while (cap > 16 && cap / 8 > ep->max_dgram - RDP_OVERHEAD) cap >>= 1;
+    /* what may be held out of order is bounded by our own buffers, each of our size */
+    p->rx_hold_max = window_for(ep, ep->payload);
+    p->rxcap = window_for(ep, p->payload);
+    p->rxmask = p->rxcap - 1;
+    p->rx = calloc(p->rxcap, sizeof *p->rx);
+    return p->rx ? 0 : -1;
+}
+
+/* The window in the agreed packet size (a peer with a smaller MTU gets as many bytes in
+ * flight as one with ours); the ring must be empty. Without memory it stays as it is. */
+static void fit_window(rdp_t *ep, struct rdp_peer *p)
+{
+    uint32_t cap = window_for(ep, p->payload);
+    if (cap == p->rxcap) return;
+    struct rdp_buf **rx = calloc(cap, sizeof *rx);
+    if (!rx) return;
+    free(p->rx);
+    p->rx = rx;
     p->rxcap = cap;
     p->rxmask = cap - 1;
-    p->rx = calloc(cap, sizeof *p->rx);
-    return p->rx ? 0 : -1;
 }
 
 void rdp_recvq_reset(rdp_t *ep, struct rdp_peer *p, uint32_t iseq)
@@ -48,6 +70,7 @@ void rdp_recvq_reset(rdp_t *ep, struct rdp_peer *p, uint32_t iseq)
         }
     }
     p->rx_held = 0;
+    fit_window(ep, p);
     p->rcv_nxt = p->rx_high = iseq;
     asm_abort(ep, p);
     p->asm_len = 0;
@@ -281,7 +304,8 @@ void rdp_handle_data(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, str
     }
     if (off > 0) {
         struct rdp_buf **s = &p->rx[h->seq & p->rxmask];
-        struct rdp_buf *k = *s ? NULL : rdp_buf_keep(&ep->pool, *bufp);
+        bool room = p->rx_held < p->rx_hold_max;
+        struct rdp_buf *k = *s || !room ? NULL : rdp_buf_keep(&ep->pool, *bufp);
         if (*s) {
             rdp_count_drop(ep, p, RDP_DROP_DUPLICATE);
         } else if (!k) {

@@ -40,6 +40,11 @@
  *                        the same when the side with the smaller MTU opens the connection, and
  *                        the other learns its size with nothing queued: messages of 1 MiB
  *                        still fit its send queue.
+ *  test_mtu_mismatch_window
+ *                        a stream from the smaller-MTU side to the larger, which drops 5 % of
+ *                        what it reads: its window counts the small packets (rcvbuf of them,
+ *                        as for a peer of its own size), but it never holds more packets out
+ *                        of order than rcvbuf of its own 64 KiB buffers; all arrives intact.
  *
  * Endpoints: A = node 1 on 127.0.0.1, B = node 2 on 127.0.0.2.
  */
@@ -357,6 +362,61 @@ static void test_mtu_mismatch(void)
     h_ep_free(&b);
 }
 
+struct window_ctx {
+    struct h_stream s;
+    struct h_ep *rx;
+    uint32_t max_peer_wnd; /* the largest window the sender saw */
+    uint32_t max_held;     /* the most packets the receiver held out of order at once */
+    int failed;
+};
+
+static int window_done(void *p)
+{
+    struct window_ctx *c = p;
+    if (h_stream_pump(&c->s) < 0) c->failed = 1;
+    struct rdp_peer_stats ps;
+    if (rdp_peer_stats(c->s.ep->rdp, c->s.to, &ps) == 0 && ps.peer_wnd > c->max_peer_wnd)
+        c->max_peer_wnd = ps.peer_wnd;
+    if (rdp_peer_stats(c->rx->rdp, 2, &ps) == 0 && ps.held > c->max_held) c->max_held = ps.held;
+    if (c->failed || h_count(c->s.ep, H_LOST, c->s.to)) return 1;
+    return h_count(c->rx, H_RECV, 2) >= c->s.total;
+}
+
+static void test_mtu_mismatch_window(void)
+{
+    struct h_ep a, b;
+    struct h_net net;
+    if (open_mtu_pair(&net, &a, &b) < 0) return;
+    /* A (65536) drops 5 % of what it reads, so it holds packets ahead of gaps */
+    struct rdp_faults f = {.drop = 0.05, .dir = RDP_FAULT_RX, .seed = 11};
+    CU_ASSERT_EQUAL(rdp_set_faults(a.rdp, &f), 0);
+    struct window_ctx c = {.rx = &a};
+    h_stream_init(&c.s, &b, 1, h_scale(400), 1000, 256 << 10);
+    CU_ASSERT_EQUAL(h_run(&net, window_done, &c, H_S(60)), 1);
+    CU_ASSERT_EQUAL(c.failed, 0);
+    CU_ASSERT(h_check_recv_seq(&a, 2, 0, c.s.total));
+    CU_ASSERT_EQUAL(a.bad_content, 0);
+    struct rdp_peer_stats pa;
+    CU_ASSERT_EQUAL(rdp_peer_stats(a.rdp, 2, &pa), 0);
+    struct rdp_config cfg;
+    h_config(&cfg);
+    /* the window counts B's packets: rcvbuf of them, as for any peer (power of two) */
+    uint32_t want = 1;
+    while ((uint64_t)want * 2 <= cfg.rcvbuf / MTU_SMALL) want *= 2;
+    CU_ASSERT_EQUAL(pa.rcv_wnd, want);
+    CU_ASSERT_EQUAL(c.max_peer_wnd, want);
+    /* what A holds is bounded by its own 64 KiB buffers: rcvbuf of them */
+    uint32_t bound = 1;
+    while ((uint64_t)bound * 2 <= cfg.rcvbuf / MTU_BIG) bound *= 2;
+    CU_ASSERT(c.max_held > 0);
+    CU_ASSERT(c.max_held <= bound);
+    if (c.max_peer_wnd != want || c.max_held > bound)
+        fprintf(stderr, "mtu_mismatch_window: window %u (want %u), held at most %u (bound %u)\n",
+                c.max_peer_wnd, want, c.max_held, bound);
+    h_ep_free(&a);
+    h_ep_free(&b);
+}
+
 struct cwnd_wait {
     struct h_wait_recv w;
     struct h_ep *tx;
@@ -409,4 +469,5 @@ static void test_mtu_mismatch_peer_opens(void)
 
 UNIT_SUITE(rdp_flow, UNIT_TEST(test_flow_control), UNIT_TEST(test_cansend_after_lost),
            UNIT_TEST(test_send_buffer_reuse), UNIT_TEST(test_pieces_small_packets),
-           UNIT_TEST(test_mtu_mismatch), UNIT_TEST(test_mtu_mismatch_peer_opens))
+           UNIT_TEST(test_mtu_mismatch), UNIT_TEST(test_mtu_mismatch_peer_opens),
+           UNIT_TEST(test_mtu_mismatch_window))
