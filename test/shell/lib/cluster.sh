@@ -49,8 +49,11 @@ check_usage() {
 
 cleanup() {
     local p
-    for p in "${PIDS[@]}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null; done
-    wait 2>/dev/null
+    # one redirection for both, so that bash's "Killed" notices go with the errors
+    {
+        for p in "${PIDS[@]}"; do [ -n "$p" ] && kill -KILL "$p"; done
+        wait
+    } 2>/dev/null
     [ -n "${CDIR:-}" ] && rm -rf "$CDIR"
 }
 trap cleanup EXIT
