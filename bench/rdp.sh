@@ -12,6 +12,7 @@
 # both sides); then the stream with 5 % loss: the RDP fault injector on loopback (--loss 0.05 on
 # both sides: RDP only, TCP runs lossless) and nftables `numgen random` drop of 5 % of the
 # packets entering each namespace (RDP and TCP alike).
+# On loopback also a stream between endpoints with different MTUs (65536 and 1500), each way.
 # Then ping-pong at the sizes of SWEEP (default 4 KiB, 16 KiB, 256 KiB; empty: none), to show
 # how the ratio moves between and beyond the three sizes.
 # Every figure is the median over RUNS client runs (default 5); the ratio column is the median
@@ -215,6 +216,17 @@ for path in $PATHS; do
         echo "## loopback" >&2
         start_server 127.0.0.1
         workloads lo "loopback" 65536 env --
+        # nodes with different MTUs (a server with its own --mtu): packets at the smaller one's
+        # size, both ways
+        SRV_ARGS=(--mtu 1500)
+        start_server 127.0.0.1 env
+        run_case lo-st64k-to1500 env -- --mode stream --size 65536 --count "$ST_COUNT" --mtu 65536
+        emit lo-st64k-to1500 "loopback" "65536 → 1500" "stream 64 KiB, to a peer at MTU 1500" bw
+        SRV_ARGS=(--mtu 65536)
+        start_server 127.0.0.1 env
+        run_case lo-st64k-from1500 env -- --mode stream --size 65536 --count "$ST_COUNT" --mtu 1500
+        emit lo-st64k-from1500 "loopback" "1500 → 65536" "stream 64 KiB, from a peer at MTU 1500" bw
+        SRV_ARGS=()
         # 5 % loss from the RDP fault injector on both sides (the server's own option)
         SRV_ARGS=(--loss 0.05)
         start_server 127.0.0.1 env
