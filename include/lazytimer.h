@@ -8,8 +8,8 @@
  * CPU's timer device, which in a virtual machine traps to the hypervisor. A loop whose
  * deadline moves a little later every round (RDP re-arms its retransmission timer for each
  * message) pays that on every wait: a 16-byte UDP ping-pong on this project's VM took
- * 18.1 us with a 1 ms timeout on each wait, 15.7 us without one, 14.9 us with this timer
- * (bench/RESULTS.md, "waiting without a timeout").
+ * 18.7 us with a 1 ms timeout on each wait, 16.1 us without one, 16.5 us with this timer
+ * (bench/profile/waitcost.c; bench/RESULTS.md, "waiting without a timeout").
  *
  * Here a deadline a little later than the one set changes nothing: the timer fires early,
  * the loop finds nothing due, and the next lazytimer_arm sets it to the real deadline. So
