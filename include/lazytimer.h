@@ -18,11 +18,12 @@
  * that an answer made unnecessary, under a retransmission timer) moves the timer, because
  * setting it costs less than the wake-up it would cause.
  *
- * The timer is only set when the loop is about to sleep: lazytimer_wait first takes what is
- * ready without waiting (a busy loop often finds the next packet there already, and setting
- * a timer it would not need cost more than that extra call: 64 KiB ping-pong at MTU 1500,
- * RDP/TCP 1.80 when arming before every wait against 1.67 like this, and 1.67 with a
- * timeout on every wait).
+ * The timer is only set when the loop is about to sleep: where it must be set, lazytimer_wait
+ * first takes what is ready without waiting (a busy loop often finds the next packet there
+ * already, and setting a timer it would not need cost more than that extra call: 64 KiB
+ * ping-pong at MTU 1500, RDP/TCP 1.80 when arming before every wait against 1.67 like this,
+ * and 1.67 with a timeout on every wait). Where the timer serves as it is, the wait is one
+ * call.
  *
  * Use: lazytimer_open, add fd to the epoll set for EPOLLIN; wait with lazytimer_wait(&t, ep,
  * ..., earliest deadline); when fd is readable, lazytimer_fired, then run what is due. Times
@@ -58,18 +59,24 @@ static inline void lazytimer_close(struct lazytimer *t)
     t->at = 0;
 }
 
+/* Whether the timer as set serves a deadline of `at` (UINT64_MAX: none): it fires no later,
+ * and not before half the time to it has passed. */
+static inline bool lazytimer_serves(const struct lazytimer *t, uint64_t at)
+{
+    if (at == UINT64_MAX) return true;
+    if (!t->at || t->at > at) return false;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return t->at > now && t->at - now >= (at - now) / 2;
+}
+
 /* Make sure the timer fires no later than `at` (UINT64_MAX: no deadline, nothing to do), and
  * not before half the time to it has passed. A time already past fires at once. 0, or -1
  * and errno from timerfd_settime. */
 static inline int lazytimer_arm(struct lazytimer *t, uint64_t at)
 {
-    if (at == UINT64_MAX) return 0;
-    if (t->at && t->at <= at) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-        if (t->at > now && t->at - now >= (at - now) / 2) return 0;
-    }
+    if (lazytimer_serves(t, at)) return 0;
     if (!at) at = 1; /* an all-zero it_value would disarm */
     struct itimerspec it = {.it_value = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)}};
     if (timerfd_settime(t->fd, TFD_TIMER_ABSTIME, &it, NULL) < 0) return -1;
@@ -77,14 +84,17 @@ static inline int lazytimer_arm(struct lazytimer *t, uint64_t at)
     return 0;
 }
 
-/* epoll_wait on ep for up to max events: those ready now, else (with the timer armed at `at`)
- * the first to come. Returns what epoll_wait returns. */
+/* epoll_wait on ep for up to max events, the timer serving `at`. Where it must be set, the
+ * events ready now are taken first, and it is set only if there are none. Returns what
+ * epoll_wait returns. */
 static inline int lazytimer_wait(struct lazytimer *t, int ep, struct epoll_event *ev, int max,
                                  uint64_t at)
 {
-    int n = epoll_wait(ep, ev, max, 0);
-    if (n != 0) return n;
-    if (lazytimer_arm(t, at) < 0) return -1;
+    if (!lazytimer_serves(t, at)) {
+        int n = epoll_wait(ep, ev, max, 0);
+        if (n != 0) return n;
+        if (lazytimer_arm(t, at) < 0) return -1;
+    }
     return epoll_wait(ep, ev, max, -1);
 }
 

@@ -4,7 +4,8 @@
  *   - a later deadline leaves the timer at the earlier one if that is over half-way there,
  *     else moves it; an earlier one always moves it;
  *   - a time already past fires at once; a read of an unfired timer changes nothing;
- *   - lazytimer_wait sets the timer only when nothing is ready, and then sleeps until it;
+ *   - lazytimer_wait sets the timer only when nothing is ready, and then sleeps until it; a
+ *     timer that serves as it is stays;
  *   - the loop runs its heap timers in order, an outside timer source (RDP's) when due, and
  *     file descriptors, woken by nothing but the timer when no descriptor is ready.
  * Waits are bounded (poll timeouts, alarm) so that a broken timer fails instead of hanging.
@@ -123,6 +124,17 @@ static void test_wait_arms_only_to_sleep(void)
     CU_ASSERT_EQUAL(got[0].data.fd, t.fd);
     CU_ASSERT(now_ns() - t0 >= 20 * MS);
     CU_ASSERT(lazytimer_fired(&t));
+    /* a timer that serves as it is: not set again, whether or not something is ready */
+    uint64_t far = now_ns() + 10000 * MS;
+    CU_ASSERT_EQUAL(lazytimer_arm(&t, far), 0);
+    CU_ASSERT(lazytimer_serves(&t, far + 1000 * MS));
+    CU_ASSERT_FALSE(lazytimer_serves(&t, far - 1));          /* earlier: must move */
+    CU_ASSERT_FALSE(lazytimer_serves(&t, far + 30000 * MS)); /* not half-way: moves */
+    CU_ASSERT_EQUAL(write(p[1], "y", 1), 1);
+    CU_ASSERT_EQUAL(lazytimer_wait(&t, ep, got, 4, far + 1000 * MS), 1);
+    CU_ASSERT_EQUAL(got[0].data.fd, p[0]);
+    CU_ASSERT_EQUAL(t.at, far);
+    CU_ASSERT_EQUAL(read(p[0], &c, 1), 1);
     close(p[0]);
     close(p[1]);
     close(ep);
