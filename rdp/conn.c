@@ -125,7 +125,7 @@ static void fit_payload(rdp_t *ep, struct rdp_peer *p, uint32_t peer_max)
     uint32_t payload = peer_max < ep->payload ? peer_max : ep->payload;
     bool smaller = payload < p->payload;
     p->payload = payload;
-    if (ep->cfg.offload && !ep->gro && rdp_io_small_dgrams(p))
+    if (ep->cfg.offload && !ep->gro && rdp_io_coalescable(p->payload))
         ep->want_gro = true; /* read its packets coalesced too (from the next read on) */
     if (smaller) report_undeliverable(ep, p, rdp_sendq_recut(ep, p));
 }

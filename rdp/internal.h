@@ -206,9 +206,9 @@ void rdp_count_drop(rdp_t *ep, struct rdp_peer *p, enum rdp_drop_reason why);
 
 /* io.c */
 int rdp_io_socket(rdp_t *ep);
-/* Whether the datagrams between us and p are MTU-sized (small enough to coalesce: GSO, GRO),
- * by the payload the two agreed on. */
-bool rdp_io_small_dgrams(const struct rdp_peer *p);
+/* Whether datagrams with `payload` bytes of payload are MTU-sized: small enough that several
+ * fit one coalesced send or read (GSO, GRO). */
+bool rdp_io_coalescable(uint32_t payload);
 void rdp_io_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b);
 void rdp_io_flush(rdp_t *ep);
 void rdp_io_forget_peer(rdp_t *ep, struct rdp_peer *p);

@@ -64,13 +64,13 @@ int rdp_io_socket(rdp_t *ep)
     }
     ep->fd = fd;
     ep->gso = c->offload != 0; /* a send with UDP_SEGMENT says whether the kernel can */
-    ep->want_gro = c->offload && ep->max_dgram <= RDP_GSO_BYTES / 2;
+    ep->want_gro = c->offload && rdp_io_coalescable(ep->payload);
     return 0;
 }
 
-bool rdp_io_small_dgrams(const struct rdp_peer *p)
+bool rdp_io_coalescable(uint32_t payload)
 {
-    return p->payload + RDP_OVERHEAD <= RDP_GSO_BYTES / 2;
+    return payload + RDP_OVERHEAD <= RDP_GSO_BYTES / 2;
 }
 
 /* Read coalesced (UDP_GRO) from now on: from the start where our own datagrams are small, and
@@ -202,7 +202,7 @@ static bool is_icmp_errno(int e)
  * also from an endpoint with larger datagrams (loopback's) to a peer with a smaller MTU. */
 static bool gso_to(const rdp_t *ep, const struct rdp_peer *p)
 {
-    return ep->gso && rdp_io_small_dgrams(p);
+    return ep->gso && rdp_io_coalescable(p->payload);
 }
 
 /* Group the batch's packets from pkt on into sends, from gsom[at] on: with GSO a run of

@@ -44,11 +44,11 @@
  * it send messages N+1 and N swapped, message N twice (at N+1), or message N with a byte
  * flipped -- over RDP and TCP alike -- so a test can show that the checker catches each.
  *
- * Event loop: epoll on the RDP socket, the control socket and a timerfd armed no later than
- * rdp_next_deadline() (lazytimer.h: moved only earlier, so it is not set again at every
- * wait); the program sleeps in the kernel between packets like a daemon would, it never
- * spins. The TCP baseline uses blocking I/O with TCP_NODELAY and
- * 4-byte length framing (the best case for kernel TCP, as in the peers' pingpong.c).
+ * Event loop: epoll on the RDP socket, the control socket and a timerfd that fires no later
+ * than rdp_next_deadline() (lazytimer.h: set only before sleeping, and only when the deadline
+ * moved earlier or far later, not at every wait); the program sleeps in the kernel between
+ * packets like a daemon would, it never spins. The TCP baseline uses blocking I/O with TCP_NODELAY
+ * and 4-byte length framing (the best case for kernel TCP, as in the peers' pingpong.c).
  */
 #include "lazytimer.h"
 #include "rdp.h"
