@@ -382,6 +382,14 @@ static int window_done(void *p)
     return h_count(c->rx, H_RECV, 2) >= c->s.total;
 }
 
+/* The largest power of two packets of `payload` bytes within rcvbuf. */
+static uint32_t pow2_packets(size_t rcvbuf, uint32_t payload)
+{
+    uint32_t n = 1;
+    while ((uint64_t)n * 2 <= rcvbuf / payload) n *= 2;
+    return n;
+}
+
 static void test_mtu_mismatch_window(void)
 {
     struct h_ep a, b;
@@ -401,13 +409,11 @@ static void test_mtu_mismatch_window(void)
     struct rdp_config cfg;
     h_config(&cfg);
     /* the window counts B's packets: rcvbuf of them, as for any peer (power of two) */
-    uint32_t want = 1;
-    while ((uint64_t)want * 2 <= cfg.rcvbuf / MTU_SMALL) want *= 2;
+    uint32_t want = pow2_packets(cfg.rcvbuf, MTU_SMALL);
     CU_ASSERT_EQUAL(pa.rcv_wnd, want);
     CU_ASSERT_EQUAL(c.max_peer_wnd, want);
     /* what A holds is bounded by its own 64 KiB buffers: rcvbuf of them */
-    uint32_t bound = 1;
-    while ((uint64_t)bound * 2 <= cfg.rcvbuf / MTU_BIG) bound *= 2;
+    uint32_t bound = pow2_packets(cfg.rcvbuf, MTU_BIG);
     CU_ASSERT(c.max_held > 0);
     CU_ASSERT(c.max_held <= bound);
     if (c.max_peer_wnd != want || c.max_held > bound)
