@@ -11,12 +11,20 @@
  * 18.7 us with a 1 ms timeout on each wait, 16.1 us without one, 16.5 us with this timer
  * (bench/profile/waitcost.c; bench/RESULTS.md, "waiting without a timeout").
  *
- * Here a deadline a little later than the one set changes nothing: the timer fires early,
- * the loop finds nothing due, and the next lazytimer_arm sets it to the real deadline. So
- * the timer is set about once per expiry instead of once per wait, and the wait itself has
- * no timeout. A deadline much later (the one set is not even half-way there: a delayed ACK
- * that an answer made unnecessary, under a retransmission timer) moves the timer, because
- * setting it costs less than the wake-up it would cause.
+ * A later deadline leaves the timer where it is while over half the span it was set for is
+ * still ahead: the timer fires early, the loop finds nothing due, and the next lazytimer_arm
+ * sets it to the real deadline. A busy loop never gets that far: it waits again long before
+ * the timer is due, and moves it once under half its span is left. So a deadline that moves
+ * a little later every round (RDP re-arms its retransmission timer for each message), or
+ * goes away for a round (nothing in flight: only the loop's own housekeeping, far ahead),
+ * costs a setting about once per half span instead of once per round. The price: a timer
+ * that went stale early in its span (a delayed ACK that an answer made unnecessary) fires
+ * once for nothing if the loop sleeps through the rest of it.
+ *
+ * The half is measured against the span the timer was set for, not against the new deadline:
+ * measured against the new deadline, the timer was moved far out whenever RDP had nothing
+ * due, and back at the next message, twice per round trip in 64 KiB ping-pong at MTU 1500,
+ * each timerfd_settime ~3 us in this VM (bench/RESULTS.md, "waiting without a timeout").
  *
  * The timer is only set when the loop is about to sleep: where it must be set, lazytimer_wait
  * first takes what is ready without waiting (a busy loop often finds the next packet there
@@ -41,13 +49,21 @@
 
 struct lazytimer {
     int fd;
-    uint64_t at; /* when it is set to fire; 0: not set (or fired) */
+    uint64_t at;  /* when it is set to fire; 0: not set (or fired) */
+    uint64_t set; /* when it was set */
 };
+
+static inline uint64_t lazytimer_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* 0, or -1 and errno from timerfd_create. */
 static inline int lazytimer_open(struct lazytimer *t)
 {
-    t->at = 0;
+    t->at = t->set = 0;
     t->fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     return t->fd < 0 ? -1 : 0;
 }
@@ -60,26 +76,25 @@ static inline void lazytimer_close(struct lazytimer *t)
 }
 
 /* Whether the timer as set serves a deadline of `at` (UINT64_MAX: none): it fires no later,
- * and not before half the time to it has passed. */
+ * and over half the span it was set for is still ahead. */
 static inline bool lazytimer_serves(const struct lazytimer *t, uint64_t at)
 {
     if (at == UINT64_MAX) return true;
     if (!t->at || t->at > at) return false;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    return t->at > now && t->at - now >= (at - now) / 2;
+    uint64_t now = lazytimer_now();
+    return t->at > now && t->at - now >= (t->at - t->set) / 2;
 }
 
-/* Make sure the timer fires no later than `at` (UINT64_MAX: no deadline, nothing to do), and
- * not before half the time to it has passed. A time already past fires at once. 0, or -1
- * and errno from timerfd_settime. */
+/* Make sure the timer fires no later than `at` (UINT64_MAX: no deadline, nothing to do); a
+ * timer that serves it stays (lazytimer_serves), else it is set to `at`. A time already past
+ * fires at once. 0, or -1 and errno from timerfd_settime. */
 static inline int lazytimer_arm(struct lazytimer *t, uint64_t at)
 {
     if (lazytimer_serves(t, at)) return 0;
     if (!at) at = 1; /* an all-zero it_value would disarm */
     struct itimerspec it = {.it_value = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)}};
     if (timerfd_settime(t->fd, TFD_TIMER_ABSTIME, &it, NULL) < 0) return -1;
+    t->set = lazytimer_now();
     t->at = at;
     return 0;
 }

@@ -1,8 +1,8 @@
 /*
  * test_lazytimer.c - the lazily armed wake-up timer (include/lazytimer.h) and psid's event
  * loop on top of it (psid/loop.c), whose wait has no timeout of its own:
- *   - a later deadline leaves the timer at the earlier one if that is over half-way there,
- *     else moves it; an earlier one always moves it;
+ *   - a later deadline leaves the timer at the earlier one while over half the span it was
+ *     set for is ahead, else moves it; an earlier one always moves it;
  *   - a time already past fires at once; a read of an unfired timer changes nothing;
  *   - lazytimer_wait sets the timer only when nothing is ready, and then sleeps until it; a
  *     timer that serves as it is stays;
@@ -56,15 +56,19 @@ static void test_later_keeps_earlier(void)
     CU_ASSERT_EQUAL(t.fd, -1);
 }
 
-static void test_much_later_moves(void)
+static void test_later_moves_past_half_span(void)
 {
     struct lazytimer t;
     CU_ASSERT_EQUAL_FATAL(lazytimer_open(&t), 0);
     uint64_t t0 = now_ns();
-    CU_ASSERT_EQUAL(lazytimer_arm(&t, t0 + 50 * MS), 0);
-    CU_ASSERT_EQUAL(lazytimer_arm(&t, t0 + 10000 * MS), 0); /* not half-way: moved */
+    CU_ASSERT_EQUAL(lazytimer_arm(&t, t0 + 1000 * MS), 0);
+    /* just set: a much later deadline leaves it (the rule until 2026-11-22 moved it) */
+    CU_ASSERT_EQUAL(lazytimer_arm(&t, t0 + 10000 * MS), 0);
+    CU_ASSERT_EQUAL(t.at, t0 + 1000 * MS);
+    CU_ASSERT_FALSE_FATAL(readable(t.fd, 600));             /* over half its span has passed */
+    CU_ASSERT_EQUAL(lazytimer_arm(&t, t0 + 10000 * MS), 0); /* under half is left: moved */
     CU_ASSERT_EQUAL(t.at, t0 + 10000 * MS);
-    CU_ASSERT_FALSE(readable(t.fd, 300)); /* no early wake-up at 50 ms */
+    CU_ASSERT_FALSE(readable(t.fd, 700)); /* no early wake-up at 1000 ms */
     lazytimer_close(&t);
 }
 
@@ -128,8 +132,8 @@ static void test_wait_arms_only_to_sleep(void)
     uint64_t far = now_ns() + 10000 * MS;
     CU_ASSERT_EQUAL(lazytimer_arm(&t, far), 0);
     CU_ASSERT(lazytimer_serves(&t, far + 1000 * MS));
-    CU_ASSERT_FALSE(lazytimer_serves(&t, far - 1));          /* earlier: must move */
-    CU_ASSERT_FALSE(lazytimer_serves(&t, far + 30000 * MS)); /* not half-way: moves */
+    CU_ASSERT_FALSE(lazytimer_serves(&t, far - 1));    /* earlier: must move */
+    CU_ASSERT(lazytimer_serves(&t, far + 30000 * MS)); /* however much later */
     CU_ASSERT_EQUAL(write(p[1], "y", 1), 1);
     CU_ASSERT_EQUAL(lazytimer_wait(&t, ep, got, 4, far + 1000 * MS), 1);
     CU_ASSERT_EQUAL(got[0].data.fd, p[0]);
@@ -224,6 +228,7 @@ static void test_loop_wakes_by_timer(void)
     close(p[1]);
 }
 
-UNIT_SUITE(lazytimer, UNIT_TEST(test_later_keeps_earlier), UNIT_TEST(test_much_later_moves),
-           UNIT_TEST(test_earlier_moves), UNIT_TEST(test_past_and_spurious),
-           UNIT_TEST(test_wait_arms_only_to_sleep), UNIT_TEST(test_loop_wakes_by_timer))
+UNIT_SUITE(lazytimer, UNIT_TEST(test_later_keeps_earlier),
+           UNIT_TEST(test_later_moves_past_half_span), UNIT_TEST(test_earlier_moves),
+           UNIT_TEST(test_past_and_spurious), UNIT_TEST(test_wait_arms_only_to_sleep),
+           UNIT_TEST(test_loop_wakes_by_timer))
