@@ -77,12 +77,12 @@ static void mb_cc(size_t len)
     IMB_CHACHA20_POLY1305_ENC_FINALIZE(mb, &c, tag, 16);
 }
 
+/* one call, as rdp/mac_ipsecmb.c MACs a packet in one piece (the GMAC calls that take it in
+ * pieces, for a payload still in the sender's buffer, take ~20 ns more per packet) */
 static void mb_gcm(size_t len)
 {
     struct gcm_context_data c;
-    IMB_AES256_GMAC_INIT(mb, &mb_gk, &c, nonce, 12);
-    IMB_AES256_GMAC_UPDATE(mb, &mb_gk, &c, buf, len);
-    IMB_AES256_GMAC_FINALIZE(mb, &mb_gk, &c, tag, 16);
+    IMB_AES256_GCM_ENC(mb, &mb_gk, &c, NULL, NULL, 0, nonce, buf, len, tag, 16);
 }
 #endif
 

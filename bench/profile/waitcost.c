@@ -7,13 +7,14 @@
  *   timeout   epoll_pwait2 with a 1 ms timeout on every wait (how a loop that sets its wait
  *             to the next protocol deadline sleeps: the deadline is re-armed per message)
  *   lazy      epoll_wait without a timeout and a timerfd in the set, armed before sleeping
- *             at a deadline 1 ms ahead, left alone while that is still over half-way there
+ *             at a deadline 1 ms ahead, left alone while over half its span is ahead
  *             (include/lazytimer.h, as psid and rdpbench wait)
  * Rounds alternate the modes; each prints the median RTT of its round trips, and the end
  * the median over rounds. Run by hand:
  *   cc -std=gnu11 -O2 -Iinclude -o waitcost bench/profile/waitcost.c && ./waitcost [ROUNDS]
  */
 #include "lazytimer.h"
+#include "probe.h"
 
 #include <arpa/inet.h>
 #include <signal.h>
@@ -37,19 +38,6 @@ struct waiter {
     int fd, ep;
     struct lazytimer t;
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
 
 static void waiter_init(struct waiter *w, enum mode m, int fd)
 {
