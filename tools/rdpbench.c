@@ -46,9 +46,10 @@
  *
  * Event loop: epoll on the RDP socket, the control socket and a timerfd that fires no later
  * than rdp_next_deadline() (lazytimer.h: set only before sleeping, and only when the deadline
- * moved earlier or far later, not at every wait); the program sleeps in the kernel between
- * packets like a daemon would, it never spins. The TCP baseline uses blocking I/O with TCP_NODELAY
- * and 4-byte length framing (the best case for kernel TCP, as in the peers' pingpong.c).
+ * moved earlier or the timer is past half its span, not at every wait); the program sleeps in
+ * the kernel between packets like a daemon would, it never spins. The TCP baseline uses
+ * blocking I/O with TCP_NODELAY and 4-byte length framing (the best case for kernel TCP, as
+ * in the peers' pingpong.c).
  */
 #include "lazytimer.h"
 #include "rdp.h"
