@@ -53,6 +53,11 @@
  *             PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD} for the whole cluster (each node
  *             answers for its own tasks; nodes that are down are skipped).
  *
+ * RDP (psstat rdp): client -> PSM_RDP -> PSM_RDP_REPLY {PSF_SELF, PSF_MAC_IMPL, PSF_PKTS_SENT,
+ *             PSF_PKTS_RECV, PSF_RETRANSMITS, PSF_DROP records (packets of no connection: bad
+ *             MAC, unknown sender, ...), PSF_PEER records}: this daemon's RDP endpoint and
+ *             its connection to each other node it has one with. Anyone may ask.
+ *
  * Daemon protocol: messages between psids travel as RDP messages with the same encoding
  * (types from 0x1000 on); the uid in them comes from the originating node's SO_PEERCRED,
  * and RDP authenticates every packet with the cluster key.
@@ -87,6 +92,8 @@ enum psm_type {
     PSM_NOTIFY_REPLY = 51,
     PSM_RELEASE = 52,
     PSM_DEAD = 53,
+    PSM_RDP = 60,       /* request: this daemon's RDP endpoint and connections */
+    PSM_RDP_REPLY = 61, /* PSF_SELF, endpoint totals, PSF_DROP and PSF_PEER records */
 
     /* daemon to daemon (over RDP) */
     PSM_D_HELLO = 0x1000,     /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
@@ -148,9 +155,40 @@ enum psf_tag {
     PSF_HOME = 43,        /* u32: the node the job's client runs on */
     PSF_WATCHER = 44,     /* u64: the tid of a client waiting for a notification */
     PSF_EPOCH = 45,       /* u32: a node's task epoch (with PSF_TASKS) */
+    /* RDP counters (PSM_RDP_REPLY; u64 unless said otherwise) */
+    PSF_PKTS_SENT = 50,    /* datagrams, with ACKs and retransmissions */
+    PSF_PKTS_RECV = 51,    /* datagrams */
+    PSF_MSGS_SENT = 52,    /* whole messages */
+    PSF_MSGS_RECV = 53,    /* whole messages */
+    PSF_RETRANSMITS = 54,  /* data packets sent again */
+    PSF_TIMEOUTS = 55,     /* retransmission timer expiries */
+    PSF_CONNECTS = 56,     /* connections established */
+    PSF_LOSSES = 57,       /* connections lost */
+    PSF_OUT_OF_ORDER = 58, /* data packets that arrived ahead of a gap */
+    PSF_N = 59,            /* a count (with PSF_TEXT in a PSF_DROP record) */
+    PSF_SRTT_US = 60,      /* u32: smoothed RTT */
+    PSF_RTTVAR_US = 61,    /* u32 */
+    PSF_RTO_US = 62,       /* u32 */
+    PSF_CWND = 63,         /* u32: packets */
+    PSF_PEER_WND = 64,     /* u32: packets the peer lets us send */
+    PSF_RCV_WND = 65,      /* u32: packets we let the peer send */
+    PSF_INFLIGHT = 66,     /* u32: packets sent and not acknowledged */
+    PSF_QUEUED = 67,       /* bytes accepted and not yet acknowledged */
+    PSF_PAYLOAD = 68,      /* u32: message bytes per data packet */
+    PSF_MAC = 69,          /* string: the MAC of the packets sent on the connection */
+    PSF_MAC_IMPL = 70,     /* string: the library computing this endpoint's MACs */
 
     PSF_NODE = 0x8001, /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002, /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */
+    PSF_PEER = 0x8003, /* record: PSF_NODE_ID, PSF_STATE (enum psrdp_state), the counters
+                        * and estimates above, PSF_DROP records */
+    PSF_DROP = 0x8004, /* record: PSF_TEXT (reason, e.g. "mac"), PSF_N (packets dropped) */
+};
+
+enum psrdp_state { /* PSF_STATE in a PSF_PEER record */
+                   PSRDP_CLOSED = 0,
+                   PSRDP_CONNECTING = 1, /* handshake sent, no answer yet */
+                   PSRDP_ESTABLISHED = 2,
 };
 
 enum psnode_state {

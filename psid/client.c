@@ -205,6 +205,16 @@ static void handle_nodes(struct client *c, const struct psmsg *m)
     psmsg_buf_free(&b);
 }
 
+static void handle_rdp(struct client *c, const struct psmsg *m)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_RDP_REPLY, m->id);
+    psmsg_put_u32(&b, PSF_SELF, c->d->self->id);
+    rdplink_put_stats(c->d, &b);
+    queue_reply(c, &b);
+    psmsg_buf_free(&b);
+}
+
 static void dispatch(struct client *c, const uint8_t *frame, size_t len)
 {
     struct psmsg m;
@@ -231,6 +241,9 @@ static void dispatch(struct client *c, const uint8_t *frame, size_t len)
         break;
     case PSM_TASKS:
         tasks_list_request(c->d, c, &m);
+        break;
+    case PSM_RDP:
+        handle_rdp(c, &m);
         break;
     case PSM_NOTIFY:
     case PSM_RELEASE:

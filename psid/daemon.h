@@ -6,7 +6,8 @@
  *   selfnode.c    which configured node this machine is (interface addresses, libnl)
  *   hbwire.c      the heartbeat packet: encoding, MAC, validating decoding
  *   membership.c  heartbeats, the node table, declaring nodes dead
- *   rdplink.c     the RDP endpoint to the other daemons and the dispatch of their messages
+ *   rdplink.c     the RDP endpoint to the other daemons and the dispatch of their messages;
+ *                 its counters for psstat rdp
  *   client.c      the UNIX socket for local clients: framing, SO_PEERCRED, requests
  *   send.c        sending daemon messages: to self directly, to others over RDP, with a
  *                 per-node backlog while RDP's queue is full
@@ -148,6 +149,8 @@ struct psid_node *psid_node(struct psid *d, uint32_t id);
 /* rdplink.c */
 int rdplink_start(struct psid *d);
 void rdplink_stop(struct psid *d);
+/* The endpoint's counters and a PSF_PEER record per other node (PSM_RDP_REPLY's body). */
+void rdplink_put_stats(const struct psid *d, struct psmsg_buf *b);
 
 /* client.c */
 int clients_start(struct psid *d);

@@ -1,7 +1,8 @@
 /*
  * rdplink.c - this daemon's RDP endpoint: every other configured node is a peer. Incoming
  * messages are decoded (psmsg) and dispatched by type; RDP's losses feed membership. RDP's
- * timers run from the event loop's timer source.
+ * timers run from the event loop's timer source. The endpoint's counters and each
+ * connection's are encoded here for `psstat rdp` (PSM_RDP_REPLY).
  */
 #include "daemon.h"
 #include "log.h"
@@ -103,4 +104,63 @@ void rdplink_stop(struct psid *d)
     loop_fd_del(d->loop, rdp_fd(d->rdp));
     rdp_close(d->rdp);
     d->rdp = NULL;
+}
+
+/* PSF_DROP records for the reasons with packets dropped. */
+static void put_drops(struct psmsg_buf *b, const uint64_t *drops)
+{
+    for (int r = 0; r < RDP_DROP__COUNT; r++) {
+        if (!drops[r]) continue;
+        psmsg_record_begin(b, PSF_DROP);
+        psmsg_put_str(b, PSF_TEXT, rdp_drop_reason_name((enum rdp_drop_reason)r));
+        psmsg_put_u64(b, PSF_N, drops[r]);
+        psmsg_record_end(b);
+    }
+}
+
+static uint32_t peer_state(enum rdp_conn_state s)
+{
+    return s == RDP_ESTABLISHED ? PSRDP_ESTABLISHED
+           : s == RDP_SYN_SENT  ? PSRDP_CONNECTING
+                                : PSRDP_CLOSED;
+}
+
+void rdplink_put_stats(const struct psid *d, struct psmsg_buf *b)
+{
+    struct rdp_stats es;
+    rdp_stats(d->rdp, &es);
+    psmsg_put_str(b, PSF_MAC_IMPL, rdp_mac_impl(d->rdp));
+    psmsg_put_u64(b, PSF_PKTS_SENT, es.pkts_sent);
+    psmsg_put_u64(b, PSF_PKTS_RECV, es.pkts_recv);
+    psmsg_put_u64(b, PSF_RETRANSMITS, es.retransmits);
+    put_drops(b, es.drops); /* all of them: also those of no connection */
+    for (size_t i = 0; i < d->conf.nnodes; i++) {
+        const struct psconf_node *n = &d->conf.nodes[i];
+        struct rdp_peer_stats ps;
+        if (n == d->self || rdp_peer_stats(d->rdp, n->id, &ps) < 0) continue;
+        psmsg_record_begin(b, PSF_PEER);
+        psmsg_put_u32(b, PSF_NODE_ID, n->id);
+        psmsg_put_u32(b, PSF_STATE, peer_state(ps.state));
+        psmsg_put_u64(b, PSF_PKTS_SENT, ps.pkts_sent);
+        psmsg_put_u64(b, PSF_PKTS_RECV, ps.pkts_recv);
+        psmsg_put_u64(b, PSF_MSGS_SENT, ps.msgs_sent);
+        psmsg_put_u64(b, PSF_MSGS_RECV, ps.msgs_recv);
+        psmsg_put_u64(b, PSF_RETRANSMITS, ps.retransmits);
+        psmsg_put_u64(b, PSF_TIMEOUTS, ps.timeouts);
+        psmsg_put_u64(b, PSF_OUT_OF_ORDER, ps.out_of_order);
+        psmsg_put_u64(b, PSF_CONNECTS, ps.connects);
+        psmsg_put_u64(b, PSF_LOSSES, ps.losses);
+        psmsg_put_u32(b, PSF_SRTT_US, ps.srtt_us);
+        psmsg_put_u32(b, PSF_RTTVAR_US, ps.rttvar_us);
+        psmsg_put_u32(b, PSF_RTO_US, ps.rto_us);
+        psmsg_put_u32(b, PSF_CWND, ps.cwnd);
+        psmsg_put_u32(b, PSF_PEER_WND, ps.peer_wnd);
+        psmsg_put_u32(b, PSF_RCV_WND, ps.rcv_wnd);
+        psmsg_put_u32(b, PSF_INFLIGHT, ps.inflight);
+        psmsg_put_u64(b, PSF_QUEUED, ps.queued);
+        psmsg_put_u32(b, PSF_PAYLOAD, ps.payload);
+        if (ps.state == RDP_ESTABLISHED) psmsg_put_str(b, PSF_MAC, rdp_mac_alg_name(ps.mac));
+        put_drops(b, ps.drops);
+        psmsg_record_end(b);
+    }
 }

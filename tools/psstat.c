@@ -1,9 +1,11 @@
 /*
  * psstat.c - the cluster as one daemon sees it: `psstat nodes` (id, name, address, state,
- * load, tasks, CPUs) and `psstat tasks` (every task of every node that is up: task id, job,
- * rank, user, state, command), as a table or as JSON.
+ * load, tasks, CPUs), `psstat tasks` (every task of every node that is up: task id, job,
+ * rank, user, state, command) and `psstat rdp` (the daemon's RDP connections to the other
+ * nodes: packets, messages, retransmissions, drops by reason, RTT, windows), as a table or as
+ * JSON.
  *
- * usage: psstat [--json] nodes|tasks
+ * usage: psstat [--json] nodes|tasks|rdp
  */
 #include "psi.h"
 
@@ -16,12 +18,16 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: psstat [--json] nodes|tasks\n"
+    "usage: psstat [--json] nodes|tasks|rdp\n"
     "\n"
     "  nodes         every configured node: id, name, address, "
     "state, load, tasks, CPUs\n"
     "  tasks         every task on the nodes that are up: task id (NODE:PID), job, rank,\n"
     "                user, state, command\n"
+    "  rdp           this daemon's RDP connections to the other nodes: state, packets and\n"
+    "                messages each way, retransmissions, timeouts, connections lost, smoothed\n"
+    "                RTT and retransmission timeout (us), congestion window, packets dropped\n"
+    "                (by reason in --json), and the endpoint's totals\n"
     "  -j, --json    JSON instead of a table\n"
     "  -h, --help    this text\n"
     "The daemon asked is the one at $PSID_SOCKET (default " PSI_DEFAULT_SOCKET ").\n";
@@ -202,6 +208,197 @@ static int tasks(struct psi *c, int json)
     return 0;
 }
 
+/* `psstat rdp`: one row (or JSON object) per peer. The counters a peer record carries, in
+ * column order; u64 unless u32. */
+static const struct rdp_col {
+    uint16_t tag;
+    const char *head, *json;
+    int u32;
+} rdp_cols[] = {
+    {PSF_PKTS_SENT, "PKTS_OUT", "packets_sent", 0},
+    {PSF_PKTS_RECV, "PKTS_IN", "packets_received", 0},
+    {PSF_MSGS_SENT, "MSGS_OUT", "messages_sent", 0},
+    {PSF_MSGS_RECV, "MSGS_IN", "messages_received", 0},
+    {PSF_RETRANSMITS, "RETRANS", "retransmits", 0},
+    {PSF_TIMEOUTS, "TIMEOUTS", "timeouts", 0},
+    {PSF_LOSSES, "LOST", "losses", 0},
+    {PSF_SRTT_US, "SRTT_US", "srtt_us", 1},
+    {PSF_RTO_US, "RTO_US", "rto_us", 1},
+    {PSF_CWND, "CWND", "cwnd", 1},
+    {PSF_CONNECTS, NULL, "connects", 0},
+    {PSF_OUT_OF_ORDER, NULL, "out_of_order", 0},
+    {PSF_RTTVAR_US, NULL, "rttvar_us", 1},
+    {PSF_PEER_WND, NULL, "peer_window", 1},
+    {PSF_RCV_WND, NULL, "receive_window", 1},
+    {PSF_INFLIGHT, NULL, "inflight", 1},
+    {PSF_QUEUED, NULL, "queued_bytes", 0},
+    {PSF_PAYLOAD, NULL, "payload", 1},
+};
+
+static uint64_t get_num(const struct psmsg_view *v, uint16_t tag, int u32)
+{
+    uint64_t x = 0;
+    uint32_t y = 0;
+    if (u32) return psmsg_get_u32(v, tag, &y) == 0 ? y : 0;
+    return psmsg_get_u64(v, tag, &x) == 0 ? x : 0;
+}
+
+/* The PSF_DROP records of v: their sum, and as JSON ("drops":{...}) if json. */
+static uint64_t drops(const struct psmsg_view *v, int json)
+{
+    size_t pos = 0;
+    struct psmsg_field f;
+    uint64_t sum = 0;
+    int first = 1;
+    if (json) printf(",\"drops\":{");
+    while (psmsg_next(v, &pos, &f)) {
+        if (f.tag != PSF_DROP) continue;
+        struct psmsg_view r = psmsg_record(&f);
+        char why[32] = "?";
+        uint64_t n = 0;
+        psmsg_get_str(&r, PSF_TEXT, why, sizeof why);
+        psmsg_get_u64(&r, PSF_N, &n);
+        sum += n;
+        if (json) {
+            printf("%s", first ? "" : ",");
+            json_str(why);
+            printf(":%" PRIu64, n);
+        }
+        first = 0;
+    }
+    if (json) printf("}");
+    return sum;
+}
+
+static const char *rdp_state(uint32_t s)
+{
+    return s == PSRDP_ESTABLISHED ? "established" : s == PSRDP_CONNECTING ? "connecting" : "closed";
+}
+
+/* Node names by id, from PSM_NODES (best effort: "?" where unknown). Copied out of the reply,
+ * which the next call's reply replaces. */
+struct name_entry {
+    uint32_t id;
+    char name[64];
+};
+struct names {
+    size_t n;
+    struct name_entry *v;
+};
+
+static void names_load(struct psi *c, struct names *t)
+{
+    struct psmsg_buf req = {0};
+    struct psmsg rep;
+    t->n = 0;
+    t->v = NULL;
+    psmsg_begin(&req, PSM_NODES, 0);
+    int r = psi_call(c, &req, &rep);
+    psmsg_buf_free(&req);
+    size_t pos = 0, cap = 0;
+    struct psmsg_field f;
+    while (r == 0 && psmsg_next(&rep.body, &pos, &f)) {
+        if (f.tag != PSF_NODE) continue;
+        if (t->n == cap) {
+            cap = cap ? cap * 2 : 16;
+            void *nv = realloc(t->v, cap * sizeof *t->v);
+            if (!nv) return;
+            t->v = nv;
+        }
+        struct psmsg_view v = psmsg_record(&f);
+        if (psmsg_get_u32(&v, PSF_NODE_ID, &t->v[t->n].id) < 0 ||
+            psmsg_get_str(&v, PSF_NAME, t->v[t->n].name, sizeof t->v[t->n].name) < 0)
+            continue;
+        t->n++;
+    }
+}
+
+static const char *names_of(const struct names *t, uint32_t id)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->v[i].id == id) return t->v[i].name;
+    return "?";
+}
+
+static int rdp(struct psi *c, int json)
+{
+    struct psmsg_buf req = {0};
+    struct psmsg rep;
+    struct names names;
+    names_load(c, &names);
+    psmsg_begin(&req, PSM_RDP, 0);
+    int r = psi_call(c, &req, &rep);
+    psmsg_buf_free(&req);
+    if (r < 0) {
+        fprintf(stderr, "psstat: rdp: %s\n", strerror(errno));
+        free(names.v);
+        return 1;
+    }
+    uint32_t self = 0;
+    char impl[64] = "?";
+    psmsg_get_u32(&rep.body, PSF_SELF, &self);
+    psmsg_get_str(&rep.body, PSF_MAC_IMPL, impl, sizeof impl);
+    uint64_t sent = get_num(&rep.body, PSF_PKTS_SENT, 0),
+             recv = get_num(&rep.body, PSF_PKTS_RECV, 0),
+             re = get_num(&rep.body, PSF_RETRANSMITS, 0);
+    if (json) {
+        printf("{\"self\":%u,\"mac_impl\":", self);
+        json_str(impl);
+        printf(",\"packets_sent\":%" PRIu64 ",\"packets_received\":%" PRIu64
+               ",\"retransmits\":%" PRIu64,
+               sent, recv, re);
+        drops(&rep.body, 1);
+        printf(",\"peers\":[");
+    } else {
+        uint64_t dropped = drops(&rep.body, 0);
+        printf("node %u: packets %" PRIu64 " out, %" PRIu64 " in, %" PRIu64
+               " retransmitted, %" PRIu64 " dropped (all reasons, also of no connection); "
+               "MACs by %s\n",
+               self, sent, recv, re, dropped, impl);
+        printf("%-5s %-12s %-12s", "NODE", "NAME", "STATE");
+        for (size_t k = 0; k < sizeof rdp_cols / sizeof rdp_cols[0]; k++)
+            if (rdp_cols[k].head) printf(" %10s", rdp_cols[k].head);
+        printf(" %8s %s\n", "DROPPED", "MAC");
+    }
+    size_t pos = 0;
+    struct psmsg_field f;
+    int first = 1;
+    while (psmsg_next(&rep.body, &pos, &f)) {
+        if (f.tag != PSF_PEER) continue;
+        struct psmsg_view v = psmsg_record(&f);
+        uint32_t id = 0, state = 0;
+        char mac[32] = "-";
+        psmsg_get_u32(&v, PSF_NODE_ID, &id);
+        psmsg_get_u32(&v, PSF_STATE, &state);
+        psmsg_get_str(&v, PSF_MAC, mac, sizeof mac);
+        const char *name = names_of(&names, id);
+        if (json) {
+            printf("%s{\"node\":%u,\"name\":", first ? "" : ",", id);
+            json_str(name);
+            printf(",\"state\":\"%s\"", rdp_state(state));
+            for (size_t k = 0; k < sizeof rdp_cols / sizeof rdp_cols[0]; k++)
+                printf(",\"%s\":%" PRIu64, rdp_cols[k].json,
+                       get_num(&v, rdp_cols[k].tag, rdp_cols[k].u32));
+            if (strcmp(mac, "-") != 0) {
+                printf(",\"mac\":");
+                json_str(mac);
+            }
+            drops(&v, 1);
+            printf("}");
+        } else {
+            printf("%-5u %-12s %-12s", id, name, rdp_state(state));
+            for (size_t k = 0; k < sizeof rdp_cols / sizeof rdp_cols[0]; k++)
+                if (rdp_cols[k].head)
+                    printf(" %10" PRIu64, get_num(&v, rdp_cols[k].tag, rdp_cols[k].u32));
+            printf(" %8" PRIu64 " %s\n", drops(&v, 0), mac);
+        }
+        first = 0;
+    }
+    if (json) printf("]}\n");
+    free(names.v);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -216,7 +413,8 @@ int main(int argc, char **argv)
             return usage(stderr, 2);
     }
     if (optind != argc - 1 ||
-        (strcmp(argv[optind], "nodes") != 0 && strcmp(argv[optind], "tasks") != 0))
+        (strcmp(argv[optind], "nodes") != 0 && strcmp(argv[optind], "tasks") != 0 &&
+         strcmp(argv[optind], "rdp") != 0))
         return usage(stderr, 2);
     struct psi c;
     if (psi_open(&c, NULL) < 0) {
@@ -224,7 +422,10 @@ int main(int argc, char **argv)
                 strerror(errno));
         return 1;
     }
-    int rc = strcmp(argv[optind], "nodes") == 0 ? nodes(&c, json) : tasks(&c, json);
+    const char *what = argv[optind];
+    int rc = strcmp(what, "nodes") == 0   ? nodes(&c, json)
+             : strcmp(what, "tasks") == 0 ? tasks(&c, json)
+                                          : rdp(&c, json);
     psi_close(&c);
     return rc;
 }
