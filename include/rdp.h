@@ -160,6 +160,11 @@ uint64_t rdp_next_deadline(const rdp_t *rdp);
 /* Read every datagram waiting, handle ICMP errors, run due timers, flush output.
  * 0, or -1 and errno on a fatal socket error. */
 int rdp_process(rdp_t *rdp);
+/* Acknowledge now what has arrived (from every peer), and send what is queued, instead of at
+ * the end of the round: for a caller about to block for a while, also inside a callback (a
+ * daemon that forks and waits for the exec). Else the ACKs wait for the block, and the
+ * peers' retransmission timers (a tail-loss probe after about two RTTs) fire meanwhile. */
+void rdp_flush(rdp_t *rdp);
 
 /* Current CLOCK_MONOTONIC time in ns (the clock of rdp_next_deadline). */
 uint64_t rdp_now_ns(void);

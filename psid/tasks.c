@@ -533,6 +533,9 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
     struct spawned s;
     int err;
     char why[512];
+    /* the fork waits for the exec: acknowledge what came first, or the peers' tail-loss
+     * probes fire meanwhile (psstat rdp showed 2 retransmissions per 3-node job) */
+    if (d->rdp) rdp_flush(d->rdp);
     if (spawn_task(&a, &s, &err, why, sizeof why) < 0) {
         log_info("rank %u of job %u:%d: %s", rank, PSTID_NODE(r->job), PSTID_PID(r->job), why);
         reply_rank(d, r, rank, 0, err, why);

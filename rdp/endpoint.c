@@ -281,6 +281,18 @@ static void end_batch(rdp_t *ep)
     rdp_io_flush(ep);
 }
 
+void rdp_flush(rdp_t *ep)
+{
+    ep->now = rdp_now_ns();
+    for (uint32_t i = 0; i < ep->nactive; i++) {
+        struct rdp_peer *p = ep->peers[ep->active[i]];
+        if (p->state != RDP_ESTABLISHED || !p->ack_pending) continue;
+        p->ack_now = true;
+        rdp_mark_dirty(ep, p);
+    }
+    end_batch(ep); /* inside rdp_io_receive too: it touches only what is sent */
+}
+
 int rdp_process(rdp_t *ep)
 {
     ep->in_process = true;

@@ -22,6 +22,10 @@
  *                      so a receiver that waited would stall the stream past its 10 s
  *                      deadline, and a lone message after it would stay unacknowledged
  *                      past 2 s.
+ *  test_flush_in_callback  lone messages with a delayed ACK and RTO of 30 s: rdp_flush
+ *                      called inside the receiver's callback sends one ACK then and there
+ *                      (and the sender has all acknowledged); without it nothing leaves
+ *                      during the callback.
  *
  * Endpoints: A = node 1 on 127.0.0.1, B = node 2 on 127.0.0.2.
  */
@@ -217,5 +221,52 @@ static void test_pipe_slices(void)
     h_ep_free(&b);
 }
 
+/* B's recv callback: the packets B sent during it, with rdp_flush (flush_on) or without. */
+static int flush_on;
+static uint64_t flush_sent, flush_calls;
+
+static void flush_in_recv(struct h_ep *ep, uint32_t node)
+{
+    (void)node;
+    struct rdp_stats s0, s1;
+    rdp_stats(ep->rdp, &s0);
+    if (flush_on) rdp_flush(ep->rdp);
+    rdp_stats(ep->rdp, &s1);
+    flush_sent += s1.pkts_sent - s0.pkts_sent;
+    flush_calls++;
+}
+
+static void test_flush_in_callback(void)
+{
+    for (flush_on = 0; flush_on < 2; flush_on++) {
+        struct h_ep a, b;
+        struct h_net net;
+        /* a delayed ACK and an RTO of 30 s: only rdp_flush acknowledges a lone message */
+        if (open_1500(&net, &a, &b, 53, 30000000, 30000000) < 0) return;
+        b.on_recv = flush_in_recv;
+        flush_sent = flush_calls = 0;
+        const uint64_t n = 5;
+        for (uint64_t k = 0; k < n; k++) {
+            CU_ASSERT_EQUAL_FATAL(h_send(&a, 2, k, 100), 0);
+            struct h_wait_recv w = {&b, 1, k + 1};
+            CU_ASSERT_EQUAL(h_run(&net, h_cond_recv, &w, H_S(5)), 1);
+        }
+        CU_ASSERT_EQUAL(flush_calls, n);
+        if (flush_on) {
+            /* one ACK per message, sent from inside the callback; A has them all */
+            CU_ASSERT_EQUAL(flush_sent, n);
+            CU_ASSERT_EQUAL(h_run(&net, a_all_acked, &a, H_S(2)), 1);
+        } else {
+            CU_ASSERT_EQUAL(flush_sent, 0); /* the ACK waits for the end of the round */
+        }
+        struct rdp_stats sa;
+        rdp_stats(a.rdp, &sa);
+        CU_ASSERT_EQUAL(sa.retransmits, 0);
+        h_ep_free(&a);
+        h_ep_free(&b);
+    }
+}
+
 UNIT_SUITE(rdp_ack, UNIT_TEST(test_ack_piggyback), UNIT_TEST(test_ack_long),
-           UNIT_TEST(test_ack_window), UNIT_TEST(test_ack_stream), UNIT_TEST(test_pipe_slices))
+           UNIT_TEST(test_ack_window), UNIT_TEST(test_ack_stream), UNIT_TEST(test_pipe_slices),
+           UNIT_TEST(test_flush_in_callback))

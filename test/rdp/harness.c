@@ -248,6 +248,7 @@ static void cb_recv(void *ctx, uint32_t node, const void *msg, size_t len)
         memset(copy, 0xa5, len);
         free(copy);
     }
+    if (ep->on_recv) ep->on_recv(ep, node);
 }
 
 static int pieces_next; /* set only inside h_open_pair_pieces: h_ep_open registers recvv */

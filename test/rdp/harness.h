@@ -94,6 +94,8 @@ struct h_ep {
      * rdp_sendv returns */
     int echo;
     uint64_t echo_errors; /* rdp_sendv failures of the echo */
+    /* called inside the recv callback once a message is logged (and echoed) */
+    void (*on_recv)(struct h_ep *ep, uint32_t node);
     /* pieces (h_open_pair_pieces): messages come through recvv, are checked and joined here */
     int pieces;
     unsigned char *joined;
