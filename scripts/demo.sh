@@ -8,6 +8,7 @@
 #  2. psrun runs a job of 8 ranks across them: labelled output, placement with task ids;
 #  3. a longer job runs; psstat lists its tasks; pskill signals one rank on another node;
 #     pswait, waiting for another rank, is told when it ends (a death notification);
+#     psstat rdp shows this node's RDP connections to the others (packets, RTT, drops);
 #  4. one psid is killed: the others declare its node dead in under a second, and the job
 #     that had a rank there hears "node lost" and ends (as a Slurm step would);
 #  5. RDP delivers 300 verified messages through 10% loss, 5% duplication, 5% reordering
@@ -78,6 +79,7 @@ wait $PW || true
 cat "$DIR/pswait.out" | grep -v watching
 run "$B/pskill" -s TERM "$t2"
 run "$B/pskill" 9:1 || true
+run "$B/psstat" rdp
 
 step "4. a node fails: psid on node 1 is killed; the others notice, the job hears it"
 t0=$(date +%s%N)
