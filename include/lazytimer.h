@@ -85,18 +85,23 @@ static inline bool lazytimer_serves(const struct lazytimer *t, uint64_t at)
     return t->at > now && t->at - now >= (t->at - t->set) / 2;
 }
 
-/* Make sure the timer fires no later than `at` (UINT64_MAX: no deadline, nothing to do); a
- * timer that serves it stays (lazytimer_serves), else it is set to `at`. A time already past
- * fires at once. 0, or -1 and errno from timerfd_settime. */
-static inline int lazytimer_arm(struct lazytimer *t, uint64_t at)
+/* Set the timer to `at`, whatever it was (lazytimer_arm and lazytimer_wait decide). */
+static inline int lazytimer_set_(struct lazytimer *t, uint64_t at)
 {
-    if (lazytimer_serves(t, at)) return 0;
     if (!at) at = 1; /* an all-zero it_value would disarm */
     struct itimerspec it = {.it_value = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)}};
     if (timerfd_settime(t->fd, TFD_TIMER_ABSTIME, &it, NULL) < 0) return -1;
     t->set = lazytimer_now();
     t->at = at;
     return 0;
+}
+
+/* Make sure the timer fires no later than `at` (UINT64_MAX: no deadline, nothing to do); a
+ * timer that serves it stays (lazytimer_serves), else it is set to `at`. A time already past
+ * fires at once. 0, or -1 and errno from timerfd_settime. */
+static inline int lazytimer_arm(struct lazytimer *t, uint64_t at)
+{
+    return lazytimer_serves(t, at) ? 0 : lazytimer_set_(t, at);
 }
 
 /* epoll_wait on ep for up to max events, the timer serving `at`. Where it must be set, the
@@ -108,7 +113,7 @@ static inline int lazytimer_wait(struct lazytimer *t, int ep, struct epoll_event
     if (!lazytimer_serves(t, at)) {
         int n = epoll_wait(ep, ev, max, 0);
         if (n != 0) return n;
-        if (lazytimer_arm(t, at) < 0) return -1;
+        if (lazytimer_set_(t, at) < 0) return -1; /* it did not serve, and time only went on */
     }
     return epoll_wait(ep, ev, max, -1);
 }

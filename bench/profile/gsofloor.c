@@ -124,9 +124,9 @@ static _Noreturn void server(struct sockaddr_in *a, int seg)
             socklen_t fl = sizeof from;
             if (recvfrom(u, &sz, sizeof sz, 0, (struct sockaddr *)&from, &fl) != sizeof sz)
                 continue;
-            size_t size = ntohl(sz), slice = size;
+            size_t size = ntohl(sz);
             if (recvfrom(u, &sz, sizeof sz, 0, NULL, NULL) != sizeof sz) continue;
-            slice = ntohl(sz);
+            size_t slice = ntohl(sz);
             for (;;) {
                 from = udp_recv(u, size);
                 udp_send(u, &from, size, seg, slice);
