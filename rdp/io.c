@@ -18,6 +18,7 @@
  * device that can't do GSO (EIO) turns it off for the endpoint.
  */
 #include "internal.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <linux/errqueue.h>
@@ -261,7 +262,9 @@ void rdp_io_flush(rdp_t *ep)
     ep->txfirst[n] = k;
     unsigned nsend = build_sends(ep, 0, 0);
     while (done < nsend && tries++ < 2 * RDP_TX_BATCH) {
+        rdp_trace(RDP_TR_SEND_IN, n);
         int r = sendmmsg(ep->fd, ep->gsom + done, nsend - done, 0);
+        rdp_trace(RDP_TR_SEND_OUT, r > 0 ? (uint32_t)r : 0);
         if (r > 0) {
             for (int m = 0; m < r; m++)
                 ep->st.gso_sends += ep->gsom[done + m].msg_hdr.msg_controllen != 0;
@@ -448,7 +451,9 @@ int rdp_io_receive(rdp_t *ep)
     if (ep->want_gro) rx_enable_gro(ep);
     for (int tries = 0; tries < 8; tries++) {
         if (fill_rx(ep) < 0) return 0;
+        rdp_trace(RDP_TR_RECV_IN, 0);
         int n = recvmmsg(ep->fd, ep->rxm, RDP_RX_BATCH, MSG_DONTWAIT, NULL);
+        rdp_trace(RDP_TR_RECV_OUT, n > 0 ? (uint32_t)n : 0);
         ep->rx_dirty = n > 0 ? (unsigned)n : 0;
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;

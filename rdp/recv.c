@@ -14,6 +14,7 @@
  * carries the ACK first.
  */
 #include "internal.h"
+#include "trace.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,7 @@ static void deliver_msg(rdp_t *ep, struct rdp_peer *p, const struct iovec *iov, 
     p->st.msgs_recv++;
     p->st.bytes_recv += len;
     p->delivered_ns = ep->now;
+    rdp_trace(RDP_TR_DELIVER, (uint32_t)len);
     if (ep->cb.recvv)
         ep->cb.recvv(ep->cb.ctx, p->node, iov, n, len);
     else if (ep->cb.recv)

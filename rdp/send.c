@@ -17,6 +17,7 @@
  *    for retransmission is not on the way to the receiver.
  */
 #include "internal.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -359,6 +360,7 @@ int rdp_sendv(rdp_t *ep, uint32_t node, const struct iovec *iov, int iovcnt)
         errno = len ? EMSGSIZE : EINVAL;
         return -1;
     }
+    rdp_trace(RDP_TR_SENDV_IN, (uint32_t)len);
     struct rdp_peer *p = rdp_peer_get(ep, node);
     if (!p) {
         errno = EHOSTUNREACH;
@@ -386,6 +388,7 @@ int rdp_sendv(rdp_t *ep, uint32_t node, const struct iovec *iov, int iovcnt)
         ep->in_process = false;
         rdp_io_flush(ep);
     }
+    rdp_trace(RDP_TR_SENDV_OUT, 0);
     errno = e;
     return r;
 }
