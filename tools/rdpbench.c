@@ -112,7 +112,7 @@ enum ctl_type {
 #define HELLO_F_FAULTS 0x02
 #define READY_F_FAULTS 0x01
 
-#define STAT_FIELDS 23
+#define STAT_FIELDS 26
 #define STATS_LEN   (4 + 8 * (STAT_FIELDS + RDP_DROP__COUNT))
 
 #define PAT_LEN      (RDP_MAX_MSG + 65536 + 16)
@@ -632,13 +632,17 @@ enum {
     S_GRO_READS,
     S_MAC,
     S_OOO,
+    S_PEER_WND,
+    S_RCV_WND,
+    S_PAYLOAD,
 };
 
 static const char *const stat_names[] = {
     "pkts_sent",   "pkts_recv", "bytes_sent", "bytes_recv", "msgs_sent",    "msgs_recv",
     "retransmits", "timeouts",  "connects",   "losses",     "icmp_errors",  "srtt_us",
     "rttvar_us",   "rto_us",    "cwnd",       "inj_drop",   "inj_dup",      "inj_reorder",
-    "inj_corrupt", "gso_sends", "gro_reads",  "mac_used",   "out_of_order",
+    "inj_corrupt", "gso_sends", "gro_reads",  "mac_used",   "out_of_order", "peer_wnd",
+    "rcv_wnd",     "payload",
 };
 _Static_assert(sizeof stat_names / sizeof stat_names[0] == STAT_FIELDS, "a name per field");
 
@@ -673,6 +677,9 @@ static void stats_collect(const rdp_t *rdp, uint32_t peer, struct bstats *s)
     s->f[S_GRO_READS] = es.gro_reads;
     s->f[S_MAC] = ps.mac;
     s->f[S_OOO] = ps.out_of_order;
+    s->f[S_PEER_WND] = ps.peer_wnd;
+    s->f[S_RCV_WND] = ps.rcv_wnd;
+    s->f[S_PAYLOAD] = ps.payload;
     for (int r = 0; r < RDP_DROP__COUNT; r++) s->drops[r] = es.drops[r];
 }
 
@@ -701,9 +708,11 @@ static void stats_print(FILE *f, const char *side, const struct bstats *s)
     fprintf(f,
             "%s rdp: packets %" PRIu64 " sent / %" PRIu64 " received, retransmits %" PRIu64
             ", timeouts %" PRIu64 ", srtt %" PRIu64 " us (rttvar %" PRIu64 ", rto %" PRIu64
-            "), cwnd %" PRIu64 ", connects %" PRIu64 ", losses %" PRIu64 ", mac used %s\n",
+            "), cwnd %" PRIu64 " (windows: peer's %" PRIu64 ", own %" PRIu64 "; %" PRIu64
+            " B per packet), connects %" PRIu64 ", losses %" PRIu64 ", mac used %s\n",
             side, v[S_PKTS_SENT], v[S_PKTS_RECV], v[S_RETRANS], v[S_TIMEOUTS], v[S_SRTT],
-            v[S_RTTVAR], v[S_RTO], v[S_CWND], v[S_CONNECTS], v[S_LOSSES], mac_name((int)v[S_MAC]));
+            v[S_RTTVAR], v[S_RTO], v[S_CWND], v[S_PEER_WND], v[S_RCV_WND], v[S_PAYLOAD],
+            v[S_CONNECTS], v[S_LOSSES], mac_name((int)v[S_MAC]));
     fprintf(f, "%s drops:", side);
     bool any = false;
     for (int r = 0; r < RDP_DROP__COUNT; r++) {

@@ -93,6 +93,10 @@ check "rdpbench: client at MTU 65536, server at 1500, exits 0" $? "$(tail -5 "$C
 jcheck "rdpbench: both MTUs reported, every message both ways, none too large" "$out" \
     '.mtu == 65536 and .server_mtu == 1500 and .client.msgs_recv == 110 and
      .server.msgs_recv == 110 and .server.drops.malformed == 0 and .client.losses == 0'
+# 1500 - 20 (IPv4) - 8 (UDP) - 64 (RDP header and MAC): the smaller MTU's, on both sides
+jcheck "rdpbench: both sides send packets of the smaller MTU, windows open" "$out" \
+    '.client.payload == 1408 and .server.payload == 1408 and .client.peer_wnd > 0 and
+     .client.rcv_wnd > 0 and .server.peer_wnd > 0 and .server.rcv_wnd > 0'
 stop_servers
 
 # a message that arrives wrong is caught by a server taking it in pieces, and whole (--joined)
