@@ -147,9 +147,11 @@ bench: deps
 	@$(MAKE) --no-print-directory build-all
 	@bench/run.sh
 
+# the fuzz step of the test driver alone, longer
 fuzz: deps
 	@$(MAKE) --no-print-directory build-fuzz
-	@scripts/fuzz.sh $${FUZZ_SECONDS:-60}
+	@secs=$${FUZZ_SECONDS:-60}; STEPS=f FUZZ_SECONDS=$$secs STEP_TIMEOUT=$$((secs + 120)) \
+	    scripts/run-tests.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include

@@ -1,0 +1,53 @@
+#!/bin/bash
+# test/shell/make_targets.sh - the Makefile's public targets beyond `make check` itself:
+#   - every script a recipe runs is in the tree and executable (`make fuzz` once called a
+#     scripts/fuzz.sh that never existed)
+#   - `make install DESTDIR=... PREFIX=/usr` puts the tools, libraries, headers, man pages
+#     and the example configuration where INSTALL says
+#   - `make fuzz` (FUZZ_SECONDS=1) runs every fuzz target and passes (clang only)
+# The tree is already built (make check builds it first), so the inner makes only install
+# and run.
+set -u
+# shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
+. "$(dirname "$0")/lib/cluster.sh"
+CDIR=$(mktemp -d)
+cd "$TOP" || exit 1
+unset MAKEFLAGS MFLAGS MAKELEVEL # a fresh make, not a child of make check's
+
+missing=()
+while read -r sc; do
+    [[ -x $sc ]] || missing+=("$sc")
+done < <(grep -oE '(scripts|bench|test)/[A-Za-z0-9_./-]+\.sh' Makefile | sort -u)
+((${#missing[@]} == 0))
+check "make: every script a recipe runs exists and is executable" $? "missing: ${missing[*]}"
+
+make --no-print-directory install DESTDIR="$CDIR/root" PREFIX=/usr >"$CDIR/install.log" 2>&1
+check "make install exits 0" $? "$(tail -5 "$CDIR/install.log")"
+absent=()
+for f in bin/psid bin/psrun bin/pskill bin/psstat bin/pslocal bin/rdpbench lib/librdp.a \
+    include/rdp.h share/man/man1/psrun.1 share/man/man8/psid.8 share/doc/pscluster/psid.conf; do
+    [[ -e $CDIR/root/usr/$f ]] || absent+=("$f")
+done
+((${#absent[@]} == 0))
+check "make install: tools, library, header, man pages, example configuration" $? \
+    "not installed under DESTDIR/usr: ${absent[*]}"
+# the installed example, with a key file of our own in place of /etc/pscluster/cluster.key
+head -c 64 /dev/urandom >"$CDIR/key"
+chmod 600 "$CDIR/key"
+sed "s|^key_file = .*|key_file = \"$CDIR/key\";|" "$CDIR/root/usr/share/doc/pscluster/psid.conf" \
+    >"$CDIR/psid.conf"
+"$CDIR/root/usr/bin/psconf" check "$CDIR/psid.conf" >"$CDIR/psconf.log" 2>&1
+check "make install: the installed psconf accepts the installed example configuration" $? \
+    "$(cat "$CDIR/psconf.log")"
+
+if command -v clang >/dev/null; then
+    targets=$(find test/fuzz -maxdepth 1 -name 'fuzz_*.c' | wc -l)
+    FUZZ_SECONDS=1 make --no-print-directory fuzz >"$CDIR/fuzz.log" 2>&1
+    rc=$?
+    grep -q "^check: $targets passed, 0 failed" "$CDIR/fuzz.log"
+    check "make fuzz runs all $targets fuzz targets and passes" $((rc | $?)) \
+        "exit $rc: $(tail -3 "$CDIR/fuzz.log")"
+else
+    echo "SKIP: make fuzz (needs clang)"
+fi
+exit $((FAILS > 0))
