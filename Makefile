@@ -147,11 +147,12 @@ bench: deps
 	@$(MAKE) --no-print-directory build-all
 	@bench/run.sh
 
-# the fuzz step of the test driver alone, longer
+# the fuzz step of the test driver alone, longer; inputs that reach new code join the seed
+# corpus (test/fuzz/corpus/, which make check's short runs start from)
 fuzz: deps
 	@$(MAKE) --no-print-directory build-fuzz
-	@secs=$${FUZZ_SECONDS:-60}; STEPS=f FUZZ_SECONDS=$$secs STEP_TIMEOUT=$$((secs + 120)) \
-	    scripts/run-tests.sh
+	@secs=$${FUZZ_SECONDS:-60}; STEPS=f FUZZ_MERGE=$${FUZZ_MERGE:-1} FUZZ_SECONDS=$$secs \
+	    STEP_TIMEOUT=$$((secs + 120)) scripts/run-tests.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include

@@ -17,7 +17,9 @@
 # failed or no test ran.
 #
 # Environment: STEP_TIMEOUT (seconds per step, default 300), FUZZ_SECONDS (default 10), STEPS
-# (the steps to run, by letter, e.g. "f" for `make fuzz`; default all: abcdefg).
+# (the steps to run, by letter, e.g. "f" for `make fuzz`; default all: abcdefg), FUZZ_MERGE=1
+# (`make fuzz`: after a passing run, the inputs that reach new code are merged into the seed
+# corpus test/fuzz/corpus/NAME, to be committed).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -290,6 +292,12 @@ fuzz_step() {
         if ((step_rc == 0)); then
             p=1 f=0
             echo "PASS: $name"
+            if [[ ${FUZZ_MERGE:-0} == 1 ]]; then
+                mkdir -p "test/fuzz/corpus/$name"
+                "$b" -merge=1 "test/fuzz/corpus/$name" "$work" >"$tmp/merge-$name.log" 2>&1 &&
+                    echo "$name: $(grep -o 'MERGE-OUTER: [0-9]* new files' "$tmp/merge-$name.log" ||
+                        echo "merge said nothing") -> test/fuzz/corpus/$name/"
+            fi
         else
             p=0 f=1
             echo "FAIL: $name (exit status $step_rc; inputs kept in $art/)"
