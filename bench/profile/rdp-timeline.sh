@@ -9,7 +9,10 @@
 #            between sends #k and #k+1    MACs of the next slice
 #            rdp_send, whole              call to return
 #   receiver first sendmmsg -> wake       until its first read of the message returns
-#            last sendmmsg -> delivery    the rest of the message read, checked, joined
+#            last sendmmsg -> delivery    the rest of the message read, checked, joined; of
+#                                         it: the last read (often called before that send
+#                                         returns: the packets arrive during the send), and
+#                                         the MAC checks, joining and delivery after it
 #            delivery -> answer sent      the application: rdpbench verifies the message
 #                                         (the server then echoes it, the client makes the next)
 #   one way  rdp_send -> the answer's rdp_send
@@ -107,6 +110,10 @@ for f in "${recs[@]}"; do awk -v p="${f##*.}" '{print $1, p, $2, $3}' "$f"; done
         add("sender   sendmmsg calls (not us)", nsend * 1000)
         if (wake) add("receiver first sendmmsg -> first read", wake - sst[1])
         if (lastsend) add("receiver last sendmmsg -> delivery", deliv - lastsend)
+        if (lastsend && rout > lastsend) {
+            add("receiver   last read (recvmmsg)", rout - rin)
+            add("receiver   last read -> delivery", deliv - rout)
+        }
         add("receiver delivery -> answer sent", endt - deliv)
         add("one way  rdp_send -> answer sent", endt - start)
     }
@@ -114,12 +121,15 @@ for f in "${recs[@]}"; do awk -v p="${f##*.}" '{print $1, p, $2, $3}' "$f"; done
         if ($4 < size) next
         if (start && $2 != from) finish($1)
         start = $1; from = $2; nsend = 0; deliv = 0; wake = 0; lastsend = 0; sendv_out = 0
+        rin = rin_try = rout = 0
         next
     }
     !start { next }
     $2 == from && $3 == 2 && !sendv_out { sendv_out = $1 }
     $2 == from && $3 == 3 && !deliv { sst[++nsend] = $1 }
     $2 == from && $3 == 4 && !deliv { sen[nsend] = $1; lastsend = $1 }
+    $2 != from && $3 == 5 && !deliv { rin_try = $1 }
+    $2 != from && $3 == 6 && $4 > 0 && !deliv { rin = rin_try; rout = $1 }
     $2 != from && $3 == 6 && $4 > 0 && nsend && !wake { wake = $1 }
     $2 != from && $3 == 7 && $4 >= size && !deliv { deliv = $1 }' |
     sort -t "$(printf '\t')" -k1,1n -k3,3n |
