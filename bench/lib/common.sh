@@ -2,6 +2,8 @@
 # bench/lib/common.sh - pieces the benchmark scripts share. Source it, do not run it.
 #
 #   bench_help SCRIPT         print SCRIPT's comment header (the lines up to `set -euo`)
+#   bench_help_arg SCRIPT [ARG]  if ARG is -h/--help: the header, exit 0 (scripts whose other
+#                             arguments are positional)
 #   bench_no_args SCRIPT ARG...  the command line of a script whose settings are all in the
 #                             environment: no argument (go on), -h/--help (the header, exit 0),
 #                             anything else (usage on stderr, exit 2)
@@ -16,6 +18,15 @@
 
 bench_help() {
     sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$1"
+}
+
+bench_help_arg() {
+    case ${2:-} in
+    -h | --help)
+        bench_help "$1"
+        exit 0
+        ;;
+    esac
 }
 
 bench_no_args() {

@@ -13,12 +13,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 . "$HERE/../lib/common.sh"
-case ${1:-} in
--h | --help)
-    bench_help "$0"
-    exit 0
-    ;;
-esac
+bench_help_arg "$0" "${1:-}"
 mtu=${1:-1500}
 shift || true
 slices=("$@")

@@ -31,12 +31,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 . "$HERE/../lib/common.sh"
-case ${1:-} in
--h | --help)
-    bench_help "$0"
-    exit 0
-    ;;
-esac
+bench_help_arg "$0" "${1:-}"
 mtu=${1:-1500} size=${2:-65536} count=${3:-2000}
 for v in "$mtu" "$size" "$count"; do
     [[ $v =~ ^[0-9]+$ ]] || {
