@@ -7,8 +7,10 @@
  * loopback, large socket buffers); a lost datagram ends the run after 2 s.
  *   cc -std=gnu11 -O2 -o gsofloor bench/profile/gsofloor.c
  *   gsofloor server ADDR PORT                 (echoes TCP and UDP on PORT until killed)
- *   gsofloor client ADDR PORT [MTU [SLICE [ROUNDS [SIZE]]]]
- * MTU 1500, SLICE 32768 bytes per GSO send, 8 rounds, SIZE 65536 by default.
+ *   gsofloor client ADDR PORT [MTU [SLICE [ROUNDS [SIZE [DGRAM]]]]]
+ * MTU 1500, SLICE 32768 bytes per GSO send, 8 rounds, SIZE 65536 by default. DGRAM larger
+ * than the MTU's UDP payload (MTU - 28) measures the other way to fewer datagrams: each send
+ * of SLICE bytes is one datagram, cut into IP fragments by the kernel, no GSO.
  * bench/profile/gsofloor.sh builds it and runs it across two network namespaces.
  */
 #include "probe.h"
@@ -46,7 +48,8 @@ static void die(const char *what)
     exit(1);
 }
 
-/* Send SIZE bytes to TO as datagrams of SEG bytes, SLICE bytes per GSO send. */
+/* Send SIZE bytes to TO as datagrams of SEG bytes, SLICE bytes per GSO send; SEG 0: each
+ * slice is one datagram (IP-fragmented when larger than the MTU). */
 static void udp_send(int fd, const struct sockaddr_in *to, size_t size, int seg, size_t slice)
 {
     for (size_t off = 0; off < size;) {
@@ -57,14 +60,16 @@ static void udp_send(int fd, const struct sockaddr_in *to, size_t size, int seg,
                             .msg_namelen = sizeof *to,
                             .msg_iov = &iov,
                             .msg_iovlen = 1,
-                            .msg_control = cm,
-                            .msg_controllen = sizeof cm};
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_UDP;
-        c->cmsg_type = UDP_SEGMENT;
-        c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-        uint16_t s = (uint16_t)seg;
-        memcpy(CMSG_DATA(c), &s, sizeof s);
+                            .msg_control = seg ? cm : NULL,
+                            .msg_controllen = seg ? sizeof cm : 0};
+        if (seg) {
+            struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+            c->cmsg_level = SOL_UDP;
+            c->cmsg_type = UDP_SEGMENT;
+            c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+            uint16_t s = (uint16_t)seg;
+            memcpy(CMSG_DATA(c), &s, sizeof s);
+        }
         if (sendmsg(fd, &mh, 0) != (ssize_t)n) die("gsofloor: sendmsg");
         off += n;
     }
@@ -110,13 +115,13 @@ static void nodelay(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
 }
 
-static _Noreturn void server(struct sockaddr_in *a, int seg)
+static _Noreturn void server(struct sockaddr_in *a)
 {
     int u = udp_sock(a), l = socket(AF_INET, SOCK_STREAM, 0), on = 1;
     if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) < 0 ||
         bind(l, (struct sockaddr *)a, sizeof *a) < 0 || listen(l, 4) < 0)
         die("gsofloor: tcp listen");
-    if (fork() == 0) { /* UDP echo: a 4-byte size first, then that many bytes per message */
+    if (fork() == 0) { /* UDP echo: size, slice and datagram size (4 bytes each), then messages */
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* ends with the server */
         for (;;) {
             uint32_t sz;
@@ -127,6 +132,8 @@ static _Noreturn void server(struct sockaddr_in *a, int seg)
             size_t size = ntohl(sz);
             if (recvfrom(u, &sz, sizeof sz, 0, NULL, NULL) != sizeof sz) continue;
             size_t slice = ntohl(sz);
+            if (recvfrom(u, &sz, sizeof sz, 0, NULL, NULL) != sizeof sz) continue;
+            int seg = (int)ntohl(sz);
             for (;;) {
                 from = udp_recv(u, size);
                 udp_send(u, &from, size, seg, slice);
@@ -152,34 +159,44 @@ static _Noreturn void server(struct sockaddr_in *a, int seg)
     }
 }
 
+static int usage(void)
+{
+    fprintf(stderr, "usage: gsofloor server ADDR PORT | client ADDR PORT [MTU [SLICE [ROUNDS "
+                    "[SIZE [DGRAM]]]]]\n");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 4) {
-        fprintf(stderr, "usage: gsofloor server ADDR PORT | client ADDR PORT [MTU [SLICE [ROUNDS "
-                        "[SIZE]]]]\n");
-        return 2;
-    }
+    if (argc < 4) return usage();
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[3]))};
-    if (inet_pton(AF_INET, argv[2], &a.sin_addr) != 1) return 2;
+    if (inet_pton(AF_INET, argv[2], &a.sin_addr) != 1) return usage();
     int mtu = argc > 4 ? atoi(argv[4]) : 1500, seg = mtu - 28;
     size_t slice = argc > 5 ? (size_t)atol(argv[5]) : 32768;
     int rounds = argc > 6 ? atoi(argv[6]) : 8;
     size_t size = argc > 7 ? (size_t)atol(argv[7]) : 65536;
-    if (seg < 64 || slice < (size_t)seg || rounds < 1 || rounds > 100 || size < 1 || size > MAXMSG)
-        return 2;
-    slice -= slice % (size_t)seg; /* whole datagrams per GSO send */
-    if (slice > 64 * (size_t)seg) slice = 64 * (size_t)seg;
-    if (slice + 28 > 65535) slice = (65535 - 28) / (size_t)seg * (size_t)seg;
-    if (!strcmp(argv[1], "server")) server(&a, seg);
-    if (strcmp(argv[1], "client")) return 2;
+    long dgram = argc > 8 ? atol(argv[8]) : seg;
+    if (!strcmp(argv[1], "server")) server(&a);
+    if (seg < 64 || slice < (size_t)seg || rounds < 1 || rounds > 100 || size < 1 ||
+        size > MAXMSG || dgram < 64 || dgram > 65507)
+        return usage();
+    if (dgram > seg) { /* one IP-fragmented datagram per send, no GSO */
+        slice = (size_t)dgram;
+        seg = 0;
+    } else {
+        seg = (int)dgram;
+        slice -= slice % (size_t)seg; /* whole datagrams per GSO send */
+        if (slice > 64 * (size_t)seg) slice = 64 * (size_t)seg;
+        if (slice + 28 > 65535) slice = (65535 - 28) / (size_t)seg * (size_t)seg;
+    }
+    if (strcmp(argv[1], "client")) return usage();
 
     struct sockaddr_in me = {.sin_family = AF_INET, .sin_addr.s_addr = INADDR_ANY};
     int u = udp_sock(&me);
     struct timeval tv = {2, 0}; /* a lost datagram ends the run instead of hanging it */
     setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    uint32_t hdr[2] = {htonl((uint32_t)size), htonl((uint32_t)slice)};
-    sendto(u, &hdr[0], 4, 0, (struct sockaddr *)&a, sizeof a);
-    sendto(u, &hdr[1], 4, 0, (struct sockaddr *)&a, sizeof a);
+    uint32_t hdr[3] = {htonl((uint32_t)size), htonl((uint32_t)slice), htonl((uint32_t)seg)};
+    for (int i = 0; i < 3; i++) sendto(u, &hdr[i], 4, 0, (struct sockaddr *)&a, sizeof a);
     int t = socket(AF_INET, SOCK_STREAM, 0);
     if (t < 0 || connect(t, (struct sockaddr *)&a, sizeof a) < 0) die("gsofloor: connect");
     nodelay(t);
@@ -187,7 +204,10 @@ int main(int argc, char **argv)
     memset(buf, 0x5a, sizeof buf);
     static uint64_t rt[TRIPS];
     uint64_t med[2][100];
-    printf("size %zu, MTU %d: datagrams of %d B, GSO sends of %zu B\n", size, mtu, seg, slice);
+    if (seg)
+        printf("size %zu, MTU %d: datagrams of %d B, GSO sends of %zu B\n", size, mtu, seg, slice);
+    else
+        printf("size %zu, MTU %d: IP-fragmented datagrams of %zu B, no GSO\n", size, mtu, slice);
     for (int r = 0; r < rounds; r++) {
         for (int m = 0; m < 2; m++) {
             for (int i = 0; i < TRIPS + WARMUP; i++) {

@@ -6,7 +6,8 @@
 #
 # usage: bench/profile/gsofloor.sh [--help] [MTU [SLICE...]]
 #        MTU of the veth pair (1500), SLICE bytes per GSO send (16384 32768 65000)
-# env:   ROUNDS (5), SIZE (65536)
+# env:   ROUNDS (5), SIZE (65536), DGRAM (MTU - 28: bytes per datagram; larger, and each send
+#        of SLICE bytes is one datagram that the kernel cuts into IP fragments, no GSO)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -45,7 +46,7 @@ for slice in "${slices[@]}"; do
     srv=$!
     ns_wait_port 1 7100 tcp 5
     ip netns exec "$(ns_name 0)" "$tmp/gsofloor" client "$(ns_addr 1)" 7100 "$mtu" "$slice" \
-        "${ROUNDS:-5}" "${SIZE:-65536}"
+        "${ROUNDS:-5}" "${SIZE:-65536}" "${DGRAM:-$((mtu - 28))}"
     kill "$srv"
     wait "$srv" 2>/dev/null || true
     srv=
