@@ -538,6 +538,13 @@ void rdp_handle_ack(rdp_t *ep, struct rdp_peer *p, uint32_t ack, uint32_t wnd, c
 void rdp_on_rto(rdp_t *ep, struct rdp_peer *p)
 {
     p->rto_at = 0;
+    /* Every expiry without progress counts, the tail-loss probe's too: the peer is lost at the
+     * expiry after its max_retrans-th retransmission, within rdp_lost_bound_us(). */
+    if (++p->rto_fails > ep->cfg.max_retrans) {
+        p->st.timeouts++;
+        rdp_conn_lost(ep, p, RDP_LOST_TIMEOUT);
+        return;
+    }
     if (p->state == RDP_ESTABLISHED && !p->probed && p->rtt.sampled && p->snd_una != p->snd_tx &&
         probe(ep, p)) {
         arm_rto(ep, p);
@@ -545,10 +552,6 @@ void rdp_on_rto(rdp_t *ep, struct rdp_peer *p)
     }
     p->st.timeouts++;
     p->last_rexmit_ns = ep->now;
-    if (++p->rto_fails > ep->cfg.max_retrans) {
-        rdp_conn_lost(ep, p, RDP_LOST_TIMEOUT);
-        return;
-    }
     if (p->state == RDP_SYN_SENT) {
         rdp_rtt_backoff(&p->rtt);
         p->st.retransmits++;

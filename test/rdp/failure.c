@@ -8,10 +8,18 @@
  *                second connected callback, and every message A accepted is delivered to B, or
  *                reported undeliverable, or delivered to B' - exactly once, in that order of
  *                indices; B' gets exactly the messages A accepted after the lost callback.
+ *  test_restart_first  A and B exchanged messages and went quiet; B is closed and B' opened
+ *                on its port, and B' speaks first: its SYN (a new incarnation) makes A report
+ *                exactly one loss, RDP_LOST_RESTART, and connect again; the messages of B' and A's
+ *                answer are delivered on the new connection, none reported undeliverable.
  *  test_vanish   B's address answers nothing (a plain UDP socket nobody reads, so no ICMP): A
  *                reports RDP_LOST_TIMEOUT no later than rdp_lost_bound_us() + 20% (and not
  *                before rto_min * max_retrans), then one undeliverable per pending message, in
  *                order, with the right content.
+ *  test_vanish_established  A and B talked (RTT measured, so A's first expiry is a tail-loss
+ *                probe); B is closed and its address taken by a silent socket; A's next messages
+ *                are reported lost within rdp_lost_bound_us() + half an rto_max, the probe
+ *                counted as one of the max_retrans retransmissions.
  *  test_icmp     nothing is bound at B's port: A reports RDP_LOST_UNREACH at once (< 100 ms,
  *                far below the timeout bound), then the undeliverables; icmp_errors > 0.
  *
@@ -125,6 +133,69 @@ static void test_restart(void)
     h_ep_free(&b2);
 }
 
+/* A has nothing queued or in flight to node 2, and B nothing to node 1. */
+static int quiet(void *p)
+{
+    struct h_ep **e = p;
+    struct rdp_peer_stats pa, pb;
+    return rdp_peer_stats(e[0]->rdp, 2, &pa) == 0 && rdp_peer_stats(e[1]->rdp, 1, &pb) == 0 &&
+           pa.queued == 0 && pb.queued == 0;
+}
+
+static void test_restart_first(void)
+{
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 7);
+    struct h_ep a, b, b2;
+    struct h_net net;
+    if (h_open_pair(&net, &a, &b, key, key, NULL) < 0) return;
+    h_oneway(&net, &a, &b, 5, 100);
+    for (uint64_t k = 0; k < 2; k++) CU_ASSERT_EQUAL(h_send(&b, 1, k, 300), 0);
+    struct h_wait_recv wa = {&a, 2, 2};
+    CU_ASSERT_EQUAL(h_run(&net, h_cond_recv, &wa, H_S(5)), 1);
+    struct h_ep *pair[2] = {&a, &b};
+    CU_ASSERT_EQUAL(h_run(&net, quiet, pair, H_S(5)), 1);
+
+    uint16_t port = ntohs(b.addr.sin_port);
+    h_ep_close(&b);
+    if (h_ep_open(&b2, 2, 2, port, key, NULL) < 0) {
+        CU_FAIL("open B'");
+        h_ep_free(&a);
+        h_ep_free(&b);
+        return;
+    }
+    CU_ASSERT_EQUAL(h_add_peer(&b2, &a), 0);
+    struct h_net net2;
+    h_net_init(&net2);
+    h_net_add(&net2, &a);
+    h_net_add(&net2, &b2);
+    /* B' goes on with the same stream (indices 2, 3), as a restarted daemon would talk first */
+    for (uint64_t k = 2; k < 4; k++) CU_ASSERT_EQUAL(h_send(&b2, 1, k, 300), 0);
+    wa.n = 4;
+    CU_ASSERT_EQUAL(h_run(&net2, h_cond_recv, &wa, H_S(5)), 1);
+    CU_ASSERT(h_check_recv_seq(&a, 2, 0, 4));
+    CU_ASSERT_EQUAL(h_send(&a, 2, 5, 100), 0);
+    struct h_wait_recv wb = {&b2, 1, 1};
+    CU_ASSERT_EQUAL(h_run(&net2, h_cond_recv, &wb, H_S(5)), 1);
+    CU_ASSERT(h_check_recv_seq(&b2, 1, 5, 6));
+
+    CU_ASSERT_EQUAL(h_count(&a, H_LOST, 2), 1);
+    const struct h_event *lost = h_find(&a, H_LOST, 2, 0);
+    CU_ASSERT(lost && lost->reason == RDP_LOST_RESTART);
+    CU_ASSERT_EQUAL(h_count(&a, H_CONNECTED, 2), 2);
+    CU_ASSERT_EQUAL(h_count(&a, H_UNDELIV, 2), 0);
+    CU_ASSERT_EQUAL(h_count(&b2, H_CONNECTED, 1), 1);
+    CU_ASSERT_EQUAL(h_count(&b2, H_LOST, 1), 0);
+    CU_ASSERT_EQUAL(a.bad_content + b.bad_content + b2.bad_content, 0);
+    if (h_count(&a, H_LOST, 2) != 1 || !lost || lost->reason != RDP_LOST_RESTART) {
+        h_dump(&a, "restart_first");
+        h_dump(&b2, "restart_first (B')");
+    }
+    h_ep_free(&a);
+    h_ep_free(&b);
+    h_ep_free(&b2);
+}
+
 /* ---- vanish and ICMP ---- */
 
 struct lost_ctx {
@@ -227,6 +298,61 @@ static void test_vanish(void)
     h_ep_free(&a);
 }
 
+static int all_acked(void *p)
+{
+    struct rdp_peer_stats ps;
+    return rdp_peer_stats(((struct h_ep *)p)->rdp, 2, &ps) == 0 && ps.queued == 0;
+}
+
+static void test_vanish_established(void)
+{
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 6);
+    struct rdp_config cfg;
+    fast_config(&cfg);
+    /* a fixed timeout, and a probe timeout (2 RTT + 2 ACK delays) as long as it: the worst case */
+    cfg.rto_min_us = cfg.rto_init_us = cfg.rto_max_us = 20000;
+    cfg.ack_delay_us = 10000;
+    struct h_ep a, b;
+    struct h_net net;
+    if (h_open_pair(&net, &a, &b, key, key, &cfg) < 0) return;
+    h_oneway(&net, &a, &b, 3, 100);
+    CU_ASSERT_EQUAL(h_run(&net, all_acked, &a, H_S(2)), 1);
+    struct rdp_peer_stats ps0, ps;
+    CU_ASSERT_EQUAL(rdp_peer_stats(a.rdp, 2, &ps0), 0);
+    struct sockaddr_in sb = b.addr;
+    h_ep_close(&b);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0); /* B's address, silent: no ICMP */
+    CU_ASSERT(fd >= 0 && bind(fd, (struct sockaddr *)&sb, sizeof sb) == 0);
+    struct h_net alone;
+    h_net_init(&alone);
+    h_net_add(&alone, &a);
+
+    uint64_t bound = rdp_lost_bound_us(&cfg) * 1000, t0 = rdp_now_ns();
+    for (size_t i = 0; i < NPENDING; i++) CU_ASSERT_EQUAL(h_send(&a, 2, 3 + i, pending_len[i]), 0);
+    struct lost_ctx c = {&a, NPENDING};
+    CU_ASSERT_EQUAL(h_run(&alone, lost_and_reported, &c, bound * 3), 1);
+    const struct h_event *lost = h_find(&a, H_LOST, 2, 0);
+    uint64_t dt = lost ? lost->t_ns - t0 : 0, slack = cfg.rto_max_us * 1000ull / 2;
+    CU_ASSERT(lost && lost->reason == RDP_LOST_TIMEOUT);
+    CU_ASSERT(dt >= (uint64_t)cfg.rto_min_us * cfg.max_retrans * 1000);
+    CU_ASSERT(dt > 0 && dt <= bound + slack);
+    if (!dt || dt > bound + slack)
+        fprintf(stderr, "vanish_established: lost after %llu us, bound %llu us\n",
+                (unsigned long long)(dt / 1000), (unsigned long long)(bound / 1000));
+    CU_ASSERT_EQUAL(h_count(&a, H_UNDELIV, 2), NPENDING);
+    for (size_t i = 0; i < NPENDING; i++) {
+        const struct h_event *e = h_find(&a, H_UNDELIV, 2, i);
+        CU_ASSERT(e && e->idx == 3 + i && e->len == pending_len[i] && e->ok && e > lost);
+    }
+    CU_ASSERT_EQUAL(rdp_peer_stats(a.rdp, 2, &ps), 0);
+    /* the probe and max_retrans - 1 RTO retransmissions */
+    CU_ASSERT_EQUAL(ps.retransmits - ps0.retransmits, cfg.max_retrans);
+    if (fd >= 0) close(fd);
+    h_ep_free(&b);
+    h_ep_free(&a);
+}
+
 static void test_icmp(void)
 {
     unsigned char key[RDP_KEY_BYTES];
@@ -269,4 +395,5 @@ static void test_icmp(void)
     h_ep_free(&a);
 }
 
-UNIT_SUITE(rdp_failure, UNIT_TEST(test_restart), UNIT_TEST(test_vanish), UNIT_TEST(test_icmp))
+UNIT_SUITE(rdp_failure, UNIT_TEST(test_restart), UNIT_TEST(test_restart_first),
+           UNIT_TEST(test_vanish), UNIT_TEST(test_vanish_established), UNIT_TEST(test_icmp))
