@@ -125,7 +125,9 @@ struct rdp_callbacks {
     /* The connection to node is gone; undeliverable callbacks for its pending messages
      * follow, one each, in the order they were sent. */
     void (*lost)(void *ctx, uint32_t node, enum rdp_lost_reason why);
-    /* A message accepted by rdp_send() that will never be delivered. */
+    /* A message accepted by rdp_send() whose delivery was not acknowledged before the
+     * connection was lost: it will not be delivered from now on, but it may have been (if only
+     * its acknowledgement was lost). */
     void (*undeliverable)(void *ctx, uint32_t node, const void *msg, size_t len);
     /* rdp_send() to node failed with EAGAIN before; there is room again. */
     void (*can_send)(void *ctx, uint32_t node);
@@ -212,7 +214,8 @@ const char *rdp_lost_reason_name(enum rdp_lost_reason r);
  * (libsodium for small packets, OpenSSL's libcrypto for large ones). */
 const char *rdp_mac_impl(const rdp_t *rdp);
 
-/* Fault injection, for tests. Probabilities in [0,1]; each direction separately. */
+/* Fault injection, for tests. Probabilities in [0,1], each decided per packet and applied in
+ * every direction that dir selects (the same probabilities in both). */
 enum rdp_fault_dir { RDP_FAULT_TX = 1, RDP_FAULT_RX = 2, RDP_FAULT_BOTH = 3 };
 struct rdp_faults {
     double drop, dup, reorder, corrupt;
@@ -222,7 +225,8 @@ struct rdp_faults {
 /* Switch the injector on (any probability > 0) or off (all zero). 0, or -1/EINVAL. */
 int rdp_set_faults(rdp_t *rdp, const struct rdp_faults *f);
 /* Parse "drop=0.2,dup=0.1,reorder=0.1,corrupt=0.01,dir=both,seed=7" (the RDP_FAULTS
- * environment variable, which rdp_open() applies). 0, or -1/EINVAL. */
+ * environment variable, which rdp_open() applies: a value it cannot parse makes rdp_open()
+ * fail with EINVAL, after a line on stderr). 0, or -1/EINVAL. */
 int rdp_parse_faults(const char *spec, struct rdp_faults *f);
 
 #endif
