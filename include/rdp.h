@@ -84,6 +84,18 @@ int rdp_mac_impl_parse(const char *name, enum rdp_mac_impl *impl);
 /* true if impl can run here (built in, and the CPU has what it needs) */
 int rdp_mac_impl_available(enum rdp_mac_impl impl);
 
+/* What rdp_open() accepts (EINVAL outside it), for the fields of struct rdp_config that have
+ * limits: mtu RDP_MTU_MIN..RDP_MTU_MAX; rto_min_us RDP_RTO_MIN_US_MIN..rto_max_us (so
+ * rto_max_us is at least that too); max_retrans RDP_MAX_RETRANS_MIN..RDP_MAX_RETRANS_MAX;
+ * sndbuf and rcvbuf at least RDP_BUF_MIN. A program that takes them from its user checks them
+ * against these, not copies of them. */
+#define RDP_MTU_MIN         576u
+#define RDP_MTU_MAX         65536u
+#define RDP_RTO_MIN_US_MIN  1u
+#define RDP_MAX_RETRANS_MIN 1u
+#define RDP_MAX_RETRANS_MAX 1000u
+#define RDP_BUF_MIN         65536u
+
 struct rdp_config {
     uint32_t node_id;                 /* this endpoint's node id */
     struct sockaddr_storage bind;     /* address and UDP port to bind */

@@ -50,9 +50,10 @@ void rdp_config_defaults(struct rdp_config *c)
 
 static bool config_ok(const struct rdp_config *c)
 {
-    return c->node_id < RDP_MAX_NODES && c->mtu >= 576 && c->mtu <= 65536 && c->rto_min_us &&
-           c->rto_min_us <= c->rto_max_us && c->max_retrans >= 1 && c->max_retrans <= 1000 &&
-           c->sndbuf >= 65536 && c->rcvbuf >= 65536 &&
+    return c->node_id < RDP_MAX_NODES && c->mtu >= RDP_MTU_MIN && c->mtu <= RDP_MTU_MAX &&
+           c->rto_min_us >= RDP_RTO_MIN_US_MIN && c->rto_min_us <= c->rto_max_us &&
+           c->max_retrans >= RDP_MAX_RETRANS_MIN && c->max_retrans <= RDP_MAX_RETRANS_MAX &&
+           c->sndbuf >= RDP_BUF_MIN && c->rcvbuf >= RDP_BUF_MIN &&
            (c->mac == RDP_MAC_CHACHA20POLY1305 || c->mac == RDP_MAC_AES256GCM ||
             c->mac == RDP_MAC_AUTO) &&
            (c->offload == 0 || c->offload == 1);

@@ -122,6 +122,7 @@ enum ctl_type {
 #define TCP_ACK      8            /* stream sink's final acknowledgement: u64 count */
 #define NSEC         1000000000ull
 #define KEY_FILE_MAX 4096
+#define OPT_BUF_MAX  (1ull << 32) /* rdpbench's cap on --sndbuf, --rcvbuf, --sock-buf */
 
 static const char *prog_role = "rdpbench";
 
@@ -207,14 +208,20 @@ static void usage(FILE *f)
             RDP_MAX_MSG);
 }
 
+static void vsay(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+static void vsay(const char *fmt, va_list ap)
+{
+    fprintf(stderr, "rdpbench: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+}
+
 static void bad_usage(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void bad_usage(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "rdpbench: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    vsay(fmt, ap);
     va_end(ap);
     usage(stderr);
     exit(2);
@@ -229,6 +236,18 @@ static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
     if (errno || *end || v < lo || v > hi) return false;
     *out = v;
     return true;
+}
+
+/* The value of --NAME, in lo..hi; else a usage error that gives the range (and why, if not
+ * NULL). */
+static uint64_t parse_opt(const char *name, const char *s, uint64_t lo, uint64_t hi,
+                          const char *why)
+{
+    uint64_t v;
+    if (!parse_u64(s, lo, hi, &v))
+        bad_usage("--%s %s: must be %" PRIu64 "..%" PRIu64 "%s%s", name, s, lo, hi, why ? " " : "",
+                  why ? why : "");
+    return v;
 }
 
 static double parse_prob(const char *opt, const char *s)
@@ -332,31 +351,43 @@ static const char *mac_name(int mac)
     return rdp_mac_alg_name((enum rdp_mac_alg)mac);
 }
 
+/* A --key FILE that cannot be used: the command line is well-formed, the file is not, so
+ * exit 1 without the usage text, as psid and psconf do for a bad key_file. */
+static void key_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void key_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    exit(1);
+}
+
 /* The key rule of conf/keyfile.c: a regular file, not open to group or others, 32..4096
  * bytes; the key is the 32-byte BLAKE2b hash of its contents. */
 static void load_key(const char *path, unsigned char key[RDP_KEY_BYTES])
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) bad_usage("--key %s: %s", path, strerror(errno));
+    if (fd < 0) key_error("--key %s: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) bad_usage("--key %s: not a regular file", path);
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) key_error("--key %s: not a regular file", path);
     if (st.st_mode & 077)
-        bad_usage("--key %s: mode %04o lets group or others at the key; run chmod 600 %s", path,
+        key_error("--key %s: mode %04o lets group or others at the key; run chmod 600 %s", path,
                   (unsigned)(st.st_mode & 07777), path);
     unsigned char buf[KEY_FILE_MAX + 1];
     size_t n = 0;
     while (n < sizeof buf) {
         ssize_t r = read(fd, buf + n, sizeof buf - n);
         if (r < 0 && errno == EINTR) continue;
-        if (r < 0) bad_usage("--key %s: %s", path, strerror(errno));
+        if (r < 0) key_error("--key %s: %s", path, strerror(errno));
         if (r == 0) break;
         n += (size_t)r;
     }
     close(fd);
     if (n < 32)
-        bad_usage("--key %s: %zu bytes, a key needs at least 32 (head -c 32 /dev/urandom > %s)",
+        key_error("--key %s: %zu bytes, a key needs at least 32 (head -c 32 /dev/urandom > %s)",
                   path, n, path);
-    if (n > KEY_FILE_MAX) bad_usage("--key %s: longer than %d bytes", path, KEY_FILE_MAX);
+    if (n > KEY_FILE_MAX) key_error("--key %s: longer than %d bytes", path, KEY_FILE_MAX);
     crypto_generichash(key, RDP_KEY_BYTES, buf, n, NULL, 0);
     sodium_memzero(buf, sizeof buf);
 }
@@ -1514,7 +1545,7 @@ static void on_hello(struct bench *b, const uint8_t *p, size_t len)
     }
     if (tmo >= 1 && tmo <= 3600 && !o->have_timeout) b->timeout_s = tmo;
     b->mtu = o->mtu ? o->mtu : mtu;
-    if (b->mtu < 576 || b->mtu > 65536) {
+    if (b->mtu < RDP_MTU_MIN || b->mtu > RDP_MTU_MAX) {
         proto_error(b, "bad mtu %u", b->mtu);
         return;
     }
@@ -2216,6 +2247,8 @@ int main(int argc, char **argv)
     uint64_t v;
     enum rdp_mac_alg alg;
     enum rdp_mac_impl impl;
+    struct rdp_config lib; /* the library's defaults: --rto-min-us may not exceed its rto_max */
+    rdp_config_defaults(&lib);
     int c;
     optind = 2;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -2284,24 +2317,25 @@ int main(int argc, char **argv)
         case O_CORRUPT:
             o.corrupt = parse_prob(name, optarg);
             break;
+        /* the RDP tunables, in the ranges rdp_open accepts (include/rdp.h) */
         case O_MTU:
-            if (!parse_u64(optarg, 576, 65536, &v))
-                bad_usage("--mtu: 576..65536, not '%s'", optarg);
-            o.mtu = (unsigned)v;
+            o.mtu = (unsigned)parse_opt(name, optarg, RDP_MTU_MIN, RDP_MTU_MAX, NULL);
             break;
         case O_RTO_MIN:
-            if (!parse_u64(optarg, 1, 10000000, &v)) bad_usage("--rto-min-us: not '%s'", optarg);
-            o.rto_min_us = (unsigned)v;
+            o.rto_min_us = (unsigned)parse_opt(name, optarg, RDP_RTO_MIN_US_MIN, lib.rto_max_us,
+                                               "(at most RDP's rto_max_us)");
             break;
         case O_MAX_RETRANS:
-            if (!parse_u64(optarg, 1, 1000, &v)) bad_usage("--max-retrans: not '%s'", optarg);
-            o.max_retrans = (unsigned)v;
+            o.max_retrans =
+                (unsigned)parse_opt(name, optarg, RDP_MAX_RETRANS_MIN, RDP_MAX_RETRANS_MAX, NULL);
             break;
         case O_SNDBUF:
         case O_RCVBUF:
+            v = parse_opt(name, optarg, RDP_BUF_MIN, OPT_BUF_MAX, "bytes");
+            *(c == O_SNDBUF ? &o.sndbuf : &o.rcvbuf) = (size_t)v;
+            break;
         case O_SOCKBUF:
-            if (!parse_u64(optarg, 1, 1ull << 32, &v)) bad_usage("--%s: not '%s'", name, optarg);
-            *(c == O_SNDBUF ? &o.sndbuf : c == O_RCVBUF ? &o.rcvbuf : &o.sock_buf) = (size_t)v;
+            o.sock_buf = (size_t)parse_opt(name, optarg, 1, OPT_BUF_MAX, "bytes");
             break;
         case O_VSTCP:
             client_only = o.vs_tcp = true;

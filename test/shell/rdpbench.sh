@@ -7,6 +7,12 @@
 #   - the portable MAC on one side only (--mac-impl portable): the MAC libraries interoperate
 #   - a server with another key: the client fails (exit 1) and says why (the control
 #     connection compares key fingerprints; RDP itself under a wrong key: rdp_security)
+#   - without --key both sides say they use the fixed benchmark key; a --key file that
+#     cannot be used (missing, short, open to others): exit 1 naming the file and the reason,
+#     as psid and psconf do for a bad key_file (the command line itself is well-formed)
+#   - RDPBENCH_TEST_FAULT=dup:N: the checker catches a duplicated message
+#   - RDP tunables at the library's limits run; one past them: exit 2 with the range, on the
+#     client and on the server (before rdp_open would refuse them)
 #   - bad command lines: exit 2 with usage
 set -u
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
@@ -41,6 +47,13 @@ server srv1.log || fail "rdpbench: server starts" "$(cat "$CDIR/srv1.log")"
 
 out=$("$RB" client "$SRV" --mode pingpong --size 1024 --count 300 --vs-tcp --json 2>"$CDIR/c1.err")
 check "rdpbench: pingpong --vs-tcp --json exits 0" $? "$(tail -5 "$CDIR/c1.err")"
+# no --key: each side says it uses the fixed key (the client on stderr under --json)
+grep -qx "server: no --key given: using the fixed benchmark key (public, not secret)" \
+    "$CDIR/srv1.log" &&
+    grep -qx "client: no --key given: using the fixed benchmark key (public, not secret)" \
+        "$CDIR/c1.err"
+check "rdpbench: without --key both sides name the fixed benchmark key" $? \
+    "server: $(head -2 "$CDIR/srv1.log") client: $(head -2 "$CDIR/c1.err")"
 jcheck "rdpbench: pingpong JSON has both RTTs and their ratio" "$out" \
     '.mode == "pingpong" and .rdp.rtt_us.median > 0 and .tcp.rtt_us.median > 0 and .ratio > 0'
 jcheck "rdpbench: JSON names the MAC implementation" "$out" \
@@ -103,13 +116,16 @@ stop_servers
 for side in pieces joined; do
     sargs=(--mtu 9000)
     [ "$side" = joined ] && sargs+=(--joined)
-    for f in flip:5 swap:7; do
+    for f in flip:5 swap:7 dup:6; do
         server srv6.log "${sargs[@]}" || fail "rdpbench: server starts" "$(cat "$CDIR/srv6.log")"
         RDPBENCH_TEST_FAULT=$f "$RB" client "$SRV" --mode stream --size 100000 --count 20 \
             --mtu 9000 --timeout 5 >"$CDIR/c7.out" 2>&1
         rc=$?
-        want="lost or reordered"
-        [ "$f" = flip:5 ] && want="byte 50000 is 0x.*corrupted"
+        case $f in
+        flip:5) want="message #5 (100000 bytes): byte 50000 is 0x.*corrupted" ;;
+        swap:7) want="message #7 expected, got #8 .*lost or reordered" ;;
+        dup:6) want="message #7 expected, got #6 .* again: duplicated" ;;
+        esac
         if [ "$rc" -ne 0 ] && wait_until 5000 grep -q "verification failed: .*$want" "$CDIR/srv6.log"
         then
             pass "rdpbench: $f is caught by a server receiving $side"
@@ -134,6 +150,64 @@ else
         "exit $rc: $(tail -3 "$CDIR/c5.out")"
 fi
 stop_servers
+
+# --key FILE that cannot be used: exit 1, the file and the reason, no usage text; before
+# anything listens or connects (the client's server port is closed; timeout: a server that
+# did not refuse would wait for clients)
+head -c 31 /dev/urandom >"$CDIR/short.key"
+chmod 600 "$CDIR/short.key"
+head -c 32 /dev/urandom >"$CDIR/open.key"
+chmod 644 "$CDIR/open.key"
+for k in "missing.key:No such file or directory" "short.key:31 bytes, a key needs at least 32" \
+    "open.key:mode 0644 lets group or others at the key"; do
+    f=$CDIR/${k%%:*}
+    for role in server client; do
+        args=(server 127.0.0.1:0 --key "$f")
+        [ "$role" = client ] &&
+            args=(client 127.0.0.1:1 --key "$f" --mode pingpong --size 16 --count 1)
+        out=$(timeout 10 "$RB" "${args[@]}" 2>&1)
+        rc=$?
+        if [ "$rc" -eq 1 ] && [ "$(wc -l <<<"$out")" -eq 1 ] &&
+            [[ $out == "rdpbench: --key $f: ${k#*:}"* ]]; then
+            pass "rdpbench: $role --key ${k%%:*}: exit 1, one line naming the file and why"
+        else
+            fail "rdpbench: $role --key ${k%%:*}: exit 1, one line naming the file and why" \
+                "exit $rc: $(head -3 <<<"$out")"
+        fi
+    done
+done
+
+# the RDP tunables at the library's limits (include/rdp.h) work on both sides ...
+lim=(--mtu 576 --rto-min-us 200000 --max-retrans 1000 --sndbuf 65536 --rcvbuf 65536 --sock-buf 1)
+server srv8.log "${lim[@]}" || fail "rdpbench: server at the tunables' limits starts" \
+    "$(cat "$CDIR/srv8.log")"
+out=$("$RB" client "$SRV" --mode pingpong --size 1-3000 --count 20 "${lim[@]}" --json \
+    2>"$CDIR/c8.err")
+check "rdpbench: both sides at the RDP tunables' limits run" $? "$(tail -3 "$CDIR/c8.err")"
+jcheck "rdpbench: at the limits every message both ways" "$out" '.client.msgs_recv == 22'
+stop_servers
+# ... and one step past them is a usage error that gives the range, on either side, before
+# any socket (a server would otherwise listen and then fail at rdp_open, exit 1)
+for t in "--sndbuf 100:65536..4294967296 bytes" "--rcvbuf 65535:65536..4294967296 bytes" \
+    "--rto-min-us 300000:1..200000 (at most RDP's rto_max_us)" \
+    "--rto-min-us 0:1..200000 (at most RDP's rto_max_us)" \
+    "--max-retrans 1001:1..1000" "--max-retrans 0:1..1000" "--mtu 575:576..65536" \
+    "--mtu 65537:576..65536" "--sock-buf 0:1..4294967296 bytes"; do
+    opt=${t%%:*}
+    for role in server client; do
+        args=(server 127.0.0.1:0)
+        [ "$role" = client ] && args=(client 127.0.0.1:1 --mode pingpong --size 16 --count 1)
+        # shellcheck disable=SC2086 # opt is an option and its value
+        out=$(timeout 10 "$RB" "${args[@]}" $opt 2>&1)
+        rc=$?
+        if [ "$rc" -eq 2 ] && grep -qxF -- "rdpbench: $opt: must be ${t#*:}" <<<"$out" &&
+            grep -q "^usage: rdpbench" <<<"$out"; then
+            pass "rdpbench: $role $opt: exit 2, the range"
+        else
+            fail "rdpbench: $role $opt: exit 2, the range" "exit $rc: $(head -2 <<<"$out")"
+        fi
+    done
+done
 
 # bad command lines
 for args in "client" "client 127.0.0.1:1 --mode nope --size 1 --count 1" \

@@ -4,6 +4,8 @@
  * signed packets. This pins down behaviour no black-box test sees exactly: the handshake
  * fields, fragmentation, which packets a SACK makes the sender retransmit (only the holes),
  * reassembly from fragments that arrive out of order, and the SACK bitmap the receiver sends.
+ * Also rdp_open's configuration limits: the constants of rdp.h, exactly (rdpbench checks its
+ * options against them).
  */
 #include "../../rdp/auth.h"
 #include "../../rdp/wire.h"
@@ -279,5 +281,46 @@ static void test_reassembly_out_of_order(void)
     free(s);
 }
 
+/* 1 if rdp_open takes c; else 0, and it said EINVAL */
+static int opens(const struct rdp_config *c)
+{
+    errno = 0;
+    rdp_t *ep = rdp_open(c, NULL);
+    if (ep) {
+        rdp_close(ep);
+        return 1;
+    }
+    CU_ASSERT_EQUAL(errno, EINVAL);
+    return 0;
+}
+
+/* each limit of rdp.h: rdp_open takes the value at it and refuses the one past it */
+#define LIMIT(field, at, past)                                                                     \
+    do {                                                                                           \
+        struct rdp_config c_ = base;                                                               \
+        c_.field = (at);                                                                           \
+        CU_ASSERT_EQUAL(opens(&c_), 1);                                                            \
+        c_.field = (past);                                                                         \
+        CU_ASSERT_EQUAL(opens(&c_), 0);                                                            \
+    } while (0)
+
+static void test_config_limits(void)
+{
+    struct rdp_config base;
+    rdp_config_defaults(&base);
+    struct sockaddr_in *a = (struct sockaddr_in *)&base.bind;
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* port 0: any */
+    CU_ASSERT_EQUAL(opens(&base), 1);
+    LIMIT(mtu, RDP_MTU_MIN, RDP_MTU_MIN - 1);
+    LIMIT(mtu, RDP_MTU_MAX, RDP_MTU_MAX + 1);
+    LIMIT(rto_min_us, RDP_RTO_MIN_US_MIN, RDP_RTO_MIN_US_MIN - 1);
+    LIMIT(rto_min_us, base.rto_max_us, base.rto_max_us + 1); /* at most rto_max_us */
+    LIMIT(max_retrans, RDP_MAX_RETRANS_MIN, RDP_MAX_RETRANS_MIN - 1);
+    LIMIT(max_retrans, RDP_MAX_RETRANS_MAX, RDP_MAX_RETRANS_MAX + 1);
+    LIMIT(sndbuf, RDP_BUF_MIN, RDP_BUF_MIN - 1);
+    LIMIT(rcvbuf, RDP_BUF_MIN, RDP_BUF_MIN - 1);
+}
+
 UNIT_SUITE(rdp_scripted_peer, UNIT_TEST(test_sack_retransmits_only_holes),
-           UNIT_TEST(test_reassembly_out_of_order))
+           UNIT_TEST(test_reassembly_out_of_order), UNIT_TEST(test_config_limits))
