@@ -106,7 +106,10 @@ const char *lg_nodetab_name(const struct lg_nodetab *t, uint32_t id, char *buf, 
     return buf;
 }
 
-int lg_tid_parse(const char *s, const struct lg_nodetab *t, uint64_t *tid, char *err, size_t errsz)
+/* lg_tid_parse, and with syntax_only lg_tid_check: then NODE is not looked up (any name
+ * passes) and *tid is not set. */
+static int tid_parse(const char *s, const struct lg_nodetab *t, bool syntax_only, uint64_t *tid,
+                     char *err, size_t errsz)
 {
     const char *colon = strrchr(s, ':');
     if (!colon) {
@@ -117,7 +120,7 @@ int lg_tid_parse(const char *s, const struct lg_nodetab *t, uint64_t *tid, char 
             snprintf(err, errsz, "%s: not a task id (NODE:PID)", s);
             return -1;
         }
-        *tid = v;
+        if (!syntax_only) *tid = v;
         return 0;
     }
     char node[128];
@@ -133,6 +136,7 @@ int lg_tid_parse(const char *s, const struct lg_nodetab *t, uint64_t *tid, char 
         snprintf(err, errsz, "%s: not a task id (NODE:PID)", s);
         return -1;
     }
+    if (syntax_only) return 0;
     if (parse_u32(node, &id) < 0) {
         const struct lg_node *nd = t ? lg_nodetab_lookup(t, node) : NULL;
         if (!nd) {
@@ -146,6 +150,16 @@ int lg_tid_parse(const char *s, const struct lg_nodetab *t, uint64_t *tid, char 
     }
     *tid = PSTID(id, pid);
     return 0;
+}
+
+int lg_tid_parse(const char *s, const struct lg_nodetab *t, uint64_t *tid, char *err, size_t errsz)
+{
+    return tid_parse(s, t, false, tid, err, errsz);
+}
+
+int lg_tid_check(const char *s, char *err, size_t errsz)
+{
+    return tid_parse(s, NULL, true, NULL, err, errsz);
 }
 
 const char *lg_tid_str(uint64_t tid, char *buf, size_t n)

@@ -38,6 +38,10 @@ const char *lg_nodetab_name(const struct lg_nodetab *t, uint32_t id, char *buf, 
 /* Parse a task id: NODE:PID (NODE as above) or a plain 64-bit number. t may be NULL (then
  * NODE must be a number). 0, or -1 with a message in err. */
 int lg_tid_parse(const char *s, const struct lg_nodetab *t, uint64_t *tid, char *err, size_t errsz);
+/* Whether s has the form of a task id, before the node table is at hand (NODE may be any
+ * name): a malformed one is a bad command line, an unknown node is not. 0, or -1 with the
+ * message lg_tid_parse would give in err. */
+int lg_tid_check(const char *s, char *err, size_t errsz);
 /* "NODE:PID" with the numeric node id. Returns buf (at least 24 bytes). */
 const char *lg_tid_str(uint64_t tid, char *buf, size_t n);
 

@@ -8,7 +8,8 @@
  * SIG is a number or a name (TERM, SIGTERM, term); the default is TERM. Each target is one
  * PSM_SIGNAL request to the local psid, which routes it to the task's node; errors are
  * printed as kill(1) prints them ("pskill: 2:4711: No such process") and make the exit
- * status 1. Manual: docs/man/pskill.1.
+ * status 1; a malformed task id is a bad command line (exit 2, nothing sent). Manual:
+ * docs/man/pskill.1.
  */
 #include "../logger/nodetab.h"
 #include "../logger/signames.h"
@@ -135,6 +136,15 @@ int main(int argc, char **argv)
     if (optind >= argc) {
         fprintf(stderr, "pskill: no %s given\n", job ? "job" : "task id");
         return usage(stderr, 2);
+    }
+    /* a malformed task id is a bad command line, found before psid is asked anything; an
+     * unknown node or task is not (exit 1, below) */
+    for (int i = optind; i < argc; i++) {
+        char err[256];
+        if (lg_tid_check(argv[i], err, sizeof err) < 0) {
+            fprintf(stderr, "pskill: %s%s\n", job ? "job " : "", err);
+            return usage(stderr, 2);
+        }
     }
     struct psi c;
     if (psi_open(&c, NULL) < 0) {

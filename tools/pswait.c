@@ -22,7 +22,10 @@ static const char usage_text[] = "usage: pswait [-v] TID...\n"
                                  "print how it ended.\n"
                                  "  -v, --verbose   say on stderr when each task is being watched\n"
                                  "Exit status: the last task's (128+N for signal N, 255 for a "
-                                 "lost node); 1 if a task cannot be watched.\n";
+                                 "lost node);\n"
+                                 "1 if a task cannot be watched (no such task or node); 2 for a "
+                                 "bad command line\n"
+                                 "(a malformed TID: then no task is watched).\n";
 
 int main(int argc, char **argv)
 {
@@ -40,6 +43,16 @@ int main(int argc, char **argv)
     if (optind == argc) {
         fputs(usage_text, stderr);
         return 2;
+    }
+    /* a malformed TID is a bad command line, found before psid is asked anything; an unknown
+     * node or task is not (exit 1, below) */
+    for (int i = optind; i < argc; i++) {
+        char err[256];
+        if (lg_tid_check(argv[i], err, sizeof err) < 0) {
+            fprintf(stderr, "pswait: %s\n", err);
+            fputs(usage_text, stderr);
+            return 2;
+        }
     }
     struct psi c;
     if (psi_open(&c, NULL) < 0) {

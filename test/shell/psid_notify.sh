@@ -4,6 +4,8 @@
 #  - or the signal it chose;
 #  - a released notification does not fire;
 #  - ESRCH for no such task; EPERM for another user's task (as root);
+#  - pswait: how a task ended; no such task or node: exit 1; a bad command line (also a
+#    malformed task id): usage, exit 2;
 #  - when a node dies, every notification about its tasks fires with "lost".
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
@@ -92,6 +94,21 @@ out=$("$BIN/pswait" 1:999999 2>&1)
 rc=$?
 [ $rc = 1 ] && echo "$out" | grep -q "No such process" && pass "pswait: no such task -> error, exit 1" ||
     fail "pswait: no such task" "exit $rc: $out"
+# a bad command line is exit 2 with the usage, also a malformed task id, even next to a good
+# one (nothing is watched: no "watching"); a node not in the cluster is not one (exit 1)
+check_usage "pswait: usage error (no TID) -> exit 2" "$BIN/pswait"
+check_usage "pswait: usage error (--bogus) -> exit 2" "$BIN/pswait" --bogus 1:1
+for bad in 1:x 2: :5 1:0 abc; do
+    out=$(timeout 5 "$BIN/pswait" -v "$(tid 1)" "$bad" 2>&1)
+    rc=$?
+    [ $rc = 2 ] && [ "$(head -1 <<<"$out")" = "pswait: $bad: not a task id (NODE:PID)" ] &&
+        grep -q "^usage: pswait" <<<"$out" && ! grep -q watching <<<"$out"
+    check "pswait: malformed task id '$bad' -> named, usage, exit 2" $? "exit $rc: $out"
+done
+out=$(timeout 5 "$BIN/pswait" n9:100 2>&1)
+rc=$?
+[ $rc = 1 ] && [ "$out" = "pswait: n9:100: no node 'n9' in the cluster" ]
+check "pswait: a node not in the cluster -> error, exit 1" $? "exit $rc: $out"
 "$BIN/pswait" -v "$(tid 7)" >"$CDIR/pw2.out" 2>&1 &
 PW=$!
 PIDS+=("$PW")

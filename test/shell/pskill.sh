@@ -123,10 +123,20 @@ check "bad input: pskill -NOPE -> exit 2" $? "$out"
 out=$("$PSKILL" 2>&1)
 [ $? -eq 2 ] && grep -q "usage" <<<"$out"
 check "bad input: pskill without a task id -> usage, exit 2" $? "$out"
-out=$("$PSKILL" n9:100 1:x 2>&1)
-[ $? -eq 1 ] && grep -q "n9:100: no node 'n9' in the cluster" <<<"$out" &&
-    grep -q "1:x: not a task id" <<<"$out"
-check "bad input: unknown node, bad task id -> messages, exit 1" $? "$out"
+out=$("$PSKILL" n9:100 2>&1)
+[ $? -eq 1 ] && [ "$out" = "pskill: n9:100: no node 'n9' in the cluster" ]
+check "bad input: unknown node -> message, exit 1" $? "$out"
+# a malformed task id is a bad command line: named, usage, exit 2, and nothing sent, not
+# even to the well-formed one before it (rank 1 is gone: a signal would be "No such process")
+out=$("$PSKILL" "$tid1" 1:x 2>&1)
+rc=$?
+[ $rc -eq 2 ] && [ "$(head -1 <<<"$out")" = "pskill: 1:x: not a task id (NODE:PID)" ] &&
+    grep -q "^usage: pskill" <<<"$out" && ! grep -q "No such process" <<<"$out"
+check "bad input: malformed task id -> named, usage, exit 2, nothing sent" $? "rc=$rc: $out"
+out=$("$PSKILL" --job x: 2>&1)
+rc=$?
+[ $rc -eq 2 ] && [ "$(head -1 <<<"$out")" = "pskill: job x:: not a task id (NODE:PID)" ]
+check "bad input: malformed job id -> exit 2" $? "rc=$rc: $out"
 out=$("$PSKILL" -l 9)
 [ "$out" = KILL ] && [ "$("$PSKILL" -l TERM)" = 15 ]
 check "pskill -l" $? "$out"

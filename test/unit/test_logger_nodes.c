@@ -161,6 +161,18 @@ static void test_nodetab(void)
     CU_ASSERT_EQUAL(lg_tid_parse("abc", &t, &tid, err, sizeof err), -1);
     CU_ASSERT_EQUAL(lg_tid_parse("2:99999999999", &t, &tid, err, sizeof err), -1);
     lg_nodetab_free(&t);
+
+    /* the form alone, without the table (pskill and pswait check it first: exit 2): any
+     * node name passes, a malformed id fails with lg_tid_parse's message */
+    CU_ASSERT_EQUAL(lg_tid_check("2:4711", err, sizeof err), 0);
+    CU_ASSERT_EQUAL(lg_tid_check("n9:17", err, sizeof err), 0);
+    CU_ASSERT_EQUAL(lg_tid_check("8589934609", err, sizeof err), 0);
+    const char *bad[] = {"2:", "2:0", ":5", "2:x", "abc", "2:99999999999", "", "2:-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err[0] = '\0';
+        CU_ASSERT_EQUAL(lg_tid_check(bad[i], err, sizeof err), -1);
+        CU_ASSERT(strstr(err, "not a task id") != NULL);
+    }
 }
 
 /* the partition for this environment and -w, as "ids" or "ERROR message" */
