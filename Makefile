@@ -1,15 +1,18 @@
 # pscluster - top-level Makefile.
 #
-# Public targets (each first runs scripts/install-deps.sh, which installs missing Debian
-# packages and prints what it installs):
-#   all (default)  libraries and tools under build/
+# Public targets. Each first runs scripts/install-deps.sh for its set of Debian packages
+# (in brackets), which installs the missing ones as root and prints what it installs, and
+# otherwise prints the command to run as root and fails:
+#   all (default)  libraries and tools under build/ [build]
 #   check          unit tests (plain and ASan/UBSan), protocol tests, namespace tests (root),
-#                  a short fuzz run (clang)
-#   demo           the quick start: a short show of what works
+#                  a short fuzz run (clang), style [build, --check]
+#   demo           the quick start: a short show of what works [build, --demo]
 #   bench          benchmarks against the peers; figures go to bench/RESULTS.md by hand
+#                  [build, --bench]
 #   fuzz           longer fuzz runs of every decoder (FUZZ_SECONDS, default 60 each)
-#   install        PREFIX (/usr/local) and DESTDIR
-#   clean, format, format-check
+#                  [build, --check]
+#   install        PREFIX (/usr/local) and DESTDIR [build, through all]
+#   clean, format, format-check (no packages asked for)
 #
 # Internal targets (build-*, the sanitizer tree) run in a sub-make so that pkg-config is
 # asked only after the packages are there.
@@ -65,14 +68,12 @@ TTOOLS    := $(patsubst test/tools/%.c,$(BUILD)/test/tools/%,$(TTOOL_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all check demo bench fuzz install clean deps format format-check \
+.PHONY: all check demo bench fuzz install clean format format-check \
         build-all build-tests build-fuzz
 
-all: deps
-	@$(MAKE) --no-print-directory build-all
-
-deps:
+all:
 	@scripts/install-deps.sh
+	@$(MAKE) --no-print-directory build-all
 
 build-all: $(LIBS) $(TOOLS)
 
@@ -133,23 +134,28 @@ $(BUILD)/fuzz/%: test/fuzz/%.c $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(
 	    -fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS)) \
 	    $< $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(LOG_SRC) $(SYS_LIBS) -lm -o $@
 
-check: deps
+check:
+	@scripts/install-deps.sh --check
 	@$(MAKE) --no-print-directory build-tests
 	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 build-tests
 	@if command -v clang >/dev/null; then $(MAKE) --no-print-directory build-fuzz; fi
 	@scripts/run-tests.sh
 
-demo: deps
+demo:
+	@scripts/install-deps.sh --demo
 	@$(MAKE) --no-print-directory build-all
 	@scripts/demo.sh
 
-bench: deps
-	@$(MAKE) --no-print-directory build-all
+# the benchmarks also drive the small test programs (bench/psid.sh: sigstamp, jobdrive)
+bench:
+	@scripts/install-deps.sh --bench
+	@$(MAKE) --no-print-directory build-all $(TTOOLS)
 	@bench/run.sh
 
 # the fuzz step of the test driver alone, longer; inputs that reach new code join the seed
 # corpus (test/fuzz/corpus/, which make check's short runs start from)
-fuzz: deps
+fuzz:
+	@scripts/install-deps.sh --check
 	@$(MAKE) --no-print-directory build-fuzz
 	@secs=$${FUZZ_SECONDS:-60}; STEPS=f FUZZ_MERGE=$${FUZZ_MERGE:-1} FUZZ_SECONDS=$$secs \
 	    STEP_TIMEOUT=$$((secs + 120)) scripts/run-tests.sh

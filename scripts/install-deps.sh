@@ -1,18 +1,28 @@
 #!/bin/bash
 # install-deps.sh - install the Debian 12 packages pscluster needs, and only those missing.
 #
-# Every public make target runs this first. When everything is present it prints nothing.
+# Every public make target runs this first, asking for its own set; when everything is
+# present it prints nothing. The build set is always wanted; the options add to it:
+#   (none)    build: what compiling the libraries and tools needs (make, make install)
+#   --check   the tests and checks: CUnit, clang and libFuzzer, clang-format, shellcheck,
+#             iproute2, nftables, ping, procps, jq (make check, make fuzz)
+#   --demo    what the demo needs beyond the build; nothing today (make demo)
+#   --bench   the benchmark peers and the namespace tools the benchmarks use (make bench)
 #
-# usage: scripts/install-deps.sh [--bench] [--list] [PKG...]
-#   --bench   also the benchmark peers that `make bench` compares against
+# usage: scripts/install-deps.sh [--check] [--demo] [--bench] [--list] [PKG...]
 #   --list    print the packages that would be installed (one line, nothing if none), exit 0
 #   PKG...    further packages to require (for scripts that need one more tool)
 #
 # As root it runs `apt-get update` only when a package has no install candidate or the first
 # install attempt fails (an empty or stale apt cache), then
-# `apt-get install -y --no-install-recommends`. Not as root it prints the command to run and
-# exits 1.
+# `apt-get install -y --no-install-recommends`, and prints what it installs. Not as root it
+# prints the command for root to run (`apt-get update && apt-get install ...`) and exits 1.
 set -euo pipefail
+
+usage() {
+    echo "usage: scripts/install-deps.sh [--check] [--demo] [--bench] [--list] [PKG...]" >&2
+    exit 2
+}
 
 # clang-14 only recommends the compiler-rt package that carries libFuzzer and the sanitizer
 # runtimes; --no-install-recommends therefore needs it named. Its name follows clang's major.
@@ -21,26 +31,39 @@ if ver=$(dpkg-query -W -f='${Version}' clang 2>/dev/null) && [[ $ver =~ ^([0-9]+
     clang_major=${BASH_REMATCH[2]}
 fi
 
-# Build, test and namespace-test requirements (make all / check / demo / fuzz).
-base_pkgs=(
+# make all / make install: the compiler and make, and the libraries pkg-config finds
+# (libconfig, libsodium, libcrypto, libnl-route-3.0).
+build_pkgs=(
     build-essential pkg-config
-    libconfig-dev libsodium-dev libssl-dev libnl-3-dev libnl-route-3-dev libcunit1-dev
-    iproute2 nftables iputils-ping procps jq
-    clang "libclang-rt-${clang_major}-dev"
-    clang-format shellcheck
+    libconfig-dev libsodium-dev libssl-dev libnl-3-dev libnl-route-3-dev
 )
 # Intel IPsec-MB, the fast packet MAC (rdp/mac_ipsecmb.c), exists for amd64 only; elsewhere
 # RDP computes the MAC with libsodium and libcrypto.
 if [[ $(dpkg --print-architecture 2>/dev/null) == amd64 ]]; then
-    base_pkgs+=(libipsec-mb-dev)
+    build_pkgs+=(libipsec-mb-dev)
 fi
-# Peers for make bench.
-bench_pkgs=(sockperf iperf3 hyperfine jq mpich linux-perf valgrind)
+# make check / make fuzz: the unit tests (CUnit), the integration and namespace tests (ss and
+# ip, nft, ping, pgrep, jq), the fuzz targets (clang, libFuzzer) and the style checks.
+check_pkgs=(
+    libcunit1-dev
+    iproute2 nftables iputils-ping procps jq
+    clang "libclang-rt-${clang_major}-dev"
+    clang-format shellcheck
+)
+# make demo: scripts/demo.sh uses the built tools and what every Debian system has.
+demo_pkgs=()
+# make bench: the peers, and the tools of the namespace paths (bench/rdp.sh, bench/psid.sh).
+bench_pkgs=(
+    sockperf iperf3 hyperfine mpich linux-perf valgrind
+    iproute2 nftables iputils-ping procps jq
+)
 
-want=("${base_pkgs[@]}")
+want=("${build_pkgs[@]}")
 list_only=0
 while (($#)); do
     case $1 in
+    --check) want+=("${check_pkgs[@]}") ;;
+    --demo) want+=("${demo_pkgs[@]}") ;;
     --bench) want+=("${bench_pkgs[@]}") ;;
     --list) list_only=1 ;;
     -h | --help)
@@ -48,8 +71,8 @@ while (($#)); do
         exit 0
         ;;
     -*)
-        echo "install-deps: unknown option $1 (try --help)" >&2
-        exit 2
+        echo "install-deps: unknown option $1" >&2
+        usage
         ;;
     *) want+=("$1") ;;
     esac
@@ -75,8 +98,10 @@ fi
 ((${#missing[@]})) || exit 0
 
 if ((EUID != 0)); then
+    # The update too: on a fresh system the package lists may be empty.
     echo "install-deps: missing Debian packages: ${missing[*]}" >&2
-    echo "install-deps: run: sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    echo "install-deps: run this as root (for example after sudo -i or su -), then try again:" >&2
+    echo "apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
     exit 1
 fi
 

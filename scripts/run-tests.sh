@@ -323,7 +323,7 @@ style_check() {
     local name=$1 tool=$2 hint=$3 log
     shift 3
     if ! command -v "$tool" >/dev/null; then
-        skip "$name" "$tool not installed (scripts/install-deps.sh installs it)"
+        skip "$name" "$tool not installed (scripts/install-deps.sh --check installs it)"
         return
     fi
     log=$tmp/${name//\//-}.log

@@ -2,6 +2,10 @@
 # test/shell/make_targets.sh - the Makefile's public targets beyond `make check` itself:
 #   - every script a recipe runs is in the tree and executable (`make fuzz` once called a
 #     scripts/fuzz.sh that never existed)
+#   - each public target first asks scripts/install-deps.sh for its own set of packages (`make
+#     -n`): all and install the build set, check and fuzz --check, demo --demo, bench --bench
+#     (test/shell/install_deps.sh tests the sets themselves)
+#   - `make bench` builds the test programs that bench/psid.sh drives, not only the tools
 #   - `make install DESTDIR=... PREFIX=/usr` puts the tools, libraries, headers, man pages
 #     and the example configuration where INSTALL says
 #   - `make fuzz` (FUZZ_SECONDS=1, FUZZ_MERGE=0: the seed corpus stays as it is) runs every
@@ -21,6 +25,27 @@ while read -r sc; do
 done < <(grep -oE '(scripts|bench|test)/[A-Za-z0-9_./-]+\.sh' Makefile | sort -u)
 ((${#missing[@]} == 0))
 check "make: every script a recipe runs exists and is executable" $? "missing: ${missing[*]}"
+
+wrong=()
+for tw in all= install= check=--check fuzz=--check demo=--demo bench=--bench; do
+    t=${tw%%=*} opt=${tw#*=}
+    want="scripts/install-deps.sh${opt:+ $opt}"
+    # -n: the recipes are printed, not run (sub-makes run, with -n too)
+    first=$(make -n --no-print-directory "$t" 2>&1 | head -1)
+    [[ $first == "$want" ]] || wrong+=("$t: '$first', not '$want'")
+done
+((${#wrong[@]} == 0))
+check "make: each public target first runs install-deps.sh for its set" $? "${wrong[*]}"
+
+# make bench on a fresh tree builds the test programs bench/psid.sh drives (a fresh BUILD
+# directory, -n: only printed)
+bl=$(make -n --no-print-directory bench BUILD="$CDIR/bb" 2>&1)
+nb=()
+for t in sigstamp jobdrive; do
+    grep -q -- "-o $CDIR/bb/test/tools/$t\b" <<<"$bl" || nb+=("$t")
+done
+((${#nb[@]} == 0))
+check "make bench builds the test programs the benchmarks drive" $? "not built: ${nb[*]}"
 
 make --no-print-directory install DESTDIR="$CDIR/root" PREFIX=/usr >"$CDIR/install.log" 2>&1
 check "make install exits 0" $? "$(tail -5 "$CDIR/install.log")"
