@@ -2,12 +2,16 @@
 # demo.sh - the quick start (`make demo`): a virtual 4-node cluster on this machine, used the
 # way a user would, in well under a minute; then RDP, the protocol under it, under injected
 # faults. Only loopback addresses (127.0.0.1-4) are used, and everything started is stopped
-# on exit (pslocal down, and the rdpbench server by pid), also on failure.
+# on exit (pslocal down, and the job, pswait and the rdpbench server by pid), also on failure.
+# Every step checks what it shows; the first that fails ends the demo with
+# "demo: FAILED: step N: why" on stderr and exit status 1. The last line of a good run is
+# "demo: done. ...".
 #
 #  1. pslocal starts four psid daemons (2 CPUs each) and psstat shows the nodes;
 #  2. psrun runs a job of 8 ranks across them: labelled output, placement with task ids;
-#  3. a longer job runs; psstat lists its tasks; pskill signals one rank on another node;
-#     pswait, waiting for another rank, is told when it ends (a death notification);
+#  3. a longer job runs, one rank per node; psstat lists its tasks; pskill signals one rank
+#     on another node; pswait, waiting for another rank, is told when it ends (a death
+#     notification);
 #     psstat rdp shows this node's RDP connections to the others (packets, RTT, drops);
 #  4. one psid is killed: the others declare its node dead in under a second, and the job
 #     that had a rank there hears "node lost" and ends (as a Slurm step would);
@@ -40,71 +44,129 @@ done
 DIR=$(mktemp -d /tmp/pscluster-demo.XXXXXX)
 SRV=""
 JOB=""
+PW=""
 cleanup() {
-    [[ -n $JOB ]] && kill "$JOB" 2>/dev/null || true
-    [[ -n $SRV ]] && kill "$SRV" 2>/dev/null || true
-    wait 2>/dev/null || true
-    "$B/pslocal" down --dir "$DIR" >/dev/null 2>&1 || true
+    local p
+    set +e # all of it, whatever fails (a process that already ended)
+    for p in "$JOB" "$PW" "$SRV"; do
+        [[ -n $p ]] && kill "$p" 2>/dev/null
+    done
+    wait 2>/dev/null
+    "$B/pslocal" down --dir "$DIR" >/dev/null 2>&1
     rm -rf "$DIR"
 }
 trap cleanup EXIT
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+STEP=""
+step() {
+    STEP=${1%%.*}
+    printf '\n\033[1m== %s\033[0m\n' "$*"
+}
+# fail WHY: the demo stops here (cleanup runs on exit)
+fail() {
+    echo "demo: FAILED: step $STEP: $*" >&2
+    exit 1
+}
+# anything else that fails (set -e) says where, and ends the demo the same way
+trap 'echo "demo: FAILED: step $STEP: \"$BASH_COMMAND\" exited with status $? (line $LINENO)" >&2
+exit 1' ERR
 run() {
     printf '$ %s\n' "$*"
     "$@"
 }
+# until_ok SECONDS CMD...: poll CMD every 10 ms until it succeeds (0) or SECONDS pass (1)
+until_ok() {
+    local deadline=$(($(date +%s%N) + $1 * 1000000000))
+    shift
+    until "$@"; do
+        (($(date +%s%N) > deadline)) && return 1
+        sleep 0.01
+    done
+}
+lines() { grep -c "$2" "$1" || true; } # lines FILE REGEX: how many lines match
 
 step "1. a virtual cluster: four psid daemons on 127.0.0.1-4, 2 CPUs each"
-run "$B/pslocal" up -n 4 --dir "$DIR"
+run "$B/pslocal" up -n 4 --dir "$DIR" || fail "pslocal up could not start the cluster"
 export PSID_SOCKET=$DIR/psid-0.sock
-run "$B/psstat" nodes
+run "$B/psstat" nodes | tee "$DIR/nodes.out" || fail "psstat nodes failed"
+(($(lines "$DIR/nodes.out" ' up ') == 4)) || fail "psstat nodes does not show 4 nodes up"
 
 step "2. one job, 8 ranks across the nodes: where each rank runs, and its output"
-run "$B/psrun" -n 8 -v -l sh -c 'echo "hello from rank $PSI_RANK of $PSI_SIZE on $PSI_NODENAME (task $PSI_TID)"'
+run "$B/psrun" -n 8 -v -l sh -c 'echo "hello from rank $PSI_RANK of $PSI_SIZE on $PSI_NODENAME (task $PSI_TID)"' |
+    tee "$DIR/hello.out" || fail "the job of 8 ranks failed"
+(($(lines "$DIR/hello.out" '^[0-7]: hello from rank [0-7] of 8 on n[0-3] ') == 8)) ||
+    fail "the job did not print 8 labelled hello lines"
 
 step "3. a longer job; its tasks anywhere in the cluster; signals and a death notification"
-"$B/psrun" -n 4 -v sleep 20 >"$DIR/job.out" 2>&1 &
+# one rank per node, wherever the load average would put them: rank I runs on node I
+echo "\$ psrun -n 4 --ppn 1 -v sleep 20 &"
+"$B/psrun" -n 4 --ppn 1 -v sleep 20 >"$DIR/job.out" 2>&1 &
 JOB=$!
-for _ in $(seq 200); do [[ $(grep -c "^psrun: rank" "$DIR/job.out") -ge 4 ]] && break; sleep 0.02; done
-run "$B/psstat" tasks
+job_started() { (($(lines "$DIR/job.out" '^psrun: rank') >= 4)); }
+until_ok 5 job_started || fail "the 4 ranks of the job did not start: $(cat "$DIR/job.out")"
+run "$B/psstat" tasks | tee "$DIR/tasks.out" || fail "psstat tasks failed"
+(($(lines "$DIR/tasks.out" ' sleep$') == 4)) || fail "psstat tasks does not list the 4 ranks"
 t2=$(sed -n 's/^psrun: rank 2: .*task \([0-9]*:[0-9]*\).*/\1/p' "$DIR/job.out" | head -1)
 t3=$(sed -n 's/^psrun: rank 3: .*task \([0-9]*:[0-9]*\).*/\1/p' "$DIR/job.out" | head -1)
+[[ -n $t2 && -n $t3 ]] || fail "no task ids of ranks 2 and 3 in psrun's output"
 echo "(rank 2 is task $t2, rank 3 is task $t3)"
 "$B/pswait" -v "$t3" >"$DIR/pswait.out" 2>&1 &
 PW=$!
-for _ in $(seq 200); do grep -q watching "$DIR/pswait.out" && break; sleep 0.01; done
+pswait_ready() { grep -q watching "$DIR/pswait.out"; }
+until_ok 5 pswait_ready || fail "pswait did not start watching $t3: $(cat "$DIR/pswait.out")"
 echo "\$ pswait $t3 &        # tell me when rank 3 ends"
-run "$B/pskill" -s USR1 "$t3"
-wait $PW || true
-cat "$DIR/pswait.out" | grep -v watching
-run "$B/pskill" -s TERM "$t2"
-run "$B/pskill" 9:1 || true
-run "$B/psstat" rdp
+run "$B/pskill" -s USR1 "$t3" || fail "pskill -s USR1 $t3 failed"
+# pswait exits with the task's status: 128 + 10 for SIGUSR1
+rc=0
+wait "$PW" || rc=$?
+PW=""
+grep -v watching "$DIR/pswait.out" || true
+((rc == 138)) && grep -q "killed by signal 10" "$DIR/pswait.out" ||
+    fail "pswait did not report rank 3 killed by SIGUSR1 (exit status $rc)"
+run "$B/pskill" -s TERM "$t2" || fail "pskill -s TERM $t2 failed"
+# a task on a node that does not exist: pskill says so and fails
+if run "$B/pskill" 9:1; then fail "pskill 9:1 succeeded, but there is no node 9"; fi
+run "$B/psstat" rdp | tee "$DIR/rdp.out" || fail "psstat rdp failed"
+(($(lines "$DIR/rdp.out" ' established ') == 3)) ||
+    fail "psstat rdp does not show 3 established connections"
 
 step "4. a node fails: psid on node 1 is killed; the others notice, the job hears it"
 t0=$(date +%s%N)
-run kill -KILL "$(cat "$DIR/psid-1.pid")"
-until "$B/psstat" --json nodes | grep -q '"id":1,[^}]*"state":"down"'; do
-    (($(date +%s%N) - t0 > 5000000000)) && break
-    sleep 0.01
-done
+run kill -KILL "$(cat "$DIR/psid-1.pid")" || fail "could not kill psid 1"
+node1_down() { "$B/psstat" --json nodes | grep -q '"id":1,[^}]*"state":"down"'; }
+until_ok 5 node1_down || fail "node 1 was not declared down within 5 s"
 echo "node 1 declared down after $((($(date +%s%N) - t0) / 1000000)) ms"
-run "$B/psstat" nodes
+run "$B/psstat" nodes || fail "psstat nodes failed"
 # a lost node ends its job (as with srun): psrun tells why and exits
-wait $JOB || true
+job_ended() { ! kill -0 "$JOB" 2>/dev/null; }
+until_ok 5 job_ended || fail "the job did not end within 5 s of losing node 1"
+rc=0
+wait "$JOB" || rc=$?
 JOB=""
-echo "--- what the job's psrun said:"
+echo "--- what the job's psrun said (exit status $rc):"
 cat "$DIR/job.out"
-run "$B/pslocal" down --dir "$DIR"
+((rc != 0)) && grep -q "node lost" "$DIR/job.out" ||
+    fail "psrun did not report the lost node (exit status $rc)"
+run "$B/pslocal" down --dir "$DIR" || fail "pslocal down failed"
 
 step "5. RDP, the protocol between the daemons: verified delivery through injected faults"
 "$B/rdpbench" server 127.0.0.1:0 >"$DIR/srv.log" 2>&1 &
 SRV=$!
-for _ in $(seq 200); do grep -q "listening on" "$DIR/srv.log" && break; sleep 0.01; done
+srv_ready() { grep -q "listening on" "$DIR/srv.log"; }
+until_ok 5 srv_ready || fail "the rdpbench server did not start: $(cat "$DIR/srv.log")"
 ADDR=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$DIR/srv.log")
+[[ -n $ADDR ]] || fail "no address in the rdpbench server's output"
 run "$B/rdpbench" client "$ADDR" --mode stream --size 1-65536 --count 300 \
-    --loss 0.1 --dup 0.05 --reorder 0.05 --corrupt 0.01 2>&1 | grep -E "verified|retransmits|drops|injected" || true
-run "$B/rdpbench" client "$ADDR" --mode pingpong --size 16 --count 2000 --vs-tcp 2>&1 |
-    grep -E "pingpong|ratio" || true
+    --loss 0.1 --dup 0.05 --reorder 0.05 --corrupt 0.01 >"$DIR/stream.out" 2>&1 ||
+    fail "rdpbench stream through injected faults failed: $(tail -3 "$DIR/stream.out")"
+grep -E "verified|retransmits|drops|injected" "$DIR/stream.out" || true
+grep -q "^rdp stream: 300 messages .* verified" "$DIR/stream.out" ||
+    fail "rdpbench did not verify 300 messages"
+run "$B/rdpbench" client "$ADDR" --mode pingpong --size 16 --count 2000 --vs-tcp \
+    >"$DIR/pingpong.out" 2>&1 ||
+    fail "rdpbench ping-pong against TCP failed: $(tail -3 "$DIR/pingpong.out")"
+grep -E "pingpong|ratio" "$DIR/pingpong.out" || true
+grep -q "^rdp pingpong: 2000 round trips verified" "$DIR/pingpong.out" &&
+    grep -q "^ratio rdp/tcp" "$DIR/pingpong.out" ||
+    fail "rdpbench did not verify 2000 round trips and compare them with TCP"
 echo
 echo "demo: done. 'make check' runs the tests; README.md has the tour."
