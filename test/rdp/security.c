@@ -19,6 +19,9 @@
  *  test_syn_replay   the captured SYN (and SYNACK) of the current incarnation, replayed and
  *                    forged (header fields changed, so the MAC no longer verifies), does not tear
  *                    down the established connection; messages still flow afterwards.
+ *  test_handshake_ids  eight fresh pairs, each handshake captured by the proxy: the connection
+ *                    ids and initial sequence numbers of every SYN and SYNACK are nonzero, all
+ *                    different, and spread over the 32-bit range (not a counter or a constant).
  *
  * Endpoints: A = node 1 on 127.0.0.1, B = node 2 on 127.0.0.2; the proxy listens on
  * 127.0.0.3 (B's address in A's peer table) and 127.0.0.4 (A's address in B's table).
@@ -49,6 +52,7 @@
 #define W_F_LAST   2
 #define W_OFF_TYPE 1
 #define W_OFF_CONN 12
+#define W_OFF_SEQ  20
 #define W_OFF_PN   32
 
 static void put16(unsigned char *p, uint16_t v)
@@ -67,6 +71,11 @@ static void put64(unsigned char *p, uint64_t v)
 {
     put32(p, (uint32_t)(v >> 32));
     put32(p + 4, (uint32_t)v);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 static uint64_t get64(const unsigned char *p)
@@ -652,5 +661,59 @@ static void test_syn_replay(void)
     proxied_close(&s);
 }
 
+static int cmp_u32(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* n values, sorted in place: none zero, none twice, and spread far wider than 2^28 (16 values
+ * drawn uniformly from 32 bits almost surely are; a counter or a clock is not). */
+static int spread_u32(const char *what, uint32_t *v, size_t n)
+{
+    qsort(v, n, sizeof v[0], cmp_u32);
+    size_t zero = 0, same = 0;
+    for (size_t i = 0; i < n; i++) {
+        zero += v[i] == 0;
+        same += i && v[i] == v[i - 1];
+    }
+    int ok = n > 1 && !zero && !same && v[n - 1] - v[0] > (1u << 28);
+    if (!ok)
+        fprintf(stderr, "%s: %zu zero, %zu repeated, range %08x..%08x\n", what, zero, same,
+                n ? v[0] : 0, n ? v[n - 1] : 0);
+    return ok;
+}
+
+static void test_handshake_ids(void)
+{
+    enum { PAIRS = 8 };
+    uint32_t conn[PAIRS * 2], seq[PAIRS * 2]; /* of every SYN and SYNACK */
+    size_t n = 0;
+    for (int i = 0; i < PAIRS; i++) {
+        struct proxied s;
+        if (proxied_open(&s, 30 + (uint64_t)i) < 0) {
+            CU_FAIL("open A, B and the proxy");
+            return;
+        }
+        CU_ASSERT_EQUAL(h_send(&s.a, 2, 0, 10), 0);
+        struct h_wait_recv wb = {&s.b, 1, 1};
+        CU_ASSERT_EQUAL(h_run(&s.net, h_cond_recv, &wb, H_S(5)), 1);
+        for (int dir = 0; dir < 2; dir++) {
+            const struct h_pkt *hs = NULL;
+            for (size_t k = 0; k < s.px.ncap[dir] && !hs; k++)
+                if (s.px.cap[dir][k].data[W_OFF_TYPE] == (dir ? W_SYNACK : W_SYN))
+                    hs = &s.px.cap[dir][k];
+            CU_ASSERT(hs != NULL);
+            if (!hs) continue;
+            conn[n] = get32(hs->data + W_OFF_CONN);
+            seq[n++] = get32(hs->data + W_OFF_SEQ);
+        }
+        proxied_close(&s);
+    }
+    CU_ASSERT_EQUAL(n, PAIRS * 2);
+    CU_ASSERT(spread_u32("handshake connection ids", conn, n));
+    CU_ASSERT(spread_u32("handshake initial sequence numbers", seq, n));
+}
+
 UNIT_SUITE(rdp_security, UNIT_TEST(test_wrong_key), UNIT_TEST(test_garbage), UNIT_TEST(test_replay),
-           UNIT_TEST(test_syn_replay))
+           UNIT_TEST(test_syn_replay), UNIT_TEST(test_handshake_ids))
