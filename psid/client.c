@@ -5,7 +5,15 @@
  * and that, never a field of a message, decides what it may do. Requests are psmsg
  * messages framed by their length field; each gets one reply with the request's id. A
  * malformed frame is answered with PSM_ERROR (EBADMSG) and the connection is closed after
- * the reply; a client that does not read its replies is dropped once 4 MiB are waiting.
+ * the reply; a client that does not read its replies is dropped once MAX_OUT bytes are
+ * waiting.
+ *
+ * A client is never freed where its connection fails. client_kill() only marks it dead and
+ * takes its socket out of the loop: a dead client is still valid memory, sends to it are
+ * dropped, and its requests are no longer read. The other modules hear of it (jobs,
+ * pending requests, notifications) and it is freed in clients_reap(), which the loop runs
+ * before it waits again, when no callback is walking a list that could hold it (Redis's
+ * freeClientAsync). So a module may send to any client while it walks its own lists.
  */
 #include "daemon.h"
 #include "log.h"
@@ -39,17 +47,33 @@ struct client {
     size_t outlen, outoff, outcap;
     bool closing;     /* close once the output is flushed */
     bool in_dispatch; /* handling its requests: replies are flushed after */
+    bool dead;        /* connection over; freed by clients_reap */
     struct client *next;
+    struct client *next_dead;
 };
 
 struct clients {
     int lfd;
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     struct client *list;
+    struct client *dead; /* marked by client_kill, not yet reaped */
     unsigned n;
 };
 
-static void client_close(struct client *c)
+/* The connection is over: no more reading or sending. Freed later by clients_reap. */
+static void client_kill(struct client *c)
+{
+    if (c->dead) return;
+    c->dead = true;
+    c->outlen = c->outoff = 0;
+    loop_fd_del(c->d->loop, c->fd);
+    c->next_dead = c->d->clients->dead;
+    c->d->clients->dead = c;
+}
+
+/* Tell the other modules, then free. They may send to other clients, which may die too:
+ * those join the list and are reaped in the same call. */
+static void client_free(struct client *c)
 {
     struct clients *cs = c->d->clients;
     jobs_client_gone(c->d, c);
@@ -62,11 +86,21 @@ static void client_close(struct client *c)
             break;
         }
     cs->n--;
-    loop_fd_del(c->d->loop, c->fd);
     close(c->fd);
     free(c->in);
     free(c->out);
     free(c);
+}
+
+static void clients_reap(void *ctx)
+{
+    struct psid *d = ctx;
+    struct clients *cs = d->clients;
+    while (cs && cs->dead) {
+        struct client *c = cs->dead;
+        cs->dead = c->next_dead;
+        client_free(c);
+    }
 }
 
 static void on_client(void *ctx, uint32_t events);
@@ -80,13 +114,14 @@ static void set_events(struct client *c)
 /* Returns false if the client was closed. */
 static bool flush_out(struct client *c)
 {
+    if (c->dead) return false;
     while (c->outoff < c->outlen) {
         ssize_t w =
             send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
             if (errno == EINTR) continue;
-            client_close(c);
+            client_kill(c);
             return false;
         }
         c->outoff += (size_t)w;
@@ -94,7 +129,7 @@ static bool flush_out(struct client *c)
     if (c->outoff == c->outlen) {
         c->outoff = c->outlen = 0;
         if (c->closing) {
-            client_close(c);
+            client_kill(c);
             return false;
         }
     }
@@ -146,12 +181,14 @@ static bool flush_out(struct client *c);
  * that came from other nodes): queue it and try to send at once. */
 void client_send(struct client *c, struct psmsg_buf *b)
 {
+    if (c->dead) return;
     queue_reply(c, b);
     if (!c->in_dispatch) flush_out(c);
 }
 
 void client_error(struct client *c, uint32_t id, int err, const char *text)
 {
+    if (c->dead) return;
     reply_error(c, id, err, text);
     if (!c->in_dispatch) flush_out(c);
 }
@@ -168,7 +205,7 @@ uint32_t client_gid(const struct client *c)
 
 void client_signal(struct client *c, int sig)
 {
-    if (c->pidfd >= 0 && syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0) < 0)
+    if (!c->dead && c->pidfd >= 0 && syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0) < 0)
         log_info("notification signal %d to pid %d: %s", sig, (int)c->cred.pid, strerror(errno));
 }
 
@@ -257,7 +294,7 @@ static void dispatch(struct client *c, const uint8_t *frame, size_t len)
 static void on_client(void *ctx, uint32_t events)
 {
     struct client *c = ctx;
-    if (events & EPOLLOUT && !flush_out(c)) return;
+    if (c->dead || (events & EPOLLOUT && !flush_out(c))) return;
     if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || c->closing) return;
     for (;;) {
         if (c->incap - c->inlen < 4096) {
@@ -265,7 +302,7 @@ static void on_client(void *ctx, uint32_t events)
             if (cap > PSMSG_MAX + 8192) cap = PSMSG_MAX + 8192;
             uint8_t *in = cap > c->incap ? realloc(c->in, cap) : NULL;
             if (!in) {
-                client_close(c);
+                client_kill(c);
                 return;
             }
             c->in = in;
@@ -273,13 +310,13 @@ static void on_client(void *ctx, uint32_t events)
         }
         ssize_t r = recv(c->fd, c->in + c->inlen, c->incap - c->inlen, MSG_DONTWAIT);
         if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-            client_close(c);
+            client_kill(c);
             return;
         }
         if (r < 0) break;
         c->inlen += (size_t)r;
         size_t off = 0;
-        while (!c->closing && c->inlen - off >= PSMSG_HDR) {
+        while (!c->closing && !c->dead && c->inlen - off >= PSMSG_HDR) {
             uint32_t flen = psmsg_frame_len(c->in + off, c->inlen - off);
             if (!flen) {
                 reply_error(c, 0, EBADMSG, "malformed frame");
@@ -294,7 +331,7 @@ static void on_client(void *ctx, uint32_t events)
         }
         memmove(c->in, c->in + off, c->inlen - off);
         c->inlen -= off;
-        if (c->closing) break;
+        if (c->closing || c->dead) break;
     }
     flush_out(c);
 }
@@ -321,7 +358,7 @@ static void on_accept(void *ctx, uint32_t events)
         c->next = d->clients->list;
         d->clients->list = c;
         d->clients->n++;
-        if (loop_fd(d->loop, fd, EPOLLIN, on_client, c) < 0) client_close(c);
+        if (loop_fd(d->loop, fd, EPOLLIN, on_client, c) < 0) client_kill(c);
         log_debug("client pid %d uid %d connected", (int)c->cred.pid, (int)c->cred.uid);
     }
 }
@@ -386,6 +423,7 @@ int clients_start(struct psid *d)
         log_err("client socket %s: %s", cs->path, strerror(errno));
         return -1;
     }
+    loop_set_before_wait(d->loop, clients_reap, d);
     log_info("clients: %s", cs->path);
     return 0;
 }
@@ -394,7 +432,9 @@ void clients_stop(struct psid *d)
 {
     struct clients *cs = d->clients;
     if (!cs) return;
-    while (cs->list) client_close(cs->list);
+    loop_set_before_wait(d->loop, NULL, NULL);
+    for (struct client *c = cs->list; c; c = c->next) client_kill(c);
+    clients_reap(d);
     if (cs->lfd >= 0) {
         loop_fd_del(d->loop, cs->lfd);
         close(cs->lfd);

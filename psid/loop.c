@@ -42,6 +42,8 @@ struct loop {
     uint64_t (*src_deadline)(void *);
     void (*src_due)(void *);
     void *src_ctx;
+    void (*before_wait)(void *);
+    void *before_ctx;
 };
 
 uint64_t loop_now(void)
@@ -201,6 +203,12 @@ void loop_set_timer_source(struct loop *l, uint64_t (*deadline)(void *ctx), void
     l->src_ctx = ctx;
 }
 
+void loop_set_before_wait(struct loop *l, void (*fn)(void *ctx), void *ctx)
+{
+    l->before_wait = fn;
+    l->before_ctx = ctx;
+}
+
 void loop_stop(struct loop *l)
 {
     l->stop = true;
@@ -222,6 +230,7 @@ int loop_run(struct loop *l)
     l->stop = false;
     while (!l->stop) {
         run_timers(l);
+        if (l->before_wait) l->before_wait(l->before_ctx);
         if (l->stop) break;
         uint64_t d = l->nheap ? l->heap[0].at : UINT64_MAX;
         uint64_t src = l->src_deadline ? l->src_deadline(l->src_ctx) : UINT64_MAX;

@@ -25,6 +25,10 @@ void loop_timer_cancel(struct loop *l, uint64_t id);
  * wake-up once that deadline has passed. */
 void loop_set_timer_source(struct loop *l, uint64_t (*deadline)(void *ctx), void (*due)(void *ctx),
                            void *ctx);
+/* A function run in every iteration before the loop waits (after the timers), when no other
+ * callback is running: the place for work deferred out of callbacks (freeing dead clients).
+ * One; NULL removes it. */
+void loop_set_before_wait(struct loop *l, void (*fn)(void *ctx), void *ctx);
 uint64_t loop_now(void);
 /* Run until loop_stop. -1 on an epoll error. */
 int loop_run(struct loop *l);

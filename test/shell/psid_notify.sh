@@ -21,14 +21,6 @@ JPID=$!
 PIDS+=("$JPID")
 for _ in $(seq 200); do [ "$(grep -c started "$CDIR/job.out")" = 8 ] && break; sleep 0.02; done
 tid() { sed -n "s/^rank $1 started \([0-9]*:[0-9]*\) .*/\1/p" "$CDIR/job.out"; }
-wait_line() { # FILE PATTERN MS
-    local t0
-    t0=$(now_ms)
-    until grep -qs "$2" "$1"; do
-        [ $(($(now_ms) - t0)) -gt "$3" ] && return 1
-        sleep 0.01
-    done
-}
 
 # message on exit (rank 4 is on node 2)
 "$JD" watch "$(tid 4)" 0 >"$CDIR/w1.out" &

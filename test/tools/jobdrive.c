@@ -11,7 +11,8 @@
  *                                       "registered E", then "dead TID status S" | "dead TID
  *                                       lost" | "signal N" when it fires (with "release":
  *                                       cancel it at once and print "released E")
- * Environment: JOBDRIVE_NO_ACK=1 never acknowledges output (flow-control tests).
+ * Environment: JOBDRIVE_NO_ACK=1 never acknowledges output (flow-control tests);
+ * JOBDRIVE_OVERBOOK=1 lets ranks exceed the nodes' CPUs; JOBDRIVE_NODES=0,2 is the partition.
  */
 #include "psi.h"
 
@@ -63,6 +64,9 @@ static int do_run(struct psi *c, int np, char **argv)
     if (getcwd(cwd, sizeof cwd)) psmsg_put_str(&b, PSF_CWD, cwd);
     psmsg_put_u32(&b, PSF_NP, (uint32_t)np);
     psmsg_put_u32(&b, PSF_INPUT, PSI_NO_RANK);
+    if (getenv("JOBDRIVE_OVERBOOK")) psmsg_put_u32(&b, PSF_OVERBOOK, 1);
+    for (const char *p = getenv("JOBDRIVE_NODES"); p && *p; p += strcspn(p, ","), p += !!*p)
+        psmsg_put_u32(&b, PSF_NODE_ID, (uint32_t)strtoul(p, NULL, 10));
     if (psi_call(c, &b, &m) < 0) {
         printf("spawn error: %s\n", strerror(errno));
         return 1;

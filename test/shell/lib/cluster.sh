@@ -1,13 +1,15 @@
 # test/shell/lib/cluster.sh - helpers for integration tests on loopback clusters. Source it.
 # shellcheck shell=bash
 #   cluster_up N DIR        config + key in DIR, N psids on 127.0.0.1..N (unicast heartbeats)
-#   start_node I / kill_node I [SIG]   one daemon, by the pid we recorded
+#   start_node I / kill_node I [SIG]   one daemon, by the pid we recorded ($PSID_BIN, default
+#                           build/bin/psid: a test may run the ASan/UBSan build instead)
 #   state_of OBSERVER NODE  "up" or "down", as OBSERVER's psid sees NODE
 #   wait_state OBS NODE STATE MS   poll until it is so (bounded); prints elapsed ms
 #   pass NAME / fail NAME WHY      result lines for scripts/run-tests.sh
 #   check NAME STATUS WHY   pass NAME if STATUS is 0, else fail NAME WHY
 #   wait_until MS CMD...    poll CMD every 50 ms until it succeeds (0) or MS have passed (1)
 #   check_usage NAME CMD... pass NAME if CMD exits 2 and prints a usage text
+#   wait_line FILE PATTERN MS   poll until FILE has a line matching PATTERN (bounded)
 # Every daemon started is killed by pid on exit (trap), also when a test fails.
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
@@ -32,6 +34,15 @@ wait_until() {
     until "$@"; do
         [ $(($(now_ms) - t0)) -gt "$ms" ] && return 1
         sleep 0.05
+    done
+}
+
+wait_line() { # FILE PATTERN MS: 0 once FILE has a line matching PATTERN, 1 after MS
+    local t0
+    t0=$(now_ms)
+    until grep -qs "$2" "$1"; do
+        [ $(($(now_ms) - t0)) -gt "$3" ] && return 1
+        sleep 0.01
     done
 }
 
@@ -104,7 +115,7 @@ cluster_up() { # cluster_up N [extra rdp/heartbeat lines]
 
 start_node() { # start_node I [CONFIG]
     local i=$1 conf=${2:-$CDIR/psid.conf}
-    "$BIN/psid" -f "$conf" --node "$i" --foreground >>"$CDIR/psid-$i.log" 2>&1 &
+    "${PSID_BIN:-$BIN/psid}" -f "$conf" --node "$i" --foreground >>"$CDIR/psid-$i.log" 2>&1 &
     PIDS[$i]=$!
 }
 
