@@ -1,8 +1,16 @@
 /*
  * psi.h - the client library: how programs talk to their node's psid.
  *
- * A connection is a UNIX stream socket to psid (PSID_SOCKET, else PSI_DEFAULT_SOCKET);
- * psi_call sends one request (psmsg.h, types in psproto.h) and waits for its reply.
+ * A connection is a UNIX stream socket to psid (PSID_SOCKET, else PSI_DEFAULT_SOCKET). Two
+ * kinds of message come back on it (psproto.h):
+ *  - replies, one per request, carrying the request's id: psi_call waits for its own;
+ *  - events, which psid sends when something happens (psm_is_event: a watched task died, a
+ *    job's ranks started, printed or ended). An event that arrives while psi_call waits for
+ *    a reply is queued, never taken for the reply, and psi_next_event hands events out in
+ *    the order they came.
+ * To wait for events together with other descriptors: poll psi_fd for POLLIN, but first
+ * take every event already read (psi_next_event with timeout 0 until it returns 0), since
+ * those no longer make the descriptor readable.
  */
 #ifndef PSCLUSTER_PSI_H
 #define PSCLUSTER_PSI_H
@@ -10,25 +18,82 @@
 #include "psmsg.h"
 #include "psproto.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+/* The framed reader every client of psid uses (rx.c). Messages handed out by psi_rx_next
+ * point into the buffer and stay valid until the next psi_rx_read. */
+struct psi_rx {
+    uint8_t *buf;
+    size_t len, pos, cap;
+};
+/* Read once from fd (EINTR is retried). Bytes read, 0 at end of stream, -1 and errno. */
+ssize_t psi_rx_read(struct psi_rx *rx, int fd);
+/* The next whole message: 1 (in *m), 0 (more bytes needed), -1 (malformed, errno EPROTO). */
+int psi_rx_next(struct psi_rx *rx, struct psmsg *m);
+/* Whether psi_rx_next would return without more bytes. */
+bool psi_rx_whole(const struct psi_rx *rx);
+void psi_rx_free(struct psi_rx *rx);
+
+/* Events read ahead of a reply, in arrival order; at most PSI_EVQ_MAX bytes. */
+#define PSI_EVQ_MAX (64u << 20)
+struct psi_ev;
 
 struct psi {
     int fd;
     uint32_t next_id;
-    uint8_t *rbuf; /* the last reply */
-    size_t rlen, rcap;
+    struct psi_rx rx;
+    struct psi_ev *evq, **evq_tail;
+    size_t evq_bytes;
+    struct psi_ev *cur; /* the event last handed out from the queue */
     char path[108];
 };
 
 /* Connect to psid at path (NULL: $PSID_SOCKET, else PSI_DEFAULT_SOCKET). 0, or -1 and errno. */
 int psi_open(struct psi *c, const char *path);
+/* Use fd, a stream already connected to psid (a test's socketpair, an inherited socket). */
+void psi_open_fd(struct psi *c, int fd);
 void psi_close(struct psi *c);
+/* The connection's descriptor, to poll for POLLIN (see above). */
+int psi_fd(const struct psi *c);
 /* Send the request built in req (psmsg_begin with any id: psi_call sets it) and read its
- * reply into *reply (valid until the next call). A PSM_ERROR reply returns -1 with errno
- * from PSF_ERRNO; EPROTO for a malformed reply; other errno values for I/O errors. */
+ * reply into *reply (valid until the next call on c). A PSM_ERROR reply returns -1 with
+ * errno from PSF_ERRNO; EPROTO for a malformed reply; ENOBUFS when more than PSI_EVQ_MAX
+ * bytes of events arrived first; other errno values for I/O errors (ECONNRESET: psid
+ * closed the connection). */
 int psi_call(struct psi *c, struct psmsg_buf *req, struct psmsg *reply);
+/* Send a request and do not wait (its reply will be dropped when it comes). Returns the
+ * request id, or 0 and errno. */
+uint32_t psi_send(struct psi *c, struct psmsg_buf *req);
+/* The next event into *ev (valid until the next call on c): 1; 0 when none came within
+ * timeout_ms (0: do not wait, -1: wait as long as it takes); -1 and errno (EINTR: a signal
+ * arrived; ECONNRESET: psid closed the connection; EPROTO). */
+int psi_next_event(struct psi *c, struct psmsg *ev, int timeout_ms);
+/* Whether psi_next_event(c, ev, 0) would return an event without reading. */
+bool psi_event_pending(const struct psi *c);
 /* The socket path psi_open(NULL) uses. */
 const char *psi_socket_path(void);
+
+/* Typed requests (calls.c). Each returns 0, or -1 and errno: psid's answer (ESRCH, EPERM,
+ * EINVAL, ...) or an error of the connection. */
+/* Notify this connection when task tid ends: with signal sig, or (sig 0) a PSM_DEAD event. */
+int psi_notify(struct psi *c, uint64_t tid, int sig);
+/* Cancel a notification this connection registered for tid. */
+int psi_release(struct psi *c, uint64_t tid);
+/* Send sig to task tid anywhere in the cluster, as kill(2) would. */
+int psi_signal(struct psi *c, uint64_t tid, int sig);
+/* Send sig to every task of job; *count (may be NULL) is the number of tasks reached. */
+int psi_signal_job(struct psi *c, uint64_t job, int sig, uint32_t *count);
+
+/* A PSM_DEAD event, decoded. */
+struct psi_dead {
+    uint64_t tid;
+    bool lost;       /* the task's node was lost; status is 0 */
+    uint32_t status; /* wait(2) status */
+};
+/* 0 if ev is a well-formed PSM_DEAD, else -1 (EINVAL). */
+int psi_dead_parse(const struct psmsg *ev, struct psi_dead *d);
 
 #endif

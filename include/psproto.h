@@ -44,10 +44,10 @@
  *   client -> PSM_NOTIFY {PSF_TID, PSF_SIGNAL} -> PSM_NOTIFY_REPLY {PSF_ERRNO}: when T ends,
  *             the client gets signal PSF_SIGNAL or, with PSF_SIGNAL 0, a message
  *             PSM_DEAD {PSF_TID, PSF_STATUS} (or {PSF_TID, PSF_LOST} when T's node is lost)
- *             with id 0. ESRCH: no such task; EPERM: not root and not T's uid (checked on
- *             T's node). A notification fires once.
- *   client -> PSM_RELEASE {PSF_TID} -> PSM_NOTIFY_REPLY {PSF_ERRNO}: cancel it.
- *   Closing the connection releases every notification it registered.
+ *             with the NOTIFY request's id. ESRCH: no such task; EPERM: not root and not T's uid
+ * (checked on T's node). A notification fires once. client -> PSM_RELEASE {PSF_TID} ->
+ * PSM_NOTIFY_REPLY {PSF_ERRNO}: cancel it. Closing the connection releases every notification it
+ * registered.
  *
  * Tasks:  client -> PSM_TASKS -> PSM_TASKS_REPLY {PSF_TASK records: PSF_TID, PSF_JOB,
  *             PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD} for the whole cluster (each node
@@ -200,6 +200,15 @@ enum pstask_state {
     PSTASK_RUNNING = 1,
     PSTASK_EXITED = 2, /* exited, output still draining */
 };
+
+/* Messages psid sends on its own, not as the reply to a request (libpsi queues them as
+ * events): a job's progress (with the SPAWN request's id) and death notifications (with the
+ * NOTIFY request's id). Every other message to a client is the one reply to its request. */
+static inline int psm_is_event(unsigned type)
+{
+    return type == PSM_RANK || type == PSM_IO || type == PSM_INPUT_ACK || type == PSM_EXIT ||
+           type == PSM_DEAD;
+}
 
 /* Task ids */
 #define PSTID(node, pid) ((uint64_t)(node) << 32 | (uint32_t)(pid))

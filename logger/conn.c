@@ -19,48 +19,23 @@ void lg_conn_init(struct lg_conn *c, int fd, uint32_t first_id)
     if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
+void lg_conn_from_psi(struct lg_conn *c, struct psi *psi)
+{
+    lg_conn_init(c, psi->fd, psi->next_id);
+    c->rx = psi->rx;
+    psi->rx = (struct psi_rx){0};
+    psi->fd = -1;
+    psi_close(psi);
+}
+
 ssize_t lg_conn_read(struct lg_conn *c)
 {
-    /* drop what was handed out; keep the partial message */
-    if (c->rpos) {
-        memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
-        c->rlen -= c->rpos;
-        c->rpos = 0;
-    }
-    size_t want = 65536;
-    if (c->rlen >= PSMSG_HDR) {
-        uint32_t fl = psmsg_frame_len(c->rbuf, c->rlen);
-        if (fl > c->rlen && fl - c->rlen > want) want = fl - c->rlen;
-    }
-    if (c->rcap - c->rlen < want) {
-        uint8_t *b = realloc(c->rbuf, c->rlen + want);
-        if (!b) return -1;
-        c->rbuf = b;
-        c->rcap = c->rlen + want;
-    }
-    ssize_t r;
-    do r = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
-    while (r < 0 && errno == EINTR);
-    if (r > 0) c->rlen += (size_t)r;
-    return r;
+    return psi_rx_read(&c->rx, c->fd);
 }
 
 int lg_conn_next(struct lg_conn *c, struct psmsg *m)
 {
-    size_t have = c->rlen - c->rpos;
-    if (have < PSMSG_HDR) return 0;
-    uint32_t len = psmsg_frame_len(c->rbuf + c->rpos, have);
-    if (!len) {
-        errno = EPROTO;
-        return -1;
-    }
-    if (have < len) return 0;
-    if (psmsg_parse(c->rbuf + c->rpos, len, m) < 0) {
-        errno = EPROTO;
-        return -1;
-    }
-    c->rpos += len;
-    return 1;
+    return psi_rx_next(&c->rx, m);
 }
 
 int lg_conn_send(struct lg_conn *c, struct psmsg_buf *b, uint32_t id, uint32_t *idp)
@@ -96,7 +71,7 @@ int lg_conn_flush(struct lg_conn *c)
 void lg_conn_close(struct lg_conn *c)
 {
     if (c->fd >= 0) close(c->fd);
-    free(c->rbuf);
+    psi_rx_free(&c->rx);
     lg_outq_free(&c->tx);
     memset(c, 0, sizeof *c);
     c->fd = -1;

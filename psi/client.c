@@ -1,15 +1,29 @@
 /*
  * client.c - libpsi's connection to the local psid (see psi.h): connect, send a request,
- * read the framed reply that carries its id.
+ * read the reply that carries its id, and queue the events that come in between.
+ *
+ * Every message is read through one psi_rx. A reply is recognised by its id and by not
+ * being an event type (psm_is_event): job events carry their SPAWN request's id and death
+ * notifications their NOTIFY request's id, so an id alone does not tell. An event read
+ * while waiting for a reply is copied to the queue (c->evq); psi_next_event hands out the
+ * queue first, then reads on.
  */
 #include "psi.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
+
+struct psi_ev {
+    struct psi_ev *next;
+    size_t len;
+    uint8_t data[];
+};
 
 const char *psi_socket_path(void)
 {
@@ -17,10 +31,17 @@ const char *psi_socket_path(void)
     return p && *p ? p : PSI_DEFAULT_SOCKET;
 }
 
-int psi_open(struct psi *c, const char *path)
+void psi_open_fd(struct psi *c, int fd)
 {
     memset(c, 0, sizeof *c);
-    c->fd = -1;
+    c->fd = fd;
+    c->next_id = 1;
+    c->evq_tail = &c->evq;
+}
+
+int psi_open(struct psi *c, const char *path)
+{
+    psi_open_fd(c, -1);
     if (!path) path = psi_socket_path();
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof a.sun_path) {
@@ -38,16 +59,27 @@ int psi_open(struct psi *c, const char *path)
         errno = e;
         return -1;
     }
-    c->next_id = 1;
     return 0;
 }
 
 void psi_close(struct psi *c)
 {
     if (c->fd >= 0) close(c->fd);
-    free(c->rbuf);
+    psi_rx_free(&c->rx);
+    while (c->evq) {
+        struct psi_ev *e = c->evq;
+        c->evq = e->next;
+        free(e);
+    }
+    free(c->cur);
     memset(c, 0, sizeof *c);
     c->fd = -1;
+    c->evq_tail = &c->evq;
+}
+
+int psi_fd(const struct psi *c)
+{
+    return c->fd;
 }
 
 static int write_all(int fd, const uint8_t *p, size_t n)
@@ -64,58 +96,62 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
-static int read_full(int fd, uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t r = recv(fd, p, n, 0);
-        if (r == 0) {
-            errno = ECONNRESET;
-            return -1;
-        }
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-int psi_call(struct psi *c, struct psmsg_buf *req, struct psmsg *reply)
+uint32_t psi_send(struct psi *c, struct psmsg_buf *req)
 {
     uint32_t id = c->next_id++;
-    if (psmsg_end(req) < 0) return -1;
+    if (!id) id = c->next_id++; /* 0 is no request's id */
+    if (psmsg_end(req) < 0) return 0;
     req->data[8] = (uint8_t)(id >> 24);
     req->data[9] = (uint8_t)(id >> 16);
     req->data[10] = (uint8_t)(id >> 8);
     req->data[11] = (uint8_t)id;
-    if (write_all(c->fd, req->data, req->len) < 0) return -1;
+    return write_all(c->fd, req->data, req->len) < 0 ? 0 : id;
+}
+
+/* Keep a copy of event m (read from c->rx) for psi_next_event. */
+static int queue_event(struct psi *c, const struct psmsg *m)
+{
+    /* the frame is the PSMSG_HDR bytes before the body */
+    const uint8_t *frame = m->body.p - PSMSG_HDR;
+    size_t len = m->body.len + PSMSG_HDR;
+    if (c->evq_bytes + len > PSI_EVQ_MAX) {
+        errno = ENOBUFS;
+        return -1;
+    }
+    struct psi_ev *e = malloc(sizeof *e + len);
+    if (!e) return -1;
+    e->next = NULL;
+    e->len = len;
+    memcpy(e->data, frame, len);
+    *c->evq_tail = e;
+    c->evq_tail = &e->next;
+    c->evq_bytes += len;
+    return 0;
+}
+
+/* The next message of the stream, blocking. 0, or -1 and errno. */
+static int read_msg(struct psi *c, struct psmsg *m)
+{
     for (;;) {
-        if (c->rcap < PSMSG_HDR) {
-            free(c->rbuf);
-            if (!(c->rbuf = malloc(4096))) return -1;
-            c->rcap = 4096;
+        int r = psi_rx_next(&c->rx, m);
+        if (r) return r > 0 ? 0 : -1;
+        ssize_t n = psi_rx_read(&c->rx, c->fd);
+        if (n == 0) errno = ECONNRESET;
+        if (n <= 0) return -1;
+    }
+}
+
+int psi_call(struct psi *c, struct psmsg_buf *req, struct psmsg *reply)
+{
+    uint32_t id = psi_send(c, req);
+    if (!id) return -1;
+    for (;;) {
+        if (read_msg(c, reply) < 0) return -1;
+        if (psm_is_event(reply->type)) {
+            if (queue_event(c, reply) < 0) return -1;
+            continue;
         }
-        if (read_full(c->fd, c->rbuf, PSMSG_HDR) < 0) return -1;
-        uint32_t len = psmsg_frame_len(c->rbuf, PSMSG_HDR);
-        if (!len) {
-            errno = EPROTO;
-            return -1;
-        }
-        if (len > c->rcap) {
-            uint8_t *b = realloc(c->rbuf, len);
-            if (!b) return -1;
-            c->rbuf = b;
-            c->rcap = len;
-        }
-        if (read_full(c->fd, c->rbuf + PSMSG_HDR, len - PSMSG_HDR) < 0) return -1;
-        c->rlen = len;
-        if (psmsg_parse(c->rbuf, len, reply) < 0) {
-            errno = EPROTO;
-            return -1;
-        }
-        if (reply->id != id && reply->id != 0) continue; /* not ours (an old reply) */
+        if (reply->id != id) continue; /* the reply to a request sent with psi_send */
         if (reply->type == PSM_ERROR) {
             uint32_t e = EPROTO;
             psmsg_get_u32(&reply->body, PSF_ERRNO, &e);
@@ -123,5 +159,54 @@ int psi_call(struct psi *c, struct psmsg_buf *req, struct psmsg *reply)
             return -1;
         }
         return 0;
+    }
+}
+
+bool psi_event_pending(const struct psi *c)
+{
+    return c->evq || psi_rx_whole(&c->rx);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int psi_next_event(struct psi *c, struct psmsg *ev, int timeout_ms)
+{
+    if (c->evq) {
+        free(c->cur);
+        c->cur = c->evq;
+        c->evq = c->cur->next;
+        if (!c->evq) c->evq_tail = &c->evq;
+        c->evq_bytes -= c->cur->len;
+        if (psmsg_parse(c->cur->data, c->cur->len, ev) < 0) {
+            errno = EPROTO;
+            return -1;
+        }
+        return 1;
+    }
+    int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+    for (;;) {
+        int r = psi_rx_next(&c->rx, ev);
+        if (r < 0) return -1;
+        if (r > 0) {
+            if (psm_is_event(ev->type)) return 1;
+            continue; /* the reply to a request sent with psi_send */
+        }
+        int wait = timeout_ms;
+        if (timeout_ms > 0) {
+            int64_t left = deadline - now_ms();
+            wait = left > 0 ? (int)left : 0;
+        }
+        struct pollfd pf = {.fd = c->fd, .events = POLLIN};
+        int p = poll(&pf, 1, wait);
+        if (p < 0) return -1; /* EINTR included: the caller's signal */
+        if (p == 0) return 0;
+        ssize_t n = psi_rx_read(&c->rx, c->fd);
+        if (n == 0) errno = ECONNRESET;
+        if (n <= 0) return -1;
     }
 }

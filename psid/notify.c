@@ -74,7 +74,7 @@ static void fire(struct psid *d, struct watch *w, bool lost, uint32_t status)
             client_signal(w->c, (int)w->sig);
         } else {
             struct psmsg_buf b = {0};
-            psmsg_begin(&b, PSM_DEAD, 0);
+            psmsg_begin(&b, PSM_DEAD, w->client_id);
             psmsg_put_u64(&b, PSF_TID, w->tid);
             if (lost)
                 psmsg_put_u32(&b, PSF_LOST, 1);

@@ -636,8 +636,7 @@ static int run(struct psrun *p)
     lg_strv_free(&skipped);
 
     /* the connection now belongs to the loop */
-    lg_conn_init(&p->conn, p->psi.fd, p->psi.next_id);
-    p->psi.fd = -1;
+    lg_conn_from_psi(&p->conn, &p->psi);
     uint32_t spawn_id;
     int rc = send_spawn(p, ids, nids, &spawn_id);
     free(ids);

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
 static const char usage_text[] = "usage: pswait [-v] TID...\n"
@@ -75,60 +74,38 @@ int main(int argc, char **argv)
             rc = 1;
             continue;
         }
-        struct psmsg_buf b = {0};
-        struct psmsg m;
-        psmsg_begin(&b, PSM_NOTIFY, 0);
-        psmsg_put_u64(&b, PSF_TID, tid);
-        psmsg_put_u32(&b, PSF_SIGNAL, 0);
-        int r = psi_call(&c, &b, &m);
-        psmsg_buf_free(&b);
-        uint32_t e = 0;
-        if (r == 0) psmsg_get_u32(&m.body, PSF_ERRNO, &e);
-        if (r < 0 || e) {
-            fprintf(stderr, "pswait: %s: %s\n", argv[i], strerror(r < 0 ? errno : (int)e));
+        if (psi_notify(&c, tid, 0) < 0) {
+            fprintf(stderr, "pswait: %s: %s\n", argv[i], strerror(errno));
             rc = 1;
             continue;
         }
         waiting++;
         if (verbose) fprintf(stderr, "pswait: watching %s\n", argv[i]);
     }
-    uint8_t buf[4096];
-    size_t len = 0;
+    /* deaths that came while later tasks were being registered are in psi's queue */
     while (waiting > 0) {
-        ssize_t r = recv(c.fd, buf + len, sizeof buf - len, 0);
-        if (r <= 0) {
-            fprintf(stderr, "pswait: lost the connection to psid\n");
+        struct psmsg m;
+        struct psi_dead dead;
+        if (psi_next_event(&c, &m, -1) < 0) {
+            if (errno == EINTR) continue;
+            fprintf(stderr, "pswait: lost the connection to psid: %s\n", strerror(errno));
             return 1;
         }
-        len += (size_t)r;
-        for (;;) {
-            uint32_t fl = len >= PSMSG_HDR ? psmsg_frame_len(buf, len) : 0;
-            struct psmsg m;
-            if (!fl || len < fl) break;
-            if (psmsg_parse(buf, fl, &m) == 0 && m.type == PSM_DEAD) {
-                uint64_t tid = 0;
-                uint32_t st = 0;
-                psmsg_get_u64(&m.body, PSF_TID, &tid);
-                printf("%u:%d ", PSTID_NODE(tid), PSTID_PID(tid));
-                if (psmsg_get_u32(&m.body, PSF_LOST, &st) == 0) {
-                    printf("node lost\n");
-                    rc = 255;
-                } else {
-                    psmsg_get_u32(&m.body, PSF_STATUS, &st);
-                    if (WIFSIGNALED(st)) {
-                        printf("killed by signal %d (%s)\n", WTERMSIG(st), strsignal(WTERMSIG(st)));
-                        rc = 128 + WTERMSIG(st);
-                    } else {
-                        printf("exited with status %d\n", WEXITSTATUS(st));
-                        rc = WEXITSTATUS(st);
-                    }
-                }
-                fflush(stdout);
-                waiting--;
-            }
-            memmove(buf, buf + fl, len - fl);
-            len -= fl;
+        if (psi_dead_parse(&m, &dead) < 0) continue;
+        printf("%u:%d ", PSTID_NODE(dead.tid), PSTID_PID(dead.tid));
+        if (dead.lost) {
+            printf("node lost\n");
+            rc = 255;
+        } else if (WIFSIGNALED(dead.status)) {
+            int sig = WTERMSIG(dead.status);
+            printf("killed by signal %d (%s)\n", sig, strsignal(sig));
+            rc = 128 + sig;
+        } else {
+            printf("exited with status %d\n", WEXITSTATUS(dead.status));
+            rc = WEXITSTATUS(dead.status);
         }
+        fflush(stdout);
+        waiting--;
     }
     lg_nodetab_free(&nodes);
     psi_close(&c);

@@ -6,7 +6,9 @@
 #  - ESRCH for no such task; EPERM for another user's task (as root);
 #  - pswait: how a task ended; no such task or node: exit 1; a bad command line (also a
 #    malformed task id): usage, exit 2;
-#  - when a node dies, every notification about its tasks fires with "lost".
+#  - when a node dies, every notification about its tasks fires with "lost";
+#  - pswait A B where A dies between the two registrations (a scripted psid puts A's death
+#    before B's reply): both deaths are printed, none taken for a reply.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
 JD=$TOP/build/test/tools/jobdrive
@@ -114,4 +116,15 @@ wait $PW
 rc=$?
 [ $rc = 255 ] && grep -q "node lost" "$CDIR/pw2.out" && pass "pswait: a lost node, exit 255" ||
     fail "pswait: lost node" "exit $rc: $(cat "$CDIR/pw2.out")"
+
+# the order a real psid gives only by chance: fakepsid answers each NOTIFY and sends the
+# task's death right after, with id 0
+"$TOP/build/test/tools/fakepsid" "$CDIR/fake.sock" >"$CDIR/fake.out" 2>&1 &
+PIDS+=($!)
+wait_line "$CDIR/fake.out" "^ready" 3000
+out=$(PSID_SOCKET=$CDIR/fake.sock timeout 5 "$BIN/pswait" n0:1203 1:1307 2>&1)
+rc=$?
+[ $rc = 7 ] && [ "$out" = "$(printf '0:1203 exited with status 3\n1:1307 exited with status 7')" ]
+check "pswait: a task that dies between two registrations is not taken for a reply" $? \
+    "exit $rc: $out"
 exit $((FAILS > 0))

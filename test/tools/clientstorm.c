@@ -36,9 +36,7 @@ enum fate { F_READ, F_CLOSE, F_DEAF, F_DEAF_NOW };
 struct conn {
     struct psi c;
     enum fate fate;
-    uint64_t at; /* when the fate strikes (ms since start) */
-    uint8_t buf[65536];
-    size_t len;
+    uint64_t at;     /* when the fate strikes (ms since start) */
     unsigned ends;   /* PSM_DEAD or PSM_EXIT seen */
     unsigned lost;   /* of which "lost" */
     bool registered; /* the request was answered without error */
@@ -91,43 +89,35 @@ static int spawn_req(struct psi *c, uint32_t np, char **argv)
     return r < 0 ? errno : 0;
 }
 
-/* Read what is there; count the ends (PSM_DEAD, PSM_EXIT, failed PSM_RANK). Acknowledges
- * output so that no rank waits for its window. -1 when the connection is over. */
+/* Take the events that are there; count the ends (PSM_DEAD, PSM_EXIT, failed PSM_RANK).
+ * Acknowledges output so that no rank waits for its window. -1 when the connection is
+ * over. */
 static int drain(struct conn *k)
 {
-    ssize_t r = recv(k->c.fd, k->buf + k->len, sizeof k->buf - k->len, MSG_DONTWAIT);
-    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) return -1;
-    if (r < 0) return 0;
-    k->len += (size_t)r;
-    for (;;) {
-        uint32_t fl = k->len >= PSMSG_HDR ? psmsg_frame_len(k->buf, k->len) : 0;
-        struct psmsg m;
-        if (!fl || k->len < fl) break;
-        if (psmsg_parse(k->buf, fl, &m) == 0) {
-            uint32_t u;
-            if (m.type == PSM_DEAD || m.type == PSM_EXIT) {
-                k->ends++;
-                if (psmsg_get_u32(&m.body, PSF_LOST, &u) == 0) k->lost++;
-            } else if (m.type == PSM_RANK && psmsg_get_u64(&m.body, PSF_TID, &(uint64_t){0}) < 0) {
-                k->ends++;
-            } else if (m.type == PSM_IO) {
-                struct psmsg_field f;
-                uint32_t rank = 0;
-                psmsg_get_u32(&m.body, PSF_RANK, &rank);
-                if (psmsg_find(&m.body, PSF_DATA, &f) && f.len) {
-                    struct psmsg_buf a = {0};
-                    psmsg_begin(&a, PSM_IO_ACK, 0);
-                    psmsg_put_u32(&a, PSF_RANK, rank);
-                    psmsg_put_u64(&a, PSF_BYTES, f.len);
-                    if (psmsg_end(&a) == 0) send(k->c.fd, a.data, a.len, MSG_NOSIGNAL);
-                    psmsg_buf_free(&a);
-                }
+    struct psmsg m;
+    int r;
+    while ((r = psi_next_event(&k->c, &m, 0)) == 1) {
+        uint32_t u;
+        if (m.type == PSM_DEAD || m.type == PSM_EXIT) {
+            k->ends++;
+            if (psmsg_get_u32(&m.body, PSF_LOST, &u) == 0) k->lost++;
+        } else if (m.type == PSM_RANK && psmsg_get_u64(&m.body, PSF_TID, &(uint64_t){0}) < 0) {
+            k->ends++;
+        } else if (m.type == PSM_IO) {
+            struct psmsg_field f;
+            uint32_t rank = 0;
+            psmsg_get_u32(&m.body, PSF_RANK, &rank);
+            if (psmsg_find(&m.body, PSF_DATA, &f) && f.len) {
+                struct psmsg_buf a = {0};
+                psmsg_begin(&a, PSM_IO_ACK, 0);
+                psmsg_put_u32(&a, PSF_RANK, rank);
+                psmsg_put_u64(&a, PSF_BYTES, f.len);
+                psi_send(&k->c, &a);
+                psmsg_buf_free(&a);
             }
         }
-        memmove(k->buf, k->buf + fl, k->len - fl);
-        k->len -= fl;
     }
-    return 0;
+    return r < 0 && errno != EINTR ? -1 : 0;
 }
 
 /* Run the fates until every reader has `want` ends or ms have passed. */
@@ -152,6 +142,10 @@ static void storm(struct conn *k, int n, unsigned want, uint64_t ms)
                 continue;
             }
             if (k[i].fate == F_READ) {
+                if (psi_event_pending(&k[i].c) && drain(&k[i]) < 0) {
+                    psi_close(&k[i].c);
+                    continue;
+                }
                 if (k[i].ends < want) waiting = true;
                 pf[i] = (struct pollfd){.fd = k[i].c.fd, .events = POLLIN};
             }

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 static uint64_t parse_tid(const char *s)
@@ -76,55 +75,47 @@ static int do_run(struct psi *c, int np, char **argv)
     printf("job %u:%d\n", PSTID_NODE(job), PSTID_PID(job));
     fflush(stdout);
     int done = 0, ack = !getenv("JOBDRIVE_NO_ACK");
-    static uint8_t buf[4 << 20];
-    size_t len = 0;
     while (done < np) {
-        ssize_t r = recv(c->fd, buf + len, sizeof buf - len, 0);
-        if (r <= 0) return 1;
-        len += (size_t)r;
-        for (;;) {
-            uint32_t fl = len >= PSMSG_HDR ? psmsg_frame_len(buf, len) : 0;
-            if (!fl || len < fl || psmsg_parse(buf, fl, &m) < 0) break;
-            uint32_t rank = 0, u = 0;
-            uint64_t tid = 0;
-            psmsg_get_u32(&m.body, PSF_RANK, &rank);
-            if (m.type == PSM_RANK) {
-                psmsg_get_u32(&m.body, PSF_NODE_ID, &u);
-                if (psmsg_get_u64(&m.body, PSF_TID, &tid) == 0) {
-                    printf("rank %u started %u:%d on node %u\n", rank, PSTID_NODE(tid),
-                           PSTID_PID(tid), u);
-                } else {
-                    char t[512] = "";
-                    psmsg_get_str(&m.body, PSF_TEXT, t, sizeof t);
-                    psmsg_get_u32(&m.body, PSF_ERRNO, &u);
-                    printf("rank %u failed: %u %s\n", rank, u, t);
-                    done++;
-                }
-            } else if (m.type == PSM_IO) {
-                struct psmsg_field f;
-                psmsg_find(&m.body, PSF_DATA, &f);
-                psmsg_get_u32(&m.body, PSF_STREAM, &u);
-                if (f.len) printf("rank %u %s %u bytes\n", rank, u == 1 ? "out" : "err", f.len);
-                if (f.len && ack) {
-                    struct psmsg_buf a = {0};
-                    psmsg_begin(&a, PSM_IO_ACK, 0);
-                    psmsg_put_u32(&a, PSF_RANK, rank);
-                    psmsg_put_u64(&a, PSF_BYTES, f.len);
-                    psmsg_end(&a);
-                    if (send(c->fd, a.data, a.len, MSG_NOSIGNAL) < 0) return 1;
-                    psmsg_buf_free(&a);
-                }
-            } else if (m.type == PSM_EXIT) {
-                if (psmsg_get_u32(&m.body, PSF_LOST, &u) == 0)
-                    printf("rank %u lost\n", rank);
-                else if (psmsg_get_u32(&m.body, PSF_STATUS, &u) == 0)
-                    printf("rank %u exit %u\n", rank, u);
+        if (psi_next_event(c, &m, -1) < 0) {
+            if (errno == EINTR) continue;
+            return 1;
+        }
+        uint32_t rank = 0, u = 0;
+        uint64_t tid = 0;
+        psmsg_get_u32(&m.body, PSF_RANK, &rank);
+        if (m.type == PSM_RANK) {
+            psmsg_get_u32(&m.body, PSF_NODE_ID, &u);
+            if (psmsg_get_u64(&m.body, PSF_TID, &tid) == 0) {
+                printf("rank %u started %u:%d on node %u\n", rank, PSTID_NODE(tid), PSTID_PID(tid),
+                       u);
+            } else {
+                char t[512] = "";
+                psmsg_get_str(&m.body, PSF_TEXT, t, sizeof t);
+                psmsg_get_u32(&m.body, PSF_ERRNO, &u);
+                printf("rank %u failed: %u %s\n", rank, u, t);
                 done++;
             }
-            fflush(stdout);
-            memmove(buf, buf + fl, len - fl);
-            len -= fl;
+        } else if (m.type == PSM_IO) {
+            struct psmsg_field f;
+            psmsg_find(&m.body, PSF_DATA, &f);
+            psmsg_get_u32(&m.body, PSF_STREAM, &u);
+            if (f.len) printf("rank %u %s %u bytes\n", rank, u == 1 ? "out" : "err", f.len);
+            if (f.len && ack) {
+                struct psmsg_buf a = {0};
+                psmsg_begin(&a, PSM_IO_ACK, 0);
+                psmsg_put_u32(&a, PSF_RANK, rank);
+                psmsg_put_u64(&a, PSF_BYTES, f.len);
+                if (!psi_send(c, &a)) return 1;
+                psmsg_buf_free(&a);
+            }
+        } else if (m.type == PSM_EXIT) {
+            if (psmsg_get_u32(&m.body, PSF_LOST, &u) == 0)
+                printf("rank %u lost\n", rank);
+            else if (psmsg_get_u32(&m.body, PSF_STATUS, &u) == 0)
+                printf("rank %u exit %u\n", rank, u);
+            done++;
         }
+        fflush(stdout);
     }
     return 0;
 }
@@ -137,55 +128,40 @@ static void on_sig(int s)
 
 static int do_watch(struct psi *c, const char *target, int sig, int release)
 {
-    struct psmsg_buf b = {0};
     struct psmsg m;
     uint64_t tid = parse_tid(target);
     if (sig) { /* no SA_RESTART: the signal must interrupt recv */
         struct sigaction sa = {.sa_handler = on_sig};
         sigaction(sig, &sa, NULL);
     }
-    psmsg_begin(&b, PSM_NOTIFY, 0);
-    psmsg_put_u64(&b, PSF_TID, tid);
-    psmsg_put_u32(&b, PSF_SIGNAL, (uint32_t)sig);
-    if (psi_call(c, &b, &m) < 0) {
-        printf("error %s\n", strerror(errno));
+    int e = psi_notify(c, tid, sig) < 0 ? errno : 0;
+    if (e && e != ESRCH && e != EPERM && e != EINVAL) {
+        printf("error %s\n", strerror(e));
         return 1;
     }
-    uint32_t e = 0;
-    psmsg_get_u32(&m.body, PSF_ERRNO, &e);
-    printf("registered %u\n", e);
+    printf("registered %d\n", e);
     fflush(stdout);
     if (e) return 0;
     if (release) {
-        psmsg_begin(&b, PSM_RELEASE, 0);
-        psmsg_put_u64(&b, PSF_TID, tid);
-        if (psi_call(c, &b, &m) < 0) return 1;
-        psmsg_get_u32(&m.body, PSF_ERRNO, &e);
-        printf("released %u\n", e);
+        printf("released %d\n", psi_release(c, tid) < 0 ? errno : 0);
         fflush(stdout);
     }
-    uint8_t buf[4096];
-    size_t len = 0;
     for (;;) {
-        ssize_t r = recv(c->fd, buf + len, sizeof buf - len, 0);
-        if (r < 0 && errno == EINTR && got_sig) {
-            printf("signal %d\n", (int)got_sig);
-            return 0;
+        struct psi_dead d;
+        if (psi_next_event(c, &m, -1) < 0) {
+            if (errno == EINTR && got_sig) {
+                printf("signal %d\n", (int)got_sig);
+                return 0;
+            }
+            if (errno == EINTR) continue;
+            return 1;
         }
-        if (r <= 0) return 1;
-        len += (size_t)r;
-        uint32_t fl = len >= PSMSG_HDR ? psmsg_frame_len(buf, len) : 0;
-        if (!fl || len < fl) continue;
-        if (psmsg_parse(buf, fl, &m) == 0 && m.type == PSM_DEAD) {
-            uint32_t st = 0;
-            if (psmsg_get_u32(&m.body, PSF_LOST, &st) == 0)
-                printf("dead %s lost\n", target);
-            else if (psmsg_get_u32(&m.body, PSF_STATUS, &st) == 0)
-                printf("dead %s status %u\n", target, st);
-            return 0;
-        }
-        memmove(buf, buf + fl, len - fl);
-        len -= fl;
+        if (psi_dead_parse(&m, &d) < 0) continue;
+        if (d.lost)
+            printf("dead %s lost\n", target);
+        else
+            printf("dead %s status %u\n", target, d.status);
+        return 0;
     }
 }
 
