@@ -226,8 +226,11 @@ const char *rdp_lost_reason_name(enum rdp_lost_reason r);
  * (libsodium for small packets, OpenSSL's libcrypto for large ones). */
 const char *rdp_mac_impl(const rdp_t *rdp);
 
-/* Fault injection, for tests. Probabilities in [0,1], each decided per packet and applied in
- * every direction that dir selects (the same probabilities in both). */
+/* Fault injection, for tests and benchmarks: only through rdp_set_faults, never from the
+ * environment (every program linked with RDP, a user's under the preload library too, could
+ * otherwise be made to drop packets by whoever sets its environment). Probabilities in
+ * [0,1], each decided per packet and applied in every direction that dir selects (the same
+ * probabilities in both). */
 enum rdp_fault_dir { RDP_FAULT_TX = 1, RDP_FAULT_RX = 2, RDP_FAULT_BOTH = 3 };
 struct rdp_faults {
     double drop, dup, reorder, corrupt;
@@ -236,9 +239,8 @@ struct rdp_faults {
 };
 /* Switch the injector on (any probability > 0) or off (all zero). 0, or -1/EINVAL. */
 int rdp_set_faults(rdp_t *rdp, const struct rdp_faults *f);
-/* Parse "drop=0.2,dup=0.1,reorder=0.1,corrupt=0.01,dir=both,seed=7" (the RDP_FAULTS
- * environment variable, which rdp_open() applies: a value it cannot parse makes rdp_open()
- * fail with EINVAL, after a line on stderr). 0, or -1/EINVAL. */
+/* Parse "drop=0.2,dup=0.1,reorder=0.1,corrupt=0.01,dir=both,seed=7", for a tool that takes
+ * faults from its command line. 0, or -1/EINVAL. */
 int rdp_parse_faults(const char *spec, struct rdp_faults *f);
 
 #endif

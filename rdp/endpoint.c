@@ -124,17 +124,6 @@ rdp_t *rdp_open(const struct rdp_config *cfg, const struct rdp_callbacks *cb)
         errno = e;
         return NULL;
     }
-    /* A test that asked for faults and silently got none would prove nothing: a bad value is
-     * an error, the one place where the library writes to stderr. */
-    const char *faults = getenv("RDP_FAULTS");
-    struct rdp_faults f;
-    if (faults && *faults && (rdp_parse_faults(faults, &f) < 0 || rdp_set_faults(ep, &f) < 0)) {
-        fprintf(stderr, "rdp: RDP_FAULTS=%s: not a fault specification (e.g. drop=0.2,dir=tx)\n",
-                faults);
-        rdp_close(ep);
-        errno = EINVAL;
-        return NULL;
-    }
     return ep;
 }
 

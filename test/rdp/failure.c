@@ -22,6 +22,8 @@
  *                counted as one of the max_retrans retransmissions.
  *  test_icmp     nothing is bound at B's port: A reports RDP_LOST_UNREACH at once (< 100 ms,
  *                far below the timeout bound), then the undeliverables; icmp_errors > 0.
+ *  test_remove_peer  rdp_remove_peer with messages queued: lost (closed), each undeliverable
+ *                in order, then the node is unknown; added again, it is reached afresh.
  *
  * Endpoints: A = node 1 on 127.0.0.1, B = node 2 on 127.0.0.2.
  */
@@ -390,5 +392,47 @@ static void test_icmp(void)
     h_ep_free(&a);
 }
 
+/* rdp_remove_peer with messages still queued: the connection is reported lost (closed) and
+ * each queued message undeliverable, in order; then the node is unknown (sends fail with
+ * EHOSTUNREACH, a second removal with ENOENT, no timer is left for it); added again, it is
+ * reached afresh and the other side takes the new connection. */
+static void test_remove_peer(void)
+{
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 21);
+    struct h_ep a, b;
+    struct h_net net;
+    if (h_open_pair(&net, &a, &b, key, key, NULL) < 0) return;
+    for (uint64_t k = 0; k < 5; k++) CU_ASSERT_EQUAL(h_send(&a, 2, k, 3000), 0);
+    CU_ASSERT_EQUAL(rdp_remove_peer(a.rdp, 2), 0);
+    CU_ASSERT_EQUAL(h_count(&a, H_LOST, 2), 1);
+    const struct h_event *lost = h_find(&a, H_LOST, 2, 0);
+    CU_ASSERT(lost && lost->reason == RDP_LOST_CLOSED);
+    CU_ASSERT_EQUAL(h_count(&a, H_UNDELIV, 2), 5);
+    for (uint64_t k = 0; k < 5; k++) {
+        const struct h_event *u = h_find(&a, H_UNDELIV, 2, k);
+        CU_ASSERT(u && u->idx == k && u->ok);
+    }
+    errno = 0;
+    CU_ASSERT(rdp_send(a.rdp, 2, "x", 1) == -1 && errno == EHOSTUNREACH);
+    errno = 0;
+    CU_ASSERT(rdp_remove_peer(a.rdp, 2) == -1 && errno == ENOENT);
+    struct rdp_peer_stats ps;
+    CU_ASSERT_EQUAL(rdp_peer_stats(a.rdp, 2, &ps), -1);
+    CU_ASSERT_EQUAL(rdp_next_deadline(a.rdp), UINT64_MAX);
+
+    CU_ASSERT_EQUAL_FATAL(h_add_peer(&a, &b), 0);
+    for (uint64_t k = 5; k < 8; k++) CU_ASSERT_EQUAL(h_send(&a, 2, k, 3000), 0);
+    struct h_wait_recv w = {&b, 1, 3};
+    CU_ASSERT_EQUAL(h_run(&net, h_cond_recv, &w, H_S(5)), 1);
+    CU_ASSERT_EQUAL(b.bad_content, 0);
+    const struct h_event *r = h_find(&b, H_RECV, 1, 0);
+    CU_ASSERT(r && r->idx == 5);
+    CU_ASSERT_EQUAL(h_count(&a, H_CONNECTED, 2), 1);
+    h_ep_free(&a);
+    h_ep_free(&b);
+}
+
 UNIT_SUITE(rdp_failure, UNIT_TEST(test_restart), UNIT_TEST(test_restart_first),
-           UNIT_TEST(test_vanish), UNIT_TEST(test_vanish_established), UNIT_TEST(test_icmp))
+           UNIT_TEST(test_vanish), UNIT_TEST(test_vanish_established), UNIT_TEST(test_icmp),
+           UNIT_TEST(test_remove_peer))
