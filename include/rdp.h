@@ -100,7 +100,8 @@ struct rdp_config {
     uint32_t node_id;                 /* this endpoint's node id */
     struct sockaddr_storage bind;     /* address and UDP port to bind */
     socklen_t bind_len;               /* 0: bind_len of bind's family */
-    unsigned char key[RDP_KEY_BYTES]; /* cluster key */
+    unsigned char key[RDP_KEY_BYTES]; /* cluster key: rdp_open derives the handshake key from
+                                       * it and keeps no copy */
     unsigned mtu;               /* link MTU; datagrams are at most mtu-28 bytes (default 1500) */
     unsigned rto_min_us;        /* retransmission timeout floor (default 2000) */
     unsigned rto_max_us;        /* retransmission timeout ceiling (default 200000) */
@@ -113,6 +114,9 @@ struct rdp_config {
     enum rdp_mac_alg mac;       /* which MACs to use (default RDP_MAC_AUTO) */
     enum rdp_mac_impl mac_impl; /* which library computes them (default RDP_MAC_IMPL_BEST) */
     int offload;                /* 1 (default): UDP GSO/GRO where datagrams are MTU-sized; 0: off */
+    uint64_t incarnation;       /* announced in handshakes, for the peer's information (its
+                                 * connections never depend on it, so a clock stepped back is
+                                 * harmless); 0 (default): CLOCK_REALTIME in ns at rdp_open */
 };
 
 /* Fill every field with its default (node_id 0, no bind address, zero key). */

@@ -71,6 +71,7 @@ int rdplink_start(struct psid *d)
 {
     struct rdp_config rc;
     if (psconf_rdp_config(&d->conf, d->self->id, &rc) < 0) return -1;
+    rc.incarnation = d->incarnation; /* one incarnation for the node, heartbeats and RDP */
     struct rdp_callbacks cb = {.ctx = d,
                                .recv = on_recv,
                                .connected = on_connected,
@@ -78,6 +79,7 @@ int rdplink_start(struct psid *d)
                                .undeliverable = on_undeliverable,
                                .can_send = on_can_send};
     d->rdp = rdp_open(&rc, &cb);
+    explicit_bzero(rc.key, sizeof rc.key); /* RDP keeps only what it derived */
     if (!d->rdp) {
         log_err("rdp on %s:%u: %s", d->self->addr_str, d->conf.rdp_port, strerror(errno));
         return -1;

@@ -70,6 +70,41 @@ int rdp_mac_init(struct rdp_mac *m, enum rdp_mac_alg pref, const uint8_t *key)
     return rdp_mac_init_impl(m, pref, key, RDP_MAC_IMPL_BEST);
 }
 
+/* The key schedules of both subkeys of key: on `with`'s IPsec-MB manager where it has one,
+ * else the portable path's (libsodium's AES state, libcrypto's contexts). */
+static int mac_keys(struct rdp_mac *m, const struct rdp_mb *with, enum rdp_mac_impl impl,
+                    const uint8_t *key)
+{
+    uint8_t ka[RDP_KEY_BYTES];
+    rdp_mac_subkey(key, RDP_MAC_CHACHA20POLY1305, m->kc);
+    rdp_mac_subkey(key, RDP_MAC_AES256GCM, ka);
+    if (with) {
+        m->mb = rdp_mb_new_shared(with, m->kc, m->aes ? ka : NULL);
+        if (!m->mb) {
+            sodium_memzero(ka, sizeof ka);
+            return -1;
+        }
+    } else if (impl != RDP_MAC_IMPL_PORTABLE) {
+        m->mb = rdp_mb_new(m->kc, m->aes ? ka : NULL);
+        if (!m->mb && (impl == RDP_MAC_IMPL_IPSECMB || errno != ENOTSUP)) {
+            sodium_memzero(ka, sizeof ka);
+            return -1;
+        }
+    }
+    /* the portable path's key schedules, only where it is the one used: no unused key copies */
+    if (m->aes && !m->mb) crypto_aead_aes256gcm_beforenm(&m->aes_st, ka);
+    const EVP_CIPHER *c[2] = {EVP_chacha20_poly1305(), EVP_aes_256_gcm()};
+    const uint8_t *k[2] = {m->kc, ka};
+    bool ok = true;
+    for (int i = 0; !m->mb && i < (m->aes ? 2 : 1); i++) {
+        m->big[i] = EVP_CIPHER_CTX_new();
+        ok = ok && m->big[i] && EVP_EncryptInit_ex(m->big[i], c[i], NULL, k[i], NULL) == 1;
+    }
+    sodium_memzero(ka, sizeof ka);
+    if (!ok) errno = ENOMEM;
+    return ok ? 0 : -1;
+}
+
 int rdp_mac_init_impl(struct rdp_mac *m, enum rdp_mac_alg pref, const uint8_t *key,
                       enum rdp_mac_impl impl)
 {
@@ -85,30 +120,23 @@ int rdp_mac_init_impl(struct rdp_mac *m, enum rdp_mac_alg pref, const uint8_t *k
         return -1;
     }
     m->aes = pref != RDP_MAC_CHACHA20POLY1305 && rdp_mac_available(RDP_MAC_AES256GCM);
-    uint8_t ka[RDP_KEY_BYTES];
-    rdp_mac_subkey(key, RDP_MAC_CHACHA20POLY1305, m->kc);
-    rdp_mac_subkey(key, RDP_MAC_AES256GCM, ka);
-    if (impl != RDP_MAC_IMPL_PORTABLE) {
-        m->mb = rdp_mb_new(m->kc, m->aes ? ka : NULL);
-        if (!m->mb && (impl == RDP_MAC_IMPL_IPSECMB || errno != ENOTSUP)) {
-            sodium_memzero(ka, sizeof ka);
-            rdp_mac_free(m);
-            return -1;
-        }
-    }
-    /* the portable path's key schedules, only where it is the one used: no unused key copies */
-    if (m->aes && !m->mb) crypto_aead_aes256gcm_beforenm(&m->aes_st, ka);
-    const EVP_CIPHER *c[2] = {EVP_chacha20_poly1305(), EVP_aes_256_gcm()};
-    const uint8_t *k[2] = {m->kc, ka};
-    bool ok = true;
-    for (int i = 0; !m->mb && i < (m->aes ? 2 : 1); i++) {
-        m->big[i] = EVP_CIPHER_CTX_new();
-        ok = ok && m->big[i] && EVP_EncryptInit_ex(m->big[i], c[i], NULL, k[i], NULL) == 1;
-    }
-    sodium_memzero(ka, sizeof ka);
-    if (!ok) {
+    if (mac_keys(m, NULL, impl, key) < 0) {
+        int e = errno;
         rdp_mac_free(m);
-        errno = ENOMEM;
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+int rdp_mac_init_like(struct rdp_mac *m, const struct rdp_mac *like, const uint8_t *key)
+{
+    memset(m, 0, sizeof *m);
+    m->aes = like->aes;
+    if (mac_keys(m, like->mb, RDP_MAC_IMPL_PORTABLE, key) < 0) {
+        int e = errno;
+        rdp_mac_free(m);
+        errno = e;
         return -1;
     }
     return 0;
@@ -209,6 +237,47 @@ bool rdp_mac_verify_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t 
                                                               pkt, body_len, n, &m->aes_st) == 0;
     return crypto_aead_chacha20poly1305_ietf_decrypt_detached(none, NULL, none, 0, pkt + body_len,
                                                               pkt, body_len, n, m->kc) == 0;
+}
+
+void rdp_hs_key(const uint8_t *key, uint8_t hkey[RDP_KEY_BYTES])
+{
+    crypto_kdf_derive_from_key(hkey, RDP_KEY_BYTES, 1, "rdp-hs-1", key);
+}
+
+void rdp_hs_sign(const uint8_t *hkey, uint8_t *pkt, size_t body_len)
+{
+    crypto_generichash(pkt + body_len, RDP_MAC_LEN, pkt, body_len, hkey, RDP_KEY_BYTES);
+}
+
+bool rdp_hs_verify(const uint8_t *hkey, const uint8_t *pkt, size_t body_len)
+{
+    uint8_t tag[RDP_MAC_LEN];
+    crypto_generichash(tag, sizeof tag, pkt, body_len, hkey, RDP_KEY_BYTES);
+    return crypto_verify_16(tag, pkt + body_len) == 0;
+}
+
+void rdp_session_keys(const uint8_t *hkey, const struct rdp_half *a, const struct rdp_half *b,
+                      uint8_t a_to_b[RDP_KEY_BYTES], uint8_t b_to_a[RDP_KEY_BYTES])
+{
+    /* both ends hash the same transcript: the half of the lower id first */
+    bool swap = b->id < a->id || (b->id == a->id && b->conn < a->conn);
+    const struct rdp_half *lo = swap ? b : a, *hi = swap ? a : b;
+    uint8_t t[16 + 2 * (12 + RDP_HS_RAND)], okm[2 * RDP_KEY_BYTES], *q = t;
+    memcpy(q, "rdp session v2\0\0", 16);
+    q += 16;
+    for (int i = 0; i < 2; i++) {
+        const struct rdp_half *h = i ? hi : lo;
+        be_put32(q, h->id);
+        be_put32(q + 4, h->conn);
+        be_put32(q + 8, h->iseq);
+        memcpy(q + 12, h->rand, RDP_HS_RAND);
+        q += 12 + RDP_HS_RAND;
+    }
+    crypto_generichash(okm, sizeof okm, t, sizeof t, hkey, RDP_KEY_BYTES);
+    /* okm's first half keys lo -> hi, its second half hi -> lo */
+    memcpy(a_to_b, okm + (swap ? RDP_KEY_BYTES : 0), RDP_KEY_BYTES);
+    memcpy(b_to_a, okm + (swap ? 0 : RDP_KEY_BYTES), RDP_KEY_BYTES);
+    sodium_memzero(okm, sizeof okm);
 }
 
 const char *rdp_mac_impl_name(const struct rdp_mac *m)

@@ -5,12 +5,18 @@
  * ChaCha20-Poly1305 (IETF), which every node verifies, or AES-256-GCM (a GMAC), ~2x faster per
  * packet up to a few KiB, used toward a peer when both sides have AES-NI and allow it (the
  * handshake says which MACs a node verifies; the header says which MAC a packet carries).
- * Each algorithm has its own subkey, derived from the cluster key with BLAKE2b
- * (crypto_kdf), so one key never serves two algorithms. The 96-bit nonce is src_node (16 bits) |
- * dst_node (16 bits) | pn (64 bits): every sender numbers the packets to each destination with a
- * counter that starts at CLOCK_REALTIME in ns when the endpoint opens, so a nonce is never
- * used twice, also across restarts (as long as the clock does not step back by more than the
- * downtime). Retransmissions get a new pn.
+ *
+ * Keys (as WireGuard): the cluster key (or, for the preload, a key psid hands out) never
+ * signs a data packet. From it comes the handshake key (rdp_hs_key), which authenticates
+ * SYN, SYNACK and RST with keyed BLAKE2b: no nonce, so nothing to reuse. Each connection then
+ * has a key per direction, derived by rdp_session_keys from the handshake key and both
+ * halves of the handshake (endpoint ids, connection ids, initial sequence numbers and 32
+ * fresh random bytes from each side). Under a direction key each algorithm has its own
+ * subkey (crypto_kdf), so one key never serves two algorithms. The 96-bit nonce is src_node
+ * (16 bits) | dst_node (16 bits) | pn (64 bits), where pn counts the packets of the
+ * connection in that direction from 1: a key is used for one connection and direction only,
+ * so a nonce is never used twice under a key, whatever the clocks do and however many
+ * endpoints a node has. Retransmissions get a new pn.
  *
  * Implementations (enum rdp_mac_impl), all producing the same tags (a unit test checks them
  * against each other), so the choice is local and never on the wire:
@@ -22,9 +28,11 @@
  * The MAC of 64 KiB datagrams was the largest single cost of the loopback stream, and of
  * 1.4 KB datagrams the receiver's largest cost at MTU 1500.
  *
- * Replay: the receiver keeps the highest pn seen from each peer and a 4096-packet window
+ * Replay: the receiver keeps, per connection, the highest pn seen and a 4096-packet window
  * below it (the scheme of IPsec and WireGuard); a pn seen before or older than the window is
- * dropped. The window is updated only after the MAC verified.
+ * dropped. The window is updated only after the MAC verified. Packets of an older connection
+ * fail the MAC of the new one. Handshake packets carry pn 0 and are not counted: a replayed
+ * SYN gets a SYNACK, but a connection needs the initiator's answer under the new keys (conn.c).
  */
 #ifndef PSCLUSTER_RDP_AUTH_H
 #define PSCLUSTER_RDP_AUTH_H
@@ -88,7 +96,29 @@ void rdp_mac_sign_split(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t 
 bool rdp_mac_verify_ctx(const struct rdp_mac *m, enum rdp_mac_alg alg, uint32_t src, uint32_t dst,
                         uint64_t pn, const uint8_t *pkt, size_t body_len);
 
-/* ChaCha20-Poly1305 with the cluster key (its subkey derived on each call; tests and tools). */
+/* A MAC for another key with the same implementation and algorithms as `like` (sharing its
+ * IPsec-MB manager, which must outlive it): a connection's direction keys. */
+int rdp_mac_init_like(struct rdp_mac *m, const struct rdp_mac *like, const uint8_t *key);
+
+/* The handshake key from the configured key; the handshake MAC (keyed BLAKE2b, 16 bytes,
+ * written at pkt + body_len) and its check. */
+#define RDP_HS_RAND 32
+void rdp_hs_key(const uint8_t *key, uint8_t hkey[RDP_KEY_BYTES]);
+void rdp_hs_sign(const uint8_t *hkey, uint8_t *pkt, size_t body_len);
+bool rdp_hs_verify(const uint8_t *hkey, const uint8_t *pkt, size_t body_len);
+
+/* One side's half of a handshake: its endpoint id (node | ep << 16), connection id, initial
+ * sequence number and random bytes. */
+struct rdp_half {
+    uint32_t id, conn, iseq;
+    uint8_t rand[RDP_HS_RAND];
+};
+/* The two direction keys of the connection between halves a and b (the same whichever side
+ * computes them). */
+void rdp_session_keys(const uint8_t *hkey, const struct rdp_half *a, const struct rdp_half *b,
+                      uint8_t a_to_b[RDP_KEY_BYTES], uint8_t b_to_a[RDP_KEY_BYTES]);
+
+/* ChaCha20-Poly1305 with the given key (its subkey derived on each call; tests and tools). */
 void rdp_mac_sign(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn, uint8_t *pkt,
                   size_t body_len);
 bool rdp_mac_verify(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn, const uint8_t *pkt,

@@ -104,18 +104,26 @@ rdp_t *rdp_open(const struct rdp_config *cfg, const struct rdp_callbacks *cb)
     }
     rdp_t *ep = calloc(1, sizeof *ep);
     if (!ep) return NULL;
-    if (rdp_mac_init_impl(&ep->mac, cfg->mac, cfg->key, cfg->mac_impl) < 0) {
+    /* ep->mac only chooses the implementation: packets are signed with the connections'
+     * keys, the handshakes with hkey; the configured key is kept nowhere else */
+    uint8_t any[RDP_KEY_BYTES];
+    randombytes_buf(any, sizeof any);
+    int r = rdp_mac_init_impl(&ep->mac, cfg->mac, any, cfg->mac_impl);
+    sodium_memzero(any, sizeof any);
+    if (r < 0) {
         free(ep);
         return NULL;
     }
+    rdp_hs_key(cfg->key, ep->hkey);
     ep->cfg = *cfg;
+    sodium_memzero(ep->cfg.key, sizeof ep->cfg.key);
     if (cb) ep->cb = *cb;
     ep->fd = -1;
     ep->rx_dirty = RDP_RX_BATCH;
     unsigned ipudp = cfg->bind.ss_family == AF_INET6 ? 48 : 28;
     ep->max_dgram = cfg->mtu - ipudp > RDP_MAX_DGRAM ? RDP_MAX_DGRAM : cfg->mtu - ipudp;
     ep->payload = ep->max_dgram - RDP_OVERHEAD;
-    ep->incarnation = realtime_ns();
+    ep->incarnation = cfg->incarnation ? cfg->incarnation : realtime_ns();
     rdp_pool_init(&ep->pool, ep->max_dgram);
     ep->scratch = malloc(RDP_MAX_MSG);
     if (!ep->scratch || rdp_io_socket(ep) < 0) {
@@ -149,6 +157,7 @@ void rdp_close(rdp_t *ep)
     if (ep->fd >= 0) close(ep->fd);
     rdp_pool_destroy(&ep->pool);
     rdp_mac_free(&ep->mac);
+    sodium_memzero(ep->hkey, sizeof ep->hkey);
     free(ep->peers);
     free(ep->active);
     free(ep->dirty);
@@ -197,7 +206,6 @@ int rdp_add_peer(rdp_t *ep, uint32_t node, const struct sockaddr *sa, socklen_t 
     p->node = node;
     memcpy(&p->addr, sa, len);
     p->addrlen = len;
-    p->pn_next = realtime_ns();
     p->payload = ep->payload;
     rdp_rtt_init(&p->rtt, ep->cfg.rto_init_us, ep->cfg.rto_min_us, ep->cfg.rto_max_us);
     if (rdp_sendq_init(ep, p) < 0 || rdp_recvq_init(ep, p) < 0) {

@@ -74,6 +74,18 @@ struct rdp_txent {
     bool reorder; /* the injector delays it behind later packets */
 };
 
+/* A connection the peer offered (its SYN) while ours is established: the peer restarted, or
+ * the SYN is a replay. It replaces ours only when a packet under its keys shows that the
+ * peer holds them; until then ours goes on. */
+struct rdp_cand {
+    struct rdp_half mine, theirs;
+    struct rdp_hs hs; /* the peer's handshake */
+    uint32_t peer_wnd;
+    struct rdp_mac rx; /* checks the peer's first packet */
+    uint8_t tx_key[RDP_KEY_BYTES];
+    struct rdp_replay replay;
+};
+
 struct rdp_peer {
     uint32_t node;
     struct sockaddr_storage addr;
@@ -82,13 +94,20 @@ struct rdp_peer {
     enum rdp_conn_state state;
     uint32_t my_conn, peer_conn;
     uint32_t my_iseq;
-    uint64_t peer_inc; /* peer's incarnation; valid if peer_inc_known */
+    uint8_t my_rand[RDP_HS_RAND]; /* this side's random bytes of the connection (attempt) */
+    uint64_t peer_inc;            /* peer's incarnation (informational); valid if peer_inc_known */
     bool peer_inc_known;
+    /* SYN_SENT: we answered the peer's SYN and hold the keys; its first packet under them
+     * establishes the connection (the third message of the handshake) */
+    bool peer_known;
+    struct rdp_mac key_tx, key_rx; /* the connection's direction keys (auth.h); keyed: set */
+    bool keyed;
+    struct rdp_cand *cand;    /* a new connection the peer offered while ours is established */
     enum rdp_mac_alg mac_tx;  /* MAC of DATA and ACK to the peer, from its handshake */
     uint32_t payload;         /* DATA payload per packet to the peer: ours, or the peer's
                                * smaller one from its handshake (kept across connections) */
-    uint64_t pn_next;         /* next packet number we use towards this peer */
-    struct rdp_replay replay; /* packet numbers seen from this peer */
+    uint64_t pn_next;         /* next packet number of this connection towards the peer */
+    struct rdp_replay replay; /* packet numbers seen on this connection from the peer */
     uint64_t syn_sent_ns;     /* first SYN of this connection attempt */
     uint16_t syn_sends;
 
@@ -142,7 +161,8 @@ struct rdp {
     int fd;
     int family;
     struct rdp_config cfg;
-    struct rdp_mac mac;
+    struct rdp_mac mac; /* the implementation the connections' keys use (keyed at random) */
+    uint8_t hkey[RDP_KEY_BYTES]; /* the handshake key (auth.h) */
     struct rdp_callbacks cb;
     uint64_t incarnation;
     uint32_t max_dgram; /* largest datagram we send or accept */

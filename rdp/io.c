@@ -131,18 +131,23 @@ void rdp_io_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b)
 
 void rdp_io_sign_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b)
 {
-    uint64_t pn = p->pn_next++;
-    be_put64(b->data + RDP_OFF_PN, pn);
-    /* handshakes and resets use the MAC every node verifies; the rest the negotiated one */
     uint8_t type = b->data[1];
-    enum rdp_mac_alg alg =
-        type == RDP_T_DATA || type == RDP_T_ACK ? p->mac_tx : RDP_MAC_CHACHA20POLY1305;
-    be_put16(b->data + RDP_OFF_MAC, (uint16_t)alg);
-    if (b->ext) /* the MAC goes behind the header until the payload is copied in */
-        rdp_mac_sign_split(&ep->mac, alg, ep->cfg.node_id, p->node, pn, b->data, RDP_HDR_LEN,
-                           b->ext, b->len - RDP_HDR_LEN, b->data + RDP_HDR_LEN);
-    else
-        rdp_mac_sign_ctx(&ep->mac, alg, ep->cfg.node_id, p->node, pn, b->data, b->len);
+    if (type != RDP_T_DATA && type != RDP_T_ACK) {
+        /* handshakes and resets: pn 0, the handshake key's MAC (the header says 0) */
+        be_put64(b->data + RDP_OFF_PN, 0);
+        be_put16(b->data + RDP_OFF_MAC, 0);
+        rdp_hs_sign(ep->hkey, b->data, b->len);
+    } else {
+        uint64_t pn = p->pn_next++;
+        be_put64(b->data + RDP_OFF_PN, pn);
+        enum rdp_mac_alg alg = p->mac_tx;
+        be_put16(b->data + RDP_OFF_MAC, (uint16_t)alg);
+        if (b->ext) /* the MAC goes behind the header until the payload is copied in */
+            rdp_mac_sign_split(&p->key_tx, alg, ep->cfg.node_id, p->node, pn, b->data, RDP_HDR_LEN,
+                               b->ext, b->len - RDP_HDR_LEN, b->data + RDP_HDR_LEN);
+        else
+            rdp_mac_sign_ctx(&p->key_tx, alg, ep->cfg.node_id, p->node, pn, b->data, b->len);
+    }
     b->len += RDP_MAC_LEN;
     rdp_io_queue(ep, p, b);
 }

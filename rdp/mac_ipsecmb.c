@@ -23,39 +23,63 @@ struct rdp_mb {
     struct gcm_key_data gk; /* AES-256 round keys and GHASH key powers (64-byte aligned) */
     uint8_t kc[32];         /* ChaCha20-Poly1305 key */
     bool aes;
+    bool own_mgr; /* mgr was allocated for this context (else borrowed from another) */
     IMB_ARCH arch;
     IMB_MGR *mgr;
 };
 
-struct rdp_mb *rdp_mb_new(const uint8_t *kc, const uint8_t *ka)
+static struct rdp_mb *mb_alloc(void)
 {
     struct rdp_mb *mb = aligned_alloc(64, (sizeof *mb + 63) / 64 * 64);
     if (!mb) return NULL;
     memset(mb, 0, sizeof *mb);
+    return mb;
+}
+
+static void mb_keys(struct rdp_mb *mb, const uint8_t *kc, const uint8_t *ka)
+{
+    memcpy(mb->kc, kc, sizeof mb->kc);
+    if (ka) {
+        IMB_AES256_GCM_PRE(mb->mgr, ka, &mb->gk);
+        mb->aes = true;
+    }
+}
+
+struct rdp_mb *rdp_mb_new_shared(const struct rdp_mb *with, const uint8_t *kc, const uint8_t *ka)
+{
+    struct rdp_mb *mb = mb_alloc();
+    if (!mb) return NULL;
+    mb->mgr = with->mgr;
+    mb->arch = with->arch;
+    mb_keys(mb, kc, ka);
+    return mb;
+}
+
+struct rdp_mb *rdp_mb_new(const uint8_t *kc, const uint8_t *ka)
+{
+    struct rdp_mb *mb = mb_alloc();
+    if (!mb) return NULL;
     mb->mgr = alloc_mb_mgr(0);
     if (!mb->mgr) {
         free(mb);
         errno = ENOMEM;
         return NULL;
     }
+    mb->own_mgr = true;
     init_mb_mgr_auto(mb->mgr, &mb->arch);
     if (imb_get_errno(mb->mgr) != 0 || mb->arch == IMB_ARCH_NONE) {
         rdp_mb_free(mb);
         errno = ENOTSUP;
         return NULL;
     }
-    memcpy(mb->kc, kc, sizeof mb->kc);
-    if (ka) {
-        IMB_AES256_GCM_PRE(mb->mgr, ka, &mb->gk);
-        mb->aes = true;
-    }
+    mb_keys(mb, kc, ka);
     return mb;
 }
 
 void rdp_mb_free(struct rdp_mb *mb)
 {
     if (!mb) return;
-    if (mb->mgr) free_mb_mgr(mb->mgr);
+    if (mb->mgr && mb->own_mgr) free_mb_mgr(mb->mgr);
     sodium_memzero(mb, sizeof *mb);
     free(mb);
 }
@@ -114,6 +138,12 @@ struct rdp_mb *rdp_mb_new(const uint8_t *kc, const uint8_t *ka)
     (void)ka;
     errno = ENOTSUP;
     return NULL;
+}
+
+struct rdp_mb *rdp_mb_new_shared(const struct rdp_mb *with, const uint8_t *kc, const uint8_t *ka)
+{
+    (void)with;
+    return rdp_mb_new(kc, ka);
 }
 
 void rdp_mb_free(struct rdp_mb *mb)

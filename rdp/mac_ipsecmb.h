@@ -23,6 +23,9 @@ struct rdp_mb;
  * subkey ka (both 32 bytes). NULL and errno: ENOTSUP (not built in, or the library cannot run
  * on this CPU), ENOMEM. */
 struct rdp_mb *rdp_mb_new(const uint8_t *kc, const uint8_t *ka);
+/* The same keys' context on the library manager of `with` (allocated once per endpoint: a
+ * manager is large, a key schedule small), which must outlive it. */
+struct rdp_mb *rdp_mb_new_shared(const struct rdp_mb *with, const uint8_t *kc, const uint8_t *ka);
 /* Wipes the keys. NULL is fine. */
 void rdp_mb_free(struct rdp_mb *mb);
 /* The 16-byte tag of len bytes at data under nonce n; aes only if the context has ka. */

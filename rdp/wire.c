@@ -14,8 +14,10 @@ void rdp_hdr_encode(uint8_t *b, const struct rdp_hdr *h)
     b[0] = h->version;
     b[1] = h->type;
     be_put16(b + 2, h->flags);
-    be_put32(b + 4, h->src_node);
-    be_put32(b + 8, h->dst_node);
+    be_put16(b + 4, (uint16_t)h->src_node);
+    be_put16(b + 6, h->src_ep);
+    be_put16(b + 8, (uint16_t)h->dst_node);
+    be_put16(b + 10, h->dst_ep);
     be_put32(b + 12, h->src_conn);
     be_put32(b + 16, h->dst_conn);
     be_put32(b + 20, h->seq);
@@ -48,8 +50,10 @@ bool rdp_hdr_decode(const uint8_t *b, size_t n, struct rdp_hdr *h, enum rdp_drop
     if (h->version != RDP_VERSION) return fail(why, RDP_DROP_VERSION);
     h->type = b[1];
     h->flags = be_get16(b + 2);
-    h->src_node = be_get32(b + 4);
-    h->dst_node = be_get32(b + 8);
+    h->src_node = be_get16(b + 4);
+    h->src_ep = be_get16(b + 6);
+    h->dst_node = be_get16(b + 8);
+    h->dst_ep = be_get16(b + 10);
     h->src_conn = be_get32(b + 12);
     h->dst_conn = be_get32(b + 16);
     h->seq = be_get32(b + 20);
@@ -62,9 +66,10 @@ bool rdp_hdr_decode(const uint8_t *b, size_t n, struct rdp_hdr *h, enum rdp_drop
     if (h->mac != RDP_MAC_CHACHA20POLY1305 && h->mac != RDP_MAC_AES256GCM)
         return fail(why, RDP_DROP_MALFORMED);
     if ((size_t)h->len + RDP_OVERHEAD != n) return fail(why, RDP_DROP_MALFORMED);
-    if (h->src_node >= RDP_MAX_NODES || h->dst_node >= RDP_MAX_NODES)
-        return fail(why, RDP_DROP_MALFORMED);
     if (h->src_conn == 0) return fail(why, RDP_DROP_MALFORMED);
+    /* data and ACKs count from 1 under their connection's keys; handshakes carry no number */
+    bool hs = h->type == RDP_T_SYN || h->type == RDP_T_SYNACK || h->type == RDP_T_RST;
+    if (hs ? h->pn != 0 : h->pn == 0) return fail(why, RDP_DROP_MALFORMED);
 
     switch (h->type) {
     case RDP_T_DATA:
@@ -92,7 +97,7 @@ bool rdp_hdr_decode(const uint8_t *b, size_t n, struct rdp_hdr *h, enum rdp_drop
     default:
         return fail(why, RDP_DROP_MALFORMED);
     }
-    if (h->type == RDP_T_SYN || h->type == RDP_T_SYNACK || h->type == RDP_T_RST) {
+    if (hs) {
         uint32_t max_payload = be_get32(b + RDP_HDR_LEN + 8);
         if (max_payload < RDP_MIN_PAYLOAD || max_payload > RDP_MAX_DGRAM - RDP_OVERHEAD)
             return fail(why, RDP_DROP_MALFORMED);
@@ -105,6 +110,7 @@ void rdp_hs_encode(uint8_t *p, const struct rdp_hs *hs)
     be_put64(p, hs->incarnation);
     be_put32(p + 8, hs->max_payload);
     be_put32(p + 12, hs->macs);
+    memcpy(p + 16, hs->rand, sizeof hs->rand);
 }
 
 void rdp_hs_decode(const uint8_t *p, struct rdp_hs *hs)
@@ -112,4 +118,5 @@ void rdp_hs_decode(const uint8_t *p, struct rdp_hs *hs)
     hs->incarnation = be_get64(p);
     hs->max_payload = be_get32(p + 8);
     hs->macs = be_get32(p + 12);
+    memcpy(hs->rand, p + 16, sizeof hs->rand);
 }

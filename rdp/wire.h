@@ -9,25 +9,29 @@
  *     1     1  type         SYN, SYNACK, DATA, ACK, RST
  *     2     2  flags        DATA: FIRST (first fragment of a message), LAST (last fragment),
  *                           ACKREQ (the sender's window is full: acknowledge at once)
- *     4     4  src_node     sender's node id
- *     8     4  dst_node     receiver's node id
+ *     4     2  src_node     sender's node id (0 .. RDP_MAX_NODES-1)
+ *     6     2  src_ep       sender's endpoint on its node (0: the node's daemon)
+ *     8     2  dst_node     receiver's node id
+ *    10     2  dst_ep       receiver's endpoint
  *    12     4  src_conn     sender's connection id (random, never 0)
  *    16     4  dst_conn     receiver's connection id (0 in SYN)
  *    20     4  seq          DATA: this packet's sequence number; SYN/SYNACK: initial seq
  *    24     4  ack          next sequence number the sender expects (cumulative ACK)
  *    28     4  wnd          packets the sender can accept beyond ack (receive window)
- *    32     8  pn           packet number: unique per (src,dst) pair, increasing; MAC nonce
- *                           and anti-replay counter
+ *    32     8  pn           DATA/ACK: packet number of the connection in this direction,
+ *                           from 1 (MAC nonce and anti-replay counter); SYN/SYNACK/RST: 0
  *    40     4  msg_len      DATA: length of the whole message this fragment belongs to
  *    44     2  len          payload length
- *    46     2  mac          MAC of this packet: 0 ChaCha20-Poly1305, 1 AES-256-GCM (SYN, SYNACK
- *                            and RST: always 0)
+ *    46     2  mac          MAC of a DATA/ACK: 0 ChaCha20-Poly1305, 1 AES-256-GCM, under the
+ *                           connection's key; SYN, SYNACK and RST: 0, and their MAC is keyed
+ *                           BLAKE2b under the handshake key (auth.h)
  *    48   len  payload      DATA: fragment; ACK: SACK bitmap; SYN/SYNACK/RST: handshake
  *   48+len 16  mac
  *
- * Handshake payload (16 bytes): incarnation (8), max payload the sender accepts (4: from
+ * Handshake payload (48 bytes): incarnation (8), max payload the sender accepts (4: from
  * RDP_MIN_PAYLOAD to RDP_MAX_DGRAM - RDP_OVERHEAD; packets to it carry no more), the MACs
- * the sender verifies (4: bit 0 ChaCha20-Poly1305, always set; bit 1 AES-256-GCM).
+ * the sender verifies (4: bit 0 ChaCha20-Poly1305, always set; bit 1 AES-256-GCM), 32 random
+ * bytes fresh for each connection attempt (they go into the connection's keys).
  * SACK bitmap: bit i (byte i/8, bit i%8, LSB first) set = packet ack+1+i was received.
  */
 #ifndef PSCLUSTER_RDP_WIRE_H
@@ -39,11 +43,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define RDP_VERSION   1
+#define RDP_VERSION   2
 #define RDP_HDR_LEN   48
 #define RDP_MAC_LEN   16
 #define RDP_OVERHEAD  (RDP_HDR_LEN + RDP_MAC_LEN)
-#define RDP_HS_LEN    16
+#define RDP_HS_LEN    48
 #define RDP_MAX_DGRAM 65507 /* largest UDP payload over IPv4 */
 #define RDP_MIN_DGRAM (RDP_OVERHEAD + 64)
 /* the payload at the smallest MTU a configuration allows (576, less IPv6 and UDP headers):
@@ -65,6 +69,7 @@ struct rdp_hdr {
     uint8_t version, type;
     uint16_t flags;
     uint32_t src_node, dst_node;
+    uint16_t src_ep, dst_ep;
     uint32_t src_conn, dst_conn;
     uint32_t seq, ack, wnd;
     uint64_t pn;
@@ -77,6 +82,7 @@ struct rdp_hs {
     uint64_t incarnation;
     uint32_t max_payload;
     uint32_t macs; /* RDP_MACS_* */
+    uint8_t rand[32];
 };
 
 #define RDP_MACS_CHACHA 0x1u

@@ -5,6 +5,7 @@
  */
 #include "../../rdp/wire.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -21,8 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (h.type == RDP_T_DATA && (h.msg_len == 0 || h.msg_len > RDP_MAX_MSG || h.len > h.msg_len))
         abort();
-    if ((h.type == RDP_T_SYN || h.type == RDP_T_SYNACK || h.type == RDP_T_RST) &&
-        h.len != RDP_HS_LEN)
-        abort();
+    bool hs = h.type == RDP_T_SYN || h.type == RDP_T_SYNACK || h.type == RDP_T_RST;
+    if (hs && h.len != RDP_HS_LEN) abort();
+    if (hs ? h.pn != 0 : h.pn == 0) abort(); /* handshakes unnumbered, data from 1 */
     return 0;
 }

@@ -2,10 +2,12 @@
  * fuzz_rdp_packet.c - libFuzzer target for the whole receive path of an RDP endpoint.
  *
  * The input is a sequence of packets (2-byte length, then header and payload). Each packet
- * gets a fresh packet number and a valid MAC (of the algorithm its header names, AES-256-GCM
- * or ChaCha20-Poly1305) with the endpoint's key before it is handed to
- * rdp_handle_packet, so the fuzzer reaches past authentication into the state machine:
- * handshakes, restarts, RSTs, data, reassembly, SACKs. The endpoint's own packets go to a
+ * is made authentic before it is handed to rdp_handle_packet, so the fuzzer reaches past
+ * authentication into the state machine (handshakes, offers of a restarted peer, RSTs,
+ * data, reassembly, SACKs): a handshake gets the handshake key's MAC; a DATA or ACK whose
+ * connection ids are 1 gets the ids of the endpoint's connection (or of a kept offer, for a
+ * dst_conn of 2), a fresh packet number and a valid MAC under that connection's key (of the
+ * algorithm its header names). The endpoint's own packets go to a
  * socket nobody reads. Nothing may crash, leak or trip the sanitizers.
  */
 #include "../../rdp/internal.h"
@@ -58,17 +60,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         data += n;
         size -= n;
         if (n >= RDP_OVERHEAD) {
-            /* make it authentic: sender node 1, to us, a fresh packet number, a valid MAC */
-            be_put32(b->data + 4, 1);
-            be_put32(b->data + 8, 0);
-            be_put64(b->data + RDP_OFF_PN, pn);
-            /* with the MAC the header names (AES-256-GCM too, where this CPU has it) */
-            enum rdp_mac_alg alg =
-                be_get16(b->data + RDP_OFF_MAC) == RDP_MAC_AES256GCM && ep->mac.aes
-                    ? RDP_MAC_AES256GCM
-                    : RDP_MAC_CHACHA20POLY1305;
-            rdp_mac_sign_ctx(&ep->mac, alg, 1, 0, pn, b->data, n - RDP_MAC_LEN);
-            pn++;
+            /* make it authentic: sender node 1, to us */
+            be_put16(b->data + 4, 1);
+            be_put16(b->data + 6, 0);
+            be_put16(b->data + 8, 0);
+            be_put16(b->data + 10, 0);
+            uint8_t type = b->data[1];
+            struct rdp_peer *p = rdp_peer_get(ep, 1);
+            if (type != RDP_T_DATA && type != RDP_T_ACK) {
+                be_put64(b->data + RDP_OFF_PN, 0);
+                rdp_hs_sign(ep->hkey, b->data, n - RDP_MAC_LEN);
+            } else if (p) {
+                bool offer = p->cand && be_get32(b->data + 16) == 2;
+                const struct rdp_mac *k = offer ? &p->cand->rx : p->keyed ? &p->key_rx : NULL;
+                if (be_get32(b->data + 12) == 1)
+                    be_put32(b->data + 12, offer ? p->cand->theirs.conn : p->peer_conn);
+                if (be_get32(b->data + 16) == 1 || offer)
+                    be_put32(b->data + 16, offer ? p->cand->mine.conn : p->my_conn);
+                be_put64(b->data + RDP_OFF_PN, pn);
+                /* with the MAC the header names (AES-256-GCM too, where this CPU has it) */
+                enum rdp_mac_alg alg =
+                    be_get16(b->data + RDP_OFF_MAC) == RDP_MAC_AES256GCM && ep->mac.aes
+                        ? RDP_MAC_AES256GCM
+                        : RDP_MAC_CHACHA20POLY1305;
+                if (k) rdp_mac_sign_ctx(k, alg, 1, 0, pn, b->data, n - RDP_MAC_LEN);
+                pn++;
+            }
         }
         ep->now = rdp_now_ns();
         rdp_handle_packet(ep, &b, (struct sockaddr *)&peer);

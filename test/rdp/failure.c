@@ -22,6 +22,8 @@
  *                counted as one of the max_retrans retransmissions.
  *  test_icmp     nothing is bound at B's port: A reports RDP_LOST_UNREACH at once (< 100 ms,
  *                far below the timeout bound), then the undeliverables; icmp_errors > 0.
+ *  test_clock_back  B restarts with its clock an hour behind: A takes it at once (lost with
+ *                restart, connected again, messages both ways within a second).
  *  test_remove_peer  rdp_remove_peer with messages queued: lost (closed), each undeliverable
  *                in order, then the node is unknown; added again, it is reached afresh.
  *
@@ -433,6 +435,55 @@ static void test_remove_peer(void)
     h_ep_free(&b);
 }
 
+/* B restarts with a clock an hour behind (its incarnation, which RDP announces, is smaller than
+ * before): A takes B' at once, as any restart, since no decision depends on a clock. B' sends
+ * first; A reports the old connection lost (restart) and the new one connected; messages
+ * flow both ways within a second. */
+static void test_clock_back(void)
+{
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 22);
+    struct rdp_config cb;
+    h_config(&cb);
+    cb.incarnation = 5000000000000000000ull;
+    struct h_ep a, b, b2;
+    memset(&b2, 0, sizeof b2);
+    struct h_net net;
+    if (h_open_pair_cfg(&net, &a, &b, key, key, NULL, &cb) < 0) return;
+    CU_ASSERT_EQUAL(h_send(&a, 2, 0, 100), 0);
+    CU_ASSERT_EQUAL(h_send(&b, 1, 0, 100), 0);
+    struct h_wait_recv wb = {&b, 1, 1}, wa = {&a, 2, 1};
+    CU_ASSERT_EQUAL(h_run(&net, h_cond_recv, &wb, H_S(2)), 1);
+    CU_ASSERT_EQUAL(h_run(&net, h_cond_recv, &wa, H_S(2)), 1);
+    uint16_t port = ntohs(b.addr.sin_port);
+    h_ep_close(&b);
+    cb.incarnation -= 3600ull * 1000000000ull; /* an hour earlier */
+    if (h_ep_open(&b2, 2, 2, port, key, &cb) < 0 || h_add_peer(&b2, &a) < 0) {
+        CU_FAIL("open B'");
+        h_ep_free(&a);
+        h_ep_free(&b);
+        return;
+    }
+    h_net_add(&net, &b2);
+    uint64_t t0 = rdp_now_ns();
+    CU_ASSERT_EQUAL(h_send(&b2, 1, 0, 200), 0);
+    struct h_wait_recv w2 = {&a, 2, 2};
+    CU_ASSERT_EQUAL(h_run(&net, h_cond_recv, &w2, H_S(1)), 1);
+    CU_ASSERT_EQUAL(h_send(&a, 2, 1, 300), 0);
+    struct h_wait_recv wb2 = {&b2, 1, 1};
+    CU_ASSERT_EQUAL(h_run(&net, h_cond_recv, &wb2, H_S(1)), 1);
+    CU_ASSERT(rdp_now_ns() - t0 < H_S(1));
+    const struct h_event *lost = h_find(&a, H_LOST, 2, 0);
+    CU_ASSERT(lost && lost->reason == RDP_LOST_RESTART);
+    CU_ASSERT_EQUAL(h_count(&a, H_CONNECTED, 2), 2);
+    CU_ASSERT_EQUAL(h_count(&b2, H_CONNECTED, 1), 1);
+    CU_ASSERT_EQUAL(a.bad_content + b2.bad_content, 0);
+    if (h_count(&a, H_CONNECTED, 2) != 2) h_dump(&a, "clock back");
+    h_ep_free(&a);
+    h_ep_free(&b);
+    h_ep_free(&b2);
+}
+
 UNIT_SUITE(rdp_failure, UNIT_TEST(test_restart), UNIT_TEST(test_restart_first),
            UNIT_TEST(test_vanish), UNIT_TEST(test_vanish_established), UNIT_TEST(test_icmp),
-           UNIT_TEST(test_remove_peer))
+           UNIT_TEST(test_remove_peer), UNIT_TEST(test_clock_back))

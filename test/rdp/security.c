@@ -16,9 +16,13 @@
  *                    live traffic, and again when both sides are idle. Nothing is delivered
  *                    twice, no connection is lost, and each idle-time replay is counted as a
  *                    drop (REPLAY, or DUPLICATE/STALE) by its receiver.
- *  test_syn_replay   the captured SYN (and SYNACK) of the current incarnation, replayed and
- *                    forged (header fields changed, so the MAC no longer verifies), does not tear
- *                    down the established connection; messages still flow afterwards.
+ *  test_syn_replay   the captured SYN (and SYNACK) of the current connection, replayed (only
+ *                    answered again, counted as duplicates) and forged (bytes changed, so the
+ *                    handshake MAC fails), does not tear down the established connection;
+ *                    messages still flow afterwards.
+ *  test_syn_replay_restart  B restarts and A's recorded SYN of the old connection reaches B'
+ *                    first: B' connects only through a real handshake with A (nothing is
+ *                    reported for the replay), and messages flow both ways within a second.
  *  test_handshake_ids  eight fresh pairs, each handshake captured by the proxy: the connection
  *                    ids and initial sequence numbers of every SYN and SYNACK are nonzero, all
  *                    different, and spread over the 32-bit range (not a counter or a constant).
@@ -27,9 +31,10 @@
  * 127.0.0.3 (B's address in A's peer table) and 127.0.0.4 (A's address in B's table).
  *
  * Wire layout used to build packets (rdp/wire.h, docs/rdp-protocol.md): a 48-byte header
- * (version, type, flags, src_node, dst_node, src_conn, dst_conn, seq, ack, wnd, pn, msg_len,
- * len, reserved; big-endian), len payload bytes, a 16-byte MAC. It is written out here on
- * purpose, not taken from rdp/, so that the test checks the documented format.
+ * (version 2, type, flags, src_node and src_ep (16 bits each), dst_node and dst_ep, src_conn,
+ * dst_conn, seq, ack, wnd, pn, msg_len, len, mac; big-endian), len payload bytes, a 16-byte
+ * MAC; a handshake's payload is 48 bytes (incarnation, payload, MACs, 32 random bytes). It is
+ * written out here on purpose, not taken from rdp/, so that the test checks the documented format.
  */
 #include "harness.h"
 #include "unit.h"
@@ -43,7 +48,8 @@
 
 #define W_HDR      48
 #define W_MAC      16
-#define W_VERSION  1
+#define W_VERSION  2
+#define W_HS_LEN   48
 #define W_SYN      1
 #define W_SYNACK   2
 #define W_DATA     3
@@ -101,8 +107,10 @@ static size_t build(unsigned char *buf, const struct wpkt *w, uint64_t *rng)
     buf[0] = w->version;
     buf[1] = w->type;
     put16(buf + 2, w->flags);
-    put32(buf + 4, w->src);
-    put32(buf + 8, w->dst);
+    put16(buf + 4, (uint16_t)w->src);
+    put16(buf + 6, 0);
+    put16(buf + 8, (uint16_t)w->dst);
+    put16(buf + 10, 0);
     put32(buf + 12, w->sconn);
     put32(buf + 16, w->dconn);
     put32(buf + 20, (uint32_t)h_rand(rng));
@@ -227,7 +235,7 @@ static void send_garbage(int fd, const struct sockaddr_in *to, int right, struct
                      .pn = 1000,
                      .msg_len = 0,
                      .len = 0};
-    const uint8_t bad_versions[] = {0, 2, 255};
+    const uint8_t bad_versions[] = {0, 1, 3, 255}; /* 1: the version before per-connection keys */
     for (size_t i = 0; i < sizeof(bad_versions); i++) {
         w.version = bad_versions[i];
         size_t n = build(buf, &w, rng);
@@ -262,25 +270,32 @@ static void send_garbage(int fd, const struct sockaddr_in *to, int right, struct
     w.dst = 5;
     sendg(fd, to, buf, build(buf, &w, rng), ex, RDP_DROP_UNKNOWN);
     w.dst = 1;
-    /* well-formed with a bad MAC: DATA, SYN, and DATA with a huge packet number (if that
-     * moved the replay window, B's real packets would all be dropped later) */
-    enum rdp_drop_reason forged = right ? RDP_DROP_MAC : RDP_DROP_ADDRESS;
-    sendg(fd, to, buf, build(buf, &w, rng), ex, forged);
+    /* well-formed with a bad MAC: DATA (of no connection A has: stale, its MAC can't even be
+     * checked; A opens a connection of its own instead, which a forger gains nothing from),
+     * SYN, and DATA with a huge packet number (if that moved a replay window, B's real
+     * packets would all be dropped later) */
+    enum rdp_drop_reason data = right ? RDP_DROP_STALE : RDP_DROP_ADDRESS;
+    enum rdp_drop_reason hs = right ? RDP_DROP_MAC : RDP_DROP_ADDRESS;
+    sendg(fd, to, buf, build(buf, &w, rng), ex, data);
     struct wpkt syn = {.version = W_VERSION,
                        .type = W_SYN,
                        .src = 2,
                        .dst = 1,
                        .sconn = 0x777,
-                       .pn = 5000,
-                       .len = 16};
+                       .pn = 0,
+                       .len = W_HS_LEN};
     n = build(buf, &syn, rng);
     put32(buf + W_HDR + 8, 1408); /* a largest payload a handshake may offer */
-    sendg(fd, to, buf, n, ex, forged);
+    sendg(fd, to, buf, n, ex, hs);
     /* a handshake offering a payload no MTU gives is malformed, MAC or not */
     put32(buf + W_HDR + 8, 100);
     sendg(fd, to, buf, n, ex, RDP_DROP_MALFORMED);
+    /* and one with a packet number: handshakes have none */
+    put32(buf + W_HDR + 8, 1408);
+    put64(buf + W_OFF_PN, 5000);
+    sendg(fd, to, buf, n, ex, RDP_DROP_MALFORMED);
     w.pn = UINT64_MAX - 5;
-    sendg(fd, to, buf, build(buf, &w, rng), ex, forged);
+    sendg(fd, to, buf, build(buf, &w, rng), ex, data);
 }
 
 static void test_garbage(void)
@@ -329,10 +344,10 @@ static void test_garbage(void)
     CU_ASSERT(st.drops[RDP_DROP_SHORT] > 0 && st.drops[RDP_DROP_VERSION] > 0 &&
               st.drops[RDP_DROP_MAC] > 0);
     CU_ASSERT_EQUAL(a.nev, 0); /* no callback at all */
-    CU_ASSERT_EQUAL(st.pkts_sent, 0);
     struct rdp_peer_stats ps;
     CU_ASSERT_EQUAL(rdp_peer_stats(a.rdp, 2, &ps), 0);
-    CU_ASSERT_EQUAL(ps.state, RDP_CLOSED);
+    CU_ASSERT_EQUAL(ps.state, RDP_SYN_SENT); /* the stale DATA: A opened a connection */
+    CU_ASSERT(st.pkts_sent >= 1);
     CU_ASSERT_EQUAL(ps.drops[RDP_DROP_MAC], right.n[RDP_DROP_MAC]);
     CU_ASSERT_EQUAL(ps.drops[RDP_DROP_ADDRESS], wrong.n[RDP_DROP_ADDRESS]);
 
@@ -435,17 +450,34 @@ static int idle(void *p)
            rdp_next_deadline(c->s->a.rdp) > soon && rdp_next_deadline(c->s->b.rdp) > soon;
 }
 
+struct drops_ctx {
+    struct h_ep *ep[2];
+    uint64_t want[2];
+};
+
+/* Each endpoint has counted at least its expected replay drops. */
+static int drops_reached(void *p)
+{
+    struct drops_ctx *c = p;
+    return replay_drops(c->ep[0]) >= c->want[0] && replay_drops(c->ep[1]) >= c->want[1];
+}
+
 /* Replay every captured packet of both directions while both sides are idle, in batches
- * that can't overflow a socket buffer, and check that each one is dropped. */
+ * that can't overflow a socket buffer, and check that each one is dropped. A replayed SYN
+ * of the current connection is answered with a SYNACK, which its receiver counts as a
+ * duplicate too (and answers with an ACK, which is new and taken): one drop more there. */
 static void replay_all_idle(struct proxied *s)
 {
     struct idle_ctx ic = {s};
     CU_ASSERT_EQUAL(h_run(&s->net, idle, &ic, H_S(10)), 1);
     size_t ncap[2] = {s->px.ncap[0], s->px.ncap[1]};
     struct h_ep *rx[2] = {&s->b, &s->a};
+    uint64_t d0[2] = {replay_drops(rx[0]), replay_drops(rx[1])}, want[2] = {ncap[0], ncap[1]};
+    for (int dir = 0; dir < 2; dir++)
+        for (size_t i = 0; i < ncap[dir]; i++)
+            if (s->px.cap[dir][i].data[W_OFF_TYPE] == W_SYN) want[!dir]++;
+    uint64_t recv0[2] = {h_count(rx[0], H_RECV, 1), h_count(rx[1], H_RECV, 2)};
     for (int dir = 0; dir < 2; dir++) {
-        uint64_t d0 = replay_drops(rx[dir]);
-        uint64_t recv0 = h_count(rx[dir], H_RECV, dir == 0 ? 1 : 2);
         int inject_failed = 0, wait_failed = 0;
         for (size_t i = 0; i < ncap[dir];) {
             uint64_t p0 = pkts_recv(rx[dir]);
@@ -457,13 +489,17 @@ static void replay_all_idle(struct proxied *s)
         }
         CU_ASSERT_EQUAL(inject_failed, 0);
         CU_ASSERT_EQUAL(wait_failed, 0);
-        CU_ASSERT_EQUAL(h_run(&s->net, idle, &ic, H_S(10)), 1);
-        uint64_t dropped = replay_drops(rx[dir]) - d0;
-        CU_ASSERT_EQUAL(dropped, ncap[dir]);
-        CU_ASSERT_EQUAL(h_count(rx[dir], H_RECV, dir == 0 ? 1 : 2), recv0);
-        if (dropped != ncap[dir])
-            fprintf(stderr, "replay: dir %d: %zu packets replayed, %llu dropped as replays\n", dir,
-                    ncap[dir], (unsigned long long)dropped);
+    }
+    struct drops_ctx dc = {{rx[0], rx[1]}, {d0[0] + want[0], d0[1] + want[1]}};
+    CU_ASSERT_EQUAL(h_run(&s->net, drops_reached, &dc, H_S(5)), 1);
+    CU_ASSERT_EQUAL(h_run(&s->net, idle, &ic, H_S(10)), 1);
+    for (int dir = 0; dir < 2; dir++) {
+        uint64_t dropped = replay_drops(rx[dir]) - d0[dir];
+        CU_ASSERT_EQUAL(dropped, want[dir]);
+        CU_ASSERT_EQUAL(h_count(rx[dir], H_RECV, dir == 0 ? 1 : 2), recv0[dir]);
+        if (dropped != want[dir])
+            fprintf(stderr, "replay: dir %d: %zu packets replayed, %llu dropped, %llu expected\n",
+                    dir, ncap[dir], (unsigned long long)dropped, (unsigned long long)want[dir]);
     }
 }
 
@@ -602,22 +638,20 @@ static void test_syn_replay(void)
         CU_ASSERT_EQUAL(h_proxy_send_raw(&s.px, 1, synack->data, synack->len), 0);
         replayed++;
     }
-    /* forged: a fresh packet number (passes the replay check, fails the MAC), a new
-     * connection id (what a restarted peer would send), a newer incarnation */
+    /* forged (the MAC fails): other random bytes, a new connection id (what a restarted peer
+     * would send), a newer incarnation */
     unsigned char buf[256];
     const struct h_pkt *orig[2] = {syn, synack};
     for (int dir = 0; dir < 2; dir++) {
         const struct h_pkt *o = orig[dir];
         if (o->len > sizeof(buf)) continue;
         memcpy(buf, o->data, o->len);
-        put64(buf + W_OFF_PN, get64(o->data + W_OFF_PN) + 1000000);
+        buf[W_HDR + 20] ^= 0x01;
         CU_ASSERT_EQUAL(h_proxy_send_raw(&s.px, dir, buf, o->len), 0);
         memcpy(buf, o->data, o->len);
-        put64(buf + W_OFF_PN, get64(o->data + W_OFF_PN) + 2000000);
         buf[W_OFF_CONN + 3] ^= 0x5a;
         CU_ASSERT_EQUAL(h_proxy_send_raw(&s.px, dir, buf, o->len), 0);
         memcpy(buf, o->data, o->len);
-        put64(buf + W_OFF_PN, get64(o->data + W_OFF_PN) + 3000000);
         put64(buf + W_HDR, get64(o->data + W_HDR) + 1); /* incarnation */
         CU_ASSERT_EQUAL(h_proxy_send_raw(&s.px, dir, buf, o->len), 0);
     }
@@ -631,8 +665,10 @@ static void test_syn_replay(void)
     struct rdp_stats sa, sb;
     rdp_stats(s.a.rdp, &sa);
     rdp_stats(s.b.rdp, &sb);
-    CU_ASSERT_EQUAL(sb.drops[RDP_DROP_REPLAY] - sb0.drops[RDP_DROP_REPLAY], (uint64_t)replayed);
-    CU_ASSERT_EQUAL(sa.drops[RDP_DROP_REPLAY] - sa0.drops[RDP_DROP_REPLAY], (uint64_t)replayed);
+    /* a replayed handshake of the current connection is only answered again (SYN: the
+     * SYNACK; SYNACK: an ACK), counted as a duplicate; the answers change nothing either */
+    CU_ASSERT(sb.drops[RDP_DROP_DUPLICATE] - sb0.drops[RDP_DROP_DUPLICATE] >= (uint64_t)replayed);
+    CU_ASSERT(sa.drops[RDP_DROP_DUPLICATE] - sa0.drops[RDP_DROP_DUPLICATE] >= (uint64_t)replayed);
     CU_ASSERT_EQUAL(sb.drops[RDP_DROP_MAC] - sb0.drops[RDP_DROP_MAC], (uint64_t)forged);
     CU_ASSERT_EQUAL(sa.drops[RDP_DROP_MAC] - sa0.drops[RDP_DROP_MAC], (uint64_t)forged);
 
@@ -658,6 +694,70 @@ static void test_syn_replay(void)
         h_dump(&s.a, "syn replay");
         h_dump(&s.b, "syn replay");
     }
+    proxied_close(&s);
+}
+
+/* ---- a SYN replayed right after a restart ---- */
+
+/* A and B talk; B restarts (B' on the same port) and at once gets A's recorded SYN of the
+ * old connection. Before the three-way handshake, B' took it for a connection: it reported
+ * it connected and sent on ids A did not have, and its messages hung. Now B' answers and
+ * waits for proof; it connects only with A's real answer, and messages flow both ways
+ * within a second. */
+static void test_syn_replay_restart(void)
+{
+    struct proxied s;
+    if (proxied_open(&s, 15) < 0) {
+        CU_FAIL("open A, B and the proxy");
+        return;
+    }
+    CU_ASSERT_EQUAL(h_send(&s.a, 2, 0, 100), 0);
+    CU_ASSERT_EQUAL(h_send(&s.b, 1, 0, 200), 0);
+    struct h_wait_recv wb = {&s.b, 1, 1}, wa = {&s.a, 2, 1};
+    CU_ASSERT_EQUAL(h_run(&s.net, h_cond_recv, &wb, H_S(5)), 1);
+    CU_ASSERT_EQUAL(h_run(&s.net, h_cond_recv, &wa, H_S(5)), 1);
+    const struct h_pkt *syn = NULL;
+    for (size_t i = 0; i < s.px.ncap[0] && !syn; i++)
+        if (s.px.cap[0][i].data[W_OFF_TYPE] == W_SYN) syn = &s.px.cap[0][i];
+    CU_ASSERT_FATAL(syn != NULL);
+
+    /* B restarts on its port; A's old SYN reaches B' first */
+    struct h_ep b2;
+    memset(&b2, 0, sizeof b2);
+    uint16_t port = ntohs(s.b.addr.sin_port);
+    h_ep_close(&s.b);
+    if (h_ep_open(&b2, 2, 2, port, s.key, NULL) < 0) {
+        CU_FAIL("open B'");
+        proxied_close(&s);
+        return;
+    }
+    CU_ASSERT_EQUAL(rdp_add_peer(b2.rdp, 1, (struct sockaddr *)&s.px.pb, sizeof(s.px.pb)), 0);
+    h_net_add(&s.net, &b2);
+    uint64_t p0 = pkts_recv(&b2);
+    CU_ASSERT_EQUAL(h_proxy_send_raw(&s.px, 0, syn->data, syn->len), 0);
+    struct rx_ctx rc = {&b2, p0 + 1};
+    CU_ASSERT_EQUAL(h_run(&s.net, pkts_read, &rc, H_S(2)), 1);
+    /* the replay alone connects nothing */
+    CU_ASSERT_EQUAL(h_count(&b2, H_CONNECTED, 1), 0);
+
+    uint64_t t0 = rdp_now_ns();
+    CU_ASSERT_EQUAL(h_send(&b2, 1, 0, 300), 0);
+    struct h_wait_recv wa2 = {&s.a, 2, 2};
+    CU_ASSERT_EQUAL(h_run(&s.net, h_cond_recv, &wa2, H_S(1)), 1);
+    CU_ASSERT_EQUAL(h_send(&s.a, 2, 1, 400), 0);
+    struct h_wait_recv wb2 = {&b2, 1, 1};
+    CU_ASSERT_EQUAL(h_run(&s.net, h_cond_recv, &wb2, H_S(1)), 1);
+    CU_ASSERT(rdp_now_ns() - t0 < H_S(1));
+    CU_ASSERT_EQUAL(h_count(&b2, H_CONNECTED, 1), 1);
+    CU_ASSERT_EQUAL(h_count(&b2, H_LOST, 1), 0);
+    const struct h_event *lost = h_find(&s.a, H_LOST, 2, 0);
+    CU_ASSERT(lost && lost->reason == RDP_LOST_RESTART);
+    CU_ASSERT_EQUAL(s.a.bad_content + b2.bad_content, 0);
+    if (h_count(&b2, H_RECV, 1) != 1 || h_count(&s.a, H_RECV, 2) != 2) {
+        h_dump(&s.a, "syn replay after restart");
+        h_dump(&b2, "syn replay after restart");
+    }
+    h_ep_free(&b2);
     proxied_close(&s);
 }
 
@@ -716,4 +816,5 @@ static void test_handshake_ids(void)
 }
 
 UNIT_SUITE(rdp_security, UNIT_TEST(test_wrong_key), UNIT_TEST(test_garbage), UNIT_TEST(test_replay),
-           UNIT_TEST(test_syn_replay), UNIT_TEST(test_handshake_ids))
+           UNIT_TEST(test_syn_replay), UNIT_TEST(test_syn_replay_restart),
+           UNIT_TEST(test_handshake_ids))

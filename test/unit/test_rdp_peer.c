@@ -1,11 +1,12 @@
 /*
  * test_rdp_peer.c - RDP against a scripted peer: the test plays node 1 with a plain UDP
  * socket, decodes what the endpoint under test sends and answers with hand-made, correctly
- * signed packets. This pins down behaviour no black-box test sees exactly: the handshake
- * fields, fragmentation, which packets a SACK makes the sender retransmit (only the holes),
- * reassembly from fragments that arrive out of order, and the SACK bitmap the receiver sends.
- * Also rdp_open's configuration limits: the constants of rdp.h, exactly (rdpbench checks its
- * options against them).
+ * signed packets (the handshake key's MAC on the SYNACK, the connection's direction keys,
+ * derived from both halves of the handshake, on data and ACKs, packet numbers from 1). This
+ * pins down behaviour no black-box test sees exactly: the handshake fields, fragmentation, which
+ * packets a SACK makes the sender retransmit (only the holes), reassembly from fragments that
+ * arrive out of order, and the SACK bitmap the receiver sends. Also rdp_open's configuration
+ * limits: the constants of rdp.h, exactly (rdpbench checks its options against them).
  */
 #include "../../rdp/auth.h"
 #include "../../rdp/wire.h"
@@ -27,6 +28,9 @@ struct script {
     uint32_t my_conn, ep_conn, my_seq, ep_iseq;
     uint64_t pn;
     uint8_t key[32];
+    uint8_t hkey[32];            /* the handshake key, from key */
+    uint8_t k_in[32], k_out[32]; /* endpoint -> us, us -> endpoint */
+    uint8_t ep_rand[RDP_HS_RAND];
     /* what the endpoint delivered to us */
     uint8_t got[1 << 20];
     size_t got_len;
@@ -78,7 +82,8 @@ static int setup(struct script *s)
     struct rdp_callbacks cb = {.ctx = s, .recv = on_recv};
     s->ep = rdp_open(&c, &cb);
     if (!s->ep) return -1;
-    s->pn = 1000;
+    s->pn = 1;
+    rdp_hs_key(s->key, s->hkey);
     return rdp_add_peer(s->ep, 1, (struct sockaddr *)&s->my_addr, sizeof s->my_addr);
 }
 
@@ -97,7 +102,9 @@ static ssize_t next_packet(struct script *s, uint8_t *buf, struct rdp_hdr *h, in
         if (n > 0) {
             enum rdp_drop_reason why;
             CU_ASSERT_TRUE_FATAL(rdp_hdr_decode(buf, (size_t)n, h, &why));
-            CU_ASSERT_TRUE(rdp_mac_verify(s->key, 0, 1, h->pn, buf, RDP_HDR_LEN + h->len));
+            bool hs = h->type != RDP_T_DATA && h->type != RDP_T_ACK;
+            CU_ASSERT_TRUE(hs ? rdp_hs_verify(s->hkey, buf, RDP_HDR_LEN + h->len)
+                              : rdp_mac_verify(s->k_in, 0, 1, h->pn, buf, RDP_HDR_LEN + h->len));
             return n;
         }
         struct pollfd p[2] = {{rdp_fd(s->ep), POLLIN, 0}, {s->sock, POLLIN, 0}};
@@ -113,10 +120,14 @@ static void send_pkt(struct script *s, struct rdp_hdr *h, const void *payload)
     h->version = RDP_VERSION;
     h->src_node = 1;
     h->dst_node = 0;
-    h->pn = s->pn++;
+    bool hs = h->type != RDP_T_DATA && h->type != RDP_T_ACK;
+    h->pn = hs ? 0 : s->pn++;
     rdp_hdr_encode(buf, h);
     if (h->len) memcpy(buf + RDP_HDR_LEN, payload, h->len);
-    rdp_mac_sign(s->key, 1, 0, h->pn, buf, RDP_HDR_LEN + h->len);
+    if (hs)
+        rdp_hs_sign(s->hkey, buf, RDP_HDR_LEN + h->len);
+    else
+        rdp_mac_sign(s->k_out, 1, 0, h->pn, buf, RDP_HDR_LEN + h->len);
     sendto(s->sock, buf, RDP_OVERHEAD + h->len, 0, (struct sockaddr *)&s->ep_addr,
            sizeof s->ep_addr);
 }
@@ -133,10 +144,20 @@ static void handshake(struct script *s, const void *msg, size_t len)
     CU_ASSERT_EQUAL(h.len, RDP_HS_LEN);
     s->ep_conn = h.src_conn;
     s->ep_iseq = h.seq;
+    struct rdp_hs ephs;
+    rdp_hs_decode(buf + RDP_HDR_LEN, &ephs);
     s->my_conn = 0xc0ffee01;
     s->my_seq = 0xfffffffd; /* our data will wrap around zero */
+    /* both halves give the connection's keys */
+    struct rdp_half ep_half = {.id = 0, .conn = s->ep_conn, .iseq = s->ep_iseq};
+    struct rdp_half my_half = {.id = 1, .conn = s->my_conn, .iseq = s->my_seq};
+    memcpy(ep_half.rand, ephs.rand, RDP_HS_RAND);
+    memset(my_half.rand, 0x33, RDP_HS_RAND);
+    rdp_session_keys(s->hkey, &my_half, &ep_half, s->k_out, s->k_in);
     uint8_t hs[RDP_HS_LEN];
-    rdp_hs_encode(hs, &(struct rdp_hs){.incarnation = 1, .max_payload = 1400});
+    struct rdp_hs mine = {.incarnation = 1, .max_payload = 1400};
+    memcpy(mine.rand, my_half.rand, RDP_HS_RAND);
+    rdp_hs_encode(hs, &mine);
     struct rdp_hdr a = {.type = RDP_T_SYNACK,
                         .src_conn = s->my_conn,
                         .dst_conn = s->ep_conn,

@@ -20,6 +20,8 @@ static struct rdp_hdr data_hdr(void)
                         .flags = RDP_F_FIRST | RDP_F_LAST,
                         .src_node = 3,
                         .dst_node = 7,
+                        .src_ep = 0x1234,
+                        .dst_ep = 0xfffe,
                         .src_conn = 0x11223344,
                         .dst_conn = 0x55667788,
                         .seq = 0xfffffffe,
@@ -53,8 +55,13 @@ static void test_roundtrip(void)
     enum rdp_drop_reason why;
     size_t n = encode(buf, &h);
     CU_ASSERT_EQUAL(buf[0], RDP_VERSION);
-    CU_ASSERT_EQUAL(be_get32(buf + 4), 3); /* network byte order */
+    CU_ASSERT_EQUAL(be_get16(buf + 4), 3); /* network byte order */
+    CU_ASSERT_EQUAL(be_get16(buf + 6), 0x1234);
+    CU_ASSERT_EQUAL(be_get16(buf + 10), 0xfffe);
     CU_ASSERT_TRUE_FATAL(rdp_hdr_decode(buf, n, &d, &why));
+    CU_ASSERT_EQUAL(d.src_node, 3);
+    CU_ASSERT_EQUAL(d.src_ep, 0x1234);
+    CU_ASSERT_EQUAL(d.dst_ep, 0xfffe);
     CU_ASSERT_EQUAL(d.type, RDP_T_DATA);
     CU_ASSERT_EQUAL(d.src_conn, 0x11223344u);
     CU_ASSERT_EQUAL(d.dst_conn, 0x55667788u);
@@ -78,7 +85,9 @@ static void test_roundtrip(void)
     CU_ASSERT_EQUAL(d.pn, 42);
 
     struct rdp_hs hs = {.incarnation = 0xdeadbeefcafef00dull, .max_payload = 1416}, hs2;
+    for (int i = 0; i < RDP_HS_RAND; i++) hs.rand[i] = (uint8_t)(i * 37 + 1);
     h.type = RDP_T_SYN;
+    h.pn = 0; /* handshakes carry no packet number */
     h.flags = 0;
     h.msg_len = 0;
     h.dst_conn = 0;
@@ -89,6 +98,7 @@ static void test_roundtrip(void)
     rdp_hs_decode(buf + RDP_HDR_LEN, &hs2);
     CU_ASSERT_EQUAL(hs2.incarnation, hs.incarnation);
     CU_ASSERT_EQUAL(hs2.max_payload, 1416);
+    CU_ASSERT_EQUAL(memcmp(hs2.rand, hs.rand, RDP_HS_RAND), 0);
 }
 
 static void test_malformed(void)
@@ -110,8 +120,10 @@ static void test_malformed(void)
         n = encode(buf, &bad);                                                                     \
         CU_ASSERT_EQUAL(decode_fails(buf, n), reason);                                             \
     } while (0)
-    EXPECT(bad.version = 2, RDP_DROP_VERSION);
+    EXPECT(bad.version = 1, RDP_DROP_VERSION); /* before per-connection keys */
+    EXPECT(bad.version = 3, RDP_DROP_VERSION);
     EXPECT(bad.version = 0, RDP_DROP_VERSION);
+    EXPECT(bad.pn = 0, RDP_DROP_MALFORMED); /* data is numbered from 1 */
     EXPECT(bad.type = 0, RDP_DROP_MALFORMED);
     EXPECT(bad.type = RDP_T__MAX, RDP_DROP_MALFORMED);
     EXPECT(bad.type = 200, RDP_DROP_MALFORMED);
@@ -119,8 +131,6 @@ static void test_malformed(void)
     EXPECT(bad.flags = RDP_F_FIRST | RDP_F_LAST | RDP_F_ACKREQ | 0x8000, RDP_DROP_MALFORMED);
     EXPECT(bad.src_conn = 0, RDP_DROP_MALFORMED);
     EXPECT(bad.dst_conn = 0, RDP_DROP_MALFORMED);
-    EXPECT(bad.src_node = RDP_MAX_NODES, RDP_DROP_MALFORMED);
-    EXPECT(bad.dst_node = 0xffffffff, RDP_DROP_MALFORMED);
     EXPECT(bad.msg_len = 0, RDP_DROP_MALFORMED);
     EXPECT(bad.msg_len = RDP_MAX_MSG + 1, RDP_DROP_MALFORMED);
     EXPECT(bad.msg_len = 5, RDP_DROP_MALFORMED);  /* fragment longer than message */
@@ -128,9 +138,12 @@ static void test_malformed(void)
     EXPECT((bad.len = 0, bad.msg_len = 0), RDP_DROP_MALFORMED);
     EXPECT((bad.type = RDP_T_ACK, bad.flags = 1), RDP_DROP_MALFORMED);
     EXPECT((bad.type = RDP_T_ACK, bad.flags = 0), RDP_DROP_MALFORMED); /* msg_len set */
-    EXPECT((bad.type = RDP_T_SYN, bad.flags = 0, bad.msg_len = 0), RDP_DROP_MALFORMED); /* len */
-    EXPECT((bad.type = RDP_T_SYN, bad.flags = 0, bad.msg_len = 0, bad.len = RDP_HS_LEN),
+    EXPECT((bad.type = RDP_T_SYN, bad.flags = 0, bad.msg_len = 0, bad.pn = 0),
+           RDP_DROP_MALFORMED); /* len */
+    EXPECT((bad.type = RDP_T_SYN, bad.flags = 0, bad.msg_len = 0, bad.len = RDP_HS_LEN, bad.pn = 0),
            RDP_DROP_MALFORMED); /* SYN with a dst_conn */
+    EXPECT((bad.type = RDP_T_SYNACK, bad.flags = 0, bad.msg_len = 0, bad.len = RDP_HS_LEN),
+           RDP_DROP_MALFORMED); /* a handshake with a packet number */
     EXPECT((bad.type = RDP_T_RST, bad.flags = 0, bad.msg_len = 0, bad.len = 3), RDP_DROP_MALFORMED);
 #undef EXPECT
     /* the MAC field: 0 or 1, and 0 on handshakes and resets */
@@ -149,6 +162,7 @@ static void test_malformed(void)
     h.type = RDP_T_SYNACK;
     h.flags = 0;
     h.msg_len = 0;
+    h.pn = 0;
     h.len = RDP_HS_LEN;
     n = encode(buf, &h);
     rdp_hs_encode(buf + RDP_HDR_LEN, &(struct rdp_hs){.incarnation = 1, .max_payload = 1408});
@@ -439,6 +453,56 @@ static void test_fault_spec(void)
     CU_ASSERT_EQUAL(rdp_parse_faults(NULL, &f), -1);
 }
 
+/* The connection keys: both ends compute the same pair from the same halves, whichever side
+ * they are on; the two directions differ; every field of either half, and the handshake key,
+ * changes both; the handshake MAC covers every byte and needs the right key. */
+static void test_session_keys(void)
+{
+    CU_ASSERT_TRUE_FATAL(sodium_init() >= 0);
+    uint8_t hkey[32], hkey2[32], cluster[32];
+    memset(cluster, 7, sizeof cluster);
+    rdp_hs_key(cluster, hkey);
+    CU_ASSERT_NOT_EQUAL(memcmp(hkey, cluster, 32), 0);
+    memcpy(hkey2, hkey, 32);
+    hkey2[0] ^= 1;
+    struct rdp_half a = {.id = 1, .conn = 0x1111, .iseq = 5}, b = {.id = 2, .conn = 0x2222};
+    memset(a.rand, 0xaa, RDP_HS_RAND);
+    memset(b.rand, 0xbb, RDP_HS_RAND);
+    uint8_t ab[32], ba[32], ab2[32], ba2[32];
+    rdp_session_keys(hkey, &a, &b, ab, ba);
+    rdp_session_keys(hkey, &b, &a, ba2, ab2); /* b's view */
+    CU_ASSERT_EQUAL(memcmp(ab, ab2, 32), 0);
+    CU_ASSERT_EQUAL(memcmp(ba, ba2, 32), 0);
+    CU_ASSERT_NOT_EQUAL(memcmp(ab, ba, 32), 0);
+    struct rdp_half va[5];
+    for (int i = 0; i < 5; i++) va[i] = a;
+    va[0].id = 3;
+    va[1].conn ^= 1;
+    va[2].iseq ^= 1;
+    va[3].rand[31] ^= 1;
+    va[4].rand[0] ^= 0x80;
+    for (int i = 0; i < 5; i++) {
+        rdp_session_keys(hkey, &va[i], &b, ab2, ba2);
+        CU_ASSERT_NOT_EQUAL(memcmp(ab, ab2, 32), 0);
+        CU_ASSERT_NOT_EQUAL(memcmp(ba, ba2, 32), 0);
+    }
+    rdp_session_keys(hkey2, &a, &b, ab2, ba2);
+    CU_ASSERT_NOT_EQUAL(memcmp(ab, ab2, 32), 0);
+
+    uint8_t pkt[RDP_HDR_LEN + RDP_HS_LEN + RDP_MAC_LEN];
+    for (size_t i = 0; i < sizeof pkt; i++) pkt[i] = (uint8_t)(i * 13);
+    size_t body = RDP_HDR_LEN + RDP_HS_LEN;
+    rdp_hs_sign(hkey, pkt, body);
+    CU_ASSERT_TRUE(rdp_hs_verify(hkey, pkt, body));
+    CU_ASSERT_FALSE(rdp_hs_verify(hkey2, pkt, body));
+    CU_ASSERT_FALSE(rdp_hs_verify(cluster, pkt, body)); /* not the raw cluster key */
+    for (size_t bit = 0; bit < sizeof pkt * 8; bit += 5) {
+        pkt[bit / 8] ^= (uint8_t)(1 << (bit % 8));
+        CU_ASSERT_FALSE(rdp_hs_verify(hkey, pkt, body));
+        pkt[bit / 8] ^= (uint8_t)(1 << (bit % 8));
+    }
+}
+
 UNIT_SUITE(rdp_wire, UNIT_TEST(test_roundtrip), UNIT_TEST(test_malformed), UNIT_TEST(test_seq_wrap),
            UNIT_TEST(test_replay), UNIT_TEST(test_mac), UNIT_TEST(test_mac_big),
-           UNIT_TEST(test_rtt), UNIT_TEST(test_fault_spec))
+           UNIT_TEST(test_rtt), UNIT_TEST(test_fault_spec), UNIT_TEST(test_session_keys))
