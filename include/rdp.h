@@ -27,6 +27,14 @@
 #define RDP_KEY_BYTES 32         /* cluster key length */
 #define RDP_MAX_NODES 65536      /* node ids are 0 .. RDP_MAX_NODES-1 */
 
+/* A peer is an endpoint of a node: its id, in every call and callback that names a peer,
+ * is RDP_PEER(node, endpoint). Endpoint 0 is the node's daemon, so a daemon's peer id is
+ * its node id. A node may run many endpoints (each process under the preload library has
+ * its own), each with its own UDP port, connections and keys. */
+#define RDP_PEER(node, ep) ((uint32_t)(uint16_t)(ep) << 16 | (uint16_t)(node))
+#define RDP_PEER_NODE(id)  ((uint16_t)(id))
+#define RDP_PEER_EP(id)    ((uint16_t)((id) >> 16))
+
 typedef struct rdp rdp_t;
 
 /* Why a connection was lost (the reason argument of the lost callback). */
@@ -98,6 +106,7 @@ int rdp_mac_impl_available(enum rdp_mac_impl impl);
 
 struct rdp_config {
     uint32_t node_id;                 /* this endpoint's node id */
+    uint16_t endpoint;                /* this endpoint's id on its node (0: the daemon) */
     struct sockaddr_storage bind;     /* address and UDP port to bind */
     socklen_t bind_len;               /* 0: bind_len of bind's family */
     unsigned char key[RDP_KEY_BYTES]; /* cluster key: rdp_open derives the handshake key from
@@ -154,8 +163,8 @@ struct rdp_callbacks {
 rdp_t *rdp_open(const struct rdp_config *cfg, const struct rdp_callbacks *cb);
 void rdp_close(rdp_t *rdp);
 
-/* The peer table: which node lives at which address. 0, or -1 and errno
- * (EINVAL: bad id or address, EEXIST: id already present). */
+/* The peer table: which peer (RDP_PEER(node, endpoint)) lives at which address. 0, or -1
+ * and errno (EINVAL: bad address, EEXIST: id already present). */
 int rdp_add_peer(rdp_t *rdp, uint32_t node, const struct sockaddr *sa, socklen_t len);
 /* Remove a peer; a connection is reported lost (RDP_LOST_CLOSED) first. */
 int rdp_remove_peer(rdp_t *rdp, uint32_t node);
@@ -207,6 +216,8 @@ struct rdp_peer_stats {
     uint32_t payload;                    /* message bytes per data packet to this peer: the
                                           * smaller of the two MTUs' (from the handshake) */
     size_t queued;                       /* bytes accepted by rdp_send and not yet acked */
+    uint64_t key_tx_id, key_rx_id;       /* fingerprints of the connection's two keys (not the
+                                          * keys): one end's tx is the other's rx; 0: none */
 };
 
 struct rdp_stats {

@@ -280,6 +280,13 @@ void rdp_session_keys(const uint8_t *hkey, const struct rdp_half *a, const struc
     sodium_memzero(okm, sizeof okm);
 }
 
+uint64_t rdp_key_id(const uint8_t key[RDP_KEY_BYTES])
+{
+    uint8_t out[8];
+    crypto_generichash(out, sizeof out, (const uint8_t *)"rdp-key-id", 10, key, RDP_KEY_BYTES);
+    return be_get64(out);
+}
+
 const char *rdp_mac_impl_name(const struct rdp_mac *m)
 {
     return m->mb ? rdp_mb_arch(m->mb) : "portable";

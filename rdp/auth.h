@@ -118,6 +118,10 @@ struct rdp_half {
 void rdp_session_keys(const uint8_t *hkey, const struct rdp_half *a, const struct rdp_half *b,
                       uint8_t a_to_b[RDP_KEY_BYTES], uint8_t b_to_a[RDP_KEY_BYTES]);
 
+/* A 64-bit fingerprint of a key (keyed BLAKE2b of a constant): both ends of a connection
+ * can compare their keys without showing them. */
+uint64_t rdp_key_id(const uint8_t key[RDP_KEY_BYTES]);
+
 /* ChaCha20-Poly1305 with the given key (its subkey derived on each call; tests and tools). */
 void rdp_mac_sign(const uint8_t *key, uint32_t src, uint32_t dst, uint64_t pn, uint8_t *pkt,
                   size_t body_len);

@@ -56,6 +56,7 @@ static void keys_free(struct rdp_peer *p)
         rdp_mac_free(&p->key_rx);
     }
     p->keyed = false;
+    p->st.key_tx_id = p->st.key_rx_id = 0;
 }
 
 static void cand_free(struct rdp_peer *p)
@@ -70,7 +71,8 @@ static void cand_free(struct rdp_peer *p)
 /* This side's half of the connection (attempt) p holds. */
 static struct rdp_half my_half(const rdp_t *ep, const struct rdp_peer *p)
 {
-    struct rdp_half h = {.id = ep->cfg.node_id, .conn = p->my_conn, .iseq = p->my_iseq};
+    struct rdp_half h = {
+        .id = RDP_PEER(ep->cfg.node_id, ep->cfg.endpoint), .conn = p->my_conn, .iseq = p->my_iseq};
     memcpy(h.rand, p->my_rand, sizeof h.rand);
     return h;
 }
@@ -83,12 +85,16 @@ static struct rdp_half peer_half(const struct rdp_peer *p, const struct rdp_hdr 
     return t;
 }
 
-/* The direction keys of the connection between halves mine and theirs. */
+/* The direction keys of the connection between halves mine and theirs, and their
+ * fingerprints (ids[0] tx, ids[1] rx). */
 static int derive(rdp_t *ep, const struct rdp_half *mine, const struct rdp_half *theirs,
-                  struct rdp_mac *tx, uint8_t tx_key[RDP_KEY_BYTES], struct rdp_mac *rx)
+                  struct rdp_mac *tx, uint8_t tx_key[RDP_KEY_BYTES], struct rdp_mac *rx,
+                  uint64_t ids[2])
 {
     uint8_t kt[RDP_KEY_BYTES], kr[RDP_KEY_BYTES];
     rdp_session_keys(ep->hkey, mine, theirs, kt, kr);
+    ids[0] = rdp_key_id(kt);
+    ids[1] = rdp_key_id(kr);
     int r = rdp_mac_init_like(rx, &ep->mac, kr);
     if (r == 0 && tx && (r = rdp_mac_init_like(tx, &ep->mac, kt)) < 0) rdp_mac_free(rx);
     if (tx_key) memcpy(tx_key, kt, RDP_KEY_BYTES);
@@ -102,11 +108,14 @@ static bool key_conn(rdp_t *ep, struct rdp_peer *p, const struct rdp_half *their
 {
     keys_free(p);
     struct rdp_half mine = my_half(ep, p);
-    if (derive(ep, &mine, theirs, &p->key_tx, NULL, &p->key_rx) < 0) {
+    uint64_t ids[2];
+    if (derive(ep, &mine, theirs, &p->key_tx, NULL, &p->key_rx, ids) < 0) {
         rdp_count_drop(ep, p, RDP_DROP_NOBUF);
         return false;
     }
     p->keyed = true;
+    p->st.key_tx_id = ids[0];
+    p->st.key_rx_id = ids[1];
     p->pn_next = 1;
     memset(&p->replay, 0, sizeof p->replay);
     return true;
@@ -139,7 +148,9 @@ static void send_ctl_ids(rdp_t *ep, struct rdp_peer *p, uint8_t type, uint32_t s
         .version = RDP_VERSION,
         .type = type,
         .src_node = ep->cfg.node_id,
-        .dst_node = p->node,
+        .dst_node = RDP_PEER_NODE(p->node),
+        .src_ep = ep->cfg.endpoint,
+        .dst_ep = RDP_PEER_EP(p->node),
         .src_conn = src_conn,
         .dst_conn = dst_conn,
         .seq = type == RDP_T_ACK ? p->snd_tx : p->my_iseq,
@@ -302,6 +313,8 @@ static void promote(rdp_t *ep, struct rdp_peer *p)
     if (!p->keyed) rdp_mac_free(&p->key_rx);
     p->replay = c->replay;
     p->pn_next = 1;
+    p->st.key_tx_id = c->ids[0];
+    p->st.key_rx_id = c->ids[1];
     uint32_t conn = p->my_conn;
     sodium_memzero(c, sizeof *c);
     free(c);
@@ -318,14 +331,14 @@ static void offer(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, const 
     if (!c || c->theirs.conn != theirs.conn) { /* a new offer replaces an older one */
         cand_free(p);
         if (!(c = calloc(1, sizeof *c))) return;
-        c->mine.id = ep->cfg.node_id;
+        c->mine.id = RDP_PEER(ep->cfg.node_id, ep->cfg.endpoint);
         c->mine.conn = random_nonzero();
         c->mine.iseq = randombytes_random();
         randombytes_buf(c->mine.rand, sizeof c->mine.rand);
         c->theirs = theirs;
         c->hs = *hs;
         c->peer_wnd = h->wnd;
-        if (derive(ep, &c->mine, &c->theirs, NULL, c->tx_key, &c->rx) < 0) {
+        if (derive(ep, &c->mine, &c->theirs, NULL, c->tx_key, &c->rx, c->ids) < 0) {
             sodium_memzero(c, sizeof *c);
             free(c);
             return;
@@ -338,7 +351,9 @@ static void offer(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, const 
     struct rdp_hdr sa = {.version = RDP_VERSION,
                          .type = RDP_T_SYNACK,
                          .src_node = ep->cfg.node_id,
-                         .dst_node = p->node,
+                         .dst_node = RDP_PEER_NODE(p->node),
+                         .src_ep = ep->cfg.endpoint,
+                         .dst_ep = RDP_PEER_EP(p->node),
                          .src_conn = c->mine.conn,
                          .dst_conn = c->theirs.conn,
                          .seq = c->mine.iseq,
@@ -479,8 +494,8 @@ void rdp_handle_packet(rdp_t *ep, struct rdp_buf **bufp, const struct sockaddr *
         rdp_count_drop(ep, NULL, why);
         return;
     }
-    struct rdp_peer *p = rdp_peer_get(ep, h.src_node);
-    if (h.dst_node != ep->cfg.node_id || h.src_ep || h.dst_ep || !p) {
+    struct rdp_peer *p = rdp_peer_get(ep, RDP_PEER(h.src_node, h.src_ep));
+    if (h.dst_node != ep->cfg.node_id || h.dst_ep != ep->cfg.endpoint || !p) {
         rdp_count_drop(ep, NULL, RDP_DROP_UNKNOWN);
         return;
     }

@@ -59,9 +59,9 @@ static bool config_ok(const struct rdp_config *c)
            (c->offload == 0 || c->offload == 1);
 }
 
-struct rdp_peer *rdp_peer_get(const rdp_t *ep, uint32_t node)
+struct rdp_peer *rdp_peer_get(const rdp_t *ep, uint32_t id)
 {
-    return node < ep->npeers_slots ? ep->peers[node] : NULL;
+    return rdp_peers_get(&ep->peers, id);
 }
 
 void rdp_mark_dirty(rdp_t *ep, struct rdp_peer *p)
@@ -149,7 +149,7 @@ void rdp_close(rdp_t *ep)
     rdp_io_flush(ep);
     while (ep->nheld) rdp_io_flush(ep); /* the injector's held-back packets */
     for (uint32_t i = 0; i < ep->nactive; i++) {
-        struct rdp_peer *p = ep->peers[ep->active[i]];
+        struct rdp_peer *p = ep->active[i];
         peer_free(ep, p);
     }
     for (unsigned i = 0; i < RDP_RX_BATCH; i++) free(ep->rxbuf[i]);
@@ -158,7 +158,7 @@ void rdp_close(rdp_t *ep)
     rdp_pool_destroy(&ep->pool);
     rdp_mac_free(&ep->mac);
     sodium_memzero(ep->hkey, sizeof ep->hkey);
-    free(ep->peers);
+    rdp_peers_free(&ep->peers);
     free(ep->active);
     free(ep->dirty);
     free(ep->scratch);
@@ -172,8 +172,7 @@ int rdp_fd(const rdp_t *ep)
 
 int rdp_add_peer(rdp_t *ep, uint32_t node, const struct sockaddr *sa, socklen_t len)
 {
-    if (node >= RDP_MAX_NODES || !sa || len > sizeof(struct sockaddr_storage) ||
-        sa->sa_family != ep->family ||
+    if (!sa || len > sizeof(struct sockaddr_storage) || sa->sa_family != ep->family ||
         len <
             (sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6))) {
         errno = EINVAL;
@@ -183,18 +182,9 @@ int rdp_add_peer(rdp_t *ep, uint32_t node, const struct sockaddr *sa, socklen_t 
         errno = EEXIST;
         return -1;
     }
-    if (node >= ep->npeers_slots) {
-        uint32_t n = ep->npeers_slots ? ep->npeers_slots : 16;
-        while (n <= node) n *= 2;
-        struct rdp_peer **np = realloc(ep->peers, n * sizeof *np);
-        if (!np) return -1;
-        memset(np + ep->npeers_slots, 0, (n - ep->npeers_slots) * sizeof *np);
-        ep->peers = np;
-        ep->npeers_slots = n;
-    }
     if (ep->nactive == ep->active_cap) {
         uint32_t n = ep->active_cap ? ep->active_cap * 2 : 16;
-        uint32_t *na = realloc(ep->active, n * sizeof *na);
+        struct rdp_peer **na = realloc(ep->active, n * sizeof *na);
         struct rdp_peer **nd = realloc(ep->dirty, n * sizeof *nd);
         if (na) ep->active = na;
         if (nd) ep->dirty = nd;
@@ -216,8 +206,11 @@ int rdp_add_peer(rdp_t *ep, uint32_t node, const struct sockaddr *sa, socklen_t 
         return -1;
     }
     rdp_sendq_reset(ep, p, 0);
-    ep->peers[node] = p;
-    ep->active[ep->nactive++] = node;
+    if (rdp_peers_put(&ep->peers, p) < 0) {
+        peer_free(ep, p);
+        return -1;
+    }
+    ep->active[ep->nactive++] = p;
     return 0;
 }
 
@@ -236,15 +229,15 @@ int rdp_disconnect(rdp_t *ep, uint32_t node)
 int rdp_remove_peer(rdp_t *ep, uint32_t node)
 {
     if (rdp_disconnect(ep, node) < 0) return -1;
-    struct rdp_peer *p = ep->peers[node];
+    struct rdp_peer *p = rdp_peer_get(ep, node);
     rdp_io_flush(ep); /* nothing in the batch may point at the peer's address */
     rdp_io_forget_peer(ep, p);
     for (uint32_t i = 0; i < ep->ndirty; i++)
         if (ep->dirty[i] == p) ep->dirty[i] = ep->dirty[--ep->ndirty];
     for (uint32_t i = 0; i < ep->nactive; i++)
-        if (ep->active[i] == node) ep->active[i] = ep->active[--ep->nactive];
+        if (ep->active[i] == p) ep->active[i] = ep->active[--ep->nactive];
+    rdp_peers_del(&ep->peers, node);
     peer_free(ep, p);
-    ep->peers[node] = NULL;
     return 0;
 }
 
@@ -252,7 +245,7 @@ uint64_t rdp_next_deadline(const rdp_t *ep)
 {
     uint64_t d = UINT64_MAX;
     for (uint32_t i = 0; i < ep->nactive; i++) {
-        const struct rdp_peer *p = ep->peers[ep->active[i]];
+        const struct rdp_peer *p = ep->active[i];
         if (p->rto_at && p->rto_at < d) d = p->rto_at;
         if (p->ack_at && p->ack_at < d) d = p->ack_at;
         if (p->rack_at && p->rack_at < d) d = p->rack_at;
@@ -263,7 +256,7 @@ uint64_t rdp_next_deadline(const rdp_t *ep)
 static void run_timers(rdp_t *ep)
 {
     for (uint32_t i = 0; i < ep->nactive; i++) {
-        struct rdp_peer *p = ep->peers[ep->active[i]];
+        struct rdp_peer *p = ep->active[i];
         if (p->ack_at && p->ack_at <= ep->now) {
             p->ack_at = 0;
             if (p->state == RDP_ESTABLISHED && p->ack_pending) {
@@ -292,7 +285,7 @@ void rdp_flush(rdp_t *ep)
 {
     ep->now = rdp_now_ns();
     for (uint32_t i = 0; i < ep->nactive; i++) {
-        struct rdp_peer *p = ep->peers[ep->active[i]];
+        struct rdp_peer *p = ep->active[i];
         if (p->state != RDP_ESTABLISHED || !p->ack_pending) continue;
         p->ack_now = true;
         rdp_mark_dirty(ep, p);

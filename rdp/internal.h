@@ -83,11 +83,12 @@ struct rdp_cand {
     uint32_t peer_wnd;
     struct rdp_mac rx; /* checks the peer's first packet */
     uint8_t tx_key[RDP_KEY_BYTES];
+    uint64_t ids[2]; /* the keys' fingerprints: tx, rx */
     struct rdp_replay replay;
 };
 
 struct rdp_peer {
-    uint32_t node;
+    uint32_t node; /* the peer id: RDP_PEER(node, endpoint) */
     struct sockaddr_storage addr;
     socklen_t addrlen;
 
@@ -157,6 +158,12 @@ struct rdp_peer {
     struct rdp_peer_stats st;
 };
 
+/* The peer table (peers.c): peer id -> peer. */
+struct rdp_peers {
+    struct rdp_peer **v;
+    uint32_t cap, n;
+};
+
 struct rdp {
     int fd;
     int family;
@@ -169,9 +176,8 @@ struct rdp {
     uint32_t payload;   /* DATA payload per packet */
     struct rdp_pool pool;
 
-    struct rdp_peer **peers; /* indexed by node id */
-    uint32_t npeers_slots;
-    uint32_t *active; /* node ids present, for iteration */
+    struct rdp_peers peers;   /* by peer id (peers.c) */
+    struct rdp_peer **active; /* the same peers, for iteration */
     uint32_t nactive, active_cap;
 
     struct rdp_injector inj;
@@ -218,8 +224,14 @@ struct rdp {
     struct rdp_stats st;
 };
 
+/* peers.c */
+struct rdp_peer *rdp_peers_get(const struct rdp_peers *t, uint32_t id);
+int rdp_peers_put(struct rdp_peers *t, struct rdp_peer *p); /* p->node not present yet */
+void rdp_peers_del(struct rdp_peers *t, uint32_t id);
+void rdp_peers_free(struct rdp_peers *t);
+
 /* endpoint.c */
-struct rdp_peer *rdp_peer_get(const rdp_t *ep, uint32_t node);
+struct rdp_peer *rdp_peer_get(const rdp_t *ep, uint32_t id);
 void rdp_mark_dirty(rdp_t *ep, struct rdp_peer *p);
 bool rdp_addr_equal(const struct sockaddr_storage *a, const struct sockaddr *b);
 void rdp_count_drop(rdp_t *ep, struct rdp_peer *p, enum rdp_drop_reason why);

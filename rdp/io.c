@@ -143,10 +143,12 @@ void rdp_io_sign_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b)
         enum rdp_mac_alg alg = p->mac_tx;
         be_put16(b->data + RDP_OFF_MAC, (uint16_t)alg);
         if (b->ext) /* the MAC goes behind the header until the payload is copied in */
-            rdp_mac_sign_split(&p->key_tx, alg, ep->cfg.node_id, p->node, pn, b->data, RDP_HDR_LEN,
-                               b->ext, b->len - RDP_HDR_LEN, b->data + RDP_HDR_LEN);
+            rdp_mac_sign_split(&p->key_tx, alg, ep->cfg.node_id, RDP_PEER_NODE(p->node), pn,
+                               b->data, RDP_HDR_LEN, b->ext, b->len - RDP_HDR_LEN,
+                               b->data + RDP_HDR_LEN);
         else
-            rdp_mac_sign_ctx(&p->key_tx, alg, ep->cfg.node_id, p->node, pn, b->data, b->len);
+            rdp_mac_sign_ctx(&p->key_tx, alg, ep->cfg.node_id, RDP_PEER_NODE(p->node), pn, b->data,
+                             b->len);
     }
     b->len += RDP_MAC_LEN;
     rdp_io_queue(ep, p, b);
@@ -326,7 +328,7 @@ void rdp_io_errqueue(rdp_t *ep)
             if (!is_icmp_errno((int)ee.ee_errno) || ee.ee_errno == EMSGSIZE) continue;
             ep->st.icmp_errors++;
             for (uint32_t k = 0; k < ep->nactive; k++) {
-                struct rdp_peer *p = rdp_peer_get(ep, ep->active[k]);
+                struct rdp_peer *p = ep->active[k];
                 if (p && rdp_addr_equal(&p->addr, (struct sockaddr *)&to)) {
                     if (p->state != RDP_CLOSED) rdp_conn_lost(ep, p, RDP_LOST_UNREACH);
                     break;
