@@ -166,6 +166,13 @@ void rdp_close(rdp_t *rdp);
 /* The peer table: which peer (RDP_PEER(node, endpoint)) lives at which address. 0, or -1
  * and errno (EINVAL: bad address, EEXIST: id already present). */
 int rdp_add_peer(rdp_t *rdp, uint32_t node, const struct sockaddr *sa, socklen_t len);
+/* The same with a key of this peer's own instead of rdp_config.key (NULL: that one): its
+ * connections' handshakes and keys derive from it. A local daemon hands a process such a key
+ * for each peer endpoint it may talk to (both daemons derive it from the cluster key, which
+ * the process never sees), so that a process holding another pair's key, or none, cannot
+ * talk on this pair's connections or forge their packets. */
+int rdp_add_peer_key(rdp_t *rdp, uint32_t peer, const struct sockaddr *sa, socklen_t len,
+                     const unsigned char *key);
 /* Remove a peer; a connection is reported lost (RDP_LOST_CLOSED) first. */
 int rdp_remove_peer(rdp_t *rdp, uint32_t node);
 /* Drop the connection to node (reported lost with RDP_LOST_CLOSED); a later send reconnects. */

@@ -87,12 +87,12 @@ static struct rdp_half peer_half(const struct rdp_peer *p, const struct rdp_hdr 
 
 /* The direction keys of the connection between halves mine and theirs, and their
  * fingerprints (ids[0] tx, ids[1] rx). */
-static int derive(rdp_t *ep, const struct rdp_half *mine, const struct rdp_half *theirs,
-                  struct rdp_mac *tx, uint8_t tx_key[RDP_KEY_BYTES], struct rdp_mac *rx,
-                  uint64_t ids[2])
+static int derive(rdp_t *ep, const struct rdp_peer *p, const struct rdp_half *mine,
+                  const struct rdp_half *theirs, struct rdp_mac *tx, uint8_t tx_key[RDP_KEY_BYTES],
+                  struct rdp_mac *rx, uint64_t ids[2])
 {
     uint8_t kt[RDP_KEY_BYTES], kr[RDP_KEY_BYTES];
-    rdp_session_keys(ep->hkey, mine, theirs, kt, kr);
+    rdp_session_keys(rdp_peer_hkey(ep, p), mine, theirs, kt, kr);
     ids[0] = rdp_key_id(kt);
     ids[1] = rdp_key_id(kr);
     int r = rdp_mac_init_like(rx, &ep->mac, kr);
@@ -109,7 +109,7 @@ static bool key_conn(rdp_t *ep, struct rdp_peer *p, const struct rdp_half *their
     keys_free(p);
     struct rdp_half mine = my_half(ep, p);
     uint64_t ids[2];
-    if (derive(ep, &mine, theirs, &p->key_tx, NULL, &p->key_rx, ids) < 0) {
+    if (derive(ep, p, &mine, theirs, &p->key_tx, NULL, &p->key_rx, ids) < 0) {
         rdp_count_drop(ep, p, RDP_DROP_NOBUF);
         return false;
     }
@@ -338,7 +338,7 @@ static void offer(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, const 
         c->theirs = theirs;
         c->hs = *hs;
         c->peer_wnd = h->wnd;
-        if (derive(ep, &c->mine, &c->theirs, NULL, c->tx_key, &c->rx, c->ids) < 0) {
+        if (derive(ep, p, &c->mine, &c->theirs, NULL, c->tx_key, &c->rx, c->ids) < 0) {
             sodium_memzero(c, sizeof *c);
             free(c);
             return;
@@ -470,7 +470,7 @@ static const struct rdp_mac *keys_for(struct rdp_peer *p, const struct rdp_hdr *
 static void handle_handshake(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h,
                              const uint8_t *pkt)
 {
-    if (!rdp_hs_verify(ep->hkey, pkt, RDP_HDR_LEN + h->len)) {
+    if (!rdp_hs_verify(rdp_peer_hkey(ep, p), pkt, RDP_HDR_LEN + h->len)) {
         rdp_count_drop(ep, p, RDP_DROP_MAC);
         return;
     }

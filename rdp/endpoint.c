@@ -64,6 +64,11 @@ struct rdp_peer *rdp_peer_get(const rdp_t *ep, uint32_t id)
     return rdp_peers_get(&ep->peers, id);
 }
 
+const uint8_t *rdp_peer_hkey(const rdp_t *ep, const struct rdp_peer *p)
+{
+    return p->own_hkey ? p->hkey : ep->hkey;
+}
+
 void rdp_mark_dirty(rdp_t *ep, struct rdp_peer *p)
 {
     if (p->dirty || ep->ndirty >= ep->nactive) return;
@@ -138,6 +143,7 @@ rdp_t *rdp_open(const struct rdp_config *cfg, const struct rdp_callbacks *cb)
 static void peer_free(rdp_t *ep, struct rdp_peer *p)
 {
     rdp_conn_free(ep, p); /* its packets go back to the pool */
+    sodium_memzero(p->hkey, sizeof p->hkey);
     free(p->tx);
     rdp_recvq_free(p);
     free(p);
@@ -172,6 +178,12 @@ int rdp_fd(const rdp_t *ep)
 
 int rdp_add_peer(rdp_t *ep, uint32_t node, const struct sockaddr *sa, socklen_t len)
 {
+    return rdp_add_peer_key(ep, node, sa, len, NULL);
+}
+
+int rdp_add_peer_key(rdp_t *ep, uint32_t node, const struct sockaddr *sa, socklen_t len,
+                     const unsigned char *key)
+{
     if (!sa || len > sizeof(struct sockaddr_storage) || sa->sa_family != ep->family ||
         len <
             (sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6))) {
@@ -194,6 +206,10 @@ int rdp_add_peer(rdp_t *ep, uint32_t node, const struct sockaddr *sa, socklen_t 
     struct rdp_peer *p = calloc(1, sizeof *p);
     if (!p) return -1;
     p->node = node;
+    if (key) {
+        rdp_hs_key(key, p->hkey);
+        p->own_hkey = true;
+    }
     memcpy(&p->addr, sa, len);
     p->addrlen = len;
     p->payload = ep->payload;

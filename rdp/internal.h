@@ -89,6 +89,10 @@ struct rdp_cand {
 
 struct rdp_peer {
     uint32_t node; /* the peer id: RDP_PEER(node, endpoint) */
+    /* the handshake key with this peer: from its own key (rdp_add_peer_key), else the
+     * endpoint's (ep->hkey); see rdp_peer_hkey */
+    uint8_t hkey[RDP_KEY_BYTES];
+    bool own_hkey;
     struct sockaddr_storage addr;
     socklen_t addrlen;
 
@@ -232,6 +236,8 @@ void rdp_peers_free(struct rdp_peers *t);
 
 /* endpoint.c */
 struct rdp_peer *rdp_peer_get(const rdp_t *ep, uint32_t id);
+/* The handshake key of the peer's connections. */
+const uint8_t *rdp_peer_hkey(const rdp_t *ep, const struct rdp_peer *p);
 void rdp_mark_dirty(rdp_t *ep, struct rdp_peer *p);
 bool rdp_addr_equal(const struct sockaddr_storage *a, const struct sockaddr *b);
 void rdp_count_drop(rdp_t *ep, struct rdp_peer *p, enum rdp_drop_reason why);

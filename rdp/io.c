@@ -136,7 +136,7 @@ void rdp_io_sign_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b)
         /* handshakes and resets: pn 0, the handshake key's MAC (the header says 0) */
         be_put64(b->data + RDP_OFF_PN, 0);
         be_put16(b->data + RDP_OFF_MAC, 0);
-        rdp_hs_sign(ep->hkey, b->data, b->len);
+        rdp_hs_sign(rdp_peer_hkey(ep, p), b->data, b->len);
     } else {
         uint64_t pn = p->pn_next++;
         be_put64(b->data + RDP_OFF_PN, pn);

@@ -15,6 +15,11 @@
  *                    what keeps them apart is that each connection has its own key. All
  *                    arrive, none is dropped as a replay or for its MAC, and the four tx keys
  *                    differ from each other and from node 2's.
+ *  test_peer_keys   B talks to endpoints A1 and A2 of node 1 under a key of each pair (as a
+ *                    daemon hands them out), not the endpoints' own: both pairs work, with
+ *                    keys no other pair has. A3 holds the key every endpoint was opened with
+ *                    and A1's pair key, but B knows A3 under a third key: nothing of A3's is
+ *                    ever taken (MAC drops), and A3 never connects.
  *  test_endpoint_ids  a packet to another endpoint of the node, or from an endpoint not in
  *                    the peer table, is dropped as unknown-peer; the same node's endpoint 0
  *                    and endpoint 1 are different peers.
@@ -284,5 +289,59 @@ static void test_endpoint_ids(void)
     for (int i = 0; i < 3; i++) rdp_close(all[i]->rdp);
 }
 
+static int add_key(struct node_ep *e, const struct node_ep *peer, const unsigned char *key)
+{
+    e->slot_of[e->nslots++] = peer->self;
+    return rdp_add_peer_key(e->rdp, peer->self, (const struct sockaddr *)&peer->addr,
+                            sizeof peer->addr, key);
+}
+
+static void test_peer_keys(void)
+{
+    unsigned char key[RDP_KEY_BYTES], k1[RDP_KEY_BYTES], k2[RDP_KEY_BYTES], k3[RDP_KEY_BYTES];
+    h_key(key, 44);
+    h_key(k1, 45);
+    h_key(k2, 46);
+    h_key(k3, 47);
+    struct node_ep a[3], b;
+    CU_ASSERT_EQUAL_FATAL(open_ep(&b, 2, 0, 2, key), 0);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL_FATAL(open_ep(&a[i], 1, (uint16_t)(i + 1), 1, key), 0);
+    CU_ASSERT_EQUAL(add_key(&b, &a[0], k1), 0);
+    CU_ASSERT_EQUAL(add_key(&a[0], &b, k1), 0);
+    CU_ASSERT_EQUAL(add_key(&b, &a[1], k2), 0);
+    CU_ASSERT_EQUAL(add_key(&a[1], &b, k2), 0);
+    CU_ASSERT_EQUAL(add_key(&b, &a[2], k3), 0);
+    CU_ASSERT_EQUAL(add_key(&a[2], &b, k1), 0); /* a key of another pair */
+    struct node_ep *all[4] = {&a[0], &a[1], &a[2], &b};
+    uint8_t m[32];
+    for (int i = 0; i < 3; i++) {
+        fill(m, sizeof m, a[i].self, 0);
+        CU_ASSERT_EQUAL(rdp_send(a[i].rdp, b.self, m, sizeof m), 0);
+    }
+    fill(m, sizeof m, b.self, 0);
+    CU_ASSERT_EQUAL(rdp_send(b.rdp, a[0].self, m, sizeof m), 0);
+    CU_ASSERT_EQUAL(rdp_send(b.rdp, a[1].self, m, sizeof m), 0);
+    uint64_t end = rdp_now_ns() + H_S(2);
+    while ((b.got < 2 || a[0].got < 1 || a[1].got < 1 || drops(&b, RDP_DROP_MAC) < 2) &&
+           rdp_now_ns() < end)
+        round_all(all, 4);
+    CU_ASSERT_EQUAL(b.got, 2);
+    CU_ASSERT_EQUAL(b.next_in[slot(&b, a[0].self)], 1);
+    CU_ASSERT_EQUAL(b.next_in[slot(&b, a[1].self)], 1);
+    CU_ASSERT_EQUAL(b.next_in[slot(&b, a[2].self)], 0);
+    CU_ASSERT_EQUAL(a[0].got + a[1].got, 2);
+    CU_ASSERT_EQUAL(a[0].bad + a[1].bad + b.bad, 0);
+    CU_ASSERT(drops(&b, RDP_DROP_MAC) >= 2); /* A3's SYN and its retransmission */
+    struct rdp_peer_stats p0, p1, p2;
+    CU_ASSERT_EQUAL(rdp_peer_stats(b.rdp, a[0].self, &p0), 0);
+    CU_ASSERT_EQUAL(rdp_peer_stats(b.rdp, a[1].self, &p1), 0);
+    CU_ASSERT_EQUAL(rdp_peer_stats(a[2].rdp, b.self, &p2), 0);
+    CU_ASSERT(p0.key_tx_id && p1.key_tx_id && p0.key_tx_id != p1.key_tx_id);
+    CU_ASSERT_NOT_EQUAL(p2.state, RDP_ESTABLISHED);
+    CU_ASSERT_EQUAL(p2.connects, 0);
+    for (int i = 0; i < 4; i++) rdp_close(all[i]->rdp);
+}
+
 UNIT_SUITE(rdp_endpoints, UNIT_TEST(test_many_endpoints), UNIT_TEST(test_nonce_unique),
-           UNIT_TEST(test_endpoint_ids))
+           UNIT_TEST(test_peer_keys), UNIT_TEST(test_endpoint_ids))
