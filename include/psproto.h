@@ -58,6 +58,25 @@
  *             MAC, unknown sender, ...), PSF_PEER records}: this daemon's RDP endpoint and
  *             its connection to each other node it has one with. Anyone may ask.
  *
+ * Preload negotiation (docs/preload-design.md): a process under libpspreload, identified by
+ * its connection (SO_PEERCRED), decides per TCP connection, before any byte, whether it
+ * travels over RDP. Every reply is PSM_PL_REPLY {PSF_ERRNO, [PSF_TEXT: why TCP]}, with more
+ * fields where said:
+ *   PSM_PL_OPEN {PSF_PORT: its RDP endpoint's UDP port on the node's address} -> the
+ *             endpoint: {PSF_NODE_ID, PSF_ENDPOINT, PSF_INCARNATION}. One per connection
+ *             (EALREADY); it lives as long as the connection.
+ *   PSM_PL_LISTEN {PSF_PORT} / PSM_PL_UNLISTEN {PSF_PORT}: a listening TCP port of the
+ *             process (ENOTCONN without an endpoint, ENOBUFS past PSI_PL_LISTENS).
+ *   PSM_PL_CONNECT {PSF_ADDR: destination address, PSF_PORT, PSF_SRC_PORT: the socket's
+ *             bound local port} -> {PSF_NODE_ID, PSF_ENDPOINT, PSF_UDP_PORT, PSF_ADDR: the
+ *             listener's endpoint and where it is, PSF_KEY: the pair's key}, or an error that
+ *             means TCP: EHOSTUNREACH (not a cluster address), EXDEV (same node), ECONNREFUSED
+ *             (no listener registered there), ETIMEDOUT (its psid did not answer), ...
+ *             The destination psid keeps the connection by its 4-tuple for the acceptor.
+ *   PSM_PL_ACCEPT {PSF_ADDR: the peer's address, PSF_PORT: its port, PSF_SRC_PORT: the
+ *             local port it connected to} -> the same fields for the connector's endpoint,
+ *             to the listener's process only; ENOENT: TCP.
+ *
  * Daemon protocol: messages between psids travel as RDP messages with the same encoding
  * (types from 0x1000 on); the uid in them comes from the originating node's SO_PEERCRED,
  * and RDP authenticates every packet with the cluster key.
@@ -71,6 +90,7 @@
 #define PSI_IO_WINDOW      (256u << 10) /* unacknowledged output/input bytes per rank */
 #define PSI_ALL_RANKS      0xffffffffu
 #define PSI_NO_RANK        0xfffffffeu
+#define PSI_PL_LISTENS     256u /* listening ports a preload process may register */
 
 enum psm_type {
     PSM_ERROR = 1,        /* reply: PSF_ERRNO, PSF_TEXT */
@@ -94,6 +114,12 @@ enum psm_type {
     PSM_DEAD = 53,
     PSM_RDP = 60,       /* request: this daemon's RDP endpoint and connections */
     PSM_RDP_REPLY = 61, /* PSF_SELF, endpoint totals, PSF_DROP and PSF_PEER records */
+    PSM_PL_OPEN = 70,   /* preload negotiation (above) */
+    PSM_PL_LISTEN = 71,
+    PSM_PL_UNLISTEN = 72,
+    PSM_PL_CONNECT = 73,
+    PSM_PL_ACCEPT = 74,
+    PSM_PL_REPLY = 75,
 
     /* daemon to daemon (over RDP) */
     PSM_D_HELLO = 0x1000,     /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
@@ -114,6 +140,11 @@ enum psm_type {
     PSM_D_NOTIFY_REPLY = 0x100e, /* PSF_REQ, PSF_ERRNO */
     PSM_D_RELEASE = 0x100f,      /* PSF_TID, PSF_WATCHER */
     PSM_D_DEAD = 0x1010, /* task's node -> watcher's node: PSF_TID, PSF_WATCHER, PSF_STATUS */
+    /* connector's node -> listener's node: PSF_REQ, PSF_PORT, PSF_SRC_PORT and the
+     * connector's endpoint (PSF_ENDPOINT, PSF_INCARNATION, PSF_UID, PSF_UDP_PORT) */
+    PSM_D_PL_CONNECT = 0x1011,
+    /* PSF_REQ, PSF_ERRNO, [PSF_TEXT], the listener's endpoint (the same fields) */
+    PSM_D_PL_CONNECT_REPLY = 0x1012,
 };
 
 enum psf_tag {
@@ -177,6 +208,11 @@ enum psf_tag {
     PSF_PAYLOAD = 68,      /* u32: message bytes per data packet */
     PSF_MAC = 69,          /* string: the MAC of the packets sent on the connection */
     PSF_MAC_IMPL = 70,     /* string: the library computing this endpoint's MACs */
+    PSF_ENDPOINT = 80,     /* u32: an RDP endpoint id on its node (preload) */
+    PSF_PORT = 81,         /* u32: a TCP port */
+    PSF_SRC_PORT = 82,     /* u32: a TCP port: the connector's own */
+    PSF_UDP_PORT = 83,     /* u32: an RDP endpoint's UDP port */
+    PSF_KEY = 84,          /* bytes (32): a pair of endpoints' key */
 
     PSF_NODE = 0x8001, /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002, /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */

@@ -79,6 +79,7 @@ static void client_free(struct client *c)
     jobs_client_gone(c->d, c);
     pending_client_gone(c->d, c);
     notify_client_gone(c->d, c);
+    preload_client_gone(c->d, c);
     if (c->pidfd >= 0) close(c->pidfd);
     for (struct client **pp = &cs->list; *pp; pp = &(*pp)->next)
         if (*pp == c) {
@@ -285,6 +286,13 @@ static void dispatch(struct client *c, const uint8_t *frame, size_t len)
     case PSM_NOTIFY:
     case PSM_RELEASE:
         notify_request(c->d, c, &m);
+        break;
+    case PSM_PL_OPEN:
+    case PSM_PL_LISTEN:
+    case PSM_PL_UNLISTEN:
+    case PSM_PL_CONNECT:
+    case PSM_PL_ACCEPT:
+        preload_request(c->d, c, &m);
         break;
     default:
         reply_error(c, m.id, EOPNOTSUPP, "unknown request type");

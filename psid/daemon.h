@@ -18,6 +18,8 @@
  *   tasks.c       the tasks of this node: table, output with flow control, input, exits
  *   signals.c     signals by task id or job, routed to the node that checks and acts
  *   notify.c      death notifications: registrations on both sides, firing, node loss
+ *   preload.c     the preload library's negotiation: endpoints, listening ports, the
+ *                 decision per TCP connection, pair keys
  */
 #ifndef PSCLUSTER_PSID_DAEMON_H
 #define PSCLUSTER_PSID_DAEMON_H
@@ -51,6 +53,7 @@ struct psmsg;
 struct psmsg_buf;
 struct backlog;
 struct notify;
+struct preload;
 
 struct psid {
     struct psconf conf;
@@ -74,6 +77,7 @@ struct psid {
     uint32_t task_epoch;     /* changes of this node's task table */
     struct pending *pending; /* daemon requests waiting for answers */
     struct notify *notify;   /* death notifications, both sides */
+    struct preload *preload; /* preload endpoints, listeners, negotiations */
 };
 
 /* A request to other daemons that waits for their answers (signals, task lists). */
@@ -131,6 +135,13 @@ void notify_task_exit(struct psid *d, uint64_t tid, uint32_t status);
 void notify_client_gone(struct psid *d, struct client *c);
 void notify_node_lost(struct psid *d, uint32_t node);
 void notify_free(struct psid *d);
+
+/* preload.c */
+void preload_request(struct psid *d, struct client *c, const struct psmsg *m);
+void preload_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m);
+void preload_client_gone(struct psid *d, struct client *c);
+void preload_node_lost(struct psid *d, uint32_t node);
+void preload_free(struct psid *d);
 
 /* signals.c */
 void signals_request(struct psid *d, struct client *c, const struct psmsg *m);

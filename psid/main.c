@@ -151,6 +151,7 @@ out:
     rdplink_stop(&d);
     send_free(&d);
     notify_free(&d);
+    preload_free(&d);
     if (d.sig_fd >= 0) close(d.sig_fd);
     loop_free(d.loop);
     psconf_free(&d.conf);

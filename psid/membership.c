@@ -46,6 +46,7 @@ static void set_down(struct psid *d, struct psid_node *n, const char *why)
     jobs_node_lost(d, n->conf->id);
     tasks_home_lost(d, n->conf->id);
     notify_node_lost(d, n->conf->id);
+    preload_node_lost(d, n->conf->id);
 }
 
 static void set_up(struct psid_node *n)

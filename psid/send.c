@@ -138,6 +138,10 @@ void psid_dispatch(struct psid *d, uint32_t from, const struct psmsg *m)
     case PSM_D_TASKS_REPLY:
         signals_from_daemon(d, from, m);
         break;
+    case PSM_D_PL_CONNECT:
+    case PSM_D_PL_CONNECT_REPLY:
+        preload_from_daemon(d, from, m);
+        break;
     default:
         log_info("message of unknown type %u from node %u dropped", m->type, from);
     }
