@@ -40,7 +40,8 @@ typedef struct rdp rdp_t;
 /* Why a connection was lost (the reason argument of the lost callback). */
 enum rdp_lost_reason {
     RDP_LOST_TIMEOUT = 1, /* max_retrans retransmissions went unanswered */
-    RDP_LOST_UNREACH,     /* ICMP error: port or host unreachable */
+    RDP_LOST_UNREACH,     /* ICMP error (port or host unreachable) for a connection attempt;
+                           * an established connection takes ICMP errors as hints only */
     RDP_LOST_RESTART,     /* the peer came back with a new incarnation or connection */
     RDP_LOST_CLOSED,      /* rdp_disconnect() or rdp_remove_peer() on this side */
 };
@@ -223,6 +224,7 @@ struct rdp_peer_stats {
     uint32_t payload;                    /* message bytes per data packet to this peer: the
                                           * smaller of the two MTUs' (from the handshake) */
     size_t queued;                       /* bytes accepted by rdp_send and not yet acked */
+    uint64_t icmp_errors;                /* ICMP errors naming the peer's address (hints) */
     uint64_t key_tx_id, key_rx_id;       /* fingerprints of the connection's two keys (not the
                                           * keys): one end's tx is the other's rx; 0: none */
 };

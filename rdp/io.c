@@ -304,6 +304,17 @@ void rdp_io_flush(rdp_t *ep)
     ep->ntx = 0;
 }
 
+/* An ICMP error names a peer's address. It is not authenticated (anyone on the path, or
+ * anyone who can guess the ports, can send one), so it never ends an established
+ * connection: only the protocol's own silence does (RFC 1122 4.2.3.9 and RFC 5927 treat
+ * such errors as soft for TCP). It fails a connection attempt at once, where nothing is
+ * lost but a SYN and the peer's port is most likely really closed. */
+static void icmp_hint(rdp_t *ep, struct rdp_peer *p)
+{
+    p->st.icmp_errors++;
+    if (p->state == RDP_SYN_SENT && !p->peer_known) rdp_conn_lost(ep, p, RDP_LOST_UNREACH);
+}
+
 void rdp_io_errqueue(rdp_t *ep)
 {
     for (int i = 0; i < 64; i++) {
@@ -330,7 +341,7 @@ void rdp_io_errqueue(rdp_t *ep)
             for (uint32_t k = 0; k < ep->nactive; k++) {
                 struct rdp_peer *p = ep->active[k];
                 if (p && rdp_addr_equal(&p->addr, (struct sockaddr *)&to)) {
-                    if (p->state != RDP_CLOSED) rdp_conn_lost(ep, p, RDP_LOST_UNREACH);
+                    icmp_hint(ep, p);
                     break;
                 }
             }

@@ -20,8 +20,13 @@
  *                probe); B is closed and its address taken by a silent socket; A's next messages
  *                are reported lost within rdp_lost_bound_us() + half an rto_max, the probe
  *                counted as one of the max_retrans retransmissions.
- *  test_icmp     nothing is bound at B's port: A reports RDP_LOST_UNREACH at once (< 100 ms,
- *                far below the timeout bound), then the undeliverables; icmp_errors > 0.
+ *  test_icmp     nothing is bound at B's port: A's connection attempt fails with
+ *                RDP_LOST_UNREACH at once (< 100 ms, far below the timeout bound), then the
+ *                undeliverables; icmp_errors > 0.
+ *  test_icmp_established  B's port closes under an established connection: the ICMP errors
+ *                are hints only; A reports B lost by timeout, within rdp_lost_bound_us.
+ *  test_icmp_forged  (root) a forged ICMP port unreachable for A's connection to B is
+ *                counted and changes nothing: the stream goes on.
  *  test_clock_back  B restarts with its clock an hour behind: A takes it at once (lost with
  *                restart, connected again, messages both ways within a second).
  *  test_remove_peer  rdp_remove_peer with messages queued: lost (closed), each undeliverable
@@ -35,6 +40,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -394,6 +400,106 @@ static void test_icmp(void)
     h_ep_free(&a);
 }
 
+/* Everything A sent to node 2 is acknowledged. */
+static int all_acked(void *p)
+{
+    struct rdp_peer_stats ps;
+    return rdp_peer_stats(((struct h_ep *)p)->rdp, 2, &ps) == 0 && ps.queued == 0;
+}
+
+/* The lost callback of node 2, once: done. */
+static int lost_once(void *p)
+{
+    return h_count(p, H_LOST, 2) > 0;
+}
+
+/* A and B talk, then B's port closes: the kernel answers A's packets with ICMP port
+ * unreachable. The connection is established, so those are hints only (anyone can send
+ * one): A finds B lost by its own timeout, within rdp_lost_bound_us, not at the first ICMP. */
+static void test_icmp_established(void)
+{
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 23);
+    struct rdp_config cfg;
+    fast_config(&cfg);
+    struct h_ep a, b;
+    struct h_net net;
+    if (h_open_pair(&net, &a, &b, key, key, &cfg) < 0) return;
+    CU_ASSERT_EQUAL(h_send(&a, 2, 0, 100), 0);
+    CU_ASSERT_EQUAL(h_run(&net, all_acked, &a, H_S(2)), 1);
+    h_ep_close(&b);
+    uint64_t t0 = rdp_now_ns();
+    for (uint64_t k = 1; k <= 3; k++) CU_ASSERT_EQUAL(h_send(&a, 2, k, 2000), 0);
+    CU_ASSERT_EQUAL(h_run(&net, lost_once, &a, H_S(5)), 1);
+    const struct h_event *lost = h_find(&a, H_LOST, 2, 0);
+    CU_ASSERT(lost && lost->reason == RDP_LOST_TIMEOUT);
+    uint64_t dt = lost ? lost->t_ns - t0 : 0, bound = rdp_lost_bound_us(&cfg) * 1000;
+    CU_ASSERT(dt > 0 && dt <= bound + bound / 2);
+    struct rdp_peer_stats ps;
+    CU_ASSERT_EQUAL(rdp_peer_stats(a.rdp, 2, &ps), 0);
+    CU_ASSERT(ps.icmp_errors > 0); /* they came, and changed nothing */
+    CU_ASSERT_EQUAL(h_count(&a, H_UNDELIV, 2), 3);
+    if (!lost || lost->reason != RDP_LOST_TIMEOUT || !ps.icmp_errors)
+        fprintf(stderr, "icmp_established: lost after %llu us (bound %llu), %llu ICMP errors\n",
+                (unsigned long long)(dt / 1000), (unsigned long long)(bound / 1000),
+                (unsigned long long)ps.icmp_errors);
+    h_ep_free(&a);
+    h_ep_free(&b);
+}
+
+/* One forged ICMP port unreachable, quoting a UDP header from A's port to B's, sent to A
+ * while A and B stream (root: a raw socket). Before, it ended the connection at once; now
+ * A counts it and the stream goes on, nothing lost. */
+static void test_icmp_forged(void)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "icmp_forged: skipped: needs root for a raw socket\n");
+        return;
+    }
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 24);
+    struct h_ep a, b;
+    struct h_net net;
+    if (h_open_pair(&net, &a, &b, key, key, NULL) < 0) return;
+    CU_ASSERT_EQUAL(h_send(&a, 2, 0, 100), 0);
+    struct h_wait_recv w = {&b, 1, 1};
+    CU_ASSERT_EQUAL(h_run(&net, h_cond_recv, &w, H_S(2)), 1);
+    /* ICMP type 3 code 3, then the quoted IPv4 header (A -> B, UDP) and UDP header */
+    uint8_t pkt[8 + 20 + 8] = {3, 3};
+    uint8_t *ip = pkt + 8, *udp = pkt + 28;
+    ip[0] = 0x45;
+    ip[3] = 20 + 8 + 100; /* the quoted datagram's total length */
+    ip[8] = 64;
+    ip[9] = IPPROTO_UDP;
+    memcpy(ip + 12, &a.addr.sin_addr, 4);
+    memcpy(ip + 16, &b.addr.sin_addr, 4);
+    memcpy(udp, &a.addr.sin_port, 2);
+    memcpy(udp + 2, &b.addr.sin_port, 2);
+    udp[5] = 8 + 100;
+    uint32_t sum = 0;
+    for (size_t i = 0; i < sizeof pkt; i += 2) sum += (uint32_t)(pkt[i] << 8 | pkt[i + 1]);
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    pkt[2] = (uint8_t)(~sum >> 8);
+    pkt[3] = (uint8_t)~sum;
+    int raw = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
+    CU_ASSERT_FATAL(raw >= 0);
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_addr = a.addr.sin_addr};
+    CU_ASSERT_EQUAL(sendto(raw, pkt, sizeof pkt, 0, (struct sockaddr *)&to, sizeof to),
+                    (ssize_t)sizeof pkt);
+    close(raw);
+    for (uint64_t k = 1; k <= 20; k++) CU_ASSERT_EQUAL(h_send(&a, 2, k, 5000), 0);
+    w.n = 21;
+    CU_ASSERT_EQUAL(h_run(&net, h_cond_recv, &w, H_S(5)), 1);
+    CU_ASSERT(h_check_recv_seq(&b, 1, 0, 21));
+    CU_ASSERT_EQUAL(h_count(&a, H_LOST, 2), 0);
+    struct rdp_stats st;
+    rdp_stats(a.rdp, &st);
+    CU_ASSERT(st.icmp_errors >= 1); /* it did arrive */
+    if (h_count(&a, H_LOST, 2) || !st.icmp_errors) h_dump(&a, "icmp forged");
+    h_ep_free(&a);
+    h_ep_free(&b);
+}
+
 /* rdp_remove_peer with messages still queued: the connection is reported lost (closed) and
  * each queued message undeliverable, in order; then the node is unknown (sends fail with
  * EHOSTUNREACH, a second removal with ENOENT, no timer is left for it); added again, it is
@@ -486,4 +592,5 @@ static void test_clock_back(void)
 
 UNIT_SUITE(rdp_failure, UNIT_TEST(test_restart), UNIT_TEST(test_restart_first),
            UNIT_TEST(test_vanish), UNIT_TEST(test_vanish_established), UNIT_TEST(test_icmp),
-           UNIT_TEST(test_remove_peer), UNIT_TEST(test_clock_back))
+           UNIT_TEST(test_remove_peer), UNIT_TEST(test_clock_back),
+           UNIT_TEST(test_icmp_established), UNIT_TEST(test_icmp_forged))
