@@ -9,6 +9,8 @@
 #   demo           the quick start: a short show of what works [build, --demo]
 #   bench          benchmarks against the peers; figures go to bench/RESULTS.md by hand
 #                  [build, --bench]
+#   soak           the long runs make check keeps short: 60 s of psid under full CPU load,
+#                  RDP's fault run at 10,000 messages (CI runs it after check) [--check]
 #   fuzz           longer fuzz runs of every decoder (FUZZ_SECONDS, default 60 each)
 #                  [build, --check]
 #   install        PREFIX (/usr/local) and DESTDIR [build, through all]
@@ -68,7 +70,7 @@ TTOOLS    := $(patsubst test/tools/%.c,$(BUILD)/test/tools/%,$(TTOOL_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-.PHONY: all check demo bench fuzz install clean format format-check \
+.PHONY: all check soak demo bench fuzz install clean format format-check \
         build-all build-tests build-fuzz
 
 all:
@@ -140,6 +142,11 @@ check:
 	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 build-tests
 	@if command -v clang >/dev/null; then $(MAKE) --no-print-directory build-fuzz; fi
 	@scripts/run-tests.sh
+
+soak:
+	@scripts/install-deps.sh --check
+	@$(MAKE) --no-print-directory build-tests
+	@scripts/soak.sh
 
 demo:
 	@scripts/install-deps.sh --demo

@@ -26,6 +26,12 @@ int h_quick(void)
     return q && *q && strcmp(q, "0") != 0;
 }
 
+int h_soak(void)
+{
+    const char *q = getenv("RDP_TEST_SOAK");
+    return q && *q && strcmp(q, "0") != 0;
+}
+
 uint64_t h_scale(uint64_t n)
 {
     if (!h_quick()) return n;

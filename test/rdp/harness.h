@@ -43,6 +43,8 @@
 int h_quick(void);
 /* n, or n/10 (at least 1) in quick mode. */
 uint64_t h_scale(uint64_t n);
+/* 1 when RDP_TEST_SOAK is set (make soak): the long runs take their full size. */
+int h_soak(void);
 
 /* ---- messages ---- */
 
