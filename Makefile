@@ -177,6 +177,9 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 644 $(wildcard docs/man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 conf/psid.conf README.md INSTALL $(DESTDIR)$(PREFIX)/share/doc/pscluster/
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	sed 's|/usr/bin/psid|$(PREFIX)/bin/psid|' conf/psid.service \
+	    >$(DESTDIR)$(PREFIX)/lib/systemd/system/psid.service
 
 clean:
 	rm -rf build

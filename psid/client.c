@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -403,10 +404,23 @@ int clients_start(struct psid *d)
     if (!cs) return -1;
     d->clients = cs;
     cs->lfd = -1;
-    if (psconf_socket_path(&d->conf, d->self->id, cs->path, sizeof cs->path) < 0) {
+    char rel[sizeof cs->path], cwd[sizeof cs->path];
+    if (psconf_socket_path(&d->conf, d->self->id, rel, sizeof rel) < 0) {
         log_err("client socket path: %s", strerror(errno));
         return -1;
     }
+    /* absolute: the daemon changes to / when it detaches, and removes the socket at exit */
+    if (rel[0] != '/') {
+        if (!getcwd(cwd, sizeof cwd)) {
+            log_err("client socket path %s: %s", rel, strerror(errno));
+            return -1;
+        }
+        if (snprintf(cs->path, sizeof cs->path, "%s/%s", cwd, rel) >= (int)sizeof cs->path) {
+            log_err("client socket path %s/%s: %s", cwd, rel, strerror(ENAMETOOLONG));
+            return -1;
+        }
+    }
+    if (rel[0] == '/') strcpy(cs->path, rel);
     char dir[sizeof cs->path];
     strcpy(dir, cs->path);
     char *slash = strrchr(dir, '/');

@@ -1,6 +1,8 @@
 /*
  * main.c - psid, the pscluster node daemon: command line, configuration, start-up, the
  * event loop, and a clean shutdown on SIGTERM/SIGINT (the other nodes are told at once).
+ * Everything that can fail at start happens before the daemon detaches (so the caller sees
+ * exit 1 and the reason on stderr); SIGHUP is ignored: the configuration is read at start.
  *
  * usage: psid -f CONFIG [--node ID|NAME] [--foreground] [--log-level LEVEL]
  */
@@ -124,11 +126,9 @@ int main(int argc, char **argv)
     }
     char ident[32];
     snprintf(ident, sizeof ident, "psid-%u", d.self->id);
-    if (!foreground && daemon(0, 0) < 0) {
-        perror("psid: daemon");
-        return 1;
-    }
-    log_open(lvl, !foreground, ident);
+    /* Start-up errors are start-up errors: every socket is opened, and every message goes
+     * to stderr, before the daemon detaches, so a busy port exits 1 with its reason. */
+    log_open(lvl, 0, ident);
     d.incarnation = realtime_ns();
     d.hb_fd = d.sig_fd = -1;
     d.loop = loop_new();
@@ -138,6 +138,13 @@ int main(int argc, char **argv)
         goto out;
     }
     if (rdplink_start(&d) < 0 || membership_start(&d) < 0 || clients_start(&d) < 0) goto out;
+    if (!foreground) {
+        if (daemon(0, 0) < 0) {
+            log_err("daemon: %s", strerror(errno));
+            goto out;
+        }
+        log_open(lvl, 1, ident);
+    }
     log_notice("node %u (%s, %s) running; cluster \"%s\", %zu nodes", d.self->id, d.self->name,
                d.self->addr_str, d.conf.cluster, d.conf.nnodes);
     if (loop_run(d.loop) < 0)

@@ -3,7 +3,7 @@
 #   - every script a recipe runs is in the tree and executable (`make fuzz` once called a
 #     scripts/fuzz.sh that never existed)
 #   - each public target first asks scripts/install-deps.sh for its own set of packages (`make
-#     -n`): all and install the build set, check and fuzz --check, demo --demo, bench --bench
+#     -n`): all and install the build set, check, soak and fuzz --check, demo --demo, bench --bench
 #     (test/shell/install_deps.sh tests the sets themselves)
 #   - `make bench` builds the test programs that bench/psid.sh drives, not only the tools
 #   - `make install DESTDIR=... PREFIX=/usr` puts the tools, libraries, headers, man pages
@@ -27,7 +27,7 @@ done < <(grep -oE '(scripts|bench|test)/[A-Za-z0-9_./-]+\.sh' Makefile | sort -u
 check "make: every script a recipe runs exists and is executable" $? "missing: ${missing[*]}"
 
 wrong=()
-for tw in all= install= check=--check fuzz=--check demo=--demo bench=--bench; do
+for tw in all= install= check=--check soak=--check fuzz=--check demo=--demo bench=--bench; do
     t=${tw%%=*} opt=${tw#*=}
     want="scripts/install-deps.sh${opt:+ $opt}"
     # -n: the recipes are printed, not run (sub-makes run, with -n too)
@@ -51,11 +51,12 @@ make --no-print-directory install DESTDIR="$CDIR/root" PREFIX=/usr >"$CDIR/insta
 check "make install exits 0" $? "$(tail -5 "$CDIR/install.log")"
 absent=()
 for f in bin/psid bin/psrun bin/pskill bin/psstat bin/pslocal bin/rdpbench lib/librdp.a \
-    include/rdp.h share/man/man1/psrun.1 share/man/man8/psid.8 share/doc/pscluster/psid.conf; do
+    include/rdp.h share/man/man1/psrun.1 share/man/man8/psid.8 share/doc/pscluster/psid.conf \
+    lib/systemd/system/psid.service; do
     [[ -e $CDIR/root/usr/$f ]] || absent+=("$f")
 done
 ((${#absent[@]} == 0))
-check "make install: tools, library, header, man pages, example configuration" $? \
+check "make install: tools, library, header, man pages, example configuration, unit" $? \
     "not installed under DESTDIR/usr: ${absent[*]}"
 # the installed example, with a key file of our own in place of /etc/pscluster/cluster.key
 head -c 64 /dev/urandom >"$CDIR/key"

@@ -66,6 +66,23 @@ grep -q "bad mac" "$CDIR/psid-3.log" && grep -q "bad mac" "$CDIR/psid-0.log" ||
     fail "security: forged heartbeats are logged" "no 'bad mac' in the logs"
 kill_node 3 KILL
 
+# start-up without --foreground: errors before detaching (exit 1, the reason on stderr), and
+# exit 0 only once the daemon runs
+out=$(timeout 10 "$BIN/psid" -f "$CDIR/psid.conf" --node 0 2>&1)
+rc=$?
+[ $rc -eq 1 ] && grep -qi "in use\|another psid" <<<"$out"
+check "start-up: node 0 again, its ports busy -> exit 1 with the reason before detaching" $? \
+    "exit $rc: $out"
+out=$(timeout 10 "$BIN/psid" -f "$CDIR/psid.conf" --node 3 2>&1)
+rc=$?
+dpid=$(pgrep -f -- "psid -f $CDIR/psid.conf --node 3\$" | head -1)
+[ -n "$dpid" ] && PIDS[3]=$dpid
+[ $rc -eq 0 ] && [ -n "$dpid" ] && wait_state 0 3 up 3000 >/dev/null
+check "start-up: detached, exit 0 once running, and the node comes up" $? \
+    "exit $rc, pid '${dpid}': $out"
+[ -n "$dpid" ] && kill -TERM "$dpid" && wait_until 3000 bash -c "! kill -0 $dpid 2>/dev/null"
+PIDS[3]=
+
 # bad input to the daemons and the tools
 out=$("$BIN/psid" --bogus 2>&1)
 rc=$?
