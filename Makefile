@@ -123,9 +123,9 @@ $(RDPT_BIN): $(call obj,$(RDPT_SRC) $(TLIB_SRC)) $(LIBS)
 	$(CC) $(ALL_LDFLAGS) $(call obj,$(RDPT_SRC) $(TLIB_SRC)) $(LIBS) $(SYS_LIBS) -lcunit -lm -o $@
 
 # small programs the integration tests drive (test/tools/NAME.c -> build/test/tools/NAME)
-$(BUILD)/test/tools/%: $(BUILD)/obj/test/tools/%.o $(LIBS)
+$(BUILD)/test/tools/%: $(BUILD)/obj/test/tools/%.o $(LIBPSIDC) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) $< $(LIBS) $(SYS_LIBS) -lm -o $@
+	$(CC) $(ALL_LDFLAGS) $< $(LIBPSIDC) $(LIBS) $(SYS_LIBS) -lm -o $@
 
 # libFuzzer targets need clang; each links the library sources directly.
 FUZZ_BIN := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))

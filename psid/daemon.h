@@ -45,6 +45,16 @@ struct psid_node {
     uint32_t task_epoch; /* of the newest task count taken (heartbeat or RDP) */
 };
 
+/* Why a heartbeat was dropped (membership.c counts them; hb_drop_name names them). */
+enum hb_drop {
+    HB_DROP_MALFORMED, /* length, version, type, reserved bits */
+    HB_DROP_MAC,
+    HB_DROP_UNKNOWN, /* not a configured node, or this node itself */
+    HB_DROP_ADDRESS, /* not from the node's configured address */
+    HB_DROP_STALE,   /* an older incarnation, or a seq already seen: a replay */
+    HB_DROP__COUNT
+};
+
 struct clients;
 struct client;
 struct task;
@@ -65,7 +75,9 @@ struct psid {
     int hb_fd;
     bool hb_multicast;
     uint64_t hb_seq;
-    uint64_t hb_next; /* when the next heartbeat is due */
+    uint64_t hb_next;                  /* when the next heartbeat is due */
+    uint8_t hb_key[32];                /* derived from the cluster key (hbwire.h) */
+    uint64_t hb_drops[HB_DROP__COUNT]; /* heartbeats dropped, by reason (membership.c) */
     struct clients *clients;
     int sig_fd;
     bool stopping;
@@ -156,6 +168,9 @@ void membership_rdp_lost(struct psid *d, uint32_t node, enum rdp_lost_reason why
 /* A node's task count, taken only if its epoch is newer than the one we have. */
 void membership_tasks(struct psid *d, uint32_t node, uint32_t tasks, uint32_t epoch);
 struct psid_node *psid_node(struct psid *d, uint32_t id);
+/* Whether a heartbeat from address `from` may speak for node n (its configured address). */
+bool membership_addr_ok(const struct psid_node *n, const struct sockaddr_in *from);
+const char *hb_drop_name(enum hb_drop why);
 
 /* rdplink.c */
 int rdplink_start(struct psid *d);

@@ -14,6 +14,11 @@ static void mac(uint8_t out[16], const uint8_t *body, const uint8_t key[32])
     crypto_generichash(out, 16, body, 40, key, 32);
 }
 
+void hb_key_derive(const uint8_t cluster_key[32], uint8_t hb_key[32])
+{
+    crypto_kdf_derive_from_key(hb_key, 32, 1, "pshbeat1", cluster_key);
+}
+
 void hb_encode(uint8_t out[HB_LEN], const struct hb *h, const uint8_t key[32])
 {
     memset(out, 0, HB_LEN);

@@ -90,7 +90,7 @@ static void send_beat(struct psid *d, enum hb_type type)
                    .task_epoch = d->task_epoch};
     me->load_milli = h.load_milli;
     uint8_t pkt[HB_LEN];
-    hb_encode(pkt, &h, d->conf.key);
+    hb_encode(pkt, &h, d->hb_key);
     if (d->hb_multicast) {
         struct sockaddr_in to = d->conf.hb_group;
         to.sin_port = htons((uint16_t)d->conf.hb_port);
@@ -134,15 +134,46 @@ static void tick(void *ctx)
     loop_timer(d->loop, d->hb_next, tick, d);
 }
 
-static void accept_beat(struct psid *d, const struct hb *h)
+bool membership_addr_ok(const struct psid_node *n, const struct sockaddr_in *from)
+{
+    const struct sockaddr_in *a = (const struct sockaddr_in *)&n->conf->addr;
+    return n->conf->addr.ss_family == AF_INET && from->sin_family == AF_INET &&
+           a->sin_addr.s_addr == from->sin_addr.s_addr;
+}
+
+const char *hb_drop_name(enum hb_drop why)
+{
+    static const char *const names[HB_DROP__COUNT] = {"malformed", "mac", "unknown node", "address",
+                                                      "stale"};
+    return why < HB_DROP__COUNT ? names[why] : "?";
+}
+
+static void drop(struct psid *d, enum hb_drop why, const struct sockaddr_in *from, const char *what)
+{
+    char a[INET_ADDRSTRLEN];
+    d->hb_drops[why]++;
+    log_info("heartbeat from %s dropped: %s%s%s", inet_ntop(AF_INET, &from->sin_addr, a, sizeof a),
+             hb_drop_name(why), what ? ": bad " : "", what ? what : "");
+}
+
+static void accept_beat(struct psid *d, const struct hb *h, const struct sockaddr_in *from)
 {
     struct psid_node *n = psid_node(d, h->node);
     if (!n || n->conf == d->self) {
-        log_debug("heartbeat from %s node %u ignored", n ? "this" : "unknown", h->node);
+        drop(d, HB_DROP_UNKNOWN, from, NULL);
         return;
     }
-    if (h->incarnation < n->incarnation) return; /* an older incarnation: replay */
-    if (h->incarnation == n->incarnation && h->seq <= n->last_seq) return; /* replay */
+    if (!membership_addr_ok(n, from)) {
+        drop(d, HB_DROP_ADDRESS, from, NULL);
+        return;
+    }
+    /* an older incarnation, or a beat already seen: a replay */
+    if (h->incarnation < n->incarnation ||
+        (h->incarnation == n->incarnation && h->seq <= n->last_seq)) {
+        d->hb_drops[HB_DROP_STALE]++;
+        log_debug("heartbeat of node %u dropped: stale", h->node);
+        return;
+    }
     if (h->incarnation > n->incarnation && n->incarnation) {
         set_down(d, n, "restarted");
         log_info("node %u restarted (incarnation %llu)", h->node,
@@ -180,13 +211,11 @@ static void on_hb_readable(void *ctx, uint32_t events)
         }
         struct hb h;
         const char *why;
-        if (hb_decode(buf, (size_t)r, &h, d->conf.key, &why) < 0) {
-            char a[INET_ADDRSTRLEN];
-            log_info("heartbeat from %s dropped: bad %s",
-                     inet_ntop(AF_INET, &from.sin_addr, a, sizeof a), why);
+        if (hb_decode(buf, (size_t)r, &h, d->hb_key, &why) < 0) {
+            drop(d, strcmp(why, "mac") ? HB_DROP_MALFORMED : HB_DROP_MAC, &from, why);
             continue;
         }
-        accept_beat(d, &h);
+        accept_beat(d, &h, &from);
     }
 }
 
@@ -232,6 +261,7 @@ static int open_multicast(struct psid *d)
 
 int membership_start(struct psid *d)
 {
+    hb_key_derive(d->conf.key, d->hb_key);
     d->nodes = calloc(d->conf.nnodes, sizeof *d->nodes);
     if (!d->nodes) return -1;
     for (size_t i = 0; i < d->conf.nnodes; i++) {

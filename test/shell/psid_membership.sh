@@ -66,6 +66,19 @@ grep -q "bad mac" "$CDIR/psid-3.log" && grep -q "bad mac" "$CDIR/psid-0.log" ||
     fail "security: forged heartbeats are logged" "no 'bad mac' in the logs"
 kill_node 3 KILL
 
+# node 3 is down: an authentic heartbeat for it (the derived key) from an address that is
+# not node 3's must not bring it up; the same beat from node 3's address does (so the beat
+# itself is right, and the address is what refused the first)
+HBS=$TOP/build/test/tools/hbsend
+"$HBS" "$CDIR/psid.conf" 3 127.0.0.9 0
+! wait_state 0 3 up 500 >/dev/null && grep -q "heartbeat from 127.0.0.9 dropped: address" "$CDIR/psid-0.log"
+check "security: a heartbeat from another address than its node's is dropped" $? \
+    "node 3 is $(state_of 0 3); $(grep 127.0.0.9 "$CDIR/psid-0.log" | tail -2)"
+"$HBS" "$CDIR/psid.conf" 3 127.0.0.4 0
+wait_state 0 3 up 2000 >/dev/null
+check "security: the same heartbeat from the node's own address is taken" $? "$(state_of 0 3)"
+wait_state 0 3 down 3000 >/dev/null # silent again: declared down
+
 # start-up without --foreground: errors before detaching (exit 1, the reason on stderr), and
 # exit 0 only once the daemon runs
 out=$(timeout 10 "$BIN/psid" -f "$CDIR/psid.conf" --node 0 2>&1)
@@ -122,10 +135,10 @@ done
 head -c 56 /dev/zero >/dev/udp/127.0.0.1/"$hbport"
 # daemon 0 has read all six junk heartbeats (the last went after the RDP junk) before it is
 # asked whether it is still well
-jhb() { [ "$(grep -c "heartbeat from 127.0.0.1 dropped: bad" "$CDIR/psid-0.log")" -ge 6 ]; }
+jhb() { [ "$(grep -c "heartbeat from 127.0.0.1 dropped: " "$CDIR/psid-0.log")" -ge 6 ]; }
 wait_until 3000 jhb
 check "bad input: junk heartbeats are dropped and logged" $? \
-    "$(grep -c "dropped: bad" "$CDIR/psid-0.log") 'dropped: bad' lines in psid-0.log"
+    "$(grep -c "heartbeat from 127.0.0.1 dropped: " "$CDIR/psid-0.log") heartbeat drop lines in psid-0.log"
 if [ "$(state_of 0 1)" = up ] && [ "$(state_of 1 0)" = up ] && kill -0 "${PIDS[0]}" 2>/dev/null; then
     pass "bad input: junk on the heartbeat and RDP ports, daemon alive"
 else

@@ -2,9 +2,12 @@
  * test_hbwire.c - unit tests for psid's heartbeat packet: round trip and malformed or
  * forged packets (every truncation, every flipped bit, another key).
  */
+#include "../../psid/daemon.h"
 #include "../../psid/hbwire.h"
 #include "unit.h"
 
+#include <arpa/inet.h>
+#include <sodium.h>
 #include <string.h>
 
 static void test_hb(void)
@@ -45,4 +48,47 @@ static void test_hb(void)
     CU_ASSERT_STRING_EQUAL(why, "version");
 }
 
-UNIT_SUITE(hbwire, UNIT_TEST(test_hb))
+/* The heartbeat key is derived from the cluster key, not the key itself: a beat MACed with
+ * the cluster key (as version 1 did) fails; version 1 is refused as such. */
+static void test_hb_key(void)
+{
+    CU_ASSERT_TRUE_FATAL(sodium_init() >= 0);
+    uint8_t cluster[32], hk[32], hk2[32], pkt[HB_LEN];
+    memset(cluster, 0x42, sizeof cluster);
+    hb_key_derive(cluster, hk);
+    hb_key_derive(cluster, hk2);
+    CU_ASSERT_EQUAL(memcmp(hk, hk2, 32), 0); /* every node derives the same */
+    CU_ASSERT_NOT_EQUAL(memcmp(hk, cluster, 32), 0);
+    struct hb h = {.type = HB_BEAT, .node = 3, .incarnation = 9, .seq = 10}, d;
+    const char *why = NULL;
+    hb_encode(pkt, &h, cluster);
+    CU_ASSERT_EQUAL(hb_decode(pkt, sizeof pkt, &d, hk, &why), -1);
+    CU_ASSERT(why && !strcmp(why, "mac"));
+    hb_encode(pkt, &h, hk);
+    CU_ASSERT_EQUAL(hb_decode(pkt, sizeof pkt, &d, hk, &why), 0);
+    pkt[0] = 1;
+    CU_ASSERT_EQUAL(hb_decode(pkt, sizeof pkt, &d, hk, &why), -1);
+    CU_ASSERT(why && !strcmp(why, "version"));
+}
+
+/* A heartbeat speaks for a node only from that node's configured address. */
+static void test_hb_address(void)
+{
+    struct psconf_node cn;
+    memset(&cn, 0, sizeof cn);
+    struct sockaddr_in *a = (struct sockaddr_in *)&cn.addr;
+    a->sin_family = AF_INET;
+    inet_pton(AF_INET, "127.0.0.2", &a->sin_addr);
+    a->sin_port = htons(20000);
+    struct psid_node n = {.conf = &cn};
+    struct sockaddr_in from = {.sin_family = AF_INET, .sin_port = htons(31234)};
+    inet_pton(AF_INET, "127.0.0.2", &from.sin_addr);
+    CU_ASSERT_TRUE(membership_addr_ok(&n, &from)); /* any source port: the address counts */
+    inet_pton(AF_INET, "127.0.0.9", &from.sin_addr);
+    CU_ASSERT_FALSE(membership_addr_ok(&n, &from));
+    inet_pton(AF_INET, "198.18.0.2", &from.sin_addr);
+    CU_ASSERT_FALSE(membership_addr_ok(&n, &from));
+    CU_ASSERT_STRING_EQUAL(hb_drop_name(HB_DROP_ADDRESS), "address");
+}
+
+UNIT_SUITE(hbwire, UNIT_TEST(test_hb), UNIT_TEST(test_hb_key), UNIT_TEST(test_hb_address))
