@@ -1,9 +1,9 @@
 #!/bin/bash
 # bench/launch.sh - job launch: `psrun -n N /bin/true`, start to exit, on 4 and 8 virtual nodes
 # (pslocal, loopback), side by side with MPICH's `mpiexec -n N /bin/true` (hydra, fork launcher,
-# as /work/shared/peers/06_mpich.sh) and, where Slurm can be started (root, packages
+# as ../shared/peers/06_mpich.sh) and, where Slurm can be started (root, packages
 # installed), `srun -n N /bin/true` on a private one-node Slurm (bench/lib/slurm.sh, after
-# /work/shared/peers/07_slurm.sh: auth/none, 256 advertised CPUs).
+# ../shared/peers/07_slurm.sh: auth/none, 256 advertised CPUs).
 #
 # Every N is one hyperfine invocation (-N: no shell; warm-up, then RUNS runs of each command in
 # turn), so all launchers of a row are measured within seconds of each other. Both clusters

@@ -27,7 +27,7 @@
 #define PSMSG_HDR     12
 #define PSMSG_FHDR    8
 #define PSMSG_MAX     (1u << 20) /* largest message */
-#define PSMSG_DEPTH   4          /* deepest nesting of records */
+#define PSMSG_DEPTH   4          /* nesting levels, the body included: records nest 3 deep */
 #define PSMSG_RECORD  0x8000     /* tags with this bit hold records */
 
 /* A validated sequence of fields (a message body or a record). */

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # bench/lib/slurm.sh - a private one-node Slurm for the benchmarks (bench/psid.sh,
-# bench/launch.sh) to compare against, set up as /work/shared/peers/07_slurm.sh does it:
+# bench/launch.sh) to compare against, set up as ../shared/peers/07_slurm.sh does it:
 # slurmctld + slurmd in the foreground (-D) as background jobs of the calling script,
 # AuthType=auth/none + CredType=cred/none (no munge), everything in a directory of its own,
 # ports of its own (not 07_slurm.sh's), the machine's one node advertised with SLURM_CPUS CPUs.
