@@ -77,7 +77,8 @@ struct psmsg_buf {
     size_t len, cap;
     size_t open[PSMSG_DEPTH]; /* offsets of open records */
     int depth;
-    int err; /* first error (errno value); 0: none */
+    int err;     /* first error (errno value); 0: none */
+    size_t need; /* the message's length had it fit: len, or more after EMSGSIZE */
 };
 
 void psmsg_begin(struct psmsg_buf *b, uint16_t type, uint32_t id);

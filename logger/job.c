@@ -186,10 +186,14 @@ static void on_rank_msg(struct lg_job *j, const struct psmsg *m)
         r->state = LG_R_NOSTART;
         r->err = (int)err;
         j->ended++;
-        if (text[0] && !strstr(text, reason))
-            snprintf(how, sizeof how, "cannot execute %s: %s (%s)", j->cfg.prog, reason, text);
-        else
+        /* psid's text says what failed (the directory, the user, the program, the size of
+         * the request); without one, the exec is what failed */
+        if (!text[0])
             snprintf(how, sizeof how, "cannot execute %s: %s", j->cfg.prog, reason);
+        else if (strstr(text, reason))
+            snprintf(how, sizeof how, "%s", text);
+        else
+            snprintf(how, sizeof how, "%s: %s", text, reason);
         rank_failed(j, rank, lg_spawn_code((int)err), how);
         return;
     }

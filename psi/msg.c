@@ -131,6 +131,7 @@ struct psmsg_view psmsg_record(const struct psmsg_field *f)
 
 static uint8_t *grow(struct psmsg_buf *b, size_t n)
 {
+    b->need += n;
     if (b->err) return NULL;
     if (b->len + n > PSMSG_MAX) {
         b->err = EMSGSIZE;
@@ -154,7 +155,7 @@ static uint8_t *grow(struct psmsg_buf *b, size_t n)
 
 void psmsg_begin(struct psmsg_buf *b, uint16_t type, uint32_t id)
 {
-    b->len = 0;
+    b->len = b->need = 0;
     b->depth = 0;
     b->err = 0;
     uint8_t *p = grow(b, PSMSG_HDR);

@@ -119,6 +119,32 @@ struct fanout {
     uint32_t uid, gid;
 };
 
+/* The argv, environment, cwd, umask and input rank a PSM_D_SPAWN carries over from the
+ * client's request (send_spawn copies exactly these). */
+static bool copied_to_nodes(uint16_t tag)
+{
+    return tag == PSF_ARG || tag == PSF_ENV || tag == PSF_CWD || tag == PSF_UMASK ||
+           tag == PSF_INPUT;
+}
+
+/* The size of the largest PSM_D_SPAWN of the job (the node with the most ranks): the
+ * fields send_spawn writes, the copied ones, and a PSF_RANK per rank. */
+static size_t spawn_size(const struct psmsg *req, const uint32_t *where, uint32_t np,
+                         const struct place_node *nodes, size_t n)
+{
+    size_t copied = 0, pos = 0, most = 0;
+    struct psmsg_field f;
+    while (psmsg_next(&req->body, &pos, &f))
+        if (copied_to_nodes(f.tag)) copied += PSMSG_FHDR + f.len;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        for (uint32_t r = 0; r < np; r++) k += where[r] == nodes[i].id;
+        if (k > most) most = k;
+    }
+    /* REQ, UID, GID, SIZE: u32; JOB: u64 */
+    return PSMSG_HDR + 4 * (PSMSG_FHDR + 4) + (PSMSG_FHDR + 8) + copied + most * (PSMSG_FHDR + 4);
+}
+
 static void send_spawn(struct psid *d, uint32_t node, void *arg)
 {
     struct fanout *fo = arg;
@@ -134,9 +160,7 @@ static void send_spawn(struct psid *d, uint32_t node, void *arg)
     size_t pos = 0;
     struct psmsg_field f;
     while (psmsg_next(&fo->req->body, &pos, &f))
-        if (f.tag == PSF_ARG || f.tag == PSF_ENV || f.tag == PSF_CWD || f.tag == PSF_UMASK ||
-            f.tag == PSF_INPUT)
-            psmsg_put_bytes(&b, f.tag, f.val, f.len);
+        if (copied_to_nodes(f.tag)) psmsg_put_bytes(&b, f.tag, f.val, f.len);
     for (uint32_t r = 0; r < j->np; r++)
         if (j->ranks[r].node == node) psmsg_put_u32(&b, PSF_RANK, r);
     if (psid_send(d, node, &b) < 0) log_warn("spawn on node %u: %s", node, strerror(errno));
@@ -175,6 +199,14 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
     if (partition(d, c, m, nodes, &n) < 0) goto out;
     if (place_ranks(nodes, n, np, ppn, overbook != 0, where, why, sizeof why) < 0) {
         client_error(c, m->id, EBUSY, why);
+        goto out;
+    }
+    /* the nodes' spawn messages carry more than the request: fail now, not on the way */
+    size_t need = spawn_size(m, where, np, nodes, n);
+    if (need > PSMSG_MAX) {
+        snprintf(why, sizeof why, "argument list too long for a spawn (%zu bytes, limit %u)", need,
+                 PSMSG_MAX);
+        client_error(c, m->id, E2BIG, why);
         goto out;
     }
     *j = (struct job){.d = d,

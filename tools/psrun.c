@@ -64,6 +64,7 @@ struct opts {
     double time_limit; /* 0: none */
     double kill_delay;
     int verbose;
+    const char *chdir; /* the ranks' working directory; NULL: psrun's */
     char **argv;
 };
 
@@ -105,6 +106,7 @@ static const char usage_text[] =
     "      --overbook          allow more ranks than CPUs on a node\n"
     "  -l, --label             prefix every output line with \"RANK: \"\n"
     "  -i, --input WHO         stdin to rank WHO (default 0), to all ranks, or none\n"
+    "  -D, --chdir DIR         the ranks' working directory (default: this one)\n"
     "  -x, --export VAR[=VAL]  also export VAR (repeatable; VAR=VAL sets it)\n"
     "      --export-all        export the whole environment\n"
     "  -t, --time T            time limit: seconds, or [[H:]M:]S; then SIGTERM, SIGKILL\n"
@@ -177,6 +179,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                           {"label", no_argument, 0, 'l'},
                                           {"input", required_argument, 0, 'i'},
                                           {"export", required_argument, 0, 'x'},
+                                          {"chdir", required_argument, 0, 'D'},
                                           {"export-all", no_argument, 0, O_EXPORT_ALL},
                                           {"time", required_argument, 0, 't'},
                                           {"kill-on-bad-exit", no_argument, 0, 'K'},
@@ -187,7 +190,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
     o->np = 1;
     o->kill_delay = DEFAULT_KILL_DELAY;
     int c;
-    while ((c = getopt_long(argc, argv, "+n:w:li:x:t:Kvh", lopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+n:w:li:x:D:t:Kvh", lopts, NULL)) != -1) {
         switch (c) {
         case 'n':
             if (parse_u32(optarg, 1, MAX_NP, &o->np) < 0) {
@@ -221,6 +224,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
             break;
         case O_EXPORT_ALL:
             o->export_all = true;
+            break;
+        case 'D':
+            if (!*optarg) {
+                fprintf(stderr, "psrun: -D: an empty directory name\n");
+                return 2;
+            }
+            o->chdir = optarg;
             break;
         case 't':
             if (parse_time(optarg, &o->time_limit) < 0) {
@@ -297,7 +307,19 @@ static int send_spawn(struct psrun *p, const uint32_t *ids, size_t nids, uint32_
         fprintf(stderr, "psrun: out of memory\n");
         return -1;
     }
-    char *cwd = getcwd(NULL, 0);
+    /* -D is taken as given: the ranks' nodes resolve it (a relative one against psrun's
+     * directory, as srun does) */
+    char *cwd = NULL;
+    if (p->o.chdir && p->o.chdir[0] == '/') {
+        cwd = strdup(p->o.chdir);
+    } else {
+        char *here = getcwd(NULL, 0);
+        if (here && p->o.chdir && asprintf(&cwd, "%s/%s", here, p->o.chdir) < 0) cwd = NULL;
+        if (here && !p->o.chdir)
+            cwd = here;
+        else
+            free(here);
+    }
     if (!cwd) {
         fprintf(stderr, "psrun: cannot determine the current directory: %s\n", strerror(errno));
         lg_strv_free(&env);
@@ -318,10 +340,13 @@ static int send_spawn(struct psrun *p, const uint32_t *ids, size_t nids, uint32_
     psmsg_put_u32(&b, PSF_INPUT, p->o.input);
     free(cwd);
     lg_strv_free(&env);
+    size_t len = b.need; /* lg_conn_send takes the buffer */
     if (lg_conn_send(&p->conn, &b, 0, id) < 0) {
         if (errno == EMSGSIZE)
-            fprintf(stderr, "psrun: the command line and the environment are too long "
-                            "(more than 1 MiB)\n");
+            fprintf(stderr,
+                    "psrun: argument list too long for a spawn (%zu bytes with the "
+                    "environment, limit %u)\n",
+                    len, PSMSG_MAX);
         else
             fprintf(stderr, "psrun: cannot build the spawn request: %s\n", strerror(errno));
         return -1;

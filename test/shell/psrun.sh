@@ -215,6 +215,56 @@ run "$PSRUN" -n 1 "$CDIR/noexec"
 [ $RC -eq 126 ] && grep -q "rank 0 (node n[0-3]): cannot execute $CDIR/noexec: Permission denied" <<<"$ERR"
 check "exit: not executable -> 126" $? "rc=$RC: $ERR"
 
+# an argument list near the 1 MiB limit: too long for psrun's own request -> the size and
+# the limit, at once; just short enough for the request but not for the nodes' spawn
+# message (a few fields more) -> psid says so at once, no hang; shorter -> it runs
+bigargs() { # bigargs BYTES: arguments of 100000 bytes and a rest, BYTES in all
+    local n=$1 chunk
+    chunk=$(head -c 100000 /dev/zero | tr '\0' a)
+    ARGS=()
+    while ((n > 100000)); do
+        ARGS+=("$chunk")
+        n=$((n - 100000))
+    done
+    ARGS+=("${chunk:0:n}")
+}
+bigargs 1048576
+run timeout 20 "$PSRUN" -n 1 -w 1 true "${ARGS[@]}"
+over=$(sed -n 's/^psrun: argument list too long for a spawn (\([0-9]*\) bytes with the environment, limit 1048576)$/\1/p' <<<"$ERR")
+[ $RC -eq 1 ] && [ -n "$over" ]
+check "argv over 1 MiB: psrun names the size and the limit, exit 1" $? "rc=$RC: $ERR"
+if [ -n "$over" ]; then
+    bigargs $((1048576 - (over - 1048576) - 8)) # the request: 8 bytes under the limit
+    t0=$(now_ms)
+    run timeout 20 "$PSRUN" -n 1 -w 1 true "${ARGS[@]}"
+    [ $RC -eq 1 ] && [ $(($(now_ms) - t0)) -lt 5000 ] &&
+        grep -q "^psrun: cannot start the job: argument list too long for a spawn ([0-9]* bytes, limit 1048576)$" <<<"$ERR"
+    check "argv just under 1 MiB: too long for the nodes' spawn message, said at once" $? \
+        "rc=$RC after $(($(now_ms) - t0)) ms: $ERR"
+    bigargs $((1048576 - (over - 1048576) - 400))
+    run timeout 20 "$PSRUN" -n 1 -w 1 true "${ARGS[@]}"
+    check "argv 400 bytes shorter: it runs" $RC "rc=$RC: $ERR"
+fi
+
+# the working directory: -D, and a rank that cannot change to it says so (not "cannot
+# execute": psid's text names the directory)
+run "$PSRUN" -n 1 -D /tmp pwd
+[ $RC -eq 0 ] && [ "$OUT" = /tmp ]
+check "-D DIR: the ranks run in DIR" $? "rc=$RC: $OUT $ERR"
+run "$PSRUN" -n 1 -D /nonexistent/dir true
+[ $RC -ne 0 ] && grep -q "rank 0 (node n[0-3]): cannot change to the directory /nonexistent/dir: No such file or directory" <<<"$ERR" &&
+    ! grep -q "cannot execute" <<<"$ERR"
+check "a directory that does not exist: named as such" $? "rc=$RC: $ERR"
+if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
+    mkdir -m 700 "$CDIR/private"
+    OUT=$(cd / && runuser -u nobody -- env PSID_SOCKET="$PSID_SOCKET" timeout 20 "$PSRUN" -n 1 -D "$CDIR/private" true 2>&1)
+    RC=$?
+    [ $RC -ne 0 ] && grep -q "cannot change to the directory $CDIR/private: Permission denied" <<<"$OUT"
+    check "a directory the user cannot enter: named, with Permission denied" $? "rc=$RC: $OUT"
+else
+    echo "SKIP: psrun: a directory the user cannot enter (needs root)"
+fi
+
 t0=$(now_ms)
 run "$PSRUN" -t 1 -n 2 sleep 20
 ms=$(($(now_ms) - t0))

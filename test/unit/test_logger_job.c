@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -71,15 +72,24 @@ static void rank_up(struct rig *g, uint32_t rank, uint32_t node)
     deliver(g, &b);
 }
 
-static void rank_fail(struct rig *g, uint32_t rank, uint32_t node, uint32_t err)
+/* A rank that did not start, with psid's text (spawn.c's: what failed, then the reason). */
+static void rank_fail_text(struct rig *g, uint32_t rank, uint32_t node, uint32_t err,
+                           const char *text)
 {
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_RANK, SPAWN_ID);
     psmsg_put_u32(&b, PSF_RANK, rank);
     psmsg_put_u32(&b, PSF_NODE_ID, node);
     psmsg_put_u32(&b, PSF_ERRNO, err);
-    psmsg_put_str(&b, PSF_TEXT, strerror((int)err));
+    if (text) psmsg_put_str(&b, PSF_TEXT, text);
     deliver(g, &b);
+}
+
+static void rank_fail(struct rig *g, uint32_t rank, uint32_t node, uint32_t err)
+{
+    char text[128];
+    snprintf(text, sizeof text, "cannot execute ./prog: %s", strerror((int)err));
+    rank_fail_text(g, rank, node, err, text);
 }
 
 static void io(struct rig *g, uint32_t rank, uint32_t stream, const void *p, size_t n)
@@ -267,6 +277,21 @@ static void test_exit_statuses(void)
     CU_ASSERT(strstr(drain(&g, 1), "cannot execute ./prog: Permission denied") != NULL);
     CU_ASSERT(lg_job_done(&g.job));
     CU_ASSERT_EQUAL(lg_job_exit_code(&g.job), 126);
+    rig_down(&g);
+
+    /* psid says what failed: a directory the user cannot enter is not "cannot execute" */
+    rig_up(&g, 1, false, 0);
+    spawn_reply(&g);
+    rank_fail_text(&g, 0, 0, EACCES, "cannot change to the directory /secret: Permission denied");
+    const char *e = drain(&g, 1);
+    CU_ASSERT(strstr(e, "cannot change to the directory /secret: Permission denied") != NULL);
+    CU_ASSERT(strstr(e, "cannot execute") == NULL);
+    rig_down(&g);
+    /* without a text, the exec failed */
+    rig_up(&g, 1, false, 0);
+    spawn_reply(&g);
+    rank_fail_text(&g, 0, 0, ENOENT, NULL);
+    CU_ASSERT(strstr(drain(&g, 1), "cannot execute ./prog: No such file or directory") != NULL);
     rig_down(&g);
 }
 

@@ -74,11 +74,15 @@ static void test_build_errors(void)
     psmsg_begin(&b, 1, 1);
     static uint8_t big[PSMSG_MAX];
     psmsg_put_bytes(&b, 5, big, sizeof big); /* over the limit */
+    psmsg_put_u32(&b, 6, 1);                 /* and more after it */
     CU_ASSERT_EQUAL(psmsg_end(&b), -1);
     CU_ASSERT_EQUAL(errno, EMSGSIZE);
+    /* what it would have taken, for the error message */
+    CU_ASSERT_EQUAL(b.need, PSMSG_HDR + PSMSG_FHDR + sizeof big + PSMSG_FHDR + 4);
     psmsg_begin(&b, 1, 1); /* the buffer is usable again */
     psmsg_put_u32(&b, 5, 5);
     CU_ASSERT_EQUAL(psmsg_end(&b), 0);
+    CU_ASSERT_EQUAL(b.need, b.len);
     psmsg_buf_free(&b);
 }
 
