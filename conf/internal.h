@@ -75,6 +75,9 @@ enum conf_key_id {
     CK_PSID,
     CK_SOCKET,
     CK_KILL_DELAY,
+    CK_MAX_CLIENTS,
+    CK_MAX_CLIENTS_UID,
+    CK_CLIENT_IDLE,
     CK_NODES,
     CK__COUNT
 };

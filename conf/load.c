@@ -51,6 +51,9 @@ void psconf_defaults(struct psconf *c)
     inet_pton(AF_INET, "239.255.88.6", &c->hb_group.sin_addr);
     strcpy(c->socket_fmt, "/run/pscluster/psid.sock");
     c->kill_delay_ms = 10000;
+    c->max_clients = 4096;
+    c->max_clients_uid = 256;
+    c->client_idle_s = 300;
 }
 
 void psconf_free(struct psconf *c)

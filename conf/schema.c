@@ -238,6 +238,9 @@ static const struct conf_key hb_keys[] = {
 static const struct conf_key psid_keys[] = {
     STR_KEY("socket", CK_SOCKET, set_socket),
     UINT_KEY("kill_delay_ms", CK_KILL_DELAY, 0, 3600000, kill_delay_ms),
+    UINT_KEY("max_clients", CK_MAX_CLIENTS, 16, 1000000, max_clients),
+    UINT_KEY("max_clients_per_uid", CK_MAX_CLIENTS_UID, 1, 1000000, max_clients_uid),
+    UINT_KEY("client_idle_s", CK_CLIENT_IDLE, 0, 86400, client_idle_s),
     {0},
 };
 

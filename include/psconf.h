@@ -71,6 +71,10 @@ struct psconf {
     /* psid = { ... } */
     char socket_fmt[PATH_MAX]; /* psid's UNIX socket; %n = node id, %% = % */
     unsigned kill_delay_ms;    /* SIGTERM -> SIGKILL delay for orphaned tasks */
+    unsigned max_clients;      /* client connections in all (root keeps a share) */
+    unsigned max_clients_uid;  /* client connections of one uid (root: no limit) */
+    unsigned client_idle_s;    /* a client that sends nothing and holds nothing: closed
+                                * after this long; 0: never */
 
     struct psconf_node *nodes; /* sorted by id */
     size_t nnodes;

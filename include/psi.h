@@ -60,8 +60,9 @@ void psi_close(struct psi *c);
 int psi_fd(const struct psi *c);
 /* Send the request built in req (psmsg_begin with any id: psi_call sets it) and read its
  * reply into *reply (valid until the next call on c). A PSM_ERROR reply returns -1 with
- * errno from PSF_ERRNO; EPROTO for a malformed reply; ENOBUFS when more than PSI_EVQ_MAX
- * bytes of events arrived first; other errno values for I/O errors (ECONNRESET: psid
+ * errno from PSF_ERRNO, and its PSF_TEXT in *reply (also one with id 0: psid refusing the
+ * connection, e.g. EUSERS past a limit); EPROTO for a malformed reply; ENOBUFS when more than
+ * PSI_EVQ_MAX bytes of events arrived first; other errno values for I/O errors (ECONNRESET: psid
  * closed the connection). */
 int psi_call(struct psi *c, struct psmsg_buf *req, struct psmsg *reply);
 /* Send a request and do not wait (its reply will be dropped when it comes). Returns the

@@ -151,7 +151,9 @@ int psi_call(struct psi *c, struct psmsg_buf *req, struct psmsg *reply)
             if (queue_event(c, reply) < 0) return -1;
             continue;
         }
-        if (reply->id != id) continue; /* the reply to a request sent with psi_send */
+        /* the reply to a request sent with psi_send; but PSM_ERROR with id 0 is psid's word
+         * on the connection itself (refused, or a malformed frame): it closes it after */
+        if (reply->id != id && !(reply->type == PSM_ERROR && reply->id == 0)) continue;
         if (reply->type == PSM_ERROR) {
             uint32_t e = EPROTO;
             psmsg_get_u32(&reply->body, PSF_ERRNO, &e);

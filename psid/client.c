@@ -8,6 +8,12 @@
  * the reply; a client that does not read its replies is dropped once MAX_OUT bytes are
  * waiting.
  *
+ * Limits (psid.conf): max_clients connections in all, of which the last ROOT_RESERVE are
+ * root's only, and max_clients_per_uid per uid but root; a connection over a limit gets
+ * PSM_ERROR EUSERS with the limit and is closed, and the uid is logged once. A client that
+ * sends nothing for client_idle_s and holds nothing is closed. Out of descriptors, accept
+ * gives up a spare one to take and refuse the connection instead of spinning.
+ *
  * A client is never freed where its connection fails. client_kill() only marks it dead and
  * takes its socket out of the loop: a dead client is still valid memory, sends to it are
  * dropped, and its requests are no longer read. The other modules hear of it (jobs,
@@ -31,7 +37,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define MAX_CLIENTS 4096
+#define ROOT_RESERVE 64 /* of max_clients: connections only root may take */
+#define IDLE_SCAN_NS (5000000000ull)
 /* Replies and job output waiting for a client. Output is flow-controlled per rank
  * (PSI_IO_WINDOW), so a job of N ranks needs up to N windows; beyond this the client is
  * not reading at all and is dropped. */
@@ -49,6 +56,7 @@ struct client {
     bool closing;     /* close once the output is flushed */
     bool in_dispatch; /* handling its requests: replies are flushed after */
     bool dead;        /* connection over; freed by clients_reap */
+    uint64_t active;  /* loop_now() of its last request */
     struct client *next;
     struct client *next_dead;
 };
@@ -59,7 +67,41 @@ struct clients {
     struct client *list;
     struct client *dead; /* marked by client_kill, not yet reaped */
     unsigned n;
+    struct uid_count *uids; /* connections per uid (not root) */
+    size_t nuids, capuids;
+    int spare_fd;       /* /dev/null, given up to accept and refuse when out of fds */
+    uint64_t fd_warned; /* loop_now() of the last "out of descriptors" line */
+    uint64_t idle_timer;
 };
+
+struct uid_count {
+    uint32_t uid;
+    unsigned n;
+    bool warned; /* over the limit, logged once until it drops under again */
+};
+
+static struct uid_count *uid_slot(struct clients *cs, uint32_t uid, bool add)
+{
+    for (size_t i = 0; i < cs->nuids; i++)
+        if (cs->uids[i].uid == uid) return &cs->uids[i];
+    if (!add) return NULL;
+    if (cs->nuids == cs->capuids) {
+        size_t n = cs->capuids ? cs->capuids * 2 : 16;
+        struct uid_count *v = realloc(cs->uids, n * sizeof *v);
+        if (!v) return NULL;
+        cs->uids = v;
+        cs->capuids = n;
+    }
+    cs->uids[cs->nuids] = (struct uid_count){.uid = uid};
+    return &cs->uids[cs->nuids++];
+}
+
+static void uid_release(struct clients *cs, uint32_t uid)
+{
+    struct uid_count *u = uid ? uid_slot(cs, uid, false) : NULL;
+    if (!u) return;
+    if (--u->n == 0) *u = cs->uids[--cs->nuids];
+}
 
 /* The connection is over: no more reading or sending. Freed later by clients_reap. */
 static void client_kill(struct client *c)
@@ -88,6 +130,7 @@ static void client_free(struct client *c)
             break;
         }
     cs->n--;
+    uid_release(cs, client_uid(c));
     close(c->fd);
     free(c->in);
     free(c->out);
@@ -324,6 +367,7 @@ static void on_client(void *ctx, uint32_t events)
         }
         if (r < 0) break;
         c->inlen += (size_t)r;
+        c->active = loop_now();
         size_t off = 0;
         while (!c->closing && !c->dead && c->inlen - off >= PSMSG_HDR) {
             uint32_t flen = psmsg_frame_len(c->in + off, c->inlen - off);
@@ -345,24 +389,95 @@ static void on_client(void *ctx, uint32_t events)
     flush_out(c);
 }
 
+/* Answer a connection that may not stay with PSM_ERROR (why) and close it. */
+static void refuse(int fd, int err, const char *why)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_ERROR, 0);
+    psmsg_put_u32(&b, PSF_ERRNO, (uint32_t)err);
+    psmsg_put_str(&b, PSF_TEXT, why);
+    if (psmsg_end(&b) == 0) (void)!send(fd, b.data, b.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    psmsg_buf_free(&b);
+    close(fd);
+}
+
+/* Out of descriptors: give up the spare one, take the connection, close it, take the spare
+ * back. The queue drains instead of waking the loop forever (as libuv and nginx do). */
+static void refuse_no_fd(struct psid *d)
+{
+    struct clients *cs = d->clients;
+    if (cs->spare_fd >= 0) close(cs->spare_fd);
+    int fd = accept4(cs->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) refuse(fd, EMFILE, "psid is out of file descriptors");
+    cs->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    uint64_t now = loop_now();
+    if (!cs->fd_warned || now - cs->fd_warned > 60000000000ull) {
+        log_warn("out of file descriptors (%u clients): refusing clients", cs->n);
+        cs->fd_warned = now;
+    }
+}
+
+/* The limits: max_clients in all, the last ROOT_RESERVE for root; max_clients_per_uid per
+ * uid but root's. 0, or -1 after refusing the connection. */
+static int admit(struct psid *d, int fd, const struct ucred *cr)
+{
+    struct clients *cs = d->clients;
+    unsigned all = d->conf.max_clients;
+    unsigned cap = cr->uid == 0 || all <= ROOT_RESERVE ? all : all - ROOT_RESERVE;
+    char why[160];
+    if (cs->n >= cap) {
+        snprintf(why, sizeof why, "too many clients of psid (limit %u%s)", cap,
+                 cr->uid ? ", the rest kept for root" : "");
+        refuse(fd, EUSERS, why);
+        return -1;
+    }
+    if (cr->uid == 0) return 0;
+    struct uid_count *u = uid_slot(cs, cr->uid, true);
+    if (!u) {
+        refuse(fd, ENOMEM, "out of memory");
+        return -1;
+    }
+    if (u->n >= d->conf.max_clients_uid) {
+        snprintf(why, sizeof why, "too many connections of uid %u (limit %u)", (unsigned)cr->uid,
+                 d->conf.max_clients_uid);
+        if (!u->warned) log_warn("%s; refusing more", why);
+        u->warned = true;
+        refuse(fd, EUSERS, why);
+        return -1;
+    }
+    if (u->n < d->conf.max_clients_uid / 2) u->warned = false;
+    u->n++;
+    return 0;
+}
+
 static void on_accept(void *ctx, uint32_t events)
 {
     struct psid *d = ctx;
     (void)events;
     for (;;) {
         int fd = accept4(d->clients->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) return;
-        struct client *c = calloc(1, sizeof *c);
-        socklen_t cl = sizeof c->cred;
-        if (!c || d->clients->n >= MAX_CLIENTS ||
-            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &cl) < 0) {
-            if (c && d->clients->n >= MAX_CLIENTS) log_warn("too many clients; refused one");
-            free(c);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE) refuse_no_fd(d);
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            return;
+        }
+        struct ucred cr;
+        socklen_t cl = sizeof cr;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
             close(fd);
+            continue;
+        }
+        if (admit(d, fd, &cr) < 0) continue;
+        struct client *c = calloc(1, sizeof *c);
+        if (!c) {
+            uid_release(d->clients, cr.uid);
+            refuse(fd, ENOMEM, "out of memory");
             continue;
         }
         c->d = d;
         c->fd = fd;
+        c->cred = cr;
+        c->active = loop_now();
         c->pidfd = (int)syscall(SYS_pidfd_open, c->cred.pid, 0);
         c->next = d->clients->list;
         d->clients->list = c;
@@ -370,6 +485,29 @@ static void on_accept(void *ctx, uint32_t events)
         if (loop_fd(d->loop, fd, EPOLLIN, on_client, c) < 0) client_kill(c);
         log_debug("client pid %d uid %d connected", (int)c->cred.pid, (int)c->cred.uid);
     }
+}
+
+static bool client_busy(struct client *c)
+{
+    struct psid *d = c->d;
+    return c->outlen > c->outoff || jobs_client_busy(d, c) || notify_client_busy(d, c) ||
+           pending_client_busy(d, c) || preload_client_busy(d, c);
+}
+
+/* Close clients that sent nothing for client_idle_s and hold nothing. */
+static void idle_scan(void *ctx)
+{
+    struct psid *d = ctx;
+    struct clients *cs = d->clients;
+    uint64_t now = loop_now(), idle = (uint64_t)d->conf.client_idle_s * 1000000000ull;
+    for (struct client *c = cs->list; c; c = c->next)
+        if (!c->dead && now - c->active >= idle && !client_busy(c)) {
+            log_info("client pid %d uid %d idle for %u s: closed", (int)c->cred.pid,
+                     (int)c->cred.uid, d->conf.client_idle_s);
+            client_kill(c);
+        }
+    uint64_t every = idle / 4 < IDLE_SCAN_NS ? idle / 4 : IDLE_SCAN_NS;
+    cs->idle_timer = loop_timer(d->loop, now + (every ? every : 1), idle_scan, d);
 }
 
 /* A leftover socket from a daemon that died is removed; a live one is an error. */
@@ -404,6 +542,7 @@ int clients_start(struct psid *d)
     if (!cs) return -1;
     d->clients = cs;
     cs->lfd = -1;
+    cs->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     char rel[sizeof cs->path], cwd[sizeof cs->path];
     if (psconf_socket_path(&d->conf, d->self->id, rel, sizeof rel) < 0) {
         log_err("client socket path: %s", strerror(errno));
@@ -446,7 +585,9 @@ int clients_start(struct psid *d)
         return -1;
     }
     loop_set_before_wait(d->loop, clients_reap, d);
-    log_info("clients: %s", cs->path);
+    if (d->conf.client_idle_s) cs->idle_timer = loop_timer(d->loop, loop_now(), idle_scan, d);
+    log_info("clients: %s (at most %u, %u per uid)", cs->path, d->conf.max_clients,
+             d->conf.max_clients_uid);
     return 0;
 }
 
@@ -455,8 +596,11 @@ void clients_stop(struct psid *d)
     struct clients *cs = d->clients;
     if (!cs) return;
     loop_set_before_wait(d->loop, NULL, NULL);
+    loop_timer_cancel(d->loop, cs->idle_timer);
     for (struct client *c = cs->list; c; c = c->next) client_kill(c);
     clients_reap(d);
+    free(cs->uids);
+    if (cs->spare_fd >= 0) close(cs->spare_fd);
     if (cs->lfd >= 0) {
         loop_fd_del(d->loop, cs->lfd);
         close(cs->lfd);

@@ -125,6 +125,12 @@ void send_free(struct psid *d);
 /* jobs.c */
 void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m);
 void jobs_client_gone(struct psid *d, struct client *c);
+/* Whether the client holds state in the module (a job, a notification, a pending request,
+ * a preload endpoint): such a client is never closed for being idle. */
+bool jobs_client_busy(struct psid *d, const struct client *c);
+bool notify_client_busy(struct psid *d, const struct client *c);
+bool pending_client_busy(struct psid *d, const struct client *c);
+bool preload_client_busy(struct psid *d, const struct client *c);
 void jobs_io_ack(struct psid *d, struct client *c, const struct psmsg *m);
 void jobs_input(struct psid *d, struct client *c, const struct psmsg *m);
 void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m);

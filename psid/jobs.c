@@ -51,6 +51,11 @@ static struct job *job_of_client(struct psid *d, const struct client *c)
     return NULL;
 }
 
+bool jobs_client_busy(struct psid *d, const struct client *c)
+{
+    return job_of_client(d, c) != NULL;
+}
+
 static void job_free(struct job *j)
 {
     for (struct job **pp = &j->d->jobs; *pp; pp = &(*pp)->next)

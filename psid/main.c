@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -129,6 +130,12 @@ int main(int argc, char **argv)
     /* Start-up errors are start-up errors: every socket is opened, and every message goes
      * to stderr, before the daemon detaches, so a busy port exits 1 with its reason. */
     log_open(lvl, 0, ident);
+    /* every client holds a descriptor: take what the system allows (the hard limit) */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0) log_warn("RLIMIT_NOFILE: %s", strerror(errno));
+    }
     d.incarnation = realtime_ns();
     d.hb_fd = d.sig_fd = -1;
     d.loop = loop_new();

@@ -233,6 +233,13 @@ void notify_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
     }
 }
 
+bool notify_client_busy(struct psid *d, const struct client *c)
+{
+    for (struct watch *w = d->notify ? d->notify->watches : NULL; w; w = w->next)
+        if (w->c == c) return true;
+    return false;
+}
+
 void notify_client_gone(struct psid *d, struct client *c)
 {
     struct notify *n = d->notify;

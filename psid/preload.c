@@ -461,6 +461,11 @@ void preload_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
         d_connect_reply(d, pl, from, m);
 }
 
+bool preload_client_busy(struct psid *d, const struct client *c)
+{
+    return d->preload && local_of(d->preload, c);
+}
+
 void preload_client_gone(struct psid *d, struct client *c)
 {
     struct preload *pl = d->preload;

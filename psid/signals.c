@@ -74,6 +74,13 @@ static struct pending *pending_find(struct psid *d, uint32_t req)
     return NULL;
 }
 
+bool pending_client_busy(struct psid *d, const struct client *c)
+{
+    for (struct pending *p = d->pending; p; p = p->next)
+        if (p->client == c) return true;
+    return false;
+}
+
 void pending_client_gone(struct psid *d, struct client *c)
 {
     for (struct pending *p = d->pending; p; p = p->next)

@@ -79,7 +79,9 @@ static void show_text(const struct psconf *c, const char *fp)
            c->hb_interval_ms, c->hb_dead_limit, psconf_hb_mode_name(c->hb_mode), group, c->hb_port);
     printf("psid = {\n  socket = ");
     put_str(stdout, c->socket_fmt, 0);
-    printf(";\n  kill_delay_ms = %u;\n};\n", c->kill_delay_ms);
+    printf(";\n  kill_delay_ms = %u;\n  max_clients = %u;\n  max_clients_per_uid = %u;\n"
+           "  client_idle_s = %u;\n};\n",
+           c->kill_delay_ms, c->max_clients, c->max_clients_uid, c->client_idle_s);
     printf("nodes = (\n");
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct psconf_node *n = &c->nodes[i];
@@ -113,7 +115,9 @@ static void show_json(const struct psconf *c, const char *fp)
            c->hb_interval_ms, c->hb_dead_limit, psconf_hb_mode_name(c->hb_mode), group, c->hb_port);
     printf("  \"psid\": {\"socket\": ");
     put_str(stdout, c->socket_fmt, 1);
-    printf(", \"kill_delay_ms\": %u},\n", c->kill_delay_ms);
+    printf(", \"kill_delay_ms\": %u, \"max_clients\": %u, \"max_clients_per_uid\": %u, "
+           "\"client_idle_s\": %u},\n",
+           c->kill_delay_ms, c->max_clients, c->max_clients_uid, c->client_idle_s);
     printf("  \"nodes\": [\n");
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct psconf_node *n = &c->nodes[i];

@@ -455,6 +455,9 @@ static void test_err_ranges(void)
         {"heartbeat", "dead_limit", 2, 1000},
         {"heartbeat", "port", 1, 65535},
         {"psid", "kill_delay_ms", 0, 3600000},
+        {"psid", "max_clients", 16, 1000000},
+        {"psid", "max_clients_per_uid", 1, 1000000},
+        {"psid", "client_idle_s", 0, 86400},
         {"nodes", "id", 0, 65535},
         {"nodes", "cpus", 1, 4096},
     };
@@ -1031,11 +1034,17 @@ static void test_example(void)
     fclose(f);
     CU_ASSERT_EQUAL(replaced, 1);
     static const char *const keys[] = {
-        "cluster",       "key_file",   "log_level",   "rdp",         "port",         "mtu",
-        "rto_min_us",    "rto_max_us", "rto_init_us", "max_retrans", "ack_delay_us", "sndbuf",
-        "rcvbuf",        "sock_buf",   "mac",         "mac_impl",    "offload",      "heartbeat",
-        "interval_ms",   "dead_limit", "mode",        "group",       "psid",         "socket",
-        "kill_delay_ms", "nodes",      "id",          "name",        "address",      "cpus",
+        "cluster",       "key_file",     "log_level",
+        "rdp",           "port",         "mtu",
+        "rto_min_us",    "rto_max_us",   "rto_init_us",
+        "max_retrans",   "ack_delay_us", "sndbuf",
+        "rcvbuf",        "sock_buf",     "mac",
+        "mac_impl",      "offload",      "heartbeat",
+        "interval_ms",   "dead_limit",   "mode",
+        "group",         "psid",         "socket",
+        "kill_delay_ms", "max_clients",  "max_clients_per_uid",
+        "client_idle_s", "nodes",        "id",
+        "name",          "address",      "cpus",
     };
     for (size_t i = 0; text && i < sizeof keys / sizeof keys[0]; i++) {
         char pat[64];
@@ -1076,6 +1085,9 @@ static void test_example(void)
         CU_ASSERT_EQUAL(c.hb_port, d.hb_port);
         CU_ASSERT_STRING_EQUAL(c.socket_fmt, d.socket_fmt);
         CU_ASSERT_EQUAL(c.kill_delay_ms, d.kill_delay_ms);
+        CU_ASSERT_EQUAL(c.max_clients, d.max_clients);
+        CU_ASSERT_EQUAL(c.max_clients_uid, d.max_clients_uid);
+        CU_ASSERT_EQUAL(c.client_idle_s, d.client_idle_s);
         psconf_free(&c);
     }
     free(text);

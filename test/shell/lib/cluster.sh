@@ -1,6 +1,7 @@
 # test/shell/lib/cluster.sh - helpers for integration tests on loopback clusters. Source it.
 # shellcheck shell=bash
-#   cluster_up N DIR        config + key in DIR, N psids on 127.0.0.1..N (unicast heartbeats)
+#   cluster_up N DIR        config + key in DIR, N psids on 127.0.0.1..N (unicast heartbeats);
+#                           $PSID_CONF_EXTRA: more keys of the psid group (limits)
 #   start_node I / kill_node I [SIG]   one daemon, by the pid we recorded ($PSID_BIN, default
 #                           build/bin/psid: a test may run the ASan/UBSan build instead)
 #   state_of OBSERVER NODE  "up" or "down", as OBSERVER's psid sees NODE
@@ -103,7 +104,7 @@ cluster_up() { # cluster_up N [extra rdp/heartbeat lines]
         echo "log_level = \"info\";"
         echo "rdp = { port = $port; mtu = 65536; };"
         echo "heartbeat = { mode = \"unicast\"; port = $((port + 1)); };"
-        echo "psid = { socket = \"$CDIR/psid-%n.sock\"; kill_delay_ms = 1000; };"
+        echo "psid = { socket = \"$CDIR/psid-%n.sock\"; kill_delay_ms = 1000; ${PSID_CONF_EXTRA:-} };"
         echo "nodes = ("
         for i in $(seq 0 $((NNODES - 1))); do
             echo "  { id = $i; name = \"n$i\"; address = \"127.0.0.$((i + 1))\"; cpus = 2; }$([ "$i" -lt $((NNODES - 1)) ] && echo ,)"
