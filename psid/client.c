@@ -5,8 +5,10 @@
  * and that, never a field of a message, decides what it may do. Requests are psmsg
  * messages framed by their length field; each gets one reply with the request's id. A
  * malformed frame is answered with PSM_ERROR (EBADMSG) and the connection is closed after
- * the reply; a client that does not read its replies is dropped once MAX_OUT bytes are
- * waiting.
+ * the reply. Requests are not read while more than OUT_SOFT bytes wait for the client (the
+ * back-pressure TCP gives); a client that does not read what it gets (job output, bounded
+ * by the output window per rank) is dropped past OUT_BASE plus a window per rank. Request
+ * buffers of all clients together stay within IN_BUDGET.
  *
  * Limits (psid.conf): max_clients connections in all, of which the last ROOT_RESERVE are
  * root's only, and max_clients_per_uid per uid but root; a connection over a limit gets
@@ -42,7 +44,12 @@
 /* Replies and job output waiting for a client. Output is flow-controlled per rank
  * (PSI_IO_WINDOW), so a job of N ranks needs up to N windows; beyond this the client is
  * not reading at all and is dropped. */
-#define MAX_OUT (256u << 20)
+#define OUT_BASE (4u << 20) /* plus PSI_IO_WINDOW (and framing) per rank of its job */
+/* Requests are not read while more than this waits for the client (the back-pressure TCP
+ * gives): a client that asks and never reads costs at most this, not what it asks for. */
+#define OUT_SOFT (256u << 10)
+/* Request buffers of all clients together (a frame is read whole, up to PSMSG_MAX) */
+#define IN_BUDGET (64u << 20)
 
 struct client {
     struct psid *d;
@@ -67,6 +74,7 @@ struct clients {
     struct client *list;
     struct client *dead; /* marked by client_kill, not yet reaped */
     unsigned n;
+    size_t in_total;        /* request buffers of all clients (IN_BUDGET) */
     struct uid_count *uids; /* connections per uid (not root) */
     size_t nuids, capuids;
     int spare_fd;       /* /dev/null, given up to accept and refuse when out of fds */
@@ -130,6 +138,7 @@ static void client_free(struct client *c)
             break;
         }
     cs->n--;
+    cs->in_total -= c->incap;
     uid_release(cs, client_uid(c));
     close(c->fd);
     free(c->in);
@@ -150,33 +159,59 @@ static void clients_reap(void *ctx)
 
 static void on_client(void *ctx, uint32_t events);
 
+static size_t unsent(const struct client *c)
+{
+    return c->outlen - c->outoff;
+}
+
+/* Requests are read while the client takes its replies. */
+static bool reading(const struct client *c)
+{
+    return !c->closing && unsent(c) <= OUT_SOFT;
+}
+
 static void set_events(struct client *c)
 {
-    uint32_t ev = (c->closing ? 0 : EPOLLIN) | (c->outlen > c->outoff ? EPOLLOUT : 0);
+    uint32_t ev = (reading(c) ? EPOLLIN : 0) | (unsent(c) ? EPOLLOUT : 0);
     loop_fd(c->d->loop, c->fd, ev, on_client, c);
 }
 
-/* Returns false if the client was closed. */
+void client_drop(struct client *c)
+{
+    c->closing = true;
+}
+
+static void process_input(struct client *c);
+
+/* Send what waits; then handle requests held back while the client read its replies, and
+ * send their replies (a bounded number of rounds). Returns false if the client was closed. */
 static bool flush_out(struct client *c)
 {
     if (c->dead) return false;
-    while (c->outoff < c->outlen) {
-        ssize_t w =
-            send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            if (errno == EINTR) continue;
-            client_kill(c);
-            return false;
+    for (int round = 0; round < 64; round++) {
+        while (c->outoff < c->outlen) {
+            ssize_t w =
+                send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (w < 0) {
+                if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+                if (errno == EINTR) continue;
+                client_kill(c);
+                return false;
+            }
+            c->outoff += (size_t)w;
         }
-        c->outoff += (size_t)w;
-    }
-    if (c->outoff == c->outlen) {
-        c->outoff = c->outlen = 0;
-        if (c->closing) {
-            client_kill(c);
-            return false;
+        if (c->outoff == c->outlen) {
+            c->outoff = c->outlen = 0;
+            if (c->closing) {
+                client_kill(c);
+                return false;
+            }
         }
+        if (c->in_dispatch || c->inlen < PSMSG_HDR || !reading(c)) break;
+        size_t before = c->inlen;
+        process_input(c);
+        if (c->dead) return false;
+        if (c->inlen == before) break; /* only part of a frame is there */
     }
     set_events(c);
     return true;
@@ -189,11 +224,18 @@ static void queue_reply(struct client *c, struct psmsg_buf *b)
         c->closing = true;
         return;
     }
-    if (c->outlen + b->len > MAX_OUT) {
-        log_warn("client pid %d does not read its replies; dropped", (int)c->cred.pid);
+    size_t limit = OUT_BASE + (size_t)jobs_client_ranks(c->d, c) * (PSI_IO_WINDOW + (64u << 10));
+    if (unsent(c) + b->len > limit) {
+        log_warn("client pid %d does not read what it gets (%zu bytes waiting); dropped",
+                 (int)c->cred.pid, unsent(c));
         c->closing = true;
         c->outlen = c->outoff = 0;
         return;
+    }
+    if (c->outoff && c->outoff >= c->outlen / 2) { /* sent bytes make room */
+        memmove(c->out, c->out + c->outoff, unsent(c));
+        c->outlen -= c->outoff;
+        c->outoff = 0;
     }
     if (c->outlen + b->len > c->outcap) {
         size_t cap = c->outcap ? c->outcap : 4096;
@@ -343,23 +385,65 @@ static void dispatch(struct client *c, const uint8_t *frame, size_t len)
     }
 }
 
+/* Handle the whole requests in the buffer, while the client takes its replies. */
+static void process_input(struct client *c)
+{
+    if (c->in_dispatch) return; /* a request's reply flushed: the caller goes on */
+    size_t off = 0;
+    while (!c->closing && !c->dead && reading(c) && c->inlen - off >= PSMSG_HDR) {
+        uint32_t flen = psmsg_frame_len(c->in + off, c->inlen - off);
+        if (!flen) {
+            reply_error(c, 0, EBADMSG, "malformed frame");
+            c->closing = true;
+            break;
+        }
+        if (c->inlen - off < flen) break;
+        c->in_dispatch = true;
+        dispatch(c, c->in + off, flen);
+        c->in_dispatch = false;
+        off += flen;
+    }
+    memmove(c->in, c->in + off, c->inlen - off);
+    c->inlen -= off;
+}
+
+/* Room for the next read: the buffer grows to a whole frame, within the clients' budget.
+ * false: the client was closed. */
+static bool in_room(struct client *c)
+{
+    if (c->incap - c->inlen >= 4096) return true;
+    struct clients *cs = c->d->clients;
+    size_t cap = c->incap ? c->incap * 2 : 8192;
+    if (cap > PSMSG_MAX + 8192) cap = PSMSG_MAX + 8192;
+    if (cap <= c->incap || cs->in_total - c->incap + cap > IN_BUDGET) {
+        log_warn("client pid %d: no room for its request (%zu bytes buffered, %zu in all); "
+                 "closed",
+                 (int)c->cred.pid, c->inlen, cs->in_total);
+        client_kill(c);
+        return false;
+    }
+    uint8_t *in = realloc(c->in, cap);
+    if (!in) {
+        client_kill(c);
+        return false;
+    }
+    cs->in_total += cap - c->incap;
+    c->in = in;
+    c->incap = cap;
+    return true;
+}
+
 static void on_client(void *ctx, uint32_t events)
 {
     struct client *c = ctx;
     if (c->dead || (events & EPOLLOUT && !flush_out(c))) return;
-    if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || c->closing) return;
+    if (c->inlen && reading(c)) process_input(c); /* requests held back while it read */
+    if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || !reading(c)) {
+        if (!c->dead) flush_out(c);
+        return;
+    }
     for (;;) {
-        if (c->incap - c->inlen < 4096) {
-            size_t cap = c->incap ? c->incap * 2 : 8192;
-            if (cap > PSMSG_MAX + 8192) cap = PSMSG_MAX + 8192;
-            uint8_t *in = cap > c->incap ? realloc(c->in, cap) : NULL;
-            if (!in) {
-                client_kill(c);
-                return;
-            }
-            c->in = in;
-            c->incap = cap;
-        }
+        if (!in_room(c)) return;
         ssize_t r = recv(c->fd, c->in + c->inlen, c->incap - c->inlen, MSG_DONTWAIT);
         if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
             client_kill(c);
@@ -368,23 +452,8 @@ static void on_client(void *ctx, uint32_t events)
         if (r < 0) break;
         c->inlen += (size_t)r;
         c->active = loop_now();
-        size_t off = 0;
-        while (!c->closing && !c->dead && c->inlen - off >= PSMSG_HDR) {
-            uint32_t flen = psmsg_frame_len(c->in + off, c->inlen - off);
-            if (!flen) {
-                reply_error(c, 0, EBADMSG, "malformed frame");
-                c->closing = true;
-                break;
-            }
-            if (c->inlen - off < flen) break;
-            c->in_dispatch = true;
-            dispatch(c, c->in + off, flen);
-            c->in_dispatch = false;
-            off += flen;
-        }
-        memmove(c->in, c->in + off, c->inlen - off);
-        c->inlen -= off;
-        if (c->closing || c->dead) break;
+        process_input(c);
+        if (c->closing || c->dead || !reading(c)) break;
     }
     flush_out(c);
 }

@@ -114,6 +114,10 @@ uint32_t client_uid(const struct client *c);
 uint32_t client_gid(const struct client *c);
 uint64_t client_tid(const struct client *c);
 void client_signal(struct client *c, int sig);
+/* Close the client once what is queued for it is sent (a protocol violation). */
+void client_drop(struct client *c);
+/* Job output may wait for the client: PSI_IO_WINDOW per rank of its job (jobs.c). */
+uint32_t jobs_client_ranks(struct psid *d, const struct client *c);
 
 /* send.c: a finished message (psmsg_end) to a node; to self it is dispatched at once. */
 int psid_send(struct psid *d, uint32_t node, struct psmsg_buf *b);

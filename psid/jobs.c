@@ -34,6 +34,10 @@ struct job {
     uint32_t cid; /* the client's SPAWN request id */
     uint32_t np, req;
     struct rank_info *ranks;
+    /* input the client sent and the ranks acknowledged: the window (PSI_IO_WINDOW) is
+     * enforced here, not only trusted to psrun. in_racked: per rank, when every rank takes
+     * input (PSI_ALL_RANKS), the way psrun counts it (logger/input.c) */
+    uint64_t in_sent, in_acked, *in_racked;
     struct job *next;
 };
 
@@ -51,6 +55,12 @@ static struct job *job_of_client(struct psid *d, const struct client *c)
     return NULL;
 }
 
+uint32_t jobs_client_ranks(struct psid *d, const struct client *c)
+{
+    struct job *j = job_of_client(d, c);
+    return j ? j->np : 0;
+}
+
 bool jobs_client_busy(struct psid *d, const struct client *c)
 {
     return job_of_client(d, c) != NULL;
@@ -64,6 +74,7 @@ static void job_free(struct job *j)
             break;
         }
     free(j->ranks);
+    free(j->in_racked);
     free(j);
 }
 
@@ -223,6 +234,9 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
                       .ranks = ranks,
                       .next = d->jobs};
     d->jobs = j;
+    uint32_t input = 0;
+    if (psmsg_get_u32(&m->body, PSF_INPUT, &input) == 0 && input == PSI_ALL_RANKS)
+        j->in_racked = calloc(np, sizeof *j->in_racked); /* NULL: counted in in_acked */
     for (uint32_t r = 0; r < np; r++) {
         ranks[r] = (struct rank_info){.node = where[r], .state = R_PENDING};
         psid_node(d, where[r])->inflight++;
@@ -311,6 +325,10 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
         psmsg_put_u32(&b, PSF_RANK, rank);
         uint64_t bytes = 0;
         psmsg_get_u64(&m->body, PSF_BYTES, &bytes);
+        if (j->in_racked)
+            j->in_racked[rank] += bytes;
+        else
+            j->in_acked += bytes;
         psmsg_put_u64(&b, PSF_BYTES, bytes);
         break;
     case PSM_D_EXIT:
@@ -363,12 +381,36 @@ static void send_input(struct psid *d, uint32_t node, void *arg)
     psmsg_buf_free(&b);
 }
 
+/* Input sent and not acknowledged, as psrun counts it: with every rank taking input, what
+ * the slowest running rank has not acknowledged. Never more than psrun's own count (psid
+ * sees each acknowledgement before psrun, and a rank's end before psrun), so a psrun that
+ * keeps to the window is never refused. */
+static uint64_t input_inflight(const struct job *j)
+{
+    uint64_t acked = j->in_acked;
+    if (j->in_racked) {
+        uint64_t min = UINT64_MAX;
+        for (uint32_t r = 0; r < j->np; r++)
+            if (j->ranks[r].state == R_RUNNING && j->in_racked[r] < min) min = j->in_racked[r];
+        if (min != UINT64_MAX && min > acked) acked = min;
+    }
+    return acked >= j->in_sent ? 0 : j->in_sent - acked;
+}
+
 void jobs_input(struct psid *d, struct client *c, const struct psmsg *m)
 {
     struct input_arg ia = {.j = job_of_client(d, c)};
     if (!ia.j || psmsg_get_u32(&m->body, PSF_RANK, &ia.rank) < 0 ||
         !psmsg_find(&m->body, PSF_DATA, &ia.data))
         return;
+    if (input_inflight(ia.j) + ia.data.len > PSI_IO_WINDOW) {
+        log_warn("job %u:%d: its client sends input beyond the window; dropped",
+                 PSTID_NODE(ia.j->id), PSTID_PID(ia.j->id));
+        client_error(c, m->id, EPROTO, "input beyond the window (PSI_IO_WINDOW unacknowledged)");
+        client_drop(c);
+        return;
+    }
+    ia.j->in_sent += ia.data.len;
     if (ia.rank == PSI_ALL_RANKS)
         jobs_foreach_node(ia.j, send_input, &ia);
     else if (ia.rank < ia.j->np)

@@ -79,6 +79,26 @@ check "limits: a client that holds a notification is not closed for being idle" 
     "$(cat "$CDIR/watch.out"); $(grep idle "$CDIR/psid-0.log" | tail -3)"
 release
 
+# memory: 8 connections that send node-table requests for 5 s and never read the replies
+# (psid stops reading them: back-pressure), then a client that floods its job's input past
+# the window (refused, closed); psid's peak RSS stays under 64 MiB (1.8 GB and 1.3 GB before)
+CS=$TOP/build/test/tools/clientstorm
+hwm() { awk '/^VmHWM/ { print $2 }' "/proc/${PIDS[0]}/status"; } # kB
+fl=$(PSID_SOCKET=$SOCK timeout 30 "$CS" flood 8 5000)
+peak=$(hwm)
+[[ $fl == "sent "* ]] && [ "$peak" -lt 65536 ] && PSID_SOCKET=$SOCK timeout 5 "$BIN/psstat" nodes >/dev/null
+check "memory: a request flood that never reads: psid's peak RSS under 64 MiB (${peak} kB)" $? \
+    "$fl; VmHWM $peak kB"
+echo "memory: request flood: $fl; psid-0 VmHWM $peak kB"
+fl=$(PSID_SOCKET=$SOCK JOBDRIVE_NODES=0 timeout 30 "$CS" inflood 5000 sleep 30)
+peak=$(hwm)
+# refused: EPROTO, or the connection already closed (EPIPE, ECONNRESET) when it is read
+[[ $fl =~ ^input\ [0-9]+\ bytes,\ refused\ (71|32|104)$ ]] && [ "$peak" -lt 65536 ] &&
+    grep -q "its client sends input beyond the window; dropped" "$CDIR/psid-0.log"
+check "memory: input past the window: refused (EPROTO), peak RSS under 64 MiB (${peak} kB)" $? \
+    "$fl; VmHWM $peak kB"
+echo "memory: input flood: $fl; psid-0 VmHWM $peak kB"
+
 # out of descriptors: node 1 again under RLIMIT_NOFILE 64, 100 connections of root
 if [ "$(id -u)" = 0 ] && command -v prlimit >/dev/null; then
     kill_node 1 TERM

@@ -17,6 +17,13 @@
  *                                 its client's task id); the same fates.
  *                                 Prints "jobs N spawned S readers R complete C" once every
  *                                 reader saw all its ranks end, or MS passed
+ *   clientstorm flood N MS        N connections send node-table requests as fast as psid
+ *                                 takes them for MS ms and never read a reply; prints
+ *                                 "sent B bytes, closed K" (K: connections psid closed)
+ *   clientstorm inflood MS PROGRAM [ARGS...]
+ *                                 start a job of one rank that takes stdin but reads none, send it
+ *                                 input as fast as psid takes it, ignoring the window, for
+ *                                 MS ms; prints "input B bytes, refused E" (E: psid's errno)
  * Every wait is bounded; the process ends itself after MS + 10 s at the latest (alarm).
  */
 #include "psi.h"
@@ -72,7 +79,7 @@ static int notify_req(struct psi *c, uint64_t tid)
     return (int)e;
 }
 
-static int spawn_req(struct psi *c, uint32_t np, char **argv)
+static int spawn_req(struct psi *c, uint32_t np, char **argv, uint32_t input)
 {
     extern char **environ;
     struct psmsg_buf b = {0};
@@ -83,7 +90,7 @@ static int spawn_req(struct psi *c, uint32_t np, char **argv)
     psmsg_put_str(&b, PSF_CWD, "/");
     psmsg_put_u32(&b, PSF_NP, np);
     psmsg_put_u32(&b, PSF_OVERBOOK, 1);
-    psmsg_put_u32(&b, PSF_INPUT, PSI_NO_RANK);
+    psmsg_put_u32(&b, PSF_INPUT, input);
     int r = psi_call(c, &b, &m);
     psmsg_buf_free(&b);
     return r < 0 ? errno : 0;
@@ -173,6 +180,66 @@ static struct conn *conns(int n, uint64_t ms, unsigned seed)
     return k;
 }
 
+static int flood(int n, uint64_t ms)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_NODES, 7);
+    if (psmsg_end(&b) < 0) return 1;
+    struct psi *c = calloc((size_t)n, sizeof *c);
+    for (int i = 0; c && i < n; i++)
+        if (psi_open(&c[i], NULL) < 0) return 1;
+    uint64_t t0 = now_ms(), sent = 0;
+    int closed = 0;
+    while (now_ms() - t0 < ms && closed < n) {
+        for (int i = 0; i < n; i++) {
+            if (c[i].fd < 0) continue;
+            ssize_t w = send(c[i].fd, b.data, b.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (w > 0) sent += (uint64_t)w;
+            if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                close(c[i].fd);
+                c[i].fd = -1;
+                closed++;
+            }
+        }
+        poll(NULL, 0, 1);
+    }
+    printf("sent %llu bytes, closed %d\n", (unsigned long long)sent, closed);
+    return 0;
+}
+
+static int inflood(uint64_t ms, char **argv)
+{
+    struct psi c;
+    if (psi_open(&c, NULL) < 0 || spawn_req(&c, 1, argv, 0) != 0) return 1;
+    static uint8_t data[60000];
+    uint64_t t0 = now_ms(), sent = 0;
+    int refused = 0;
+    while (now_ms() - t0 < ms && !refused) {
+        struct psmsg_buf b = {0};
+        psmsg_begin(&b, PSM_INPUT, 0);
+        psmsg_put_u32(&b, PSF_RANK, 0);
+        psmsg_put_bytes(&b, PSF_DATA, data, sizeof data);
+        if (!psi_send(&c, &b)) refused = errno ? errno : EIO;
+        psmsg_buf_free(&b);
+        sent += sizeof data;
+        /* whatever psid says (job events, its refusal as PSM_ERROR) */
+        struct pollfd pf = {.fd = c.fd, .events = POLLIN};
+        while (!refused && poll(&pf, 1, 0) == 1) {
+            if (psi_rx_read(&c.rx, c.fd) <= 0) {
+                refused = ECONNRESET;
+                break;
+            }
+            struct psmsg m;
+            uint32_t e = 0;
+            while (psi_rx_next(&c.rx, &m) == 1)
+                if (m.type == PSM_ERROR && psmsg_get_u32(&m.body, PSF_ERRNO, &e) == 0)
+                    refused = (int)e;
+        }
+    }
+    printf("input %llu bytes, refused %d\n", (unsigned long long)sent, refused);
+    return 0;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: clientstorm deaf TID | watchers TID N MS SEED |"
@@ -232,7 +299,7 @@ int main(int argc, char **argv)
             unsigned seed = (unsigned)rand();
             if ((kids[i] = fork()) == 0) {
                 struct conn *k = conns(1, ms, seed);
-                int e = spawn_req(&k->c, np, argv + 6);
+                int e = spawn_req(&k->c, np, argv + 6, PSI_NO_RANK);
                 if (e) printf("spawn %d: %s\n", i, strerror(e));
                 if (e) _exit(3);
                 storm(k, 1, np, ms);
@@ -248,6 +315,14 @@ int main(int argc, char **argv)
         }
         printf("jobs %d spawned %d readers %d complete %d\n", n, spawned, readers, complete);
         return 0;
+    }
+    if (argc == 4 && !strcmp(argv[1], "flood")) {
+        alarm((unsigned)(strtoull(argv[3], NULL, 10) / 1000 + 10));
+        return flood(atoi(argv[2]), strtoull(argv[3], NULL, 10));
+    }
+    if (argc >= 4 && !strcmp(argv[1], "inflood")) {
+        alarm((unsigned)(strtoull(argv[2], NULL, 10) / 1000 + 10));
+        return inflood(strtoull(argv[2], NULL, 10), argv + 3);
     }
     return usage();
 }
