@@ -78,6 +78,22 @@ check "security: a heartbeat from another address than its node's is dropped" $?
 wait_state 0 3 up 2000 >/dev/null
 check "security: the same heartbeat from the node's own address is taken" $? "$(state_of 0 3)"
 wait_state 0 3 down 3000 >/dev/null # silent again: declared down
+# a recorded beat replayed every 100 ms does not keep a silent node up: the first is taken,
+# the copies are stale (the review kept a dead node up for about 20 s this way)
+inc=$(($(date +%s%N)))
+"$HBS" "$CDIR/psid.conf" 3 127.0.0.4 0 "$inc" "$inc"
+wait_state 0 3 up 2000 >/dev/null
+up_ok=$?
+t0=$(now_ms)
+replay() {
+    "$HBS" "$CDIR/psid.conf" 3 127.0.0.4 0 "$inc" "$inc"
+    [ "$(state_of 0 3)" = down ]
+}
+wait_until 3000 replay
+down_ok=$?
+[ "$up_ok" = 0 ] && [ "$down_ok" = 0 ]
+check "security: a replayed heartbeat does not keep a silent node up" $? \
+    "first beat taken: $up_ok; node 3 after $(($(now_ms) - t0)) ms of replays: $(state_of 0 3)"
 
 # start-up without --foreground: errors before detaching (exit 1, the reason on stderr), and
 # exit 0 only once the daemon runs

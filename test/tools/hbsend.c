@@ -4,7 +4,9 @@
  * heartbeat port: what a node with the key, or a replayer, could send. For
  * test/shell/psid_membership.sh: a beat from the wrong address must not count.
  *
- *   hbsend CONFIG NODE FROM TO     e.g. hbsend psid.conf 3 127.0.0.9 0
+ *   hbsend CONFIG NODE FROM TO [INC SEQ]   e.g. hbsend psid.conf 3 127.0.0.9 0
+ * INC and SEQ: the incarnation and sequence number (default: the clock, as a new
+ * incarnation); the same beat sent again is what a replayer sends.
  */
 #include "../../psid/hbwire.h"
 #include "psconf.h"
@@ -21,8 +23,8 @@ int main(int argc, char **argv)
 {
     struct psconf c;
     char err[512];
-    if (argc != 5) {
-        fprintf(stderr, "usage: hbsend CONFIG NODE FROM TO\n");
+    if (argc != 5 && argc != 7) {
+        fprintf(stderr, "usage: hbsend CONFIG NODE FROM TO [INC SEQ]\n");
         return 2;
     }
     if (psconf_load(argv[1], &c, err, sizeof err) < 0) {
@@ -40,8 +42,8 @@ int main(int argc, char **argv)
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
     struct hb h = {.type = HB_BEAT,
                    .node = (uint32_t)atoi(argv[2]),
-                   .incarnation = now,
-                   .seq = now,
+                   .incarnation = argc == 7 ? strtoull(argv[5], NULL, 10) : now,
+                   .seq = argc == 7 ? strtoull(argv[6], NULL, 10) : now,
                    .cpus = 1};
     uint8_t key[32], pkt[HB_LEN];
     hb_key_derive(c.key, key);
