@@ -7,7 +7,8 @@
  * message. Any request may be answered with PSM_ERROR (PSF_ERRNO, PSF_TEXT).
  *
  * Task ids: 64 bits, node id << 32 | pid, printed NODE:PID. A connected client is a task
- * of its node too (its tid: node << 32 | its pid), so a psrun's tid is its job's id.
+ * of its node too (its tid: node << 32 | its pid). A job's id has the same form, its home
+ * node and a number psid gives it, never reused (not the client's pid).
  *
  * Spawning a job (psrun):
  *   client -> PSM_SPAWN {PSF_ARG..., PSF_ENV..., PSF_CWD, PSF_UMASK, PSF_NP,
@@ -168,7 +169,7 @@ enum psf_tag {
     PSF_PPN = 25,         /* u32: at most this many ranks per node (0: no limit) */
     PSF_OVERBOOK = 26,    /* u32: 1 = more ranks than CPUs allowed */
     PSF_INPUT = 27,       /* u32: the rank that gets stdin, PSI_ALL_RANKS or PSI_NO_RANK */
-    PSF_JOB = 28,         /* u64: job id (the tid of the job's client) */
+    PSF_JOB = 28,         /* u64: job id: home node << 32 | psid's number for it */
     PSF_RANK = 29,        /* u32 */
     PSF_TID = 30,         /* u64 */
     PSF_STREAM = 31,      /* u32: 0 stdin, 1 stdout, 2 stderr */

@@ -86,6 +86,7 @@ struct psid {
     size_t ntasks;
     struct job *jobs;        /* jobs whose client is on this node */
     uint32_t next_req;       /* numbers daemon requests (PSF_REQ) */
+    uint32_t next_job;       /* the next job number (jobs.c new_job_id) */
     uint32_t task_epoch;     /* changes of this node's task table */
     struct pending *pending; /* daemon requests waiting for answers */
     struct notify *notify;   /* death notifications, both sides */

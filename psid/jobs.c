@@ -29,7 +29,8 @@ struct rank_info {
 
 struct job {
     struct psid *d;
-    uint64_t id;
+    uint64_t id;  /* PSTID(home node, a number never reused: new_job_id) */
+    uint32_t uid; /* its owner: the client's, from SO_PEERCRED */
     struct client *client;
     uint32_t cid; /* the client's SPAWN request id */
     uint32_t np, req;
@@ -53,6 +54,20 @@ static struct job *job_of_client(struct psid *d, const struct client *c)
     for (struct job *j = d->jobs; j; j = j->next)
         if (j->client == c) return j;
     return NULL;
+}
+
+/* A job id is the home node and a number of its own, never a pid: the numbers count up
+ * from the node's incarnation in milliseconds (below 2^31, so that NODE:ID reads like a
+ * task id), so neither a recycled pid nor a restarted psid gives a living job's id again. */
+static uint64_t new_job_id(struct psid *d)
+{
+    if (!d->next_job) d->next_job = (uint32_t)((d->incarnation / 1000000) % 0x7f000000u) + 1;
+    uint64_t id;
+    do {
+        id = PSTID(d->self->id, d->next_job);
+        d->next_job = d->next_job >= 0x7ffffffeu ? 1 : d->next_job + 1;
+    } while (jobs_find(d, id));
+    return id;
 }
 
 uint32_t jobs_client_ranks(struct psid *d, const struct client *c)
@@ -226,7 +241,8 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
         goto out;
     }
     *j = (struct job){.d = d,
-                      .id = client_tid(c),
+                      .id = new_job_id(d),
+                      .uid = client_uid(c),
                       .client = c,
                       .cid = m->id,
                       .np = np,
@@ -375,6 +391,7 @@ static void send_input(struct psid *d, uint32_t node, void *arg)
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_INPUT, 0);
     psmsg_put_u64(&b, PSF_JOB, ia->j->id);
+    psmsg_put_u32(&b, PSF_UID, ia->j->uid);
     psmsg_put_u32(&b, PSF_RANK, ia->rank);
     psmsg_put_bytes(&b, PSF_DATA, ia->data.val, ia->data.len);
     psid_send(d, node, &b);
@@ -423,6 +440,7 @@ static void send_gone(struct psid *d, uint32_t node, void *arg)
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_JOB_GONE, 0);
     psmsg_put_u64(&b, PSF_JOB, j->id);
+    psmsg_put_u32(&b, PSF_UID, j->uid);
     psid_send(d, node, &b);
     psmsg_buf_free(&b);
 }

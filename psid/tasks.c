@@ -342,9 +342,15 @@ static void for_each(struct psid *d, bool (*match)(struct task *, void *),
     }
 }
 
+struct job_owner {
+    uint64_t job;
+    uint32_t uid;
+};
+
 static bool of_job(struct task *t, void *arg)
 {
-    return t->job == *(uint64_t *)arg;
+    const struct job_owner *jo = arg;
+    return t->job == jo->job && t->uid == jo->uid;
 }
 
 static bool of_home(struct task *t, void *arg)
@@ -626,7 +632,7 @@ out:
 void tasks_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
 {
     uint64_t tid = 0, job = 0, bytes = 0;
-    uint32_t rank = 0;
+    uint32_t rank = 0, uid = 0;
     struct psmsg_field data;
     switch (m->type) {
     case PSM_D_SPAWN:
@@ -646,19 +652,24 @@ void tasks_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
         }
         break;
     }
-    case PSM_D_INPUT:
+    case PSM_D_INPUT: /* only to the job's tasks, and only of the job's owner */
         if (psmsg_get_u64(&m->body, PSF_JOB, &job) < 0 ||
             psmsg_get_u32(&m->body, PSF_RANK, &rank) < 0 ||
-            !psmsg_find(&m->body, PSF_DATA, &data) || !d->tasks)
+            psmsg_get_u32(&m->body, PSF_UID, &uid) < 0 || !psmsg_find(&m->body, PSF_DATA, &data) ||
+            !d->tasks)
             return;
         for (size_t b = 0; b < NBUCKETS; b++)
             for (struct task *t = d->tasks[b]; t; t = t->next)
-                if (t->job == job && (rank == PSI_ALL_RANKS || rank == t->rank))
+                if (t->job == job && t->uid == uid && PSTID_NODE(job) == from &&
+                    (rank == PSI_ALL_RANKS || rank == t->rank))
                     queue_input(t, data.val, data.len);
         break;
-    case PSM_D_JOB_GONE:
-        if (psmsg_get_u64(&m->body, PSF_JOB, &job) < 0) return;
-        for_each(d, of_job, end_task, &job);
+    case PSM_D_JOB_GONE: /* from the job's home only, for the owner's tasks only */
+        if (psmsg_get_u64(&m->body, PSF_JOB, &job) < 0 ||
+            psmsg_get_u32(&m->body, PSF_UID, &uid) < 0 || PSTID_NODE(job) != from)
+            return;
+        struct job_owner jo = {job, uid};
+        for_each(d, of_job, end_task, &jo);
         break;
     }
 }

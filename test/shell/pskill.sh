@@ -36,7 +36,10 @@ if ! wait_until 5000 ranks_up "$CDIR/job" 4; then
     fail "pskill: job started" "$(cat "$CDIR/job")"
     exit 1
 fi
-JOB="0:$JP"
+# the job's id: psid's number, not psrun's pid (psrun -v says it)
+JOB=$(sed -n 's/^psrun: job \([0-9]*:[0-9]*\): 4 ranks$/\1/p' "$CDIR/job")
+[ -n "$JOB" ] && [ "$JOB" != "0:$JP" ]
+check "the job's id is psid's, not psrun's task id" $? "job '$JOB', psrun 0:$JP: $(head -3 "$CDIR/job")"
 
 # ---- psstat tasks
 out=$("$PSSTAT" tasks)
