@@ -97,8 +97,11 @@ el=$(($(now_ms) - t0))
 JOBDRIVE_NO_ACK=1 "$JD" run 1 sh -c 'head -c 20000000 /dev/zero; echo done' >"$CDIR/job3.out" &
 JPID=$!
 PIDS+=("$JPID")
-sleep 1.5
-got=$(awk '/ out / {s += $4} END {print s + 0}' "$CDIR/job3.out")
+# the window fills (or, were it not kept, far more comes, or the task ends)
+outbytes() { awk '/ out / {s += $4} END {print s + 0}' "$CDIR/job3.out"; }
+full() { [ "$(outbytes)" -ge 262144 ] || grep -q exit "$CDIR/job3.out"; }
+wait_until 5000 full
+got=$(outbytes)
 rss=$(awk '/VmRSS/ {print $2}' /proc/"${PIDS[0]}"/status)
 if [ "$got" -le 262144 ] && [ "$got" -gt 0 ] && ! grep -q exit "$CDIR/job3.out" && [ "$rss" -lt 65536 ]; then
     pass "flow control: $got bytes delivered unacknowledged, task blocked, psid RSS ${rss} KiB"

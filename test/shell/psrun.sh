@@ -288,18 +288,20 @@ bg_psrun() { # bg_psrun FILE ARGS...: psrun in the background (bounded by -t), -
     PIDS+=("$BGPID")
 }
 ranks_up() { [ "$(grep -c 'task [0-9]*:' "$1")" -ge "$2" ]; }
+# readies FILE N: N ranks said "ready" (after installing their traps: no hedge sleep)
+readies() { [ "$(grep -cE '(^|: )ready$' "$1")" -ge "$2" ]; }
 task_pids() { grep -o 'task [0-9]*:[0-9]*' "$1" | sed 's/.*://' | sort -u; }
 
-bg_psrun "$CDIR/int1" -n 4 -l sh -c 'trap "echo got INT; exit 3" INT; while :; do sleep 0.05; done'
-wait_until 5000 ranks_up "$CDIR/int1" 4 && sleep 0.2
+bg_psrun "$CDIR/int1" -n 4 -l sh -c 'trap "echo got INT; exit 3" INT; echo ready; while :; do sleep 0.05; done'
+wait_until 5000 readies "$CDIR/int1" 4
 kill -INT "$BGPID"
 wait "$BGPID"
 rc=$?
 [ $rc -eq 3 ] && [ "$(grep -c ': got INT' "$CDIR/int1")" -eq 4 ] && grep -q "interrupt" "$CDIR/int1"
 check "signals: Ctrl-C once -> SIGINT to every rank" $? "rc=$rc: $(cat "$CDIR/int1")"
 
-bg_psrun "$CDIR/int2" -n 4 -l sh -c 'trap "echo got INT" INT; while :; do sleep 0.05; done'
-wait_until 5000 ranks_up "$CDIR/int2" 4 && sleep 0.2
+bg_psrun "$CDIR/int2" -n 4 -l sh -c 'trap "echo got INT" INT; echo ready; while :; do sleep 0.05; done'
+wait_until 5000 readies "$CDIR/int2" 4
 t0=$(now_ms)
 kill -INT "$BGPID"
 sleep 0.3
@@ -313,8 +315,8 @@ check "signals: Ctrl-C twice within a second -> SIGKILL ($ms ms)" $? "rc=$rc: $(
 # the ranks' children (background jobs of a non-interactive shell ignore SIGINT) keep the
 # output open: the second Ctrl-C's SIGKILL reaches each rank's whole process group, so psrun
 # ends at once with the first failure (the shells' SIGINT: 130) and no child survives
-bg_psrun "$CDIR/int3" -n 2 -w 1 sh -c 'sleep 25 & echo $! >"$0.$PSI_RANK"; wait; echo x' "$CDIR/child"
-wait_until 5000 ranks_up "$CDIR/int3" 2 && sleep 0.3
+bg_psrun "$CDIR/int3" -n 2 -w 1 sh -c 'sleep 25 & echo $! >"$0.$PSI_RANK"; echo ready; wait; echo x' "$CDIR/child"
+wait_until 5000 readies "$CDIR/int3" 2
 t0=$(now_ms)
 kill -INT "$BGPID"
 sleep 0.2
@@ -333,8 +335,8 @@ kill -KILL "$(cat "$CDIR/child.0")" "$(cat "$CDIR/child.1")" 2>/dev/null
 check "signals: Ctrl-C twice ends the ranks and their children ($ms ms)" $? \
     "rc=$rc, $survivors children alive: $(cat "$CDIR/int3")"
 
-bg_psrun "$CDIR/term" --kill-delay 1 -n 4 sh -c 'trap "" TERM; exec sleep 30'
-wait_until 5000 ranks_up "$CDIR/term" 4 && sleep 0.2
+bg_psrun "$CDIR/term" --kill-delay 1 -n 4 sh -c 'trap "" TERM; echo ready; exec sleep 30'
+wait_until 5000 readies "$CDIR/term" 4
 t0=$(now_ms)
 kill -TERM "$BGPID"
 wait "$BGPID"
@@ -343,8 +345,8 @@ ms=$(($(now_ms) - t0))
 [ $rc -eq 137 ] && [ "$ms" -ge 900 ] && [ "$ms" -lt 3000 ] && grep -q "SIGKILL" "$CDIR/term"
 check "signals: SIGTERM forwarded, SIGKILL after the kill delay ($ms ms)" $? "rc=$rc: $(cat "$CDIR/term")"
 
-bg_psrun "$CDIR/kill" -n 4 sh -c 'trap "" TERM; exec sleep 30'
-wait_until 5000 ranks_up "$CDIR/kill" 4 && sleep 0.2
+bg_psrun "$CDIR/kill" -n 4 sh -c 'trap "" TERM; echo ready; exec sleep 30'
+wait_until 5000 readies "$CDIR/kill" 4
 pids=$(task_pids "$CDIR/kill")
 alive() {
     local p
