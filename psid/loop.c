@@ -224,6 +224,29 @@ static void run_timers(struct loop *l)
     }
 }
 
+static void dispatch(struct loop *l, const struct epoll_event *ev, int n)
+{
+    for (int i = 0; i < n && !l->stop; i++) {
+        int fd = ev[i].data.fd;
+        if (fd < 0)
+            lazytimer_fired(&l->wake);
+        else if (fd < l->nw && l->w[fd])
+            l->w[fd]->fn(l->w[fd]->ctx, ev[i].events);
+    }
+}
+
+int loop_once(struct loop *l)
+{
+    struct epoll_event ev[64];
+    run_timers(l);
+    if (l->before_wait) l->before_wait(l->before_ctx);
+    int n = epoll_wait(l->ep, ev, 64, 0);
+    if (n < 0) return errno == EINTR ? 0 : -1;
+    dispatch(l, ev, n);
+    if (l->before_wait) l->before_wait(l->before_ctx);
+    return n;
+}
+
 int loop_run(struct loop *l)
 {
     struct epoll_event ev[64];
@@ -240,13 +263,7 @@ int loop_run(struct loop *l)
             if (errno == EINTR) continue;
             return -1;
         }
-        for (int i = 0; i < n && !l->stop; i++) {
-            int fd = ev[i].data.fd;
-            if (fd < 0)
-                lazytimer_fired(&l->wake);
-            else if (fd < l->nw && l->w[fd])
-                l->w[fd]->fn(l->w[fd]->ctx, ev[i].events);
-        }
+        dispatch(l, ev, n);
         if (l->src_due && src != UINT64_MAX && src <= loop_now()) l->src_due(l->src_ctx);
     }
     return 0;

@@ -30,6 +30,10 @@ void loop_set_timer_source(struct loop *l, uint64_t (*deadline)(void *ctx), void
  * One; NULL removes it. */
 void loop_set_before_wait(struct loop *l, void (*fn)(void *ctx), void *ctx);
 uint64_t loop_now(void);
+/* One round without waiting: due timers, the before-wait function, the descriptors that are
+ * ready now, the before-wait function again (tests and fuzz targets drive psid so).
+ * The number of descriptors handled, or -1 on an epoll error. */
+int loop_once(struct loop *l);
 /* Run until loop_stop. -1 on an epoll error. */
 int loop_run(struct loop *l);
 void loop_stop(struct loop *l);

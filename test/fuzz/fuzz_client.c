@@ -1,0 +1,211 @@
+/*
+ * fuzz_client.c - libFuzzer target for psid's client side as a state machine: up to eight
+ * local connections to a real psid core (client.c and every module a request reaches),
+ * opened, fed raw bytes or well-formed requests built from the input, half-closed, closed
+ * and left unread in any order, with the event loop run one round at a time in between
+ * (loop_once). The client that fails while a module sends to it, the one that closes in
+ * the middle of a frame, the one that never reads: none may crash psid, leak, or trip the
+ * sanitizers (the double free of the hardening issue's point 1 was one such order).
+ *
+ * The cluster is this process's psid for node 0 of two nodes, both seen down, so that no
+ * request forks or signals anything; its RDP endpoint and client socket are real, on
+ * loopback and in a temporary directory.
+ */
+#include "../../psid/daemon.h"
+#include "../../psid/log.h"
+#include "psmsg.h"
+#include "psproto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define NCONN 8
+
+static struct psid d;
+static struct sockaddr_un sock;
+static char dir[] = "/tmp/psfuzzXXXXXX";
+
+/* At exit: the daemon's socket and the temporary configuration go. */
+static void cleanup(void)
+{
+    char path[256];
+    clients_stop(&d);
+    static const char *const files[] = {"key", "psid.conf", "psid-0.sock"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    char path[256], err[512];
+    if (!mkdtemp(dir)) abort();
+    atexit(cleanup);
+    snprintf(path, sizeof path, "%s/key", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) abort();
+    fputs("fuzz key fuzz key fuzz key fuzz key", f);
+    fclose(f);
+    chmod(path, 0600);
+    unsigned port = 30000 + (unsigned)getpid() % 20000;
+    snprintf(path, sizeof path, "%s/psid.conf", dir);
+    if (!(f = fopen(path, "w"))) abort();
+    fprintf(f,
+            "cluster = \"fuzz\";\nkey_file = \"%s/key\";\nlog_level = \"error\";\n"
+            "rdp = { port = %u; };\nheartbeat = { mode = \"unicast\"; port = %u; };\n"
+            "psid = { socket = \"%s/psid-%%n.sock\"; max_clients_per_uid = 16; "
+            "client_idle_s = 0; };\n"
+            "nodes = ( { id = 0; name = \"n0\"; address = \"127.0.0.1\"; },\n"
+            "          { id = 1; name = \"n1\"; address = \"127.0.0.2\"; } );\n",
+            dir, port, port + 1, dir);
+    fclose(f);
+    if (psconf_load(path, &d.conf, err, sizeof err) < 0) {
+        fprintf(stderr, "fuzz_client: %s\n", err);
+        abort();
+    }
+    log_open(PSCONF_LOG_ERROR, 0, "fuzz");
+    d.self = psconf_node_lookup(&d.conf, "0");
+    d.incarnation = 1;
+    d.hb_fd = d.sig_fd = -1;
+    d.loop = loop_new();
+    d.nodes = calloc(d.conf.nnodes, sizeof *d.nodes);
+    if (!d.self || !d.loop || !d.nodes) abort();
+    for (size_t i = 0; i < d.conf.nnodes; i++) d.nodes[i].conf = &d.conf.nodes[i]; /* down */
+    if (rdplink_start(&d) < 0 || clients_start(&d) < 0) abort();
+    sock.sun_family = AF_UNIX;
+    snprintf(sock.sun_path, sizeof sock.sun_path, "%s/psid-0.sock", dir);
+    return 0;
+}
+
+/* Input bytes, taken from the front; 0 when they run out. */
+struct in {
+    const uint8_t *p;
+    size_t n;
+};
+
+static uint8_t take(struct in *in)
+{
+    if (!in->n) return 0;
+    in->n--;
+    return *in->p++;
+}
+
+static uint32_t take32(struct in *in)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) v = v << 8 | take(in);
+    return v;
+}
+
+/* A well-formed request of a type psid knows, its fields from the input. */
+static void request(struct in *in, struct psmsg_buf *b)
+{
+    static const uint16_t types[] = {PSM_NODES,      PSM_SPAWN,    PSM_IO_ACK,    PSM_INPUT,
+                                     PSM_SIGNAL,     PSM_TASKS,    PSM_NOTIFY,    PSM_RELEASE,
+                                     PSM_RDP,        PSM_PL_OPEN,  PSM_PL_LISTEN, PSM_PL_UNLISTEN,
+                                     PSM_PL_CONNECT, PSM_PL_ACCEPT};
+    uint16_t type = types[take(in) % (sizeof types / sizeof types[0])];
+    psmsg_begin(b, type, take32(in));
+    uint64_t tid = PSTID(take(in) % 3, take32(in));
+    switch (type) {
+    case PSM_SPAWN:
+        psmsg_put_str(b, PSF_ARG, "/bin/true");
+        psmsg_put_u32(b, PSF_NP, take(in) % 4 + 1);
+        if (take(in) & 1) psmsg_put_u32(b, PSF_NODE_ID, take(in) % 3);
+        break;
+    case PSM_IO_ACK:
+    case PSM_INPUT:
+        psmsg_put_u32(b, PSF_RANK, take(in) % 4);
+        psmsg_put_u64(b, PSF_BYTES, take32(in));
+        psmsg_put_bytes(b, PSF_DATA, "x", take(in) & 1);
+        break;
+    case PSM_SIGNAL:
+        psmsg_put_u64(b, take(in) & 1 ? PSF_TID : PSF_JOB, tid);
+        psmsg_put_u32(b, PSF_SIGNAL, 0); /* never a real signal */
+        break;
+    case PSM_NOTIFY:
+    case PSM_RELEASE:
+        psmsg_put_u64(b, PSF_TID, tid);
+        psmsg_put_u32(b, PSF_SIGNAL, take(in) % 70);
+        break;
+    case PSM_PL_OPEN:
+    case PSM_PL_LISTEN:
+    case PSM_PL_UNLISTEN:
+        psmsg_put_u32(b, PSF_PORT, take32(in) % 70000);
+        break;
+    case PSM_PL_CONNECT:
+    case PSM_PL_ACCEPT:
+        psmsg_put_str(b, PSF_ADDR, take(in) & 1 ? "127.0.0.2" : "127.0.0.1");
+        psmsg_put_u32(b, PSF_PORT, take32(in) % 70000);
+        psmsg_put_u32(b, PSF_SRC_PORT, take32(in) % 70000);
+        break;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    int fd[NCONN];
+    for (int i = 0; i < NCONN; i++) fd[i] = -1;
+    struct in in = {data, size};
+    uint8_t buf[4096];
+    while (in.n) {
+        uint8_t op = take(&in);
+        int k = (op >> 3) % NCONN;
+        switch (op % 7) {
+        case 0: /* connect */
+            if (fd[k] >= 0) break;
+            fd[k] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            if (fd[k] >= 0 && connect(fd[k], (struct sockaddr *)&sock, sizeof sock) < 0) {
+                close(fd[k]);
+                fd[k] = -1;
+            }
+            break;
+        case 1: { /* raw bytes: partial and malformed frames */
+            size_t n = (size_t)take(&in) * 4;
+            if (n > in.n) n = in.n;
+            if (fd[k] >= 0) (void)!send(fd[k], in.p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+            in.p += n;
+            in.n -= n;
+            break;
+        }
+        case 2: { /* a well-formed request */
+            struct psmsg_buf b = {0};
+            request(&in, &b);
+            if (fd[k] >= 0 && psmsg_end(&b) == 0)
+                (void)!send(fd[k], b.data, b.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+            psmsg_buf_free(&b);
+            break;
+        }
+        case 3: /* half-close either way */
+            if (fd[k] >= 0) shutdown(fd[k], take(&in) & 1 ? SHUT_RD : SHUT_WR);
+            break;
+        case 4: /* close */
+            if (fd[k] >= 0) close(fd[k]);
+            fd[k] = -1;
+            break;
+        case 5: /* read what came */
+            if (fd[k] >= 0) (void)!recv(fd[k], buf, sizeof buf, MSG_DONTWAIT);
+            break;
+        default: /* psid's turn */
+            loop_once(d.loop);
+        }
+    }
+    loop_once(d.loop);
+    for (int i = 0; i < NCONN; i++)
+        if (fd[i] >= 0) close(fd[i]);
+    for (int i = 0; i < 4; i++) loop_once(d.loop); /* every client seen gone and freed */
+    return 0;
+}
