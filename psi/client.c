@@ -141,10 +141,33 @@ static int read_msg(struct psi *c, struct psmsg *m)
     }
 }
 
+/* The send failed because psid closed the connection: it may have said why first (a
+ * refusal past a limit). Its PSM_ERROR's errno, or the send's. */
+static int closed_why(struct psi *c, struct psmsg *reply, int e)
+{
+    if (e != EPIPE && e != ECONNRESET) return e;
+    for (int i = 0; i < 16; i++) {
+        int r = psi_rx_next(&c->rx, reply);
+        if (r < 0) break;
+        if (r == 0) {
+            if (psi_rx_read(&c->rx, c->fd) <= 0) break; /* the peer closed: no wait */
+            continue;
+        }
+        uint32_t err = 0;
+        if (reply->type == PSM_ERROR && reply->id == 0 &&
+            psmsg_get_u32(&reply->body, PSF_ERRNO, &err) == 0 && err)
+            return (int)err;
+    }
+    return e;
+}
+
 int psi_call(struct psi *c, struct psmsg_buf *req, struct psmsg *reply)
 {
     uint32_t id = psi_send(c, req);
-    if (!id) return -1;
+    if (!id) {
+        errno = closed_why(c, reply, errno);
+        return -1;
+    }
     for (;;) {
         if (read_msg(c, reply) < 0) return -1;
         if (psm_is_event(reply->type)) {

@@ -179,6 +179,36 @@ static void test_eof_and_timeout(void)
     psi_close(&c);
 }
 
+/* psid refuses the connection (past a limit): a PSM_ERROR with id 0, then it closes. The
+ * call reports the refusal's errno and text, also when its own send already failed. */
+static void test_refused(void)
+{
+    for (int closed_first = 0; closed_first < 2; closed_first++) {
+        struct psi c;
+        int srv;
+        pair(&c, &srv);
+        struct psmsg_buf b = {0};
+        psmsg_begin(&b, PSM_ERROR, 0);
+        psmsg_put_u32(&b, PSF_ERRNO, EUSERS);
+        psmsg_put_str(&b, PSF_TEXT, "too many connections of uid 7 (limit 1)");
+        psmsg_end(&b);
+        CU_ASSERT_EQUAL(write(srv, b.data, b.len), (ssize_t)b.len);
+        psmsg_buf_free(&b);
+        if (closed_first) close(srv);
+        struct psmsg m;
+        errno = 0;
+        CU_ASSERT_EQUAL(psi_notify(&c, PSTID(1, 1), 0), -1);
+        CU_ASSERT_EQUAL(errno, EUSERS);
+        if (!closed_first) close(srv); /* psid closes after the refusal */
+        psmsg_begin(&b, PSM_NODES, 0);
+        errno = 0;
+        int r = psi_call(&c, &b, &m); /* the connection is gone now */
+        psmsg_buf_free(&b);
+        CU_ASSERT_EQUAL(r, -1);
+        psi_close(&c);
+    }
+}
+
 /* A PSM_DEAD without a status (and not lost) or without a task is refused. */
 static void test_dead_parse(void)
 {
@@ -202,4 +232,5 @@ static void test_dead_parse(void)
 
 UNIT_SUITE(psi, UNIT_TEST(test_event_before_reply), UNIT_TEST(test_event_id0_before_reply),
            UNIT_TEST(test_job_events_and_stale_replies), UNIT_TEST(test_error_reply),
-           UNIT_TEST(test_malformed), UNIT_TEST(test_eof_and_timeout), UNIT_TEST(test_dead_parse))
+           UNIT_TEST(test_malformed), UNIT_TEST(test_eof_and_timeout), UNIT_TEST(test_dead_parse),
+           UNIT_TEST(test_refused))
