@@ -35,6 +35,7 @@
  * Endpoints: A = node 1 on 127.0.0.1, B = node 2 on 127.0.0.2.
  */
 #include "harness.h"
+#include "icmpforge.h"
 #include "unit.h"
 
 #include <errno.h>
@@ -464,23 +465,8 @@ static void test_icmp_forged(void)
     CU_ASSERT_EQUAL(h_send(&a, 2, 0, 100), 0);
     struct h_wait_recv w = {&b, 1, 1};
     CU_ASSERT_EQUAL(h_run(&net, h_cond_recv, &w, H_S(2)), 1);
-    /* ICMP type 3 code 3, then the quoted IPv4 header (A -> B, UDP) and UDP header */
-    uint8_t pkt[8 + 20 + 8] = {3, 3};
-    uint8_t *ip = pkt + 8, *udp = pkt + 28;
-    ip[0] = 0x45;
-    ip[3] = 20 + 8 + 100; /* the quoted datagram's total length */
-    ip[8] = 64;
-    ip[9] = IPPROTO_UDP;
-    memcpy(ip + 12, &a.addr.sin_addr, 4);
-    memcpy(ip + 16, &b.addr.sin_addr, 4);
-    memcpy(udp, &a.addr.sin_port, 2);
-    memcpy(udp + 2, &b.addr.sin_port, 2);
-    udp[5] = 8 + 100;
-    uint32_t sum = 0;
-    for (size_t i = 0; i < sizeof pkt; i += 2) sum += (uint32_t)(pkt[i] << 8 | pkt[i + 1]);
-    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-    pkt[2] = (uint8_t)(~sum >> 8);
-    pkt[3] = (uint8_t)~sum;
+    uint8_t pkt[ICMPFORGE_LEN];
+    icmpforge_build(pkt, a.addr.sin_addr, a.addr.sin_port, b.addr.sin_addr, b.addr.sin_port);
     int raw = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
     CU_ASSERT_FATAL(raw >= 0);
     struct sockaddr_in to = {.sin_family = AF_INET, .sin_addr = a.addr.sin_addr};

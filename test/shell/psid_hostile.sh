@@ -12,6 +12,8 @@
 #       print and exit; every reader sees all its ranks end;
 #     - watchers and jobs on a node that is lost, at random moments.
 #     After each: every psid is alive, answers, and its log has no sanitizer report.
+#  2. A forged ICMP port unreachable (no key needed) for node 0's RDP traffic to node 1,
+#     sent during a 2-node job (root: a raw socket): the job exits 0, no node is lost.
 # The random choices take a seed, printed with each check, to reproduce a failure.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
@@ -143,4 +145,27 @@ check "hostile 1: 100 watchers closing at random while their task's node is lost
 wait_until 12000 grep -q "^jobs" "$CDIR/jl.out" && healthy 0
 check "hostile 1: 20 jobs whose clients go away at random while a node is lost (seed $seed)" \
     $? "$(cat "$CDIR/jl.out"); $(why_not 0)"
+
+# 2. a forged ICMP error during a job (the review's packet): a hint only
+revive
+if [ "$(id -u)" = 0 ]; then
+    rdpport=$(sed -n 's/.*rdp = { port = \([0-9]*\).*/\1/p' "$CDIR/psid.conf")
+    log0=$(wc -l <"$CDIR/psid-0.log") # what the earlier checks logged is not this one's
+    "$BIN/psrun" -n 2 -w 0-1 --ppn 1 -l sh -c 'echo ready; sleep 1.5; echo done' \
+        >"$CDIR/icmp.out" 2>&1 </dev/null &
+    RUN=$!
+    PIDS+=("$RUN")
+    wait_until 5000 lines_are "$CDIR/icmp.out" ': ready$' 2
+    "$TOP/build/test/tools/icmpforge" 127.0.0.1 "$rdpport" 127.0.0.2 "$rdpport" 127.0.0.1
+    sent=$?
+    wait "$RUN" # bounded: the ranks end after 1.5 s, or the test's time limit ends psrun
+    rc=$?
+    [ "$sent" = 0 ] && [ "$rc" = 0 ] && [ "$(grep -c ': done$' "$CDIR/icmp.out")" = 2 ] &&
+        ! grep -q "lost" "$CDIR/icmp.out" &&
+        ! tail -n +$((log0 + 1)) "$CDIR/psid-0.log" | grep -q "lost\|down"
+    check "hostile 2: a forged ICMP port unreachable during a job: exit 0, nothing lost" $? \
+        "sent $sent, exit $rc: $(tr '\n' ' ' <"$CDIR/icmp.out"); $(tail -n +$((log0 + 1)) "$CDIR/psid-0.log" | grep "lost\|down" | tail -2)"
+else
+    echo "SKIP: hostile 2: a forged ICMP error (needs root for a raw socket)"
+fi
 exit $((FAILS > 0))
