@@ -29,11 +29,14 @@
  * bridge). Every wait has a deadline. Processes found in the cluster's own namespaces at `down`
  * are the cluster's and are ended with them.
  *
- * Helpers can be replaced for tests: $PSLOCAL_PSID and $PSLOCAL_PSSTAT name the psid and psstat
- * to run (a psid's file name must begin with "psid" for the identity check); otherwise they are
- * looked up next to this binary, then in $PATH. Manual: docs/man/pslocal.1.
+ * The psid to run can be replaced for tests: $PSLOCAL_PSID names it (its file name must begin
+ * with "psid" for the identity check); otherwise it is looked up next to this binary, then in
+ * $PATH. Whether the nodes see each other up is asked of their psids through libpsi. Manual:
+ * docs/man/pslocal.1.
  */
+#include "../logger/nodetab.h"
 #include "psconf.h"
+#include "psi.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -791,8 +794,7 @@ struct up {
     char dir[PATH_MAX], conf_path[PATH_MAX];
     uint32_t hash;
     unsigned n, port;
-    char psid[PATH_MAX], psstat[PATH_MAX];
-    bool have_psstat;
+    char psid[PATH_MAX];
     pid_t *pids;
     struct psconf conf;
 };
@@ -1023,161 +1025,36 @@ static bool socket_accepts(const char *path)
     return false;
 }
 
-/* --- a minimal JSON reader for psstat's node table --- */
-
-struct js {
-    const char *p;
-};
-
-static void js_ws(struct js *j)
-{
-    while (*j->p == ' ' || *j->p == '\n' || *j->p == '\t' || *j->p == '\r') j->p++;
-}
-
-/* A string into out (escapes other than \" \\ \/ become '?'). */
-static bool js_str(struct js *j, char *out, size_t len)
-{
-    js_ws(j);
-    if (*j->p != '"') return false;
-    j->p++;
-    size_t k = 0;
-    while (*j->p && *j->p != '"') {
-        char c = *j->p++;
-        if (c == '\\') {
-            c = *j->p++;
-            if (!c) return false;
-            if (c == 'u')
-                for (int i = 0; i < 4 && *j->p; i++) j->p++;
-            if (c != '"' && c != '\\' && c != '/') c = '?';
-        }
-        if (k + 1 < len) out[k++] = c;
-    }
-    if (*j->p != '"') return false;
-    j->p++;
-    if (len) out[k] = '\0';
-    return true;
-}
-
-static bool js_skip(struct js *j, int depth)
-{
-    js_ws(j);
-    char c = *j->p;
-    if (depth > 32) return false;
-    if (c == '"') {
-        char tmp[1];
-        return js_str(j, tmp, 0);
-    }
-    if (c == '{' || c == '[') {
-        char close = c == '{' ? '}' : ']';
-        j->p++;
-        js_ws(j);
-        if (*j->p == close) return j->p++, true;
-        for (;;) {
-            if (c == '{') {
-                char tmp[1];
-                if (!js_str(j, tmp, 0)) return false;
-                js_ws(j);
-                if (*j->p++ != ':') return false;
-            }
-            if (!js_skip(j, depth + 1)) return false;
-            js_ws(j);
-            if (*j->p == ',') {
-                j->p++;
-                continue;
-            }
-            if (*j->p++ != close) return false;
-            return true;
-        }
-    }
-    const char *s = j->p;
-    while (*j->p && strchr("+-.0123456789eEtruefalsn", *j->p)) j->p++;
-    return j->p > s;
-}
-
-/* Parse {"nodes":[{"id":I,...,"state":"S",...},...]}: up[i] for the nodes 0..n-1. */
-static bool parse_nodes(const char *text, bool *up, unsigned n)
-{
-    struct js j = {text};
-    char key[64];
-    js_ws(&j);
-    if (*j.p++ != '{') return false;
-    for (;;) {
-        if (!js_str(&j, key, sizeof key)) return false;
-        js_ws(&j);
-        if (*j.p++ != ':') return false;
-        js_ws(&j);
-        if (!strcmp(key, "nodes") && *j.p == '[') {
-            j.p++;
-            js_ws(&j);
-            if (*j.p == ']') return true;
-            for (;;) {
-                js_ws(&j);
-                if (*j.p++ != '{') return false;
-                long id = -1;
-                char state[32] = "";
-                for (;;) {
-                    if (!js_str(&j, key, sizeof key)) return false;
-                    js_ws(&j);
-                    if (*j.p++ != ':') return false;
-                    js_ws(&j);
-                    if (!strcmp(key, "id") && isdigit((unsigned char)*j.p)) {
-                        char *end;
-                        id = strtol(j.p, &end, 10);
-                        j.p = end;
-                    } else if (!strcmp(key, "state") && *j.p == '"') {
-                        if (!js_str(&j, state, sizeof state)) return false;
-                    } else if (!js_skip(&j, 1)) {
-                        return false;
-                    }
-                    js_ws(&j);
-                    if (*j.p == ',') {
-                        j.p++;
-                        continue;
-                    }
-                    if (*j.p++ != '}') return false;
-                    break;
-                }
-                if (id >= 0 && id < (long)n) up[id] = !strcmp(state, "up");
-                js_ws(&j);
-                if (*j.p == ',') {
-                    j.p++;
-                    continue;
-                }
-                if (*j.p++ != ']') return false;
-                return true;
-            }
-        }
-        if (!js_skip(&j, 1)) return false;
-        js_ws(&j);
-        if (*j.p++ != ',') return false;
-    }
-}
-
-/* Ask node viewer for its node table: the first node it does not see up (0..n-1), n if all
- * are up, or -1 if psstat did not answer sensibly (its output is in out). */
+/* Ask node viewer's psid for its node table (libpsi, within the deadline): the first node
+ * it does not see up (0..n-1), n if all are up, or -1 if it did not answer (why in out). */
 static int first_not_up(const struct up *u, unsigned viewer, int64_t deadline, char *out,
                         size_t outlen)
 {
-    char env[PATH_MAX + 16], sock[PATH_MAX];
+    char sock[PATH_MAX];
     if (psconf_socket_path(&u->conf, viewer, sock, sizeof sock) < 0) return -1;
-    snprintf(env, sizeof env, "PSID_SOCKET=%s", sock);
-    char *argv[] = {(char *)u->psstat, "nodes", "--json", NULL};
+    struct psi c;
+    if (psi_open(&c, sock) < 0) {
+        snprintf(out, outlen, "%s: %s", sock, strerror(errno));
+        return -1;
+    }
     int64_t left = deadline - now_ms();
     if (left < 100) left = 100;
     if (left > 2000) left = 2000;
-    if (run(argv, env, out, outlen, (int)left, true) != 0) return -1;
-    bool *up = calloc(u->n, sizeof *up);
-    if (!up) err(1, "calloc");
+    struct timeval tv = {.tv_sec = left / 1000, .tv_usec = (left % 1000) * 1000};
+    setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct lg_nodetab t;
     int r = -1;
-    if (parse_nodes(out, up, u->n)) {
+    if (lg_nodetab_fetch(&c, &t) == 0) {
         r = (int)u->n;
-        for (unsigned i = 0; i < u->n; i++)
-            if (!up[i]) {
-                r = (int)i;
-                break;
-            }
+        for (unsigned i = 0; i < u->n && r == (int)u->n; i++) {
+            const struct lg_node *nd = lg_nodetab_id(&t, i);
+            if (!nd || nd->state != PSNODE_UP) r = (int)i;
+        }
+        lg_nodetab_free(&t);
+    } else {
+        snprintf(out, outlen, "node table: %s", strerror(errno));
     }
-    free(up);
+    psi_close(&c);
     return r;
 }
 
@@ -1191,7 +1068,7 @@ static void describe_exit(unsigned node, int status)
 }
 
 /*
- * Wait until every socket accepts connections and then (with psstat) until node 0 sees every
+ * Wait until every socket accepts connections and then (asking psid) until node 0 sees every
  * node up - and the other nodes too, one after the other, so that whatever runs next finds
  * the same cluster from any node. 0, or -1 (reported, with the log of the node to blame).
  */
@@ -1223,7 +1100,6 @@ static int wait_ready(struct up *u)
             }
         }
         if (ready == u->n) {
-            if (!u->have_psstat) break;
             while (viewer < u->n &&
                    (missing = first_not_up(u, viewer, deadline, psout, sizeof psout)) == (int)u->n)
                 viewer++;
@@ -1242,7 +1118,7 @@ static int wait_ready(struct up *u)
                 snprintf(why, sizeof why, "node %u does not see it up", viewer);
             } else {
                 bad = (int)viewer;
-                snprintf(why, sizeof why, "'psstat nodes --json' gives no usable node table");
+                snprintf(why, sizeof why, "its psid gives no usable node table");
             }
             break;
         }
@@ -1256,7 +1132,7 @@ static int wait_ready(struct up *u)
     if (bad < 0) return 0;
     char log[PATH_MAX];
     warnx("node %d not ready after %g s: %s", bad, u->o->timeout, why);
-    if (missing == -1 && psout[0]) fprintf(stderr, "  psstat printed: %.400s\n", psout);
+    if (missing == -1 && psout[0]) fprintf(stderr, "  %.400s\n", psout);
     path_in(log, sizeof log, u->dir, "psid-%d.log", bad);
     print_log_tail(log);
     return -1;
@@ -1325,7 +1201,6 @@ static int cmd_up(const struct opts *o)
 
     if (!find_tool("psid", "PSLOCAL_PSID", u.psid, sizeof u.psid))
         errx(1, "psid not found (next to pslocal, in $PATH or $PSLOCAL_PSID)");
-    u.have_psstat = find_tool("psstat", "PSLOCAL_PSSTAT", u.psstat, sizeof u.psstat);
     u.port = choose_port(&u);
 
     write_key(&u);
@@ -1367,9 +1242,9 @@ static int cmd_up(const struct opts *o)
         return got_signal ? 128 + got_signal : 1;
     }
     const char *net = o->netns ? NS_NET : "127.0.0";
-    printf("pslocal: %u node%s up in %s (%s, %s.1-%s.%u, RDP port %u, heartbeat port %u%s)\n", u.n,
+    printf("pslocal: %u node%s up in %s (%s, %s.1-%s.%u, RDP port %u, heartbeat port %u)\n", u.n,
            u.n == 1 ? "" : "s", u.dir, o->netns ? "namespaces" : "loopback", net, net, u.n, u.port,
-           u.port + 1, u.have_psstat ? "" : "; psstat not found, membership not checked");
+           u.port + 1);
     printf("pslocal: use it with: eval \"$(pslocal env --dir %s)\"\n", u.dir);
     psconf_free(&u.conf);
     free(u.pids);

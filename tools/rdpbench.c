@@ -52,6 +52,7 @@
  * in the peers' pingpong.c).
  */
 #include "lazytimer.h"
+#include "bebytes.h"
 #include "rdp.h"
 
 #include <arpa/inet.h>
@@ -404,36 +405,6 @@ static void key_check(const unsigned char key[RDP_KEY_BYTES], uint8_t out[16])
     crypto_generichash(out, 16, (const unsigned char *)label, sizeof label - 1, key, RDP_KEY_BYTES);
 }
 
-/* ---------------------------------------------------------------- byte order */
-
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, (uint16_t)(v >> 16));
-    put16(p + 2, (uint16_t)v);
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)(v >> 32));
-    put32(p + 4, (uint32_t)v);
-}
-static uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)get16(p) << 16 | get16(p + 2);
-}
-static uint64_t get64(const uint8_t *p)
-{
-    return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
-
 /* ---------------------------------------------------------------- message contents */
 
 struct gen {
@@ -462,7 +433,7 @@ static int gen_init(struct gen *g, uint64_t seed, uint32_t smin, uint32_t smax)
     if (!g->pat) return -1;
     uint8_t k[crypto_stream_chacha20_KEYBYTES], s[8], nonce[crypto_stream_chacha20_NONCEBYTES];
     static const char label[] = "rdpbench pattern v1";
-    put64(s, seed);
+    be_put64(s, seed);
     crypto_generichash(k, sizeof k, s, sizeof s, (const unsigned char *)label, sizeof label - 1);
     memset(nonce, 0, sizeof nonce);
     crypto_stream_chacha20(g->pat, PAT_LEN, nonce, k);
@@ -490,7 +461,7 @@ static size_t msg_len(const struct gen *g, uint64_t i)
 static void msg_fill(const struct gen *g, uint64_t i, uint8_t *buf, size_t len)
 {
     uint8_t idx[8];
-    put64(idx, i);
+    be_put64(idx, i);
     if (len < 8) {
         memcpy(buf, idx + 8 - len, len);
         return;
@@ -540,15 +511,15 @@ static bool msg_check_iov(const struct gen *g, uint64_t i, const struct iovec *i
 {
     size_t want = msg_len(g, i);
     uint8_t idx[8], head[8];
-    put64(idx, i);
+    be_put64(idx, i);
     size_t hl = len < 8 ? len : 8, got = 0;
     for (int k = 0; k < n && got < hl; k++) {
         size_t c = iov[k].iov_len < hl - got ? iov[k].iov_len : hl - got;
         memcpy(head + got, iov[k].iov_base, c);
         got += c;
     }
-    if (len >= 8 && want >= 8 && get64(head) != i) {
-        uint64_t h = get64(head);
+    if (len >= 8 && want >= 8 && be_get64(head) != i) {
+        uint64_t h = be_get64(head);
         if (h < i)
             snprintf(why, wl,
                      "message #%" PRIu64 " expected, got #%" PRIu64
@@ -716,20 +687,20 @@ static void stats_collect(const rdp_t *rdp, uint32_t peer, struct bstats *s)
 
 static void stats_encode(const struct bstats *s, uint8_t *p)
 {
-    put16(p, STAT_FIELDS);
-    put16(p + 2, RDP_DROP__COUNT);
+    be_put16(p, STAT_FIELDS);
+    be_put16(p + 2, RDP_DROP__COUNT);
     p += 4;
-    for (int k = 0; k < STAT_FIELDS; k++, p += 8) put64(p, s->f[k]);
-    for (int r = 0; r < RDP_DROP__COUNT; r++, p += 8) put64(p, s->drops[r]);
+    for (int k = 0; k < STAT_FIELDS; k++, p += 8) be_put64(p, s->f[k]);
+    for (int r = 0; r < RDP_DROP__COUNT; r++, p += 8) be_put64(p, s->drops[r]);
 }
 
 static bool stats_decode(const uint8_t *p, size_t len, struct bstats *s)
 {
-    if (len != STATS_LEN || get16(p) != STAT_FIELDS || get16(p + 2) != RDP_DROP__COUNT)
+    if (len != STATS_LEN || be_get16(p) != STAT_FIELDS || be_get16(p + 2) != RDP_DROP__COUNT)
         return false;
     p += 4;
-    for (int k = 0; k < STAT_FIELDS; k++, p += 8) s->f[k] = get64(p);
-    for (int r = 0; r < RDP_DROP__COUNT; r++, p += 8) s->drops[r] = get64(p);
+    for (int k = 0; k < STAT_FIELDS; k++, p += 8) s->f[k] = be_get64(p);
+    for (int r = 0; r < RDP_DROP__COUNT; r++, p += 8) s->drops[r] = be_get64(p);
     return true;
 }
 
@@ -893,11 +864,11 @@ static int ctl_send(struct bench *b, uint8_t type, const void *body, size_t len)
 {
     uint8_t frame[CTL_HDR + CTL_MAX_BODY];
     if (len > CTL_MAX_BODY) len = CTL_MAX_BODY;
-    put32(frame, CTL_MAGIC);
+    be_put32(frame, CTL_MAGIC);
     frame[4] = CTL_VERSION;
     frame[5] = type;
-    put16(frame + 6, 0);
-    put32(frame + 8, (uint32_t)len);
+    be_put16(frame + 6, 0);
+    be_put32(frame + 8, (uint32_t)len);
     if (len) memcpy(frame + CTL_HDR, body, len);
     size_t n = CTL_HDR + len, off = 0;
     while (off < n) {
@@ -992,16 +963,16 @@ static void ctl_dispatch(struct bench *b, uint8_t type, const uint8_t *p, size_t
     switch (type) {
     case CT_READY:
         if (b->got_ready || len != READY_LEN) break;
-        b->data_port = get16(p);
-        b->peer_faults = get16(p + 2) & READY_F_FAULTS;
-        b->peer_mtu = get32(p + 4);
+        b->data_port = be_get16(p);
+        b->peer_faults = be_get16(p + 2) & READY_F_FAULTS;
+        b->peer_mtu = be_get32(p + 4);
         b->got_ready = true;
         return;
     case CT_DONE:
         if (b->got_done || len != DONE_LEN || b->mode != MODE_STREAM) break;
         b->done_ns = rdp_now_ns();
-        if (get64(p) != b->total)
-            fatal(b, "server's DONE says %" PRIu64 " messages, expected %" PRIu64, get64(p),
+        if (be_get64(p) != b->total)
+            fatal(b, "server's DONE says %" PRIu64 " messages, expected %" PRIu64, be_get64(p),
                   b->total);
         b->got_done = true;
         return;
@@ -1015,7 +986,7 @@ static void ctl_dispatch(struct bench *b, uint8_t type, const uint8_t *p, size_t
         return;
     case CT_TCP_RESULT:
         if (b->got_tcp_result || len != TCP_RESULT_LEN) break;
-        b->tcp_status = get32(p);
+        b->tcp_status = be_get32(p);
         b->got_tcp_result = true;
         return;
     default:
@@ -1038,11 +1009,11 @@ static void ctl_read(struct bench *b)
         }
         b->clen += (size_t)r;
         while (b->clen >= CTL_HDR && !b->ctl_eof) {
-            uint32_t len = get32(b->cbuf + 8);
-            if (get32(b->cbuf) != CTL_MAGIC || b->cbuf[4] != CTL_VERSION ||
-                get16(b->cbuf + 6) != 0 || len > CTL_MAX_BODY) {
+            uint32_t len = be_get32(b->cbuf + 8);
+            if (be_get32(b->cbuf) != CTL_MAGIC || b->cbuf[4] != CTL_VERSION ||
+                be_get16(b->cbuf + 6) != 0 || len > CTL_MAX_BODY) {
                 proto_error(b, "bad frame header (magic %08x, version %u, length %u)",
-                            get32(b->cbuf), b->cbuf[4], len);
+                            be_get32(b->cbuf), b->cbuf[4], len);
                 return;
             }
             if (b->clen < CTL_HDR + len) break;
@@ -1101,8 +1072,8 @@ static void cb_recvv(void *ctx, uint32_t node, const struct iovec *iov, int n, s
         try_echo(b, iov, n, len);
     } else if (b->recv_next == b->total) {
         uint8_t d[DONE_LEN];
-        put64(d, b->recv_next);
-        put64(d + 8, b->recv_bytes);
+        be_put64(d, b->recv_next);
+        be_put64(d + 8, b->recv_bytes);
         ctl_send_or_die(b, CT_DONE, d, sizeof d);
     }
 }
@@ -1131,7 +1102,7 @@ static void cb_undeliverable(void *ctx, uint32_t node, const void *msg, size_t l
     struct bench *b = ctx;
     if (b->teardown) return;
     char idx[32] = "";
-    if (len >= 8) snprintf(idx, sizeof idx, " #%" PRIu64, get64(msg));
+    if (len >= 8) snprintf(idx, sizeof idx, " #%" PRIu64, be_get64(msg));
     fatal(b, "rdp: message%s (%zu bytes) to node %u reported undeliverable", idx, len, node);
 }
 
@@ -1364,7 +1335,7 @@ static int read_full(int fd, void *buf, size_t n)
 static int write_frame(int fd, const void *msg, size_t len)
 {
     uint8_t hdr[4];
-    put32(hdr, (uint32_t)len);
+    be_put32(hdr, (uint32_t)len);
     struct iovec iov[2] = {{hdr, 4}, {(void *)msg, len}};
     size_t left = 4 + len;
     while (left) {
@@ -1395,7 +1366,7 @@ static ssize_t read_frame(int fd, uint8_t *buf, char *why, size_t wl)
         snprintf(why, wl, "read: %s", strerror(errno));
         return -1;
     }
-    uint32_t len = get32(hdr);
+    uint32_t len = be_get32(hdr);
     if (len > RDP_MAX_MSG) {
         snprintf(why, wl, "frame of %u bytes (more than %u)", len, RDP_MAX_MSG);
         return -1;
@@ -1454,7 +1425,7 @@ static void tcp_child(struct bench *b, int errfd)
     }
     if (b->mode == MODE_STREAM) {
         uint8_t ack[TCP_ACK];
-        put64(ack, b->total);
+        be_put64(ack, b->total);
         if (write(fd, ack, sizeof ack) != (ssize_t)sizeof ack)
             child_fail(errfd, "final acknowledgement: %s", strerror(errno));
     }
@@ -1500,8 +1471,8 @@ static void child_reaped(struct bench *b)
     b->errpipe = -1;
     if (status != 0) fatal(b, "tcp: %s", n > 0 ? msg : "echo/sink child failed");
     uint8_t r[TCP_RESULT_LEN];
-    put32(r, status);
-    put64(r + 4, b->total);
+    be_put32(r, status);
+    be_put64(r + 4, b->total);
     ctl_send_or_die(b, CT_TCP_RESULT, r, sizeof r);
     if (!b->o->quiet)
         fprintf(b->out, "server: tcp %s: %" PRIu64 " messages verified\n",
@@ -1523,14 +1494,14 @@ static void on_hello(struct bench *b, const uint8_t *p, size_t len)
         proto_error(b, "MAC %s is not available on the server's CPU", mac_name(b->mac));
         return;
     }
-    b->smin = get32(p + 4);
-    b->smax = get32(p + 8);
-    b->count = get64(p + 12);
-    b->warmup = get64(p + 20);
-    b->seed = get64(p + 28);
-    unsigned mtu = get32(p + 36);
-    unsigned tmo = get32(p + 40);
-    uint16_t fam = get16(p + 44), port = get16(p + 46);
+    b->smin = be_get32(p + 4);
+    b->smax = be_get32(p + 8);
+    b->count = be_get64(p + 12);
+    b->warmup = be_get64(p + 20);
+    b->seed = be_get64(p + 28);
+    unsigned mtu = be_get32(p + 36);
+    unsigned tmo = be_get32(p + 40);
+    uint16_t fam = be_get16(p + 44), port = be_get16(p + 46);
     if (b->mode != MODE_PINGPONG && b->mode != MODE_STREAM) {
         proto_error(b, "bad mode %d", b->mode);
         return;
@@ -1625,10 +1596,10 @@ static int server_session(const struct opts *o, int ctl, const struct sockaddr_s
         addr_set_port(&da, 0);
         b->dlisten = tcp_listen(&da, o->addrlen);
         if (b->dlisten < 0) sys_fatal(b, "tcp data listener");
-        put16(rd, addr_port(&da));
+        be_put16(rd, addr_port(&da));
     }
-    put16(rd + 2, want_faults(o) ? READY_F_FAULTS : 0);
-    put32(rd + 4, b->mtu);
+    be_put16(rd + 2, want_faults(o) ? READY_F_FAULTS : 0);
+    be_put32(rd + 4, b->mtu);
     ctl_send_or_die(b, CT_READY, rd, sizeof rd);
     if (!o->quiet)
         fprintf(b->out,
@@ -1932,8 +1903,8 @@ static struct tput tcp_stream(struct bench *b, int fd, uint8_t *sbuf)
     uint8_t ack[TCP_ACK];
     if (read_full(fd, ack, sizeof ack) != 1) sys_fatal(b, "tcp: final acknowledgement");
     uint64_t t1 = rdp_now_ns();
-    if (get64(ack) != b->total)
-        fatal(b, "tcp: sink acknowledged %" PRIu64 " messages, expected %" PRIu64, get64(ack),
+    if (be_get64(ack) != b->total)
+        fatal(b, "tcp: sink acknowledged %" PRIu64 " messages, expected %" PRIu64, be_get64(ack),
               b->total);
     return tput_make(b, t1 - t0);
 }
@@ -2036,21 +2007,21 @@ static int client_main(struct opts *o)
     h[0] = (uint8_t)b->mode;
     h[1] = (o->vs_tcp ? HELLO_F_VSTCP : 0) | (want_faults(o) ? HELLO_F_FAULTS : 0);
     h[2] = (uint8_t)b->mac;
-    put32(h + 4, b->smin);
-    put32(h + 8, b->smax);
-    put64(h + 12, b->count);
-    put64(h + 20, b->warmup);
-    put64(h + 28, b->seed);
-    put32(h + 36, b->mtu);
-    put32(h + 40, b->timeout_s);
+    be_put32(h + 4, b->smin);
+    be_put32(h + 8, b->smax);
+    be_put64(h + 12, b->count);
+    be_put64(h + 20, b->warmup);
+    be_put64(h + 28, b->seed);
+    be_put32(h + 36, b->mtu);
+    be_put32(h + 40, b->timeout_s);
     if (bound.ss_family == AF_INET6) {
-        put16(h + 44, 6);
+        be_put16(h + 44, 6);
         memcpy(h + 48, &((struct sockaddr_in6 *)&bound)->sin6_addr, 16);
     } else {
-        put16(h + 44, 4);
+        be_put16(h + 44, 4);
         memcpy(h + 48, &((struct sockaddr_in *)&bound)->sin_addr, 4);
     }
-    put16(h + 46, addr_port(&bound));
+    be_put16(h + 46, addr_port(&bound));
     key_check(o->key, h + 64);
     ctl_send_or_die(b, CT_HELLO, h, sizeof h);
     wait_ctl(b, &b->got_ready, "waiting for the server to get ready");
