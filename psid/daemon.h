@@ -181,6 +181,11 @@ void membership_tasks(struct psid *d, uint32_t node, uint32_t tasks, uint32_t ep
 struct psid_node *psid_node(struct psid *d, uint32_t id);
 /* Whether a heartbeat from address `from` may speak for node n (its configured address). */
 bool membership_addr_ok(const struct psid_node *n, const struct sockaddr_in *from);
+/* The node a heartbeat from `from` claiming to be node `id` speaks for; NULL with *why if id
+ * is not a configured node other than this one (HB_DROP_UNKNOWN) or from is not that node's
+ * configured address (HB_DROP_ADDRESS). */
+struct psid_node *membership_sender(struct psid *d, uint32_t id, const struct sockaddr_in *from,
+                                    enum hb_drop *why);
 const char *hb_drop_name(enum hb_drop why);
 
 /* rdplink.c */

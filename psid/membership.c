@@ -3,10 +3,14 @@
  *
  * Every interval this daemon sends one heartbeat (node id, incarnation, load, tasks, CPUs):
  * to the multicast group, or to every other node in unicast mode (loopback clusters, or
- * when joining the group fails). A node is up from its first valid heartbeat on; it is
- * declared down when it has been silent for dead_limit intervals, when it says it is
- * leaving, or when RDP gives up on it (timeout or ICMP unreachable). A heartbeat with a new
- * incarnation means the node restarted: its old incarnation is gone (down, then up).
+ * when joining the group fails). A heartbeat counts only under the heartbeat key (derived
+ * from the cluster key, hbwire.h) and from the configured address of the node it claims to
+ * be, also in multicast mode, where the source is the sender's interface address
+ * (membership_sender); every drop is counted by reason. A node is up from its first valid
+ * heartbeat on; it is declared down when it has been silent for dead_limit intervals, when
+ * it says it is leaving, or when RDP gives up on it (timeout or ICMP unreachable). A
+ * heartbeat with a new incarnation means the node restarted: its old incarnation is gone
+ * (down, then up).
  * Going down also drops the RDP connection, so that its pending messages are reported
  * undeliverable and a returning node gets a fresh connection.
  */
@@ -156,15 +160,21 @@ static void drop(struct psid *d, enum hb_drop why, const struct sockaddr_in *fro
              hb_drop_name(why), what ? ": bad " : "", what ? what : "");
 }
 
+struct psid_node *membership_sender(struct psid *d, uint32_t id, const struct sockaddr_in *from,
+                                    enum hb_drop *why)
+{
+    struct psid_node *n = psid_node(d, id);
+    if (!n || n->conf == d->self) return *why = HB_DROP_UNKNOWN, NULL;
+    if (!membership_addr_ok(n, from)) return *why = HB_DROP_ADDRESS, NULL;
+    return n;
+}
+
 static void accept_beat(struct psid *d, const struct hb *h, const struct sockaddr_in *from)
 {
-    struct psid_node *n = psid_node(d, h->node);
-    if (!n || n->conf == d->self) {
-        drop(d, HB_DROP_UNKNOWN, from, NULL);
-        return;
-    }
-    if (!membership_addr_ok(n, from)) {
-        drop(d, HB_DROP_ADDRESS, from, NULL);
+    enum hb_drop why;
+    struct psid_node *n = membership_sender(d, h->node, from, &why);
+    if (!n) {
+        drop(d, why, from, NULL);
         return;
     }
     /* an older incarnation, or a beat already seen: a replay */

@@ -1,6 +1,7 @@
 /*
  * test_hbwire.c - unit tests for psid's heartbeat packet: round trip and malformed or
- * forged packets (every truncation, every flipped bit, another key).
+ * forged packets (every truncation, every flipped bit, another key, the raw cluster key),
+ * and the receiver's check of who sent a beat (membership.c: node table and address).
  */
 #include "../../psid/daemon.h"
 #include "../../psid/hbwire.h"
@@ -91,4 +92,52 @@ static void test_hb_address(void)
     CU_ASSERT_STRING_EQUAL(hb_drop_name(HB_DROP_ADDRESS), "address");
 }
 
-UNIT_SUITE(hbwire, UNIT_TEST(test_hb), UNIT_TEST(test_hb_key), UNIT_TEST(test_hb_address))
+static void set_addr(struct psconf_node *cn, uint32_t id, const char *ip)
+{
+    memset(cn, 0, sizeof *cn);
+    cn->id = id;
+    struct sockaddr_in *a = (struct sockaddr_in *)&cn->addr;
+    a->sin_family = AF_INET;
+    inet_pton(AF_INET, ip, &a->sin_addr);
+}
+
+/* The sender check against the node table as accept_beat makes it: a configured node other
+ * than this one, from its own address (another node's address is no better than a stranger's). */
+static void test_hb_sender(void)
+{
+    struct psconf_node cn[3];
+    set_addr(&cn[0], 0, "127.0.0.1");
+    set_addr(&cn[1], 1, "127.0.0.2");
+    set_addr(&cn[2], 5, "127.0.0.6");
+    struct psid_node nodes[3] = {{.conf = &cn[0]}, {.conf = &cn[1]}, {.conf = &cn[2]}};
+    struct psid d;
+    memset(&d, 0, sizeof d);
+    d.conf.nodes = cn;
+    d.conf.nnodes = 3;
+    d.self = &cn[0];
+    d.nodes = nodes;
+    struct sockaddr_in from = {.sin_family = AF_INET, .sin_port = htons(40000)};
+    enum hb_drop why = HB_DROP__COUNT;
+    inet_pton(AF_INET, "127.0.0.2", &from.sin_addr);
+    CU_ASSERT_PTR_EQUAL(membership_sender(&d, 1, &from, &why), &nodes[1]);
+    inet_pton(AF_INET, "127.0.0.6", &from.sin_addr);
+    CU_ASSERT_PTR_EQUAL(membership_sender(&d, 5, &from, &why), &nodes[2]);
+    CU_ASSERT_EQUAL(why, HB_DROP__COUNT); /* untouched when the sender is right */
+    inet_pton(AF_INET, "127.0.0.9", &from.sin_addr);
+    CU_ASSERT_PTR_NULL(membership_sender(&d, 1, &from, &why));
+    CU_ASSERT_EQUAL(why, HB_DROP_ADDRESS);
+    inet_pton(AF_INET, "127.0.0.6", &from.sin_addr); /* node 5 speaking for node 1 */
+    why = HB_DROP__COUNT;
+    CU_ASSERT_PTR_NULL(membership_sender(&d, 1, &from, &why));
+    CU_ASSERT_EQUAL(why, HB_DROP_ADDRESS);
+    why = HB_DROP__COUNT; /* not configured, whatever the address */
+    CU_ASSERT_PTR_NULL(membership_sender(&d, 4, &from, &why));
+    CU_ASSERT_EQUAL(why, HB_DROP_UNKNOWN);
+    inet_pton(AF_INET, "127.0.0.1", &from.sin_addr); /* this node itself */
+    why = HB_DROP__COUNT;
+    CU_ASSERT_PTR_NULL(membership_sender(&d, 0, &from, &why));
+    CU_ASSERT_EQUAL(why, HB_DROP_UNKNOWN);
+}
+
+UNIT_SUITE(hbwire, UNIT_TEST(test_hb), UNIT_TEST(test_hb_key), UNIT_TEST(test_hb_address),
+           UNIT_TEST(test_hb_sender))
