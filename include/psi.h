@@ -65,6 +65,9 @@ int psi_fd(const struct psi *c);
  * PSI_EVQ_MAX bytes of events arrived first; other errno values for I/O errors (ECONNRESET: psid
  * closed the connection). */
 int psi_call(struct psi *c, struct psmsg_buf *req, struct psmsg *reply);
+/* psi_call with descriptor fd passed along (SCM_RIGHTS, with the request's first byte): the
+ * PSM_PL_* requests that name a socket (psproto.h). fd < 0: none. */
+int psi_call_fd(struct psi *c, struct psmsg_buf *req, int fd, struct psmsg *reply);
 /* Send a request and do not wait (its reply will be dropped when it comes). Returns the
  * request id, or 0 and errno. */
 uint32_t psi_send(struct psi *c, struct psmsg_buf *req);

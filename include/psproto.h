@@ -61,22 +61,37 @@
  *
  * Preload negotiation (docs/preload-design.md): a process under libpspreload, identified by
  * its connection (SO_PEERCRED), decides per TCP connection, before any byte, whether it
- * travels over RDP. Every reply is PSM_PL_REPLY {PSF_ERRNO, [PSF_TEXT: why TCP]}, with more
- * fields where said:
+ * travels over RDP. Three requests carry the TCP socket itself (SCM_RIGHTS, one descriptor
+ * sent with the message's first byte): psid reads the addresses and ports from the kernel
+ * (getsockname, getpeername, SO_ACCEPTCONN), never from the message, so a process can only
+ * speak for sockets it holds; psid closes its copy at once. Every reply is PSM_PL_REPLY
+ * {PSF_ERRNO, [PSF_TEXT: why TCP]}, with more fields where said:
  *   PSM_PL_OPEN {PSF_PORT: its RDP endpoint's UDP port on the node's address} -> the
  *             endpoint: {PSF_NODE_ID, PSF_ENDPOINT, PSF_INCARNATION}. One per connection
  *             (EALREADY); it lives as long as the connection.
- *   PSM_PL_LISTEN {PSF_PORT} / PSM_PL_UNLISTEN {PSF_PORT}: a listening TCP port of the
- *             process (ENOTCONN without an endpoint, ENOBUFS past PSI_PL_LISTENS).
- *   PSM_PL_CONNECT {PSF_ADDR: destination address, PSF_PORT, PSF_SRC_PORT: the socket's
- *             bound local port} -> {PSF_NODE_ID, PSF_ENDPOINT, PSF_UDP_PORT, PSF_ADDR: the
- *             listener's endpoint and where it is, PSF_KEY: the pair's key}, or an error that
- *             means TCP: EHOSTUNREACH (not a cluster address), EXDEV (same node), ECONNREFUSED
- *             (no listener registered there), ETIMEDOUT (its psid did not answer), ...
+ *   PSM_PL_LISTEN + fd (a listening TCP socket; EBADF without one, EINVAL if it does not
+ *             listen) / PSM_PL_UNLISTEN {PSF_PORT}: a listening port of the process
+ *             (ENOTCONN without an endpoint, ENOBUFS past PSI_PL_LISTENS).
+ *   PSM_PL_CONNECT {PSF_ADDR: destination address, PSF_PORT, PSF_CONN: the process's id for
+ *             this connection} + fd (the socket, bound to the node's address, not yet
+ *             connected) -> {PSF_ERRNO 0}: pending; the outcome comes as a PSM_PL_OUTCOME
+ *             event once the destination process accepted the connection, or not in time.
+ *             Any error means TCP at once: EHOSTUNREACH (not a cluster address), EXDEV (same
+ *             node), ECONNREFUSED (no process under the library listens there), EADDRINUSE
+ *             (several processes listen there), ETIMEDOUT (its psid did not answer), ...
  *             The destination psid keeps the connection by its 4-tuple for the acceptor.
- *   PSM_PL_ACCEPT {PSF_ADDR: the peer's address, PSF_PORT: its port, PSF_SRC_PORT: the
- *             local port it connected to} -> the same fields for the connector's endpoint,
- *             to the listener's process only; ENOENT: TCP.
+ *   PSM_PL_ACCEPT + fd (the accepted socket) -> {PSF_NODE_ID, PSF_ENDPOINT, PSF_UDP_PORT,
+ *             PSF_ADDR: the connector's endpoint, PSF_KEY: the pair's key, PSF_CONN: the
+ *             connector's id for the connection}: RDP; ENOENT: TCP. Any process of the
+ *             listener's uid with an endpoint may take it (prefork servers accept in the
+ *             child); before answering, the connector's psid checks that the connection
+ *             is still the socket the connector registered (sock_diag: its inode).
+ *   PSM_PL_OUTCOME (event, id 0) {PSF_CONN, PSF_ERRNO, [PSF_TEXT]}, and with PSF_ERRNO 0 the
+ *             acceptor's endpoint {PSF_NODE_ID, PSF_ENDPOINT, PSF_UDP_PORT, PSF_ADDR, PSF_KEY}:
+ *             to the connector; any error means TCP (ETIMEDOUT: not accepted within
+ *             PSI_PL_ACCEPT_MS, ...).
+ * A pair key is per pair of endpoints: every connection between the same two processes is
+ * carried by the same RDP connection, told apart by PSF_CONN (preload/wire.h).
  *
  * Daemon protocol: messages between psids travel as RDP messages with the same encoding
  * (types from 0x1000 on); the uid in them comes from the originating node's SO_PEERCRED,
@@ -91,7 +106,8 @@
 #define PSI_IO_WINDOW      (256u << 10) /* unacknowledged output/input bytes per rank */
 #define PSI_ALL_RANKS      0xffffffffu
 #define PSI_NO_RANK        0xfffffffeu
-#define PSI_PL_LISTENS     256u /* listening ports a preload process may register */
+#define PSI_PL_LISTENS     256u   /* listening ports a preload process may register */
+#define PSI_PL_ACCEPT_MS   10000u /* a connection not accepted in this time goes TCP */
 
 enum psm_type {
     PSM_ERROR = 1,        /* reply: PSF_ERRNO, PSF_TEXT */
@@ -121,6 +137,7 @@ enum psm_type {
     PSM_PL_CONNECT = 73,
     PSM_PL_ACCEPT = 74,
     PSM_PL_REPLY = 75,
+    PSM_PL_OUTCOME = 76, /* event: a PSM_PL_CONNECT's outcome */
 
     /* daemon to daemon (over RDP) */
     PSM_D_HELLO = 0x1000,     /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
@@ -141,11 +158,18 @@ enum psm_type {
     PSM_D_NOTIFY_REPLY = 0x100e, /* PSF_REQ, PSF_ERRNO */
     PSM_D_RELEASE = 0x100f,      /* PSF_TID, PSF_WATCHER */
     PSM_D_DEAD = 0x1010, /* task's node -> watcher's node: PSF_TID, PSF_WATCHER, PSF_STATUS */
-    /* connector's node -> listener's node: PSF_REQ, PSF_PORT, PSF_SRC_PORT and the
+    /* connector's node -> listener's node: PSF_REQ, PSF_PORT, PSF_SRC_PORT, PSF_CONN and the
      * connector's endpoint (PSF_ENDPOINT, PSF_INCARNATION, PSF_UID, PSF_UDP_PORT) */
     PSM_D_PL_CONNECT = 0x1011,
-    /* PSF_REQ, PSF_ERRNO, [PSF_TEXT], the listener's endpoint (the same fields) */
+    /* PSF_REQ, PSF_ERRNO, [PSF_TEXT] */
     PSM_D_PL_CONNECT_REPLY = 0x1012,
+    /* listener's node -> connector's node, on PSM_PL_ACCEPT: PSF_REQ, PSF_SRC_PORT (the
+     * connector's port), PSF_PORT (the listener's), the acceptor's endpoint (PSF_ENDPOINT,
+     * PSF_INCARNATION, PSF_UID, PSF_UDP_PORT) */
+    PSM_D_PL_CLAIM = 0x1013,
+    PSM_D_PL_CLAIM_REPLY = 0x1014, /* PSF_REQ, PSF_ERRNO: 0 = the connector was told */
+    /* listener's node -> connector's node: PSF_SRC_PORT, PSF_PORT: not accepted in time */
+    PSM_D_PL_EXPIRED = 0x1015,
 };
 
 enum psf_tag {
@@ -214,6 +238,7 @@ enum psf_tag {
     PSF_SRC_PORT = 82,     /* u32: a TCP port: the connector's own */
     PSF_UDP_PORT = 83,     /* u32: an RDP endpoint's UDP port */
     PSF_KEY = 84,          /* bytes (32): a pair of endpoints' key */
+    PSF_CONN = 85,         /* u32: a preload connection's id, chosen by its connector */
 
     PSF_NODE = 0x8001, /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002, /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */
@@ -244,7 +269,7 @@ enum pstask_state {
 static inline int psm_is_event(unsigned type)
 {
     return type == PSM_RANK || type == PSM_IO || type == PSM_INPUT_ACK || type == PSM_EXIT ||
-           type == PSM_DEAD;
+           type == PSM_DEAD || type == PSM_PL_OUTCOME;
 }
 
 /* Task ids */

@@ -96,7 +96,31 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
-uint32_t psi_send(struct psi *c, struct psmsg_buf *req)
+/* The first byte with fd attached (SCM_RIGHTS), so that psid takes the descriptor together
+ * with the message it belongs to. */
+static int write_fd(int fd, const uint8_t *p, int pass)
+{
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } u;
+    memset(&u, 0, sizeof u);
+    struct iovec iov = {.iov_base = (void *)p, .iov_len = 1};
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &pass, sizeof pass);
+    for (;;) {
+        ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        if (w == 1) return 0;
+        if (w < 0 && errno != EINTR) return -1;
+    }
+}
+
+static uint32_t send_req(struct psi *c, struct psmsg_buf *req, int pass)
 {
     uint32_t id = c->next_id++;
     if (!id) id = c->next_id++; /* 0 is no request's id */
@@ -105,7 +129,19 @@ uint32_t psi_send(struct psi *c, struct psmsg_buf *req)
     req->data[9] = (uint8_t)(id >> 16);
     req->data[10] = (uint8_t)(id >> 8);
     req->data[11] = (uint8_t)id;
-    return write_all(c->fd, req->data, req->len) < 0 ? 0 : id;
+    const uint8_t *p = req->data;
+    size_t n = req->len;
+    if (pass >= 0) {
+        if (write_fd(c->fd, p, pass) < 0) return 0;
+        p++;
+        n--;
+    }
+    return write_all(c->fd, p, n) < 0 ? 0 : id;
+}
+
+uint32_t psi_send(struct psi *c, struct psmsg_buf *req)
+{
+    return send_req(c, req, -1);
 }
 
 /* Keep a copy of event m (read from c->rx) for psi_next_event. */
@@ -163,7 +199,12 @@ static int closed_why(struct psi *c, struct psmsg *reply, int e)
 
 int psi_call(struct psi *c, struct psmsg_buf *req, struct psmsg *reply)
 {
-    uint32_t id = psi_send(c, req);
+    return psi_call_fd(c, req, -1, reply);
+}
+
+int psi_call_fd(struct psi *c, struct psmsg_buf *req, int fd, struct psmsg *reply)
+{
+    uint32_t id = send_req(c, req, fd);
     if (!id) {
         errno = closed_why(c, reply, errno);
         return -1;
