@@ -164,6 +164,11 @@ struct rdp_callbacks {
 rdp_t *rdp_open(const struct rdp_config *cfg, const struct rdp_callbacks *cb);
 void rdp_close(rdp_t *rdp);
 
+/* Name this endpoint (node id, endpoint id) after rdp_open, before its first peer is added
+ * (EBUSY after): a process learns its endpoint id from its daemon only after it told the
+ * daemon the UDP port that rdp_open bound. 0, or -1 and errno. */
+int rdp_set_endpoint(rdp_t *rdp, uint32_t node, uint16_t endpoint);
+
 /* The peer table: which peer (RDP_PEER(node, endpoint)) lives at which address. 0, or -1
  * and errno (EINVAL: bad address, EEXIST: id already present). */
 int rdp_add_peer(rdp_t *rdp, uint32_t node, const struct sockaddr *sa, socklen_t len);

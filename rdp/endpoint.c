@@ -459,3 +459,14 @@ const char *rdp_lost_reason_name(enum rdp_lost_reason r)
     }
     return "?";
 }
+
+int rdp_set_endpoint(rdp_t *ep, uint32_t node, uint16_t endpoint)
+{
+    if (ep->peers.n) {
+        errno = EBUSY;
+        return -1;
+    }
+    ep->cfg.node_id = node;
+    ep->cfg.endpoint = endpoint;
+    return 0;
+}
