@@ -51,6 +51,8 @@
 /* Request buffers of all clients together (a frame is read whole, up to PSMSG_MAX) */
 #define IN_BUDGET (64u << 20)
 
+#define CLIENT_FDS 4 /* descriptors passed and not yet taken by their message */
+
 struct client {
     struct psid *d;
     int fd;
@@ -64,9 +66,43 @@ struct client {
     bool in_dispatch; /* handling its requests: replies are flushed after */
     bool dead;        /* connection over; freed by clients_reap */
     uint64_t active;  /* loop_now() of its last request */
+    /* descriptors passed with SCM_RIGHTS, each with the stream offset of the byte it came
+     * with (the last byte of its read: the kernel ends a read after a passed descriptor),
+     * which is the first byte of the message it belongs to (psi_call_fd) */
+    int fds[CLIENT_FDS];
+    uint64_t fd_at[CLIENT_FDS];
+    unsigned nfds;
+    uint64_t in_pos; /* stream offset of in[0] */
+    uint64_t msg_at; /* stream offset of the message being handled */
     struct client *next;
     struct client *next_dead;
 };
+
+static void close_fds(struct client *c, uint64_t upto)
+{
+    unsigned k = 0;
+    for (unsigned i = 0; i < c->nfds; i++) {
+        if (c->fd_at[i] <= upto) {
+            close(c->fds[i]);
+        } else {
+            c->fds[k] = c->fds[i];
+            c->fd_at[k++] = c->fd_at[i];
+        }
+    }
+    c->nfds = k;
+}
+
+int client_take_fd(struct client *c)
+{
+    for (unsigned i = 0; i < c->nfds; i++)
+        if (c->fd_at[i] == c->msg_at) {
+            int fd = c->fds[i];
+            c->fds[i] = c->fds[--c->nfds];
+            c->fd_at[i] = c->fd_at[c->nfds];
+            return fd;
+        }
+    return -1;
+}
 
 struct clients {
     int lfd;
@@ -132,6 +168,7 @@ static void client_free(struct client *c)
     notify_client_gone(c->d, c);
     preload_client_gone(c->d, c);
     if (c->pidfd >= 0) close(c->pidfd);
+    close_fds(c, UINT64_MAX);
     for (struct client **pp = &cs->list; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
@@ -399,12 +436,15 @@ static void process_input(struct client *c)
         }
         if (c->inlen - off < flen) break;
         c->in_dispatch = true;
+        c->msg_at = c->in_pos + off;
         dispatch(c, c->in + off, flen);
         c->in_dispatch = false;
         off += flen;
+        close_fds(c, c->in_pos + off - 1); /* passed with it and not taken */
     }
     memmove(c->in, c->in + off, c->inlen - off);
     c->inlen -= off;
+    c->in_pos += off;
 }
 
 /* Room for the next read: the buffer grows to a whole frame, within the clients' budget.
@@ -433,6 +473,42 @@ static bool in_room(struct client *c)
     return true;
 }
 
+/* Read what the client sent, with the descriptors passed along (at most CLIENT_FDS waiting:
+ * more, or a truncated set, and the client is closed, the descriptors with it). */
+static ssize_t recv_fds(struct client *c)
+{
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(CLIENT_FDS * sizeof(int))];
+    } u;
+    struct iovec iov = {c->in + c->inlen, c->incap - c->inlen};
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    ssize_t r = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    bool bad = mh.msg_flags & MSG_CTRUNC;
+    for (struct cmsghdr *cm = r >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+        size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+            if (r <= 0 || c->nfds == CLIENT_FDS) {
+                close(fd);
+                bad = true;
+                continue;
+            }
+            c->fds[c->nfds] = fd;
+            c->fd_at[c->nfds++] = c->in_pos + c->inlen + (size_t)r - 1;
+        }
+    }
+    if (bad) {
+        log_warn("client pid %d: passed more descriptors than allowed; closed", (int)c->cred.pid);
+        errno = EPROTO;
+        return -1;
+    }
+    return r;
+}
+
 static void on_client(void *ctx, uint32_t events)
 {
     struct client *c = ctx;
@@ -444,7 +520,7 @@ static void on_client(void *ctx, uint32_t events)
     }
     for (;;) {
         if (!in_room(c)) return;
-        ssize_t r = recv(c->fd, c->in + c->inlen, c->incap - c->inlen, MSG_DONTWAIT);
+        ssize_t r = recv_fds(c);
         if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
             client_kill(c);
             return;

@@ -3,19 +3,25 @@
  * messages in psproto.h): which local processes have an RDP endpoint, which TCP ports they
  * listen on, and, per TCP connection between nodes, the decision before any byte.
  *
+ *  - Sockets, not claims: PSM_PL_LISTEN, PSM_PL_CONNECT and PSM_PL_ACCEPT carry the TCP
+ *    socket itself (client_take_fd); ports and addresses are read from the kernel, so a
+ *    process can only speak for sockets it holds.
  *  - An endpoint belongs to one client connection (SO_PEERCRED: its uid) and dies with it,
- *    as do its listening ports and the connections waiting for it to accept them.
- *  - Connector's node: PSM_PL_CONNECT is forwarded to the destination node (found by the
- *    address in the node table) as PSM_D_PL_CONNECT and answered when its reply comes, or
- *    with ETIMEDOUT after PL_ANSWER_NS: every doubt means TCP.
+ *    as do its listening ports and what waits for it.
+ *  - Connector's node: PSM_PL_CONNECT is forwarded to the destination node as
+ *    PSM_D_PL_CONNECT; on its yes the client is told "pending" and a pl_pend records the
+ *    connection (with the socket's inode) until its outcome.
  *  - Listener's node: the port must have exactly one registered listener; the connection
- *    is kept by its 4-tuple (connector's node and port, our port) until the listener's
- *    process asks for it after accept (PSM_PL_ACCEPT), or PL_KEEP_NS passed.
+ *    is kept by its 4-tuple (pl_wait) until a process of the listener's uid claims it
+ *    (PSM_PL_ACCEPT after its accept), or PSI_PL_ACCEPT_MS passed (PSM_D_PL_EXPIRED). A
+ *    claim asks the connector's psid (PSM_D_PL_CLAIM), which checks with sock_diag that the
+ *    4-tuple is still the registered socket, sends the connector its PSM_PL_OUTCOME, and
+ *    answers; then the acceptor gets its reply. One place decides: the two never disagree.
  *  - Keys: both psids derive the pair key from the cluster key and both endpoints' (node,
  *    endpoint, incarnation, uid) (pl_pair_key), and hand it only to the endpoint's own
  *    process. The cluster key never leaves psid.
  * Every table is bounded: listening ports per endpoint (PSI_PL_LISTENS), connections
- * waiting for an accept (PL_WAIT_MAX, and PL_KEEP_NS each).
+ * waiting (PL_WAIT_MAX in total on each side), claims in flight (PL_WAIT_MAX).
  */
 #include "bebytes.h"
 #include "daemon.h"
@@ -24,13 +30,20 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#define PL_ANSWER_NS (2000000000ull)  /* the destination psid's answer */
-#define PL_KEEP_NS   (10000000000ull) /* a connection waiting for its accept */
-#define PL_WAIT_MAX  4096u            /* connections waiting for an accept, in total */
+#define PL_ANSWER_NS (2000000000ull) /* another psid's answer */
+#define PL_KEEP_NS   ((uint64_t)PSI_PL_ACCEPT_MS * 1000000ull)
+#define PL_WAIT_MAX  4096u
 
 struct pl_ep { /* an endpoint: ours (with a client) or a peer's (from a message) */
     uint32_t node, uid;
@@ -46,28 +59,54 @@ struct pl_local {
     struct pl_local *next;
 };
 
-struct pl_wait {           /* listener side: a connection registered before its connect */
+struct pl_wait {           /* listener's side: a connection registered before its connect */
     uint32_t node;         /* the connector's node */
     uint16_t sport, dport; /* its port, our port */
+    uint32_t conn;         /* the connector's id for it */
     struct pl_ep connector;
-    struct pl_local *listener; /* the process that may take it */
-    uint64_t until;
+    uint32_t uid; /* the listener's: processes of this uid may claim it */
+    uint64_t timer;
+    struct psid *d;
     struct pl_wait *next;
 };
 
-struct pl_ask { /* connector side: a PSM_PL_CONNECT waiting for the other psid */
-    uint32_t req, client_id, node;
+struct pl_ask { /* connector's side: a PSM_PL_CONNECT waiting for the other psid */
+    uint32_t req, client_id, node, conn;
+    uint16_t sport, dport;
+    uint64_t ino;
     struct client *c;
     uint64_t timer;
     struct psid *d;
     struct pl_ask *next;
 };
 
+struct pl_pend { /* connector's side: a connection waiting for its outcome */
+    uint32_t node, conn;
+    uint16_t sport, dport;
+    uint64_t ino;
+    struct client *c;
+    uint64_t timer;
+    struct psid *d;
+    struct pl_pend *next;
+};
+
+struct pl_claim { /* listener's side: an accept waiting for the connector's psid */
+    uint32_t req, client_id;
+    struct client *c; /* the acceptor (NULL once gone) */
+    struct pl_ep acceptor;
+    struct pl_wait w; /* what it claims (taken off the waits) */
+    uint64_t timer;
+    struct psid *d;
+    struct pl_claim *next;
+};
+
 struct preload {
     struct pl_local *locals;
     struct pl_wait *waits;
-    unsigned nwaits;
+    unsigned nwaits, npends, nclaims;
     struct pl_ask *asks;
+    struct pl_pend *pends;
+    struct pl_claim *claims;
     uint16_t next_id;
 };
 
@@ -96,20 +135,42 @@ static void pl_pair_key(const uint8_t cluster_key[32], const struct pl_ep *a, co
     crypto_generichash(key, 32, t, sizeof t, cluster_key, 32);
 }
 
-static void reply(struct client *c, uint32_t id, int err, const char *why, const struct pl_ep *peer,
-                  const char *addr, const uint8_t *key)
+/* The other endpoint of a pair, where it is, and the pair's key. */
+static void put_peer(struct psid *d, struct psmsg_buf *b, const struct pl_ep *me,
+                     const struct pl_ep *peer)
+{
+    uint8_t key[32];
+    pl_pair_key(d->conf.key, me, peer, key);
+    struct psid_node *pn = psid_node(d, peer->node);
+    psmsg_put_u32(b, PSF_NODE_ID, peer->node);
+    psmsg_put_u32(b, PSF_ENDPOINT, peer->id);
+    psmsg_put_u32(b, PSF_UDP_PORT, peer->udp_port);
+    psmsg_put_str(b, PSF_ADDR, pn ? pn->conf->addr_str : "");
+    psmsg_put_bytes(b, PSF_KEY, key, 32);
+    sodium_memzero(key, sizeof key);
+}
+
+static void reply(struct client *c, uint32_t id, int err, const char *why)
 {
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_PL_REPLY, id);
     psmsg_put_u32(&b, PSF_ERRNO, (uint32_t)err);
     if (why) psmsg_put_str(&b, PSF_TEXT, why);
-    if (peer) {
-        psmsg_put_u32(&b, PSF_NODE_ID, peer->node);
-        psmsg_put_u32(&b, PSF_ENDPOINT, peer->id);
-        psmsg_put_u32(&b, PSF_UDP_PORT, peer->udp_port);
-        psmsg_put_str(&b, PSF_ADDR, addr);
-        psmsg_put_bytes(&b, PSF_KEY, key, 32);
-    }
+    client_send(c, &b);
+    psmsg_buf_free(&b);
+}
+
+/* A PSM_PL_OUTCOME event to a connector: err 0 with the acceptor's endpoint, or TCP. */
+static void outcome(struct psid *d, struct client *c, uint32_t conn, int err, const char *why,
+                    const struct pl_ep *me, const struct pl_ep *acceptor)
+{
+    if (!c) return;
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_PL_OUTCOME, 0);
+    psmsg_put_u32(&b, PSF_CONN, conn);
+    psmsg_put_u32(&b, PSF_ERRNO, (uint32_t)err);
+    if (why) psmsg_put_str(&b, PSF_TEXT, why);
+    if (!err) put_peer(d, &b, me, acceptor);
     client_send(c, &b);
     psmsg_buf_free(&b);
 }
@@ -162,11 +223,11 @@ static void pl_open(struct psid *d, struct preload *pl, struct client *c, const 
 {
     uint16_t port;
     if (local_of(pl, c)) {
-        reply(c, m->id, EALREADY, "endpoint already open", 0, 0, 0);
+        reply(c, m->id, EALREADY, "endpoint already open");
         return;
     }
     if (get_port(m, PSF_PORT, &port) < 0) {
-        reply(c, m->id, EINVAL, "bad port", 0, 0, 0);
+        reply(c, m->id, EINVAL, "bad port");
         return;
     }
     uint16_t id = 0;
@@ -176,7 +237,7 @@ static void pl_open(struct psid *d, struct preload *pl, struct client *c, const 
     }
     struct pl_local *l = id ? calloc(1, sizeof *l) : NULL;
     if (!l) {
-        reply(c, m->id, id ? ENOMEM : EAGAIN, "no endpoint", 0, 0, 0);
+        reply(c, m->id, id ? ENOMEM : EAGAIN, "no endpoint");
         return;
     }
     l->c = c;
@@ -197,34 +258,127 @@ static void pl_open(struct psid *d, struct preload *pl, struct client *c, const 
     psmsg_buf_free(&b);
 }
 
-static void pl_listen(struct preload *pl, struct client *c, const struct psmsg *m)
+/* --- sockets passed with a request --- */
+
+static uint16_t port_of(const struct sockaddr_storage *ss)
+{
+    return ntohs(ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
+                                          : ((const struct sockaddr_in6 *)ss)->sin6_port);
+}
+
+/* The address as text; a v4-mapped IPv6 address as its IPv4 address. */
+static void addr_text(const struct sockaddr_storage *ss, char out[INET6_ADDRSTRLEN])
+{
+    if (ss->ss_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, out, INET6_ADDRSTRLEN);
+        return;
+    }
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(a))
+        inet_ntop(AF_INET, a->s6_addr + 12, out, INET6_ADDRSTRLEN);
+    else
+        inet_ntop(AF_INET6, a, out, INET6_ADDRSTRLEN);
+}
+
+static bool wildcard(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY);
+    return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+}
+
+/* The TCP socket passed with the request: its local address, its peer's (when connected),
+ * its inode; the descriptor is closed. 0, or an errno value with *why. */
+static int passed_socket(struct client *c, struct sockaddr_storage *local,
+                         struct sockaddr_storage *peer, bool *listening, uint64_t *ino,
+                         const char **why)
+{
+    int fd = client_take_fd(c);
+    if (fd < 0) {
+        *why = "no socket passed with the request";
+        return EBADF;
+    }
+    int type = 0, proto = 0, acc = 0, err = 0;
+    socklen_t l = sizeof type;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 || type != SOCK_STREAM ||
+        (l = sizeof proto, getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l)) < 0 ||
+        proto != IPPROTO_TCP) {
+        *why = "not a TCP socket";
+        err = ENOTSOCK;
+    } else {
+        l = sizeof acc;
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l);
+        *listening = acc;
+        *ino = st.st_ino;
+        l = sizeof *local;
+        if (getsockname(fd, (struct sockaddr *)local, &l) < 0 ||
+            (local->ss_family != AF_INET && local->ss_family != AF_INET6)) {
+            *why = "not an IP socket";
+            err = EAFNOSUPPORT;
+        }
+        l = sizeof *peer;
+        if (!err && getpeername(fd, (struct sockaddr *)peer, &l) < 0) peer->ss_family = AF_UNSPEC;
+    }
+    close(fd);
+    return err;
+}
+
+static void close_passed(struct client *c);
+
+/* --- listening ports --- */
+
+static void pl_listen(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
     struct pl_local *l = local_of(pl, c);
     uint16_t port;
     if (!l) {
-        reply(c, m->id, ENOTCONN, "no endpoint open", 0, 0, 0);
+        if (m->type == PSM_PL_LISTEN) close_passed(c);
+        reply(c, m->id, ENOTCONN, "no endpoint open");
         return;
     }
-    if (get_port(m, PSF_PORT, &port) < 0) {
-        reply(c, m->id, EINVAL, "bad port", 0, 0, 0);
+    if (m->type == PSM_PL_LISTEN) {
+        struct sockaddr_storage local, peer;
+        bool listening = false;
+        uint64_t ino;
+        const char *why = NULL;
+        int err = passed_socket(c, &local, &peer, &listening, &ino, &why);
+        char a[INET6_ADDRSTRLEN] = "";
+        if (!err && !listening) {
+            err = EINVAL;
+            why = "the socket does not listen";
+        }
+        if (!err) addr_text(&local, a);
+        if (!err && !wildcard(&local) && strcmp(a, d->self->addr_str)) {
+            err = EADDRNOTAVAIL;
+            why = "not listening on the node's address";
+        }
+        if (err) {
+            reply(c, m->id, err, why);
+            return;
+        }
+        port = port_of(&local);
+    } else if (get_port(m, PSF_PORT, &port) < 0) {
+        reply(c, m->id, EINVAL, "bad port");
         return;
     }
     unsigned i = 0;
     while (i < l->nports && l->ports[i] != port) i++;
     if (m->type == PSM_PL_UNLISTEN) {
         if (i == l->nports) {
-            reply(c, m->id, ENOENT, "port not registered", 0, 0, 0);
+            reply(c, m->id, ENOENT, "port not registered");
             return;
         }
         l->ports[i] = l->ports[--l->nports];
     } else if (i == l->nports) {
         if (l->nports == PSI_PL_LISTENS) {
-            reply(c, m->id, ENOBUFS, "too many listening ports", 0, 0, 0);
+            reply(c, m->id, ENOBUFS, "too many listening ports");
             return;
         }
         l->ports[l->nports++] = port;
     }
-    reply(c, m->id, 0, NULL, 0, 0, 0);
+    reply(c, m->id, 0, NULL);
 }
 
 static const struct psconf_node *node_by_text(const struct psid *d, const char *text)
@@ -234,23 +388,7 @@ static const struct psconf_node *node_by_text(const struct psid *d, const char *
     return NULL;
 }
 
-/* The requesting process's endpoint and the request's PSF_ADDR, PSF_PORT (into *port) and
- * PSF_SRC_PORT (*src_port); NULL after an error reply. */
-static struct pl_local *addr_ports(struct preload *pl, struct client *c, const struct psmsg *m,
-                                   char addr[64], uint16_t *port, uint16_t *src_port)
-{
-    struct pl_local *l = local_of(pl, c);
-    if (!l) {
-        reply(c, m->id, ENOTCONN, "no endpoint open", 0, 0, 0);
-        return NULL;
-    }
-    if (psmsg_get_str(&m->body, PSF_ADDR, addr, 64) < 0 || get_port(m, PSF_PORT, port) < 0 ||
-        get_port(m, PSF_SRC_PORT, src_port) < 0) {
-        reply(c, m->id, EINVAL, "need an address and two ports", 0, 0, 0);
-        return NULL;
-    }
-    return l;
-}
+/* --- connector's side --- */
 
 static void ask_done(struct preload *pl, struct pl_ask *a)
 {
@@ -267,64 +405,293 @@ static void ask_expired(void *ctx)
 {
     struct pl_ask *a = ctx;
     a->timer = 0;
-    if (a->c) reply(a->c, a->client_id, ETIMEDOUT, "the listener's psid did not answer", 0, 0, 0);
+    if (a->c) reply(a->c, a->client_id, ETIMEDOUT, "the listener's psid did not answer");
     ask_done(a->d->preload, a);
+}
+
+static void pend_done(struct preload *pl, struct pl_pend *p)
+{
+    for (struct pl_pend **pp = &pl->pends; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    pl->npends--;
+    loop_timer_cancel(p->d->loop, p->timer);
+    free(p);
+}
+
+static void pend_expired(void *ctx)
+{
+    struct pl_pend *p = ctx;
+    p->timer = 0;
+    outcome(p->d, p->c, p->conn, ETIMEDOUT, "no outcome from the listener's psid", NULL, NULL);
+    pend_done(p->d->preload, p);
 }
 
 static void pl_connect(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
-    char addr[64];
-    uint16_t port, sport;
-    struct pl_local *l = addr_ports(pl, c, m, addr, &port, &sport);
-    if (!l) return;
-    const struct psconf_node *n = node_by_text(d, addr);
-    if (!n) {
-        reply(c, m->id, EHOSTUNREACH, "not a cluster address", 0, 0, 0);
+    struct pl_local *l = local_of(pl, c);
+    struct sockaddr_storage local, peer;
+    bool listening = false;
+    uint64_t ino = 0;
+    const char *why = NULL;
+    char addr[64], mine[INET6_ADDRSTRLEN];
+    uint16_t port;
+    uint32_t conn;
+    int err = passed_socket(c, &local, &peer, &listening, &ino, &why);
+    if (!l && !err) {
+        err = ENOTCONN;
+        why = "no endpoint open";
+    }
+    if (!err &&
+        (psmsg_get_str(&m->body, PSF_ADDR, addr, sizeof addr) < 0 ||
+         get_port(m, PSF_PORT, &port) < 0 || psmsg_get_u32(&m->body, PSF_CONN, &conn) < 0)) {
+        err = EINVAL;
+        why = "need an address, a port and a connection id";
+    }
+    if (!err) addr_text(&local, mine);
+    if (!err && (listening || peer.ss_family != AF_UNSPEC)) {
+        err = EISCONN;
+        why = "the socket is connected or listening";
+    } else if (!err && (strcmp(mine, d->self->addr_str) || !port_of(&local))) {
+        err = EADDRNOTAVAIL;
+        why = "not bound to the node's address";
+    }
+    const struct psconf_node *n = err ? NULL : node_by_text(d, addr);
+    if (!err && !n) {
+        err = EHOSTUNREACH;
+        why = "not a cluster address";
+    } else if (!err && n == d->self) {
+        err = EXDEV;
+        why = "same node";
+    }
+    struct psid_node *pn = err ? NULL : psid_node(d, n->id);
+    if (!err && (!pn || pn->state != PSNODE_UP)) {
+        err = EHOSTDOWN;
+        why = "node is down";
+    } else if (!err && pl->npends >= PL_WAIT_MAX) {
+        err = ENOBUFS;
+        why = "too many connections waiting";
+    }
+    struct pl_ask *a = err ? NULL : calloc(1, sizeof *a);
+    if (!err && !a) {
+        err = ENOMEM;
+        why = "out of memory";
+    }
+    if (err) {
+        reply(c, m->id, err, why);
         return;
     }
-    if (n == d->self) {
-        reply(c, m->id, EXDEV, "same node", 0, 0, 0);
-        return;
-    }
-    struct psid_node *pn = psid_node(d, n->id);
-    if (!pn || pn->state != PSNODE_UP) {
-        reply(c, m->id, EHOSTDOWN, "node is down", 0, 0, 0);
-        return;
-    }
-    struct pl_ask *a = calloc(1, sizeof *a);
-    if (!a) {
-        reply(c, m->id, ENOMEM, "out of memory", 0, 0, 0);
-        return;
-    }
-    *a = (struct pl_ask){
-        .req = ++d->next_req, .client_id = m->id, .node = n->id, .c = c, .d = d, .next = pl->asks};
+    *a = (struct pl_ask){.req = ++d->next_req,
+                         .client_id = m->id,
+                         .node = n->id,
+                         .conn = conn,
+                         .sport = port_of(&local),
+                         .dport = port,
+                         .ino = ino,
+                         .c = c,
+                         .d = d,
+                         .next = pl->asks};
     pl->asks = a;
     a->timer = loop_timer(d->loop, loop_now() + PL_ANSWER_NS, ask_expired, a);
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_PL_CONNECT, 0);
     psmsg_put_u32(&b, PSF_REQ, a->req);
     psmsg_put_u32(&b, PSF_PORT, port);
-    psmsg_put_u32(&b, PSF_SRC_PORT, sport);
+    psmsg_put_u32(&b, PSF_SRC_PORT, a->sport);
+    psmsg_put_u32(&b, PSF_CONN, conn);
     put_ep(&b, &l->ep);
     psid_send(d, n->id, &b);
     psmsg_buf_free(&b);
 }
 
-/* Listener's side of a PSM_D_PL_CONNECT: the port's one listener, and the wait. */
-static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)
+/* The listener's psid answered a PSM_D_PL_CONNECT: pending, or TCP. */
+static void d_connect_reply(struct psid *d, struct preload *pl, uint32_t from,
+                            const struct psmsg *m)
+{
+    uint32_t req, err = EPROTO;
+    if (psmsg_get_u32(&m->body, PSF_REQ, &req) < 0) return;
+    struct pl_ask *a = pl->asks;
+    while (a && (a->req != req || a->node != from)) a = a->next;
+    if (!a) return; /* expired, or forged */
+    psmsg_get_u32(&m->body, PSF_ERRNO, &err);
+    struct pl_pend *p = !err && a->c ? calloc(1, sizeof *p) : NULL;
+    if (p) {
+        *p = (struct pl_pend){.node = from,
+                              .conn = a->conn,
+                              .sport = a->sport,
+                              .dport = a->dport,
+                              .ino = a->ino,
+                              .c = a->c,
+                              .d = d,
+                              .next = pl->pends};
+        pl->pends = p;
+        pl->npends++;
+        p->timer = loop_timer(d->loop, loop_now() + PL_KEEP_NS + 2 * PL_ANSWER_NS, pend_expired, p);
+        reply(a->c, a->client_id, 0, NULL);
+    } else if (a->c) {
+        char why[128] = "refused by the listener's psid";
+        psmsg_get_str(&m->body, PSF_TEXT, why, sizeof why);
+        reply(a->c, a->client_id, err ? (int)err : ENOMEM, why);
+    }
+    ask_done(pl, a);
+}
+
+static struct pl_pend *pend_find(struct preload *pl, uint32_t node, const struct psmsg *m)
+{
+    uint16_t sport, dport;
+    if (get_port(m, PSF_SRC_PORT, &sport) < 0 || get_port(m, PSF_PORT, &dport) < 0) return NULL;
+    for (struct pl_pend *p = pl->pends; p; p = p->next)
+        if (p->node == node && p->sport == sport && p->dport == dport) return p;
+    return NULL;
+}
+
+/* The inode of the TCP socket from local (this node's address, lport) to remote, or 0:
+ * sock_diag's exact lookup, for IPv4 and then for an IPv6 socket with v4-mapped addresses. */
+static uint64_t diag_inode(const struct sockaddr_storage *local,
+                           const struct sockaddr_storage *remote)
+{
+    int s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (s < 0) return 0;
+    struct timeval tv = {0, 200000};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    uint64_t ino = 0;
+    for (int fam = 0; fam < 2 && !ino; fam++) {
+        struct {
+            struct nlmsghdr nh;
+            struct inet_diag_req_v2 r;
+        } q;
+        memset(&q, 0, sizeof q);
+        q.nh.nlmsg_len = sizeof q;
+        q.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+        q.nh.nlmsg_flags = NLM_F_REQUEST;
+        q.r.sdiag_protocol = IPPROTO_TCP;
+        q.r.idiag_states = ~0u;
+        q.r.id.idiag_cookie[0] = q.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+        const struct sockaddr_in *l4 = (const void *)local, *r4 = (const void *)remote;
+        if (local->ss_family != AF_INET || remote->ss_family != AF_INET) break;
+        q.r.id.idiag_sport = l4->sin_port;
+        q.r.id.idiag_dport = r4->sin_port;
+        if (fam == 0) {
+            q.r.sdiag_family = AF_INET;
+            memcpy(q.r.id.idiag_src, &l4->sin_addr, 4);
+            memcpy(q.r.id.idiag_dst, &r4->sin_addr, 4);
+        } else { /* ::ffff:a.b.c.d */
+            q.r.sdiag_family = AF_INET6;
+            q.r.id.idiag_src[2] = q.r.id.idiag_dst[2] = htonl(0xffff);
+            memcpy(&q.r.id.idiag_src[3], &l4->sin_addr, 4);
+            memcpy(&q.r.id.idiag_dst[3], &r4->sin_addr, 4);
+        }
+        struct sockaddr_nl k = {.nl_family = AF_NETLINK};
+        if (sendto(s, &q, sizeof q, 0, (struct sockaddr *)&k, sizeof k) < 0) break;
+        union {
+            struct nlmsghdr nh;
+            char b[1024];
+        } a;
+        ssize_t n = recv(s, &a, sizeof a, 0);
+        if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct inet_diag_msg)) ||
+            a.nh.nlmsg_type != SOCK_DIAG_BY_FAMILY)
+            continue;
+        const struct inet_diag_msg *dm = NLMSG_DATA(&a.nh);
+        ino = dm->idiag_inode;
+    }
+    close(s);
+    return ino;
+}
+
+/* A process on the listener's node took the connection: is it still the connector's
+ * registered socket? Then the connector learns its outcome, and the listener's psid may
+ * answer the acceptor. */
+static void d_claim(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)
 {
     uint32_t req = 0;
-    uint16_t port, sport;
-    struct pl_ep conn;
     psmsg_get_u32(&m->body, PSF_REQ, &req);
+    struct pl_pend *p = pend_find(pl, from, m);
+    struct pl_ep acceptor;
+    int err = 0;
+    struct pl_local *l = p && p->c ? local_of(pl, p->c) : NULL;
+    if (!p || !l || get_ep(m, from, &acceptor) < 0) {
+        err = ENOENT;
+    } else {
+        struct sockaddr_storage me, them;
+        memcpy(&me, &d->self->addr, sizeof me);
+        memcpy(&them, &psid_node(d, from)->conf->addr, sizeof them);
+        ((struct sockaddr_in *)&me)->sin_port = htons(p->sport);
+        ((struct sockaddr_in *)&them)->sin_port = htons(p->dport);
+        if (diag_inode(&me, &them) != p->ino) {
+            err = ENOENT;
+            outcome(d, p->c, p->conn, ECONNRESET, "the socket is gone", NULL, NULL);
+        } else {
+            outcome(d, p->c, p->conn, 0, NULL, &l->ep, &acceptor);
+        }
+    }
+    if (p) pend_done(pl, p);
     struct psmsg_buf b = {0};
-    psmsg_begin(&b, PSM_D_PL_CONNECT_REPLY, 0);
+    psmsg_begin(&b, PSM_D_PL_CLAIM_REPLY, 0);
     psmsg_put_u32(&b, PSF_REQ, req);
+    psmsg_put_u32(&b, PSF_ERRNO, (uint32_t)err);
+    psid_send(d, from, &b);
+    psmsg_buf_free(&b);
+}
+
+static void d_expired(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)
+{
+    struct pl_pend *p = pend_find(pl, from, m);
+    if (!p) return;
+    uint32_t e = ETIMEDOUT;
+    psmsg_get_u32(&m->body, PSF_ERRNO, &e);
+    outcome(d, p->c, p->conn, e ? (int)e : ETIMEDOUT,
+            e == ETIMEDOUT ? "not accepted in time" : "the listener went away", NULL, NULL);
+    pend_done(pl, p);
+}
+
+/* --- listener's side --- */
+
+static void expired_msg(struct psid *d, const struct pl_wait *w, int err)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_PL_EXPIRED, 0);
+    psmsg_put_u32(&b, PSF_SRC_PORT, w->sport);
+    psmsg_put_u32(&b, PSF_PORT, w->dport);
+    psmsg_put_u32(&b, PSF_ERRNO, (uint32_t)err);
+    psid_send(d, w->node, &b);
+    psmsg_buf_free(&b);
+}
+
+static void wait_unlink(struct preload *pl, struct pl_wait *w)
+{
+    for (struct pl_wait **pp = &pl->waits; *pp; pp = &(*pp)->next)
+        if (*pp == w) {
+            *pp = w->next;
+            break;
+        }
+    pl->nwaits--;
+    loop_timer_cancel(w->d->loop, w->timer);
+    w->timer = 0;
+}
+
+static void wait_expired(void *ctx)
+{
+    struct pl_wait *w = ctx;
+    w->timer = 0;
+    expired_msg(w->d, w, ETIMEDOUT);
+    wait_unlink(w->d->preload, w);
+    free(w);
+}
+
+/* A PSM_D_PL_CONNECT: the port's one listener, and the wait. */
+static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)
+{
+    uint32_t req = 0, conn = 0;
+    uint16_t port, sport;
+    struct pl_ep cep;
+    psmsg_get_u32(&m->body, PSF_REQ, &req);
     int err = 0;
     const char *why = NULL;
     struct pl_local *found = NULL;
     if (get_port(m, PSF_PORT, &port) < 0 || get_port(m, PSF_SRC_PORT, &sport) < 0 ||
-        get_ep(m, from, &conn) < 0) {
+        psmsg_get_u32(&m->body, PSF_CONN, &conn) < 0 || get_ep(m, from, &cep) < 0) {
         err = EINVAL;
         why = "malformed request";
     } else {
@@ -349,82 +716,139 @@ static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const s
         why = "out of memory";
     }
     if (w) {
-        /* a connection of the same 4-tuple that was never accepted is replaced */
-        for (struct pl_wait *o = pl->waits; o; o = o->next)
-            if (o->node == from && o->sport == sport && o->dport == port) o->until = 0;
-        *w = (struct pl_wait){from, sport, port, conn, found, loop_now() + PL_KEEP_NS, pl->waits};
+        /* a connection of the same 4-tuple that was never taken is replaced */
+        for (struct pl_wait *o = pl->waits, *next; o; o = next) {
+            next = o->next;
+            if (o->node == from && o->sport == sport && o->dport == port) {
+                wait_unlink(pl, o);
+                free(o);
+            }
+        }
+        *w = (struct pl_wait){.node = from,
+                              .sport = sport,
+                              .dport = port,
+                              .conn = conn,
+                              .connector = cep,
+                              .uid = found->ep.uid,
+                              .d = d,
+                              .next = pl->waits};
+        w->timer = loop_timer(d->loop, loop_now() + PL_KEEP_NS, wait_expired, w);
         pl->waits = w;
         pl->nwaits++;
-        put_ep(&b, &found->ep);
     }
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_PL_CONNECT_REPLY, 0);
+    psmsg_put_u32(&b, PSF_REQ, req);
     psmsg_put_u32(&b, PSF_ERRNO, (uint32_t)err);
     if (why) psmsg_put_str(&b, PSF_TEXT, why);
     psid_send(d, from, &b);
     psmsg_buf_free(&b);
 }
 
-/* Connector's side: the answer to one of our asks. */
-static void d_connect_reply(struct psid *d, struct preload *pl, uint32_t from,
-                            const struct psmsg *m)
+static void claim_done(struct preload *pl, struct pl_claim *k)
 {
-    uint32_t req, err = EPROTO;
-    if (psmsg_get_u32(&m->body, PSF_REQ, &req) < 0) return;
-    struct pl_ask *a = pl->asks;
-    while (a && (a->req != req || a->node != from)) a = a->next;
-    if (!a) return; /* expired, or forged */
-    psmsg_get_u32(&m->body, PSF_ERRNO, &err);
-    struct pl_ep peer;
-    struct pl_local *l = a->c ? local_of(pl, a->c) : NULL;
-    if (l && !err && get_ep(m, from, &peer) == 0) {
-        uint8_t key[32];
-        pl_pair_key(d->conf.key, &l->ep, &peer, key);
-        reply(a->c, a->client_id, 0, NULL, &peer, psid_node(d, from)->conf->addr_str, key);
-        sodium_memzero(key, sizeof key);
-    } else if (a->c) {
-        char why[128] = "refused by the listener's psid";
-        psmsg_get_str(&m->body, PSF_TEXT, why, sizeof why);
-        reply(a->c, a->client_id, err ? (int)err : EPROTO, why, 0, 0, 0);
-    }
-    ask_done(pl, a);
+    for (struct pl_claim **pp = &pl->claims; *pp; pp = &(*pp)->next)
+        if (*pp == k) {
+            *pp = k->next;
+            break;
+        }
+    pl->nclaims--;
+    loop_timer_cancel(k->d->loop, k->timer);
+    free(k);
 }
 
-static void drop_waits(struct preload *pl, const struct pl_local *gone, uint32_t node)
+static void claim_expired(void *ctx)
 {
-    uint64_t now = loop_now();
-    for (struct pl_wait **pp = &pl->waits; *pp;) {
-        struct pl_wait *w = *pp;
-        if ((gone && w->listener == gone) || (node != UINT32_MAX && w->node == node) ||
-            w->until <= now) {
-            *pp = w->next;
-            pl->nwaits--;
-            free(w);
-        } else {
-            pp = &w->next;
-        }
-    }
+    struct pl_claim *k = ctx;
+    k->timer = 0;
+    if (k->c) reply(k->c, k->client_id, ENOENT, "the connector's psid did not answer");
+    claim_done(k->d->preload, k);
 }
 
 static void pl_accept(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
-    char addr[64];
-    uint16_t port, sport;
-    struct pl_local *l = addr_ports(pl, c, m, addr, &sport, &port);
-    if (!l) return;
-    drop_waits(pl, NULL, UINT32_MAX); /* the expired ones */
-    const struct psconf_node *n = node_by_text(d, addr);
-    for (struct pl_wait **pp = &pl->waits; n && *pp; pp = &(*pp)->next) {
-        struct pl_wait *w = *pp;
-        if (w->node != n->id || w->sport != sport || w->dport != port || w->listener != l) continue;
-        uint8_t key[32];
-        pl_pair_key(d->conf.key, &l->ep, &w->connector, key);
-        reply(c, m->id, 0, NULL, &w->connector, n->addr_str, key);
-        sodium_memzero(key, sizeof key);
-        *pp = w->next;
-        pl->nwaits--;
-        free(w);
+    struct pl_local *l = local_of(pl, c);
+    struct sockaddr_storage local, peer;
+    bool listening = false;
+    uint64_t ino;
+    const char *why = NULL;
+    int err = passed_socket(c, &local, &peer, &listening, &ino, &why);
+    if (!err && !l) {
+        err = ENOTCONN;
+        why = "no endpoint open";
+    }
+    if (!err && peer.ss_family == AF_UNSPEC) {
+        err = ENOTCONN;
+        why = "the socket is not connected";
+    }
+    if (err) {
+        reply(c, m->id, err, why);
         return;
     }
-    reply(c, m->id, ENOENT, "no such connection negotiated", 0, 0, 0);
+    char a[INET6_ADDRSTRLEN];
+    addr_text(&peer, a);
+    const struct psconf_node *n = node_by_text(d, a);
+    uint16_t sport = port_of(&peer), dport = port_of(&local);
+    struct pl_wait *w = pl->waits;
+    while (n && w && (w->node != n->id || w->sport != sport || w->dport != dport)) w = w->next;
+    if (!w || w->uid != l->ep.uid) {
+        reply(c, m->id, ENOENT, w ? "not the listener's user" : "no such connection negotiated");
+        return;
+    }
+    struct pl_claim *k = pl->nclaims < PL_WAIT_MAX ? calloc(1, sizeof *k) : NULL;
+    if (!k) {
+        reply(c, m->id, ENOBUFS, "too many accepts in flight");
+        return;
+    }
+    wait_unlink(pl, w);
+    *k = (struct pl_claim){.req = ++d->next_req,
+                           .client_id = m->id,
+                           .c = c,
+                           .acceptor = l->ep,
+                           .w = *w,
+                           .d = d,
+                           .next = pl->claims};
+    free(w);
+    pl->claims = k;
+    pl->nclaims++;
+    k->timer = loop_timer(d->loop, loop_now() + PL_ANSWER_NS, claim_expired, k);
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_PL_CLAIM, 0);
+    psmsg_put_u32(&b, PSF_REQ, k->req);
+    psmsg_put_u32(&b, PSF_SRC_PORT, k->w.sport);
+    psmsg_put_u32(&b, PSF_PORT, k->w.dport);
+    put_ep(&b, &l->ep);
+    psid_send(d, k->w.node, &b);
+    psmsg_buf_free(&b);
+}
+
+static void d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)
+{
+    uint32_t req, err = EPROTO;
+    if (psmsg_get_u32(&m->body, PSF_REQ, &req) < 0) return;
+    struct pl_claim *k = pl->claims;
+    while (k && (k->req != req || k->w.node != from)) k = k->next;
+    if (!k) return;
+    psmsg_get_u32(&m->body, PSF_ERRNO, &err);
+    if (k->c && err) {
+        reply(k->c, k->client_id, ENOENT, "the connector's socket is gone");
+    } else if (k->c) {
+        struct psmsg_buf b = {0};
+        psmsg_begin(&b, PSM_PL_REPLY, k->client_id);
+        psmsg_put_u32(&b, PSF_ERRNO, 0);
+        put_peer(d, &b, &k->acceptor, &k->w.connector);
+        psmsg_put_u32(&b, PSF_CONN, k->w.conn);
+        client_send(k->c, &b);
+        psmsg_buf_free(&b);
+    }
+    claim_done(pl, k);
+}
+
+/* A message that should have carried a socket closes what came with it anyway. */
+static void close_passed(struct client *c)
+{
+    int fd = client_take_fd(c);
+    if (fd >= 0) close(fd);
 }
 
 void preload_request(struct psid *d, struct client *c, const struct psmsg *m)
@@ -440,7 +864,7 @@ void preload_request(struct psid *d, struct client *c, const struct psmsg *m)
         break;
     case PSM_PL_LISTEN:
     case PSM_PL_UNLISTEN:
-        pl_listen(pl, c, m);
+        pl_listen(d, pl, c, m);
         break;
     case PSM_PL_CONNECT:
         pl_connect(d, pl, c, m);
@@ -455,10 +879,23 @@ void preload_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
 {
     struct preload *pl = state(d);
     if (!pl) return;
-    if (m->type == PSM_D_PL_CONNECT)
+    switch (m->type) {
+    case PSM_D_PL_CONNECT:
         d_connect(d, pl, from, m);
-    else
+        break;
+    case PSM_D_PL_CONNECT_REPLY:
         d_connect_reply(d, pl, from, m);
+        break;
+    case PSM_D_PL_CLAIM:
+        d_claim(d, pl, from, m);
+        break;
+    case PSM_D_PL_CLAIM_REPLY:
+        d_claim_reply(d, pl, from, m);
+        break;
+    case PSM_D_PL_EXPIRED:
+        d_expired(d, pl, from, m);
+        break;
+    }
 }
 
 bool preload_client_busy(struct psid *d, const struct client *c)
@@ -472,11 +909,31 @@ void preload_client_gone(struct psid *d, struct client *c)
     if (!pl) return;
     for (struct pl_ask *a = pl->asks; a; a = a->next)
         if (a->c == c) a->c = NULL;
+    for (struct pl_claim *k = pl->claims; k; k = k->next)
+        if (k->c == c) k->c = NULL;
+    for (struct pl_pend *p = pl->pends, *next; p; p = next) {
+        next = p->next;
+        if (p->c == c) pend_done(pl, p);
+    }
     for (struct pl_local **pp = &pl->locals; *pp; pp = &(*pp)->next)
         if ((*pp)->c == c) {
             struct pl_local *l = *pp;
             *pp = l->next;
-            drop_waits(pl, l, UINT32_MAX);
+            /* its ports are gone: connections waiting for them go TCP at once, unless
+             * another process of the same user listens there too (a prefork server's
+             * children hold the listening socket) */
+            for (struct pl_wait *w = pl->waits, *next; w; w = next) {
+                next = w->next;
+                bool ours = false, other = false;
+                for (unsigned i = 0; i < l->nports; i++) ours |= l->ports[i] == w->dport;
+                for (struct pl_local *o = pl->locals; o && ours; o = o->next)
+                    for (unsigned i = 0; i < o->nports; i++) other |= o->ports[i] == w->dport;
+                if (ours && !other && w->uid == l->ep.uid) {
+                    expired_msg(d, w, ECONNREFUSED);
+                    wait_unlink(pl, w);
+                    free(w);
+                }
+            }
             free(l);
             return;
         }
@@ -486,12 +943,30 @@ void preload_node_lost(struct psid *d, uint32_t node)
 {
     struct preload *pl = d->preload;
     if (!pl) return;
-    drop_waits(pl, NULL, node);
+    for (struct pl_wait *w = pl->waits, *next; w; w = next) {
+        next = w->next;
+        if (w->node == node) {
+            wait_unlink(pl, w);
+            free(w);
+        }
+    }
     for (struct pl_ask *a = pl->asks, *next; a; a = next) {
         next = a->next;
         if (a->node != node) continue;
-        if (a->c) reply(a->c, a->client_id, EHOSTDOWN, "the listener's node was lost", 0, 0, 0);
+        if (a->c) reply(a->c, a->client_id, EHOSTDOWN, "the listener's node was lost");
         ask_done(pl, a);
+    }
+    for (struct pl_pend *p = pl->pends, *next; p; p = next) {
+        next = p->next;
+        if (p->node != node) continue;
+        outcome(d, p->c, p->conn, EHOSTDOWN, "the listener's node was lost", NULL, NULL);
+        pend_done(pl, p);
+    }
+    for (struct pl_claim *k = pl->claims, *next; k; k = next) {
+        next = k->next;
+        if (k->w.node != node) continue;
+        if (k->c) reply(k->c, k->client_id, ENOENT, "the connector's node was lost");
+        claim_done(pl, k);
     }
 }
 
@@ -500,10 +975,11 @@ void preload_free(struct psid *d)
     struct preload *pl = d->preload;
     if (!pl) return;
     while (pl->asks) ask_done(pl, pl->asks);
-    drop_waits(pl, NULL, UINT32_MAX);
+    while (pl->pends) pend_done(pl, pl->pends);
+    while (pl->claims) claim_done(pl, pl->claims);
     while (pl->waits) {
         struct pl_wait *w = pl->waits;
-        pl->waits = w->next;
+        wait_unlink(pl, w);
         free(w);
     }
     while (pl->locals) {

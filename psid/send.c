@@ -140,6 +140,9 @@ void psid_dispatch(struct psid *d, uint32_t from, const struct psmsg *m)
         break;
     case PSM_D_PL_CONNECT:
     case PSM_D_PL_CONNECT_REPLY:
+    case PSM_D_PL_CLAIM:
+    case PSM_D_PL_CLAIM_REPLY:
+    case PSM_D_PL_EXPIRED:
         preload_from_daemon(d, from, m);
         break;
     default:

@@ -1,13 +1,17 @@
 #!/bin/bash
 # psid_preload.sh - psid's side of the preload negotiation (psid/preload.c) on a 2-node
-# loopback cluster, driven by test/tools/pldrive as processes under the library would:
-#  - a connect to a port with one registered listener on the other node gets the listener's
-#    endpoint and a pair key; the listener's process, after its accept, gets the
-#    connector's endpoint and the same key; the record is then gone;
+# loopback cluster, driven by test/tools/pldrive as processes under the library would, with
+# real sockets passed to psid:
+#  - connect, then accept: the acceptor gets the connector's endpoint, connection id and the
+#    pair key; the connector gets its outcome as an event with the acceptor's endpoint and
+#    the same key; a connection is taken once;
 #  - every other case means TCP, with its reason: no listener registered, a port two
-#    processes listen on, the same node, not a cluster address, no endpoint opened;
-#  - the key goes only to the two processes of the pair: another process of the listener's
-#    node cannot take the connection; another connector gets another key;
+#    processes listen on, the same node, not a cluster address, a socket not bound to the
+#    node's address, no endpoint opened, no socket passed;
+#  - a connector that closed its socket before the accept: the acceptor gets ENOENT (the
+#    socket's inode is checked with sock_diag), the connector an error outcome;
+#  - a connection nobody takes: the connector's outcome is ETIMEDOUT after PSI_PL_ACCEPT_MS;
+#  - a client passing more descriptors than psid takes is disconnected, psid stays up;
 #  - registrations die with their process; an endpoint is one per connection.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
@@ -32,12 +36,12 @@ start() {
     exec {fd}>"$CDIR/$1.in"
     FD[$1]=$fd
 }
-# say NAME COMMAND: its answer line (empty after 3 s without one)
+# say NAME COMMAND [MS]: its answer line (empty after MS, default 3 s, without one)
 say() {
     local n
     n=$(wc -l <"$CDIR/$1.out")
     echo "$2" >&"${FD[$1]}"
-    wait_until 3000 more_lines "$CDIR/$1.out" "$n" || return 1
+    wait_until "${3:-3000}" more_lines "$CDIR/$1.out" "$n" || return 1
     sed -n "$((n + 1))p" "$CDIR/$1.out"
 }
 stop() { # stop NAME: end of input; the process exits
@@ -55,32 +59,40 @@ lo=$(say L "open 40001")
 co=$(say C "open 40002")
 [[ $lo == "open 0 node 1 ep "* && $co == "open 0 node 0 ep "* ]]
 check "preload: each process gets an endpoint of its node" $? "$lo / $co"
-[ "$(say L "listen 5000")" = "listen 0" ]
-check "preload: a listening port is registered" $? "$(tail -1 "$CDIR/L.out")"
+[ "$(say L "listen 127.0.0.2 5000")" = "listen 0" ]
+check "preload: a listening socket is registered" $? "$(tail -1 "$CDIR/L.out")"
 
-c1=$(say C "connect 127.0.0.2 5000 6000")
-key=$(field key "$c1")
-[[ $c1 == "connect 0 node 1 ep $(field ep "$lo") udp 40001 addr 127.0.0.2 key "* && ${#key} = 64 ]]
-check "preload: connect to a registered listener gets its endpoint and a pair key" $? "$c1"
-a1=$(say L "accept 127.0.0.1 6000 5000")
-[[ $a1 == "accept 0 node 0 ep $(field ep "$co") udp 40002 addr 127.0.0.1 key $key" ]]
-check "preload: the listener's accept gets the connector's endpoint and the same key" $? "$a1"
-[[ $(say L "accept 127.0.0.1 6000 5000") == "accept 2 "* ]]
-check "preload: a negotiated connection is taken once (then ENOENT)" $? "$(tail -1 "$CDIR/L.out")"
+c1=$(say C "connect 127.0.0.2 5000 77 127.0.0.1")
+a1=$(say L "accept")
+key=$(field key "$a1")
+[[ $c1 == "connect 0" && $a1 == "accept 0 node 0 ep $(field ep "$co") udp 40002 addr 127.0.0.1 key "*" conn 77" && ${#key} = 64 ]]
+check "preload: the accept of a negotiated connection gets the connector's endpoint, id and key" $? "$c1 / $a1"
+e1=$(say C "event")
+[[ $e1 == "outcome 77 0 node 1 ep $(field ep "$lo") udp 40001 addr 127.0.0.2 key $key" ]]
+check "preload: the connector's outcome names the acceptor, with the same key" $? "$e1"
 
 # reasons for TCP
-r=$(say C "connect 127.0.0.2 5001 6001")
+r=$(say C "connect 127.0.0.2 5001 78 127.0.0.1")
 [[ $r == "connect 111 listener not registered" ]]
 check "preload: no listener registered -> ECONNREFUSED, TCP" $? "$r"
-r=$(say C "connect 127.0.0.1 5000 6001")
+r=$(say C "connect 127.0.0.1 5000 79 127.0.0.1")
 [[ $r == "connect 18 same node" ]]
 check "preload: the same node -> EXDEV, TCP (until the same-node path)" $? "$r"
-r=$(say C "connect 198.51.100.7 5000 6001")
+r=$(say C "connect 198.51.100.7 5000 80 127.0.0.1")
 [[ $r == "connect 113 not a cluster address" ]]
-check "preload: an address outside the cluster -> EHOSTUNREACH, TCP" $? "$r"
+check "preload: an address outside the cluster -> EHOSTUNREACH, TCP (no connect made)" $? "$r"
+r=$(say C "connect 127.0.0.2 5000 81 127.0.0.3")
+[[ $r == "connect 99 not bound to the node's address" ]]
+check "preload: a socket bound to another address -> EADDRNOTAVAIL" $? "$r"
+r1=$(say C "nofd connect")
+r2=$(say L "nofd accept")
+r3=$(say L "nofd listen")
+[[ $r1 == "nofd 9 no socket passed with the request" && $r2 == "nofd 9 "* && $r3 == "nofd 9 "* ]]
+check "preload: a request that must carry a socket and does not -> EBADF" $? "$r1 / $r2 / $r3"
+
 start N 0
-r1=$(say N "listen 5000")
-r2=$(say N "connect 127.0.0.2 5000 6009")
+r1=$(say N "listen 127.0.0.1 5002")
+r2=$(say N "connect 127.0.0.2 5000 82 127.0.0.1")
 r3=$(say N "open 40003")
 r4=$(say N "open 40004")
 [[ $r1 == "listen 107 no endpoint open" && $r2 == "connect 107 no endpoint open" &&
@@ -88,30 +100,50 @@ r4=$(say N "open 40004")
 check "preload: without an endpoint ENOTCONN; one endpoint per connection (EALREADY)" $? \
     "$r1 / $r2 / $r3 / $r4"
 
-# the key goes to the pair's processes only
-start X 1
-say X "open 40005" >/dev/null
-c2=$(say C "connect 127.0.0.2 5000 6002")
-x=$(say X "accept 127.0.0.1 6002 5000")
-a2=$(say L "accept 127.0.0.1 6002 5000")
-[[ $c2 == "connect 0 "* && $x == "accept 2 "* && $a2 == "accept 0 "*" key $(field key "$c2")" ]]
-check "preload: another process of the listener's node cannot take the connection" $? \
-    "$c2 / $x / $a2"
-c3=$(say N "connect 127.0.0.2 5000 6003")
-[[ $c3 == "connect 0 "* && $(field key "$c3") != "$key" && -n $(field key "$c3") ]]
-check "preload: another connector gets another pair key" $? "$c3"
+# another connector: another pair key
+c3=$(say N "connect 127.0.0.2 5000 83 127.0.0.1")
+a3=$(say L "accept")
+[[ $c3 == "connect 0" && $a3 == "accept 0 "* && $(field key "$a3") != "$key" ]]
+check "preload: another connector gets another pair key" $? "$c3 / $a3"
+e3=$(say N "event")
+[[ $e3 == "outcome 83 0 "*"key $(field key "$a3")" ]]
+check "preload: ... and the same one as its acceptor" $? "$e3"
+
+# the connector's socket closed before the accept
+c4=$(say C "connect 127.0.0.2 5000 84 127.0.0.1")
+say C "close 84" >/dev/null
+a4=$(say L "accept")
+e4=$(say C "event")
+[[ $c4 == "connect 0" && $a4 == "accept 2 "* && $e4 == "outcome 84 104 "* ]]
+check "preload: a connector's socket gone before the accept: ENOENT, the connector told" $? \
+    "$c4 / $a4 / $e4"
 
 # a port two processes listen on is ambiguous: TCP
-say X "listen 5000" >/dev/null
-r=$(say C "connect 127.0.0.2 5000 6004")
+start X 1
+say X "open 40005" >/dev/null
+say X "listen 127.0.0.2 5000" >/dev/null
+r=$(say C "connect 127.0.0.2 5000 85 127.0.0.1")
 [[ $r == "connect 98 listener shared by several processes" ]]
 check "preload: a listener shared by two processes -> TCP" $? "$r"
-[ "$(say X "unlisten 5000")" = "unlisten 0" ] && [[ $(say C "connect 127.0.0.2 5000 6005") == "connect 0 "* ]]
-check "preload: unlisten takes the registration back" $? "$(tail -2 "$CDIR/C.out")"
+[ "$(say X "unlisten 5000")" = "unlisten 0" ]
+check "preload: unlisten takes the registration back" $? "$(tail -1 "$CDIR/X.out")"
+
+# too many descriptors: that client is closed, psid is not
+f=$(say X "flood")
+[[ $f == "flood 104" || $f == "flood 32" ]] && all_up 3000
+check "preload: a client passing too many descriptors is closed; psid stays up" $? "$f"
+
+# a connection nobody takes: ETIMEDOUT after PSI_PL_ACCEPT_MS (10 s)
+t0=$(now_ms)
+c5=$(say C "connect 127.0.0.2 5000 86 127.0.0.1")
+e5=$(say C "event" 14000)
+dt=$(($(now_ms) - t0))
+[[ $c5 == "connect 0" && $e5 == "outcome 86 110 not accepted in time" && $dt -ge 9000 ]]
+check "preload: a connection nobody takes: ETIMEDOUT after 10 s" $? "$c5 / $e5 / ${dt} ms"
 
 # registrations die with the process
 stop L
-r=$(say C "connect 127.0.0.2 5000 6006")
+r=$(say C "connect 127.0.0.2 5000 87 127.0.0.1")
 [[ $r == "connect 111 listener not registered" ]]
 check "preload: a listener's registration dies with its process" $? "$r"
 stop C
