@@ -51,6 +51,7 @@ PSID_SRC  := $(wildcard psid/*.c)
 PSIDC_SRC := $(filter-out psid/main.c,$(PSID_SRC))
 CONF_SRC  := $(wildcard conf/*.c)
 TOOL_SRC  := $(wildcard tools/*.c)
+PRE_SRC   := $(wildcard preload/*.c)
 TLIB_SRC  := test/lib/runner.c
 UNIT_SRC  := $(wildcard test/unit/*.c)
 RDPT_SRC  := $(wildcard test/rdp/*.c)
@@ -64,6 +65,9 @@ LIBPSIDC  := $(BUILD)/lib/libpsidcore.a
 LIBLOG    := $(BUILD)/lib/libpslogger.a
 LIBS      := $(LIBLOG) $(LIBPSI) $(LIBCONF) $(LIBRDP)
 TOOLS     := $(patsubst tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC)) $(BUILD)/bin/psid
+# the preload library: not in the sanitizer tree (an ASan library cannot be preloaded into
+# programs built without ASan)
+PRELOAD   := $(if $(SAN),,$(BUILD)/lib/libpspreload.so)
 UNIT_BIN  := $(BUILD)/test/unit-tests
 RDPT_BIN  := $(BUILD)/test/rdp-tests
 TTOOLS    := $(patsubst test/tools/%.c,$(BUILD)/test/tools/%,$(TTOOL_SRC))
@@ -77,7 +81,7 @@ all:
 	@scripts/install-deps.sh
 	@$(MAKE) --no-print-directory build-all
 
-build-all: $(LIBS) $(TOOLS)
+build-all: $(LIBS) $(TOOLS) $(PRELOAD)
 
 build-tests: build-all $(UNIT_BIN) $(RDPT_BIN) $(TTOOLS)
 
@@ -114,13 +118,22 @@ $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $< $(LIBS) $(SYS_LIBS) -lm -o $@
 
-$(UNIT_BIN): $(call obj,$(UNIT_SRC) $(TLIB_SRC)) $(LIBPSIDC) $(LIBS)
+UNIT_OBJ := $(call obj,$(UNIT_SRC) $(TLIB_SRC) preload/wire.c)
+$(UNIT_BIN): $(UNIT_OBJ) $(LIBPSIDC) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) $(call obj,$(UNIT_SRC) $(TLIB_SRC)) $(LIBPSIDC) $(LIBS) $(SYS_LIBS) -lcunit -lm -o $@
+	$(CC) $(ALL_LDFLAGS) $(UNIT_OBJ) $(LIBPSIDC) $(LIBS) $(SYS_LIBS) -lcunit -lm -o $@
 
 $(RDPT_BIN): $(call obj,$(RDPT_SRC) $(TLIB_SRC)) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $(call obj,$(RDPT_SRC) $(TLIB_SRC)) $(LIBS) $(SYS_LIBS) -lcunit -lm -o $@
+
+# libpspreload.so: its own objects and RDP, libpsi and the node table, linked whole; only
+# the wrapped functions are exported (preload/exports.map)
+PRE_OBJ := $(call obj,$(PRE_SRC) $(RDP_SRC) $(PSI_SRC) logger/nodetab.c)
+$(BUILD)/lib/libpspreload.so: $(PRE_OBJ) preload/exports.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(ALL_LDFLAGS) -Wl,--version-script=preload/exports.map -Wl,-z,defs \
+	    $(PRE_OBJ) $(shell pkg-config --libs libsodium libcrypto) $(MB_LIBS) -ldl -lpthread -o $@
 
 # small programs the integration tests drive (test/tools/NAME.c -> build/test/tools/NAME)
 $(BUILD)/test/tools/%: $(BUILD)/obj/test/tools/%.o $(LIBPSIDC) $(LIBS)
@@ -134,7 +147,8 @@ $(BUILD)/fuzz/%: test/fuzz/%.c $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -D_GNU_SOURCE -DRDP_FUZZING $(MB_DEFS) -Iinclude -g -O1 \
 	    -fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS)) \
-	    $< $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(LOG_SRC) $(SYS_LIBS) -lm -o $@
+	    $< $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(LOG_SRC) preload/wire.c \
+	    $(SYS_LIBS) -lm -o $@
 
 check:
 	@scripts/install-deps.sh --check
@@ -172,6 +186,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/doc/pscluster
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/lib/libpspreload.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(wildcard docs/man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man8

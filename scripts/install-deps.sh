@@ -43,12 +43,14 @@ if [[ $(dpkg --print-architecture 2>/dev/null) == amd64 ]]; then
     build_pkgs+=(libipsec-mb-dev)
 fi
 # make check / make fuzz: the unit tests (CUnit), the integration and namespace tests (ss and
-# ip, nft, ping, pgrep, jq), the fuzz targets (clang, libFuzzer) and the style checks.
+# ip, nft, ping, pgrep, jq), the real programs of the preload tests (nc, socat), the fuzz
+# targets (clang, libFuzzer) and the style checks.
 check_pkgs=(
     libcunit1-dev
     iproute2 nftables iputils-ping procps jq
     clang "libclang-rt-${clang_major}-dev"
     clang-format shellcheck
+    netcat-openbsd socat
 )
 # make demo: scripts/demo.sh uses the built tools and what every Debian system has.
 demo_pkgs=()

@@ -67,7 +67,7 @@ chmod 755 "$F"/bin/*
 BUILD="build-essential pkg-config libconfig-dev libsodium-dev libssl-dev libnl-3-dev"
 BUILD+=" libnl-route-3-dev"
 CHECK="libcunit1-dev iproute2 nftables iputils-ping procps jq clang libclang-rt-14-dev"
-CHECK+=" clang-format shellcheck"
+CHECK+=" clang-format shellcheck netcat-openbsd socat"
 BENCH="sockperf iperf3 hyperfine mpich linux-perf valgrind iproute2 nftables iputils-ping"
 BENCH+=" procps jq"
 

@@ -1,0 +1,826 @@
+/*
+ * conn.c - one TCP connection of the program, as the library carries it (psp.h).
+ *
+ * States: a connector's connection waits in CS_CONNECTING for its outcome from psid (writes
+ * are held, up to the window); an acceptor's waits in CS_ACCEPTED until the first process
+ * that uses it claims it (so that a child of a prefork server takes what its parent
+ * accepted); then CS_RDP, or CS_DRAIN/CS_TCP when it stays on TCP. The messages (wire.h)
+ * arrive in conn_rdp_recv, from the progress thread or from an rdp_send in a program
+ * thread, always under psp.lock.
+ *
+ * Flow control is per connection: the sender may have at most psp.window bytes that the
+ * receiving program has not read yet; the receiver returns credit as the program reads. So
+ * a reader that stops reading one connection stops only that one, and a receiver holds at
+ * most a window per connection.
+ *
+ * Ending: close sends CLOSE (or RST with SO_LINGER 0) and keeps the kernel socket, the
+ * guard, open until RDP has delivered everything before it (at most LINGER_NS); so the
+ * peer's guard sees the kernel's FIN only after the CLOSE, and a FIN without a CLOSE means
+ * the peer process died: after GUARD_GRACE_NS the connection reads EOF and writes EPIPE.
+ */
+#include "psp.h"
+#include "wire.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define HASH_SIZE      4096u
+#define LINGER_NS      10000000000ull
+#define GUARD_GRACE_NS 200000000ull
+
+extern __thread int psp_in;
+
+struct pl_peer {
+    uint32_t id;
+    uint8_t key[32];
+    struct pl_peer *next;
+};
+static struct pl_peer *peers; /* the RDP peers we added, with their keys (psp.lock) */
+
+struct closing {
+    struct conn *c;
+    uint64_t until;
+};
+
+static unsigned hash_of(uint32_t peer, uint32_t id, bool connector)
+{
+    return ((peer * 0x9e3779b1u) ^ (id * 0x85ebca6bu) ^ connector) & (HASH_SIZE - 1);
+}
+
+struct conn *conn_find(uint32_t peer, uint32_t id, bool connector)
+{
+    if (!psp.hash) return NULL;
+    for (struct conn *c = psp.hash[hash_of(peer, id, connector)]; c; c = c->hnext)
+        if (c->peer == peer && c->id == id && c->connector == connector) return c;
+    return NULL;
+}
+
+static void hash_add(struct conn *c)
+{
+    if (!psp.hash) psp.hash = calloc(HASH_SIZE, sizeof *psp.hash);
+    if (!psp.hash) return;
+    unsigned h = hash_of(c->peer, c->id, c->connector);
+    c->hnext = psp.hash[h];
+    psp.hash[h] = c;
+}
+
+static void hash_del(struct conn *c)
+{
+    if (!psp.hash) return;
+    for (struct conn **p = &psp.hash[hash_of(c->peer, c->id, c->connector)]; *p; p = &(*p)->hnext)
+        if (*p == c) {
+            *p = c->hnext;
+            return;
+        }
+}
+
+struct conn *conn_new(int kfd, enum conn_state st)
+{
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->kfd = kfd;
+    c->st = st;
+    c->rxq_tail = &c->rxq;
+    c->hold_tail = &c->hold;
+    c->bell_in = c->bell_out = -1;
+    c->lnext = psp.all;
+    psp.all = c;
+    psp.nconns++;
+    return c;
+}
+
+void conn_attach(struct conn *c, int fd)
+{
+    __atomic_store_n(&psp.byfd[fd], c, __ATOMIC_RELEASE);
+    c->nfds++;
+}
+
+static void free_chunks(struct chunk *ch)
+{
+    while (ch) {
+        struct chunk *n = ch->next;
+        free(ch);
+        ch = n;
+    }
+}
+
+static void destroy(struct conn *c)
+{
+    hash_del(c);
+    for (struct conn **p = &psp.all; *p; p = &(*p)->lnext)
+        if (*p == c) {
+            *p = c->lnext;
+            break;
+        }
+    psp.nconns--;
+    psp_guard_del(c);
+    epoll_conn_gone(c);
+    psp_in++;
+    if (c->kfd >= 0) real.close(c->kfd);
+    if (c->bell_in >= 0) real.close(c->bell_in);
+    if (c->bell_out >= 0) real.close(c->bell_out);
+    psp_in--;
+    free_chunks(c->rxq);
+    free_chunks(c->hold);
+    free(c);
+}
+
+static uint8_t flags_of(const struct conn *c)
+{
+    return c->connector ? PLW_FROM_CONNECTOR : 0;
+}
+
+/* Every message to a peer goes through here: a send may arm an RDP timer earlier than the
+ * progress thread's (a retransmission), which must then be told. -1 with EAGAIN when RDP's
+ * queue to the peer is full: the connection waits for can_send. */
+static int sendv(struct conn *c, const struct iovec *iov, int n)
+{
+    int r = rdp_sendv(psp.rdp, c->peer, iov, n);
+    if (r < 0 && errno == EAGAIN) c->rdp_full = true;
+    if (rdp_next_deadline(psp.rdp) < psp.armed) psp_kick();
+    return r;
+}
+
+/* A message without bytes. */
+static int send_ctl(struct conn *c, uint8_t type, uint32_t aux)
+{
+    uint8_t h[PLW_HDR];
+    plw_encode(h, type, flags_of(c), c->id, aux);
+    struct iovec v = {h, sizeof h};
+    return sendv(c, &v, 1);
+}
+
+static void send_owed(struct conn *c)
+{
+    if (c->st != CS_RDP || !psp.rdp) return;
+    if (c->credit_owed && c->rx_unacked) {
+        if (send_ctl(c, PLW_CREDIT, (uint32_t)c->rx_unacked) == 0) {
+            c->rx_unacked = 0;
+            c->credit_owed = false;
+        }
+    }
+    if (c->tx_fin && !c->tx_fin_sent && !c->hold) {
+        uint8_t t = c->nfds ? PLW_FIN : (c->linger0 ? PLW_RST : PLW_CLOSE);
+        if (send_ctl(c, t, t == PLW_RST ? ECONNRESET : 0) == 0) c->tx_fin_sent = true;
+    }
+}
+
+void conn_changed(struct conn *c)
+{
+    wake_conn(c);
+    bells_update(c);
+}
+
+static int add_peer(const struct neg_peer *p, uint32_t *id)
+{
+    *id = RDP_PEER(p->node, p->ep);
+    struct pl_peer *e;
+    for (e = peers; e; e = e->next)
+        if (e->id == *id) break;
+    if (e && !memcmp(e->key, p->key, 32)) return 0;
+    if (e) /* the same endpoint id, another process: its connections are gone */
+        rdp_remove_peer(psp.rdp, *id);
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    socklen_t len;
+    struct sockaddr_in *in = (void *)&ss;
+    struct sockaddr_in6 *in6 = (void *)&ss;
+    if (inet_pton(AF_INET, p->addr, &in->sin_addr) == 1) {
+        in->sin_family = AF_INET;
+        in->sin_port = htons((uint16_t)p->udp_port);
+        len = sizeof *in;
+    } else if (inet_pton(AF_INET6, p->addr, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)p->udp_port);
+        len = sizeof *in6;
+    } else {
+        return -1;
+    }
+    if (rdp_add_peer_key(psp.rdp, *id, (struct sockaddr *)&ss, len, p->key) < 0) return -1;
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (!e) {
+            rdp_remove_peer(psp.rdp, *id);
+            return -1;
+        }
+        e->id = *id;
+        e->next = peers;
+        peers = e;
+    }
+    memcpy(e->key, p->key, 32);
+    return 0;
+}
+
+/* Send what was held while the connection waited for its outcome. */
+static void flush_hold_rdp(struct conn *c)
+{
+    while (c->hold && c->credit) {
+        struct chunk *ch = c->hold;
+        size_t n = ch->len - ch->off;
+        if (n > c->credit) n = c->credit;
+        if (n > PLW_MAX_DATA) n = PLW_MAX_DATA;
+        uint8_t h[PLW_HDR];
+        plw_encode(h, PLW_DATA, flags_of(c), c->id, 0);
+        struct iovec iov[2] = {{h, PLW_HDR}, {ch->data + ch->off, n}};
+        if (sendv(c, iov, 2) < 0) return;
+        c->credit -= n;
+        c->hold_bytes -= n;
+        c->tx_bytes += n;
+        psp.rdp_tx += n;
+        ch->off += n;
+        if (ch->off == ch->len) {
+            c->hold = ch->next;
+            if (!c->hold) c->hold_tail = &c->hold;
+            free(ch);
+        }
+    }
+}
+
+void conn_outcome(uint32_t id, int err, const struct neg_peer *p)
+{
+    struct conn *c;
+    for (c = psp.all; c; c = c->lnext)
+        if (c->connector && c->id == id && c->st == CS_CONNECTING) break;
+    if (!c) return; /* closed meanwhile; the other side will find no one */
+    if (err || !psp.rdp || add_peer(p, &c->peer) < 0) {
+        conn_fallback(c, err == ETIMEDOUT      ? PSP_R_NOT_ACCEPTED
+                         : err == ECONNREFUSED ? PSP_R_NO_LIBRARY
+                                               : PSP_R_ERROR);
+        return;
+    }
+    c->st = CS_RDP;
+    c->credit = psp.window;
+    hash_add(c);
+    psp.accelerated++;
+    psp_guard_add(c);
+    flush_hold_rdp(c);
+    send_owed(c);
+    if (!c->nfds) c->tx_fin = true;
+    conn_changed(c);
+}
+
+/* Write what is held to the kernel socket, without blocking; true when all is out. */
+static bool drain_hold(struct conn *c)
+{
+    while (c->hold) {
+        struct chunk *ch = c->hold;
+        ssize_t w =
+            real.send(c->kfd, ch->data + ch->off, ch->len - ch->off, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EINTR) return false;
+            c->err = errno;
+            free_chunks(c->hold);
+            c->hold = NULL;
+            c->hold_tail = &c->hold;
+            c->hold_bytes = 0;
+            return true;
+        }
+        psp.tcp_tx += (uint64_t)w;
+        ch->off += (size_t)w;
+        c->hold_bytes -= (size_t)w;
+        if (ch->off == ch->len) {
+            c->hold = ch->next;
+            if (!c->hold) c->hold_tail = &c->hold;
+            free(ch);
+        }
+    }
+    return true;
+}
+
+void conn_fallback(struct conn *c, enum psp_reason r)
+{
+    psp_count_tcp(r);
+    if (psp.strict) {
+        static const char *why[] = {"not a cluster address",
+                                    "no library there",
+                                    "not accepted in time",
+                                    "same node",
+                                    "disabled by rule",
+                                    "resource limit",
+                                    "error"};
+        fprintf(stderr, "pspreload: strict: a connection stays on TCP: %s\n", why[r]);
+        c->st = CS_RDP; /* with no peer: every call fails */
+        c->peer = 0;
+        c->err = ENETUNREACH;
+        conn_changed(c);
+        return;
+    }
+    if (drain_hold(c)) {
+        c->st = CS_TCP;
+        epoll_conn_to_tcp(c);
+    } else {
+        c->st = CS_DRAIN;
+        struct epoll_event ev = {.events = EPOLLOUT | EPOLLONESHOT,
+                                 .data.u64 = 16u + (uint64_t)c->kfd};
+        if (psp.epfd >= 0) real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, c->kfd, &ev);
+    }
+    conn_changed(c);
+}
+
+void conn_guard_event(struct conn *c, uint32_t events)
+{
+    if (c->st == CS_DRAIN) {
+        if (drain_hold(c)) {
+            psp_guard_del(c);
+            c->st = CS_TCP;
+            epoll_conn_to_tcp(c);
+        } else {
+            struct epoll_event ev = {.events = EPOLLOUT | EPOLLONESHOT,
+                                     .data.u64 = 16u + (uint64_t)c->kfd};
+            real.epoll_ctl(psp.epfd, EPOLL_CTL_MOD, c->kfd, &ev);
+        }
+        conn_changed(c);
+        return;
+    }
+    if (c->st == CS_CONNECTING) { /* the kernel's connect completed, or failed */
+        c->kconnected = !(events & (EPOLLERR | EPOLLHUP));
+        c->kev = events & (EPOLLERR | EPOLLHUP) ? POLLOUT | POLLERR | POLLHUP : POLLOUT;
+        conn_changed(c);
+        return;
+    }
+    if (c->st != CS_RDP || c->guard_eof) return;
+    char b;
+    ssize_t r = real.recv(c->kfd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r > 0) return; /* bytes on TCP: not ours to read */
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    c->guard_eof = true;
+    c->guard_at = rdp_now_ns();
+    if (r < 0) c->guard_rst = true;
+    psp_guard_del(c); /* once is enough: EPOLLRDHUP stays up */
+}
+
+void conn_timers(void)
+{
+    uint64_t now = rdp_now_ns();
+    for (struct conn *c = psp.all, *n; c; c = n) {
+        n = c->lnext;
+        if (c->st == CS_RDP && c->guard_eof && !c->rx_fin && now - c->guard_at > GUARD_GRACE_NS) {
+            c->rx_fin = c->peer_closed = true; /* the peer process is gone */
+            if (c->guard_rst && !c->err) c->err = ECONNRESET;
+            conn_changed(c);
+        }
+        if (c->nfds) continue;
+        /* closed by the program: linger until RDP delivered it, then close the guard */
+        struct rdp_peer_stats st;
+        bool done = c->st != CS_RDP || !c->peer || c->err || now - c->closed_at > LINGER_NS ||
+                    (c->tx_fin_sent && rdp_peer_stats(psp.rdp, c->peer, &st) == 0 &&
+                     (st.state != RDP_ESTABLISHED || !st.queued));
+        if (c->st == CS_CONNECTING && now - c->closed_at < LINGER_NS) done = false;
+        if (done) destroy(c);
+    }
+}
+
+/* The program closed its last descriptor of c. */
+static void conn_close(struct conn *c)
+{
+    c->closed_at = rdp_now_ns();
+    if (c->st == CS_RDP && c->peer && !c->err) {
+        c->tx_fin = true;
+        c->tx_fin_sent = false;
+        send_owed(c);
+        psp_kick();
+        return; /* conn_timers destroys it once delivered */
+    }
+    if (c->st == CS_CONNECTING) {
+        c->tx_fin = true; /* on a late outcome: CLOSE at once */
+        return;
+    }
+    destroy(c);
+}
+
+void conn_detach(int fd)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return;
+    __atomic_store_n(&psp.byfd[fd], NULL, __ATOMIC_RELEASE);
+    epoll_fd_closed(c, fd);
+    if (--c->nfds == 0) conn_close(c);
+}
+
+/* --- messages from RDP --- */
+
+static void on_data(struct conn *c, const struct iovec *iov, int iovcnt, size_t len)
+{
+    size_t n = len - PLW_HDR;
+    if (c->rx_bytes + n > psp.window || c->rx_fin) { /* beyond its credit: a broken peer */
+        c->err = ECONNRESET;
+        send_ctl(c, PLW_RST, ECONNRESET);
+        return;
+    }
+    struct chunk *ch = malloc(sizeof *ch + n);
+    if (!ch) {
+        c->err = ENOMEM;
+        send_ctl(c, PLW_RST, ECONNRESET);
+        return;
+    }
+    ch->next = NULL;
+    ch->len = n;
+    ch->off = 0;
+    size_t skip = PLW_HDR, at = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        const uint8_t *p = iov[i].iov_base;
+        size_t l = iov[i].iov_len;
+        if (skip >= l) {
+            skip -= l;
+            continue;
+        }
+        memcpy(ch->data + at, p + skip, l - skip);
+        at += l - skip;
+        skip = 0;
+    }
+    *c->rxq_tail = ch;
+    c->rxq_tail = &ch->next;
+    c->rx_bytes += n;
+    c->rx_total += n;
+    psp.rdp_rx += n;
+}
+
+void conn_rdp_recv(void *ctx, uint32_t peer, const struct iovec *iov, int iovcnt, size_t len)
+{
+    (void)ctx;
+    uint8_t h[PLW_HDR];
+    size_t got = 0;
+    for (int i = 0; i < iovcnt && got < PLW_HDR; i++) {
+        size_t l = iov[i].iov_len < PLW_HDR - got ? iov[i].iov_len : PLW_HDR - got;
+        memcpy(h + got, iov[i].iov_base, l);
+        got += l;
+    }
+    struct plw_msg m;
+    if (plw_decode(h, len, &m) < 0) {
+        psp.bad_msgs++;
+        return;
+    }
+    /* a message from the connector is for the acceptor's side, and the other way round */
+    struct conn *c = conn_find(peer, m.conn, !(m.flags & PLW_FROM_CONNECTOR));
+    if (!c || (!c->nfds && m.type == PLW_DATA)) {
+        if (m.type == PLW_DATA) { /* nobody reads it: reset the sender's connection */
+            uint8_t r[PLW_HDR];
+            plw_encode(r, PLW_RST, m.flags ^ PLW_FROM_CONNECTOR, m.conn, ECONNRESET);
+            rdp_send(psp.rdp, peer, r, sizeof r);
+        }
+        return;
+    }
+    switch (m.type) {
+    case PLW_DATA:
+        on_data(c, iov, iovcnt, len);
+        break;
+    case PLW_CREDIT:
+        c->credit += m.aux;
+        if (c->credit > psp.window) c->credit = psp.window;
+        flush_hold_rdp(c);
+        break;
+    case PLW_FIN:
+        c->rx_fin = true;
+        break;
+    case PLW_CLOSE:
+        c->rx_fin = c->peer_closed = true;
+        break;
+    case PLW_RST:
+        c->rx_fin = c->peer_closed = true;
+        if (!c->err) c->err = ECONNRESET;
+        break;
+    }
+    conn_changed(c);
+}
+
+void conn_rdp_lost(void *ctx, uint32_t peer, enum rdp_lost_reason why)
+{
+    (void)ctx;
+    for (struct conn *c = psp.all; c; c = c->lnext)
+        if (c->st == CS_RDP && c->peer == peer && !c->err) {
+            c->err = why == RDP_LOST_TIMEOUT ? ETIMEDOUT : ECONNRESET;
+            c->rx_fin = c->peer_closed = true;
+            conn_changed(c);
+        }
+}
+
+void conn_rdp_can_send(void *ctx, uint32_t peer)
+{
+    (void)ctx;
+    for (struct conn *c = psp.all; c; c = c->lnext)
+        if (c->st == CS_RDP && c->peer == peer) {
+            c->rdp_full = false;
+            flush_hold_rdp(c);
+            send_owed(c);
+            conn_changed(c);
+        }
+}
+
+/* --- the data path --- */
+
+static bool nonblocking(const struct conn *c, int fd, int flags)
+{
+    (void)c;
+    return (flags & MSG_DONTWAIT) || (real.fcntl(fd, F_GETFL) & O_NONBLOCK);
+}
+
+static int timeout_of(const struct conn *c, int opt)
+{
+    struct timeval tv;
+    socklen_t l = sizeof tv;
+    if (real.getsockopt(c->kfd, SOL_SOCKET, opt, &tv, &l) < 0 || (!tv.tv_sec && !tv.tv_usec))
+        return -1;
+    long ms = tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
+    return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
+}
+
+static void give_credit(struct conn *c, size_t n)
+{
+    c->rx_unacked += n;
+    if (c->rx_unacked >= psp.window / 4 || (!c->rx_bytes && c->rx_unacked >= 16384)) {
+        c->credit_owed = true;
+        send_owed(c);
+    }
+}
+
+/* Copy up to want bytes from the receive queue into iov at offset done. */
+static size_t copy_out(struct conn *c, const struct iovec *iov, int iovcnt, size_t done,
+                       size_t want, bool peek)
+{
+    size_t got = 0, vi_off = done;
+    int vi = 0;
+    while (vi < iovcnt && vi_off >= iov[vi].iov_len) vi_off -= iov[vi++].iov_len;
+    struct chunk *ch = c->rxq;
+    size_t choff = ch ? ch->off : 0;
+    while (got < want && ch && vi < iovcnt) {
+        size_t n = ch->len - choff, room = iov[vi].iov_len - vi_off;
+        if (n > room) n = room;
+        if (n > want - got) n = want - got;
+        memcpy((uint8_t *)iov[vi].iov_base + vi_off, ch->data + choff, n);
+        got += n;
+        choff += n;
+        vi_off += n;
+        if (vi_off == iov[vi].iov_len) {
+            vi++;
+            vi_off = 0;
+        }
+        if (choff == ch->len) {
+            struct chunk *next = ch->next;
+            if (!peek) {
+                c->rxq = next;
+                if (!next) c->rxq_tail = &c->rxq;
+                free(ch);
+            }
+            ch = next;
+            choff = ch ? ch->off : 0;
+        } else if (!peek) {
+            ch->off = choff;
+        }
+    }
+    if (!peek) {
+        c->rx_bytes -= got;
+        give_credit(c, got);
+    }
+    return got;
+}
+
+ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, int flags)
+{
+    size_t want = 0;
+    for (int i = 0; i < iovcnt; i++) want += iov[i].iov_len;
+    size_t done = 0;
+    int tmo = -2;
+    pthread_mutex_lock(&psp.lock);
+    for (;;) {
+        if (c->st == CS_TCP || c->st == CS_DRAIN || c->st == CS_ORPHAN) {
+            pthread_mutex_unlock(&psp.lock);
+            errno = c->st == CS_ORPHAN ? EIO : EXDEV; /* EXDEV: the caller passes through */
+            return done ? (ssize_t)done : -1;
+        }
+        if (c->rx_bytes && want) {
+            size_t n = copy_out(c, iov, iovcnt, done, want - done, flags & MSG_PEEK);
+            done += n;
+            if (done == want || !(flags & MSG_WAITALL) || (flags & MSG_PEEK)) break;
+            continue;
+        }
+        if (!want && (c->rx_bytes || c->rx_fin)) break;
+        if (c->err && !c->err_reported) {
+            c->err_reported = true;
+            errno = c->err;
+            pthread_mutex_unlock(&psp.lock);
+            return done ? (ssize_t)done : -1;
+        }
+        if (c->rx_fin || c->rd_shut) break;
+        if (done && !(flags & MSG_WAITALL)) break;
+        if (nonblocking(c, fd, flags)) {
+            pthread_mutex_unlock(&psp.lock);
+            if (done) return (ssize_t)done;
+            errno = EAGAIN;
+            return -1;
+        }
+        if (tmo == -2) tmo = timeout_of(c, SO_RCVTIMEO);
+        if (wait_conns(&c, 1, tmo) < 0) {
+            int e = errno;
+            pthread_mutex_unlock(&psp.lock);
+            if (done) return (ssize_t)done;
+            errno = e;
+            return -1;
+        }
+    }
+    if (done && !(flags & MSG_PEEK)) c->rx_read += done;
+    pthread_mutex_unlock(&psp.lock);
+    return (ssize_t)done;
+}
+
+static void pipe_signal(int flags)
+{
+    if (!(flags & MSG_NOSIGNAL)) pthread_kill(pthread_self(), SIGPIPE);
+}
+
+ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, int flags)
+{
+    size_t want = 0;
+    for (int i = 0; i < iovcnt; i++) want += iov[i].iov_len;
+    size_t done = 0;
+    int tmo = -2, vi = 0;
+    size_t vi_off = 0;
+    pthread_mutex_lock(&psp.lock);
+    for (;;) {
+        if (c->st == CS_TCP || c->st == CS_ORPHAN) {
+            pthread_mutex_unlock(&psp.lock);
+            errno = c->st == CS_ORPHAN ? EIO : EXDEV;
+            return done ? (ssize_t)done : -1;
+        }
+        int e = 0;
+        if (c->err && c->st == CS_RDP)
+            e = c->err_reported || c->err == ECONNRESET ? (c->err_reported ? EPIPE : c->err)
+                                                        : c->err;
+        else if (c->tx_fin || c->peer_closed)
+            e = EPIPE;
+        if (e) {
+            if (c->err) c->err_reported = true;
+            pthread_mutex_unlock(&psp.lock);
+            if (done) return (ssize_t)done;
+            if (e == EPIPE) pipe_signal(flags);
+            errno = e;
+            return -1;
+        }
+        if (done == want) break;
+        size_t room;
+        if (c->st == CS_CONNECTING || c->st == CS_DRAIN || c->hold)
+            room = c->st == CS_DRAIN ? 0 : psp.window - c->hold_bytes;
+        else
+            room = c->credit;
+        if (c->st == CS_CONNECTING && c->hold_bytes >= psp.window) room = 0;
+        if (room) {
+            size_t n = want - done;
+            if (n > room) n = room;
+            if (n > PLW_MAX_DATA) n = PLW_MAX_DATA;
+            /* the slice [done, done+n) of the program's iov */
+            struct iovec v[1 + 64];
+            int nv = 1;
+            size_t left = n;
+            int vj = vi;
+            size_t vj_off = vi_off;
+            while (left && vj < iovcnt && nv < 65) {
+                size_t l = iov[vj].iov_len - vj_off;
+                if (l > left) l = left;
+                if (l) v[nv++] = (struct iovec){(uint8_t *)iov[vj].iov_base + vj_off, l};
+                left -= l;
+                vj_off += l;
+                if (vj_off == iov[vj].iov_len) {
+                    vj++;
+                    vj_off = 0;
+                }
+            }
+            n -= left;
+            int r;
+            if (c->st == CS_RDP && !c->hold) {
+                uint8_t h[PLW_HDR];
+                plw_encode(h, PLW_DATA, flags_of(c), c->id, 0);
+                v[0] = (struct iovec){h, PLW_HDR};
+                r = sendv(c, v, nv);
+                if (r == 0) {
+                    c->credit -= n;
+                    psp.rdp_tx += n;
+                }
+            } else {
+                struct chunk *ch = malloc(sizeof *ch + n);
+                r = ch ? 0 : -1;
+                if (ch) {
+                    ch->next = NULL;
+                    ch->len = n;
+                    ch->off = 0;
+                    size_t at = 0;
+                    for (int k = 1; k < nv; k++) {
+                        memcpy(ch->data + at, v[k].iov_base, v[k].iov_len);
+                        at += v[k].iov_len;
+                    }
+                    *c->hold_tail = ch;
+                    c->hold_tail = &ch->next;
+                    c->hold_bytes += n;
+                }
+            }
+            if (r == 0) {
+                done += n;
+                c->tx_bytes += n;
+                vi = vj;
+                vi_off = vj_off;
+                continue;
+            }
+            if (errno != EAGAIN) {
+                int e2 = errno;
+                pthread_mutex_unlock(&psp.lock);
+                if (done) return (ssize_t)done;
+                errno = e2;
+                return -1;
+            }
+        }
+        /* no room: credit, RDP's queue, or the hold */
+        if (nonblocking(c, fd, flags)) {
+            pthread_mutex_unlock(&psp.lock);
+            if (done) return (ssize_t)done;
+            errno = EAGAIN;
+            return -1;
+        }
+        if (tmo == -2) tmo = timeout_of(c, SO_SNDTIMEO);
+        if (wait_conns(&c, 1, tmo) < 0) {
+            int e2 = errno;
+            pthread_mutex_unlock(&psp.lock);
+            if (done) return (ssize_t)done;
+            errno = e2;
+            return -1;
+        }
+    }
+    pthread_mutex_unlock(&psp.lock);
+    return (ssize_t)done;
+}
+
+int conn_shutdown(struct conn *c, int how)
+{
+    pthread_mutex_lock(&psp.lock);
+    if (how == SHUT_RD || how == SHUT_RDWR) c->rd_shut = true;
+    if ((how == SHUT_WR || how == SHUT_RDWR) && !c->tx_fin) {
+        c->tx_fin = true;
+        send_owed(c);
+    }
+    conn_changed(c);
+    pthread_mutex_unlock(&psp.lock);
+    return 0;
+}
+
+short conn_poll(struct conn *c)
+{
+    short r = 0;
+    if (c->st == CS_CONNECTING) {
+        if (!c->kconnected) return (short)(c->kev & POLLERR ? c->kev : 0);
+        return c->hold_bytes < psp.window ? POLLOUT : 0;
+    }
+    if (c->st == CS_DRAIN) return 0;
+    if (c->rx_bytes || c->rx_fin || c->err || c->rd_shut) r |= POLLIN;
+    if (c->rx_fin || c->rd_shut) r |= POLLRDHUP;
+    if (c->err) r |= POLLERR;
+    if ((c->rx_fin && c->tx_fin) || c->err) r |= POLLHUP;
+    if ((c->credit && !c->tx_fin && !c->rdp_full) || c->err || c->peer_closed) r |= POLLOUT;
+    if (c->peer_closed && c->tx_fin) r |= POLLHUP;
+    return r;
+}
+
+int conn_claim(struct conn *c)
+{
+    pthread_mutex_lock(&psp.lock);
+    while (c->claiming) wait_conns(&c, 1, 100);
+    if (c->st != CS_ACCEPTED) {
+        pthread_mutex_unlock(&psp.lock);
+        return 0;
+    }
+    c->claiming = true;
+    pthread_mutex_unlock(&psp.lock);
+    struct neg_peer p;
+    int e = psp_endpoint() < 0 ? EIO : neg_accept(c->kfd, &p);
+    pthread_mutex_lock(&psp.lock);
+    c->claiming = false;
+    if (!e && add_peer(&p, &c->peer) == 0) {
+        c->st = CS_RDP;
+        c->id = p.conn;
+        c->connector = false;
+        c->credit = psp.window;
+        hash_add(c);
+        psp.accelerated++;
+        psp_guard_add(c);
+    } else {
+        psp_count_tcp(e == ENOENT ? PSP_R_NO_LIBRARY : PSP_R_ERROR);
+        c->st = CS_TCP;
+        epoll_conn_to_tcp(c);
+    }
+    conn_changed(c);
+    pthread_mutex_unlock(&psp.lock);
+    return 0;
+}
+
+/* In a fork's child: our endpoint stays the parent's. */
+void conn_fork_child(void)
+{
+    for (struct pl_peer *p = peers; p; p = p->next) p->id = 0xffffffffu; /* none is ours */
+    for (struct conn *c = psp.all; c; c = c->lnext) {
+        c->waiters = NULL;
+        if (c->st == CS_RDP || c->st == CS_CONNECTING || c->st == CS_DRAIN) c->st = CS_ORPHAN;
+    }
+}

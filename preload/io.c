@@ -1,0 +1,220 @@
+/*
+ * io.c - the wrapped reads and writes. A descriptor that is not an accelerated connection
+ * goes straight to the C library (one table lookup); an accelerated one is served by conn.c
+ * from and to RDP. A connection that fell back to TCP is passed to the kernel, its bytes
+ * counted. An accepted connection not yet claimed is claimed first (conn_claim).
+ * Fortified builds call the __*_chk variants; _FILE_OFFSET_BITS=64 changes none of these.
+ */
+#include "psp.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static ssize_t tcp_in(int fd, struct msghdr *mh, int flags)
+{
+    ssize_t r = real.recvmsg(fd, mh, flags);
+    if (r > 0 && !(flags & MSG_PEEK))
+        __atomic_add_fetch(&psp.tcp_rx, (uint64_t)r, __ATOMIC_RELAXED);
+    return r;
+}
+
+static ssize_t tcp_out(int fd, const struct msghdr *mh, int flags)
+{
+    ssize_t r = real.sendmsg(fd, mh, flags);
+    if (r > 0) __atomic_add_fetch(&psp.tcp_tx, (uint64_t)r, __ATOMIC_RELAXED);
+    return r;
+}
+
+static ssize_t rd(int fd, struct conn *c, struct iovec *iov, int n, int flags)
+{
+    if (c->st == CS_ACCEPTED) conn_claim(c);
+    if (c->st != CS_TCP) {
+        ssize_t r = conn_read(fd, c, iov, n, flags & (MSG_PEEK | MSG_WAITALL | MSG_DONTWAIT));
+        if (r >= 0 || errno != EXDEV) return r;
+    }
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    return tcp_in(fd, &mh, flags);
+}
+
+static ssize_t wr(int fd, struct conn *c, const struct iovec *iov, int n, int flags)
+{
+    if (c->st == CS_ACCEPTED) conn_claim(c);
+    if (c->st != CS_TCP) {
+        ssize_t r = conn_write(fd, c, iov, n, flags & (MSG_DONTWAIT | MSG_NOSIGNAL));
+        if (r >= 0 || errno != EXDEV) return r;
+    }
+    struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n};
+    return tcp_out(fd, &mh, flags);
+}
+
+ssize_t read(int fd, void *buf, size_t len)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return real.read(fd, buf, len);
+    struct iovec v = {buf, len};
+    return rd(fd, c, &v, 1, 0);
+}
+
+ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
+ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+    if (len > buflen) __builtin_trap();
+    return read(fd, buf, len);
+}
+
+ssize_t write(int fd, const void *buf, size_t len)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return real.write(fd, buf, len);
+    struct iovec v = {(void *)buf, len};
+    return wr(fd, c, &v, 1, 0);
+}
+
+ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return real.readv(fd, iov, n);
+    if (n < 0 || n > IOV_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    return rd(fd, c, (struct iovec *)iov, n, 0);
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return real.writev(fd, iov, n);
+    if (n < 0 || n > IOV_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    return wr(fd, c, iov, n, 0);
+}
+
+ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return real.recv(fd, buf, len, flags);
+    struct iovec v = {buf, len};
+    return rd(fd, c, &v, 1, flags);
+}
+
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+    if (len > buflen) __builtin_trap();
+    return recv(fd, buf, len, flags);
+}
+
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return real.send(fd, buf, len, flags);
+    struct iovec v = {(void *)buf, len};
+    return wr(fd, c, &v, 1, flags);
+}
+
+ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *sa, socklen_t *sl)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return real.recvfrom(fd, buf, len, flags, sa, sl);
+    struct iovec v = {buf, len};
+    ssize_t r = rd(fd, c, &v, 1, flags);
+    if (r >= 0 && sa && sl) *sl = 0; /* TCP gives no source address */
+    return r;
+}
+
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags, struct sockaddr *sa,
+                       socklen_t *sl);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags, struct sockaddr *sa,
+                       socklen_t *sl)
+{
+    if (len > buflen) __builtin_trap();
+    return recvfrom(fd, buf, len, flags, sa, sl);
+}
+
+ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *sa,
+               socklen_t sl)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return real.sendto(fd, buf, len, flags, sa, sl);
+    struct iovec v = {(void *)buf, len};
+    return wr(fd, c, &v, 1, flags); /* a connected stream ignores the address */
+}
+
+ssize_t recvmsg(int fd, struct msghdr *mh, int flags)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return real.recvmsg(fd, mh, flags);
+    if (c->st == CS_ACCEPTED) conn_claim(c);
+    if (c->st == CS_TCP) return tcp_in(fd, mh, flags);
+    if (mh->msg_iovlen > IOV_MAX) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    ssize_t r = rd(fd, c, mh->msg_iov, (int)mh->msg_iovlen, flags);
+    if (r >= 0) {
+        mh->msg_namelen = 0;
+        mh->msg_controllen = 0;
+        mh->msg_flags = 0;
+    }
+    return r;
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *mh, int flags)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return real.sendmsg(fd, mh, flags);
+    if (mh->msg_iovlen > IOV_MAX) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    return wr(fd, c, mh->msg_iov, (int)mh->msg_iovlen, flags);
+}
+
+int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *tmo);
+int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *tmo)
+{
+    static int (*next)(int, struct mmsghdr *, unsigned, int, struct timespec *);
+    struct conn *c = psp_conn_of(fd);
+    if (!c) {
+        if (!next) next = (__typeof__(next))dlsym(RTLD_NEXT, "recvmmsg");
+        return next(fd, v, n, flags, tmo);
+    }
+    unsigned i = 0;
+    for (; i < n; i++) {
+        ssize_t r =
+            recvmsg(fd, &v[i].msg_hdr,
+                    (flags & ~MSG_WAITFORONE) | (i && (flags & MSG_WAITFORONE) ? MSG_DONTWAIT : 0));
+        if (r < 0) break;
+        v[i].msg_len = (unsigned)r;
+        if (r == 0) {
+            i++;
+            break;
+        }
+    }
+    return i ? (int)i : -1;
+}
+
+int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags);
+int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
+{
+    static int (*next)(int, struct mmsghdr *, unsigned, int);
+    struct conn *c = psp_conn_of(fd);
+    if (!c) {
+        if (!next) next = (__typeof__(next))dlsym(RTLD_NEXT, "sendmmsg");
+        return next(fd, v, n, flags);
+    }
+    unsigned i = 0;
+    for (; i < n; i++) {
+        ssize_t r = sendmsg(fd, &v[i].msg_hdr, flags);
+        if (r < 0) break;
+        v[i].msg_len = (unsigned)r;
+    }
+    return i ? (int)i : -1;
+}

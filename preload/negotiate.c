@@ -1,0 +1,251 @@
+/*
+ * negotiate.c - the library's requests to its node's psid (psproto.h, "Preload
+ * negotiation"): the node table, the endpoint, listening sockets, and per connection the
+ * decision before any byte. psp.psi_lock serialises the connection to psid; psp.lock is
+ * taken inside it, never around it (a request may wait for another node's psid).
+ * Outcomes arrive as events, read by the progress thread (neg_events) or queued by libpsi
+ * while a request waited for its reply, and handed to conn.c.
+ */
+#include "psp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+__thread int psp_in; /* inside the library: our own close() calls pass */
+
+/* The psid connection, opened again in a forked child. Under psi_lock. */
+static int psi_ensure(void)
+{
+    if (psp.psi_open) return 0;
+    struct psi fresh;
+    if (psi_open(&fresh, NULL) < 0) return -1;
+    int h = psp_hide(fresh.fd);
+    if (h < 0) return -1;
+    fresh.fd = h;
+    psp.psi = fresh;
+    psp.psi_open = true;
+    return 0;
+}
+
+static int to_sockaddr(const char *addr, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
+{
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *in = (void *)ss;
+    struct sockaddr_in6 *in6 = (void *)ss;
+    if (inet_pton(AF_INET, addr, &in->sin_addr) == 1) {
+        in->sin_family = AF_INET;
+        in->sin_port = htons(port);
+        *len = sizeof *in;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, addr, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(port);
+        *len = sizeof *in6;
+        return 0;
+    }
+    return -1;
+}
+
+int neg_nodes(void)
+{
+    if (lg_nodetab_fetch(&psp.psi, &psp.nodes) < 0) return -1;
+    const struct lg_node *me = lg_nodetab_id(&psp.nodes, psp.nodes.self);
+    if (!me || to_sockaddr(me->addr, 0, &psp.node_addr, &psp.node_addr_len) < 0) return -1;
+    psp.node = me->id;
+    return 0;
+}
+
+/* The node whose address sa is (a v4-mapped IPv6 address counts as its IPv4 address). */
+int neg_node_of(const struct sockaddr *sa, uint32_t *node)
+{
+    char a[INET6_ADDRSTRLEN];
+    if (sa->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, a, sizeof a);
+    } else {
+        const struct in6_addr *x = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(x))
+            inet_ntop(AF_INET, x->s6_addr + 12, a, sizeof a);
+        else
+            inet_ntop(AF_INET6, x, a, sizeof a);
+    }
+    for (size_t i = 0; i < psp.nodes.n; i++)
+        if (!strcmp(psp.nodes.v[i].addr, a)) {
+            *node = psp.nodes.v[i].id;
+            return 0;
+        }
+    return -1;
+}
+
+/* A request and its reply's errno (0: success); *rep valid until the next request. */
+static int call(struct psmsg_buf *req, int fd, struct psmsg *rep)
+{
+    if (psi_ensure() < 0) {
+        psmsg_buf_free(req);
+        return errno ? errno : EIO;
+    }
+    int r = psi_call_fd(&psp.psi, req, fd, rep);
+    int e = r < 0 ? errno : 0;
+    psmsg_buf_free(req);
+    if (r < 0) return e ? e : EIO;
+    uint32_t err = EPROTO;
+    psmsg_get_u32(&rep->body, PSF_ERRNO, &err);
+    return (int)err;
+}
+
+int neg_open(uint16_t udp_port, uint32_t *node, uint16_t *ep)
+{
+    struct psmsg_buf req = {0};
+    struct psmsg rep;
+    psmsg_begin(&req, PSM_PL_OPEN, 0);
+    psmsg_put_u32(&req, PSF_PORT, udp_port);
+    int e = call(&req, -1, &rep);
+    uint32_t n, id;
+    if (!e && (psmsg_get_u32(&rep.body, PSF_NODE_ID, &n) < 0 ||
+               psmsg_get_u32(&rep.body, PSF_ENDPOINT, &id) < 0 || !id || id > 0xfffe))
+        e = EPROTO;
+    if (!e) {
+        *node = n;
+        *ep = (uint16_t)id;
+    }
+    return e;
+}
+
+int neg_listen(int fd)
+{
+    struct psmsg_buf req = {0};
+    struct psmsg rep;
+    psmsg_begin(&req, PSM_PL_LISTEN, 0);
+    pthread_mutex_lock(&psp.psi_lock);
+    int e = call(&req, fd, &rep);
+    pthread_mutex_unlock(&psp.psi_lock);
+    return e;
+}
+
+static enum psp_reason reason_of(int e)
+{
+    switch (e) {
+    case EHOSTUNREACH:
+        return PSP_R_NOT_CLUSTER;
+    case ECONNREFUSED:
+        return PSP_R_NO_LIBRARY;
+    case EXDEV:
+        return PSP_R_SAME_NODE;
+    case ETIMEDOUT:
+        return PSP_R_NOT_ACCEPTED;
+    case ENOBUFS:
+    case EUSERS:
+    case EAGAIN:
+        return PSP_R_LIMIT;
+    default:
+        return PSP_R_ERROR;
+    }
+}
+
+int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, enum psp_reason *why)
+{
+    char a[INET6_ADDRSTRLEN];
+    uint16_t port;
+    if (dst->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const void *)dst;
+        inet_ntop(AF_INET, &in->sin_addr, a, sizeof a);
+        port = ntohs(in->sin_port);
+    } else {
+        const struct sockaddr_in6 *in6 = (const void *)dst;
+        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+            inet_ntop(AF_INET, in6->sin6_addr.s6_addr + 12, a, sizeof a);
+        else
+            inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof a);
+        port = ntohs(in6->sin6_port);
+    }
+    struct psmsg_buf req = {0};
+    struct psmsg rep;
+    psmsg_begin(&req, PSM_PL_CONNECT, 0);
+    psmsg_put_str(&req, PSF_ADDR, a);
+    psmsg_put_u32(&req, PSF_PORT, port);
+    psmsg_put_u32(&req, PSF_CONN, conn_id);
+    pthread_mutex_lock(&psp.psi_lock);
+    int e = call(&req, fd, &rep);
+    pthread_mutex_unlock(&psp.psi_lock);
+    if (e) *why = reason_of(e);
+    neg_events(); /* outcomes queued while we waited */
+    return e;
+}
+
+static int get_peer(const struct psmsg *m, struct neg_peer *p)
+{
+    struct psmsg_field k;
+    memset(p, 0, sizeof *p);
+    if (psmsg_get_u32(&m->body, PSF_NODE_ID, &p->node) < 0 ||
+        psmsg_get_u32(&m->body, PSF_ENDPOINT, &p->ep) < 0 || !p->ep || p->ep > 0xffff ||
+        psmsg_get_u32(&m->body, PSF_UDP_PORT, &p->udp_port) < 0 || !p->udp_port ||
+        p->udp_port > 0xffff || psmsg_get_str(&m->body, PSF_ADDR, p->addr, sizeof p->addr) < 0 ||
+        !psmsg_find(&m->body, PSF_KEY, &k) || k.len != 32)
+        return -1;
+    memcpy(p->key, k.val, 32);
+    psmsg_get_u32(&m->body, PSF_CONN, &p->conn);
+    return 0;
+}
+
+int neg_accept(int fd, struct neg_peer *p)
+{
+    struct psmsg_buf req = {0};
+    struct psmsg rep;
+    psmsg_begin(&req, PSM_PL_ACCEPT, 0);
+    pthread_mutex_lock(&psp.psi_lock);
+    int e = call(&req, fd, &rep);
+    if (!e && (get_peer(&rep, p) < 0 ||
+               psmsg_find(&rep.body, PSF_CONN, &(struct psmsg_field){0}) == false))
+        e = EPROTO;
+    pthread_mutex_unlock(&psp.psi_lock);
+    neg_events();
+    return e;
+}
+
+void neg_events(void)
+{
+    if (pthread_mutex_trylock(&psp.psi_lock) != 0) return; /* its holder takes them after */
+    if (!psp.psi_open) {
+        pthread_mutex_unlock(&psp.psi_lock);
+        return;
+    }
+    struct psmsg ev;
+    int r;
+    while ((r = psi_next_event(&psp.psi, &ev, 0)) > 0) {
+        if (ev.type != PSM_PL_OUTCOME) continue;
+        uint32_t id, err = EPROTO;
+        if (psmsg_get_u32(&ev.body, PSF_CONN, &id) < 0) continue;
+        psmsg_get_u32(&ev.body, PSF_ERRNO, &err);
+        struct neg_peer p;
+        bool ok = err == 0 && get_peer(&ev, &p) == 0;
+        pthread_mutex_lock(&psp.lock);
+        conn_outcome(id, ok ? 0 : (err ? (int)err : EPROTO), ok ? &p : NULL);
+        pthread_mutex_unlock(&psp.lock);
+    }
+    if (r < 0 && errno != EINTR) {
+        /* psid is gone: connections waiting for an outcome go TCP */
+        pthread_mutex_lock(&psp.lock);
+        for (struct conn *c = psp.all; c; c = c->lnext)
+            if (c->st == CS_CONNECTING) conn_fallback(c, PSP_R_ERROR);
+        if (psp.epfd >= 0) real.epoll_ctl(psp.epfd, EPOLL_CTL_DEL, psi_fd(&psp.psi), NULL);
+        pthread_mutex_unlock(&psp.lock);
+    }
+    pthread_mutex_unlock(&psp.psi_lock);
+}
+
+void neg_unlisten(uint16_t port)
+{
+    if (!psp.inited || psp.broken) return;
+    struct psmsg_buf req = {0};
+    struct psmsg rep;
+    psmsg_begin(&req, PSM_PL_UNLISTEN, 0);
+    psmsg_put_u32(&req, PSF_PORT, port);
+    pthread_mutex_lock(&psp.psi_lock);
+    if (psp.psi_open)
+        call(&req, -1, &rep);
+    else
+        psmsg_buf_free(&req);
+    pthread_mutex_unlock(&psp.psi_lock);
+}

@@ -1,0 +1,539 @@
+/*
+ * poll.c - readiness of accelerated connections in poll, select and epoll.
+ *
+ * poll/ppoll/select/pselect: when a set holds an accelerated connection, its readiness
+ * comes from the library (conn_poll) and the rest from the kernel, in one wait: the
+ * kernel's poll gets the other descriptors plus the calling thread's wake-up eventfd, and
+ * the thread is a waiter of every connection in the set.
+ *
+ * epoll: the set is the kernel's; an accelerated connection is represented in it by two
+ * doorbells of its own, eventfds: bell_in is readable exactly when the connection is
+ * (data, EOF, error), bell_out writable exactly when it is (credit). So any number of epoll
+ * sets can hold a connection at once, nested sets work, and EPOLLET, EPOLLONESHOT,
+ * EPOLLEXCLUSIVE and EPOLL_CTL_MOD act on the doorbells as the kernel makes them act.
+ * The doorbells carry a tag of ours in their epoll data (PSP_TAG: a value no user-space
+ * pointer or small integer has); epoll_wait translates a tagged event back into the
+ * program's descriptor's events and data. A connection that falls back to TCP has its
+ * registrations moved to the kernel socket itself.
+ */
+#include "psp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+/* glibc declares poll's array write-only (for fortify): reading the program's events from
+ * it is what poll does, so the warning that follows from that declaration is wrong here */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define PSP_TAG      0xb5e1000000000000ull
+#define PSP_TAG_MASK 0xffff000000000000ull
+#define BELL_FULL    0xfffffffffffffffeull /* an eventfd at this count is not writable */
+
+struct epreg {
+    int epfd, fd;
+    uint32_t events; /* the program's */
+    epoll_data_t data;
+    struct conn *c;
+    unsigned idx;
+    bool disarmed; /* EPOLLONESHOT fired */
+    struct epreg *next;
+};
+
+static struct epreg **regs; /* by index (the tag's low bits) */
+static unsigned nregs, capregs;
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* --- poll --- */
+
+/* The connections among fds (claimed first where accepted and not yet claimed). */
+static int conns_in(struct pollfd *fds, nfds_t n, struct conn **cs)
+{
+    int k = 0;
+    if (!psp.nconns) return 0;
+    for (nfds_t i = 0; i < n; i++) {
+        struct conn *c = psp_conn_of(fds[i].fd);
+        if (!c) continue;
+        if (c->st == CS_ACCEPTED) conn_claim(c);
+        if (c->st == CS_TCP || c->st == CS_ORPHAN) continue;
+        cs[k++] = c;
+    }
+    return k;
+}
+
+static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
+{
+    struct conn *small[16], **cs = n <= 16 ? small : malloc(n * sizeof *cs);
+    struct pollfd sp[17], *kp = n < 17 ? sp : malloc((n + 1) * sizeof *kp);
+    if (!cs || !kp) {
+        if (cs != small) free(cs);
+        if (kp != sp) free(kp);
+        errno = ENOMEM;
+        return -1;
+    }
+    int ncs = conns_in(fds, n, cs);
+    uint64_t deadline = timeout > 0 ? now_ms() + (uint64_t)timeout : 0;
+    int ret;
+    pthread_mutex_lock(&psp.lock);
+    for (;;) {
+        int ready = 0;
+        nfds_t nk = 0;
+        for (nfds_t i = 0; i < n; i++) {
+            struct conn *c = psp_conn_of(fds[i].fd);
+            fds[i].revents = 0;
+            if (c && c->st != CS_TCP && c->st != CS_ORPHAN && c->st != CS_ACCEPTED) {
+                short r = conn_poll(c) & (fds[i].events | POLLHUP | POLLERR);
+                fds[i].revents = r;
+                if (r) ready++;
+            } else {
+                kp[nk++] = fds[i];
+            }
+        }
+        int wfd = wait_fd();
+        int wait = ready ? 0 : timeout;
+        if (timeout > 0 && !ready) {
+            int64_t left = (int64_t)(deadline - now_ms());
+            wait = left > 0 ? (int)left : 0;
+        }
+        kp[nk] = (struct pollfd){.fd = wfd, .events = POLLIN};
+        struct waiter ws[ncs > 0 ? ncs : 1];
+        waiters_add(cs, ncs, ws, wfd);
+        pthread_mutex_unlock(&psp.lock);
+        struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
+        int r = mask || wait >= 0 ? real.ppoll(kp, nk + 1, wait < 0 ? NULL : &ts, mask)
+                                  : real.poll(kp, nk + 1, -1);
+        int e = errno;
+        pthread_mutex_lock(&psp.lock);
+        waiters_del(cs, ncs, ws);
+        if (r < 0) {
+            errno = e;
+            ret = -1;
+            break;
+        }
+        if (kp[nk].revents) {
+            uint64_t x;
+            (void)!real.read(wfd, &x, 8);
+        }
+        nk = 0;
+        for (nfds_t i = 0; i < n; i++) {
+            struct conn *c = psp_conn_of(fds[i].fd);
+            if (c && c->st != CS_TCP && c->st != CS_ORPHAN && c->st != CS_ACCEPTED) continue;
+            fds[i].revents = kp[nk++].revents;
+            if (fds[i].revents) ready++;
+        }
+        if (ready) {
+            /* the connections' state as of now, not as of before the wait */
+            ready = 0;
+            for (nfds_t i = 0; i < n; i++) {
+                struct conn *c = psp_conn_of(fds[i].fd);
+                if (c && c->st != CS_TCP && c->st != CS_ORPHAN && c->st != CS_ACCEPTED)
+                    fds[i].revents = conn_poll(c) & (fds[i].events | POLLHUP | POLLERR);
+                if (fds[i].revents) ready++;
+            }
+        }
+        if (ready || timeout == 0 || (timeout > 0 && now_ms() >= deadline)) {
+            ret = ready;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&psp.lock);
+    if (cs != small) free(cs);
+    if (kp != sp) free(kp);
+    return ret;
+}
+
+static bool has_conn(const struct pollfd *fds, nfds_t n)
+{
+    if (!psp.nconns) return false;
+    for (nfds_t i = 0; i < n; i++) {
+        struct conn *c = psp_conn_of(fds[i].fd);
+        if (c && c->st != CS_TCP && c->st != CS_ORPHAN) return true;
+    }
+    return false;
+}
+
+int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    if (!has_conn(fds, n)) return real.poll(fds, n, timeout);
+    return poll_any(fds, n, timeout, NULL);
+}
+
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len);
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
+{
+    if (len / sizeof *fds < n) __builtin_trap();
+    return poll(fds, n, timeout);
+}
+
+int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+    if (!has_conn(fds, n)) return real.ppoll(fds, n, ts, mask);
+    int t = ts ? (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000) : -1;
+    return poll_any(fds, n, t, mask);
+}
+
+/* select and pselect as poll: only when a set holds an accelerated connection */
+static int select_any(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout, const sigset_t *m)
+{
+    struct pollfd *p = calloc((size_t)nfds, sizeof *p);
+    if (!p) {
+        errno = ENOMEM;
+        return -1;
+    }
+    nfds_t n = 0;
+    for (int fd = 0; fd < nfds; fd++) {
+        short ev = 0;
+        if (r && FD_ISSET(fd, r)) ev |= POLLIN;
+        if (w && FD_ISSET(fd, w)) ev |= POLLOUT;
+        if (x && FD_ISSET(fd, x)) ev |= POLLPRI;
+        if (ev) p[n++] = (struct pollfd){.fd = fd, .events = ev};
+    }
+    int rc = poll_any(p, n, timeout, m);
+    if (rc >= 0) {
+        if (r) FD_ZERO(r);
+        if (w) FD_ZERO(w);
+        if (x) FD_ZERO(x);
+        rc = 0;
+        for (nfds_t i = 0; i < n; i++) {
+            short re = p[i].revents;
+            if (re & POLLNVAL) {
+                free(p);
+                errno = EBADF;
+                return -1;
+            }
+            if (r && (p[i].events & POLLIN) && (re & (POLLIN | POLLHUP | POLLERR))) {
+                FD_SET(p[i].fd, r);
+                rc++;
+            }
+            if (w && (p[i].events & POLLOUT) && (re & (POLLOUT | POLLERR))) {
+                FD_SET(p[i].fd, w);
+                rc++;
+            }
+            if (x && (p[i].events & POLLPRI) && (re & POLLPRI)) {
+                FD_SET(p[i].fd, x);
+                rc++;
+            }
+        }
+    }
+    free(p);
+    return rc;
+}
+
+static bool sets_have_conn(int nfds, fd_set *r, fd_set *w, fd_set *x)
+{
+    if (!psp.nconns) return false;
+    for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
+        if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) {
+            struct conn *c = psp_conn_of(fd);
+            if (c && c->st != CS_TCP && c->st != CS_ORPHAN) return true;
+        }
+    return false;
+}
+
+int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
+{
+    if (!sets_have_conn(nfds, r, w, x)) return real.select(nfds, r, w, x, tv);
+    int t = tv ? (int)(tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000) : -1;
+    uint64_t t0 = now_ms();
+    int rc = select_any(nfds, r, w, x, t, NULL);
+    if (tv) { /* Linux leaves the time not slept */
+        int64_t left = t - (int64_t)(now_ms() - t0);
+        if (left < 0) left = 0;
+        tv->tv_sec = left / 1000;
+        tv->tv_usec = (left % 1000) * 1000;
+    }
+    return rc;
+}
+
+int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts, const sigset_t *m)
+{
+    if (!sets_have_conn(nfds, r, w, x)) return real.pselect(nfds, r, w, x, ts, m);
+    int t = ts ? (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000) : -1;
+    return select_any(nfds, r, w, x, t, m);
+}
+
+/* --- epoll --- */
+
+static int bells(struct conn *c)
+{
+    if (c->bell_in >= 0) return 0;
+    int a = psp_hide(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    int b = a < 0 ? -1 : psp_hide(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (b < 0) {
+        if (a >= 0) real.close(a);
+        return -1;
+    }
+    c->bell_in = a;
+    c->bell_out = b;
+    c->bell_in_on = false;
+    c->bell_out_on = true; /* an eventfd at 0 is writable */
+    bells_update(c);
+    return 0;
+}
+
+void bells_update(struct conn *c)
+{
+    if (c->bell_in < 0) return;
+    short s = conn_poll(c);
+    uint64_t x;
+    if (s & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) {
+        (void)!real.write(c->bell_in, &(uint64_t){1}, 8); /* an edge for EPOLLET, too */
+        c->bell_in_on = true;
+    } else if (c->bell_in_on) {
+        (void)!real.read(c->bell_in, &x, 8);
+        c->bell_in_on = false;
+    }
+    bool out = s & (POLLOUT | POLLHUP | POLLERR);
+    if (out && !c->bell_out_on) {
+        (void)!real.read(c->bell_out, &x, 8);
+        c->bell_out_on = true;
+    } else if (!out && c->bell_out_on) {
+        (void)!real.write(c->bell_out, &(uint64_t){BELL_FULL}, 8);
+        c->bell_out_on = false;
+    }
+}
+
+static uint32_t in_mask(uint32_t ev)
+{
+    uint32_t flags = ev & (EPOLLET | EPOLLONESHOT | EPOLLEXCLUSIVE | EPOLLWAKEUP);
+    return flags | (ev & (EPOLLIN | EPOLLRDHUP | EPOLLPRI) ? EPOLLIN : 0);
+}
+
+static uint32_t out_mask(uint32_t ev)
+{
+    uint32_t flags = ev & (EPOLLET | EPOLLONESHOT | EPOLLEXCLUSIVE | EPOLLWAKEUP);
+    return flags | (ev & EPOLLOUT ? EPOLLOUT : 0);
+}
+
+static struct epreg *reg_find(struct conn *c, int epfd, int fd)
+{
+    for (struct epreg *r = c->regs; r; r = r->next)
+        if (r->epfd == epfd && r->fd == fd) return r;
+    return NULL;
+}
+
+static void reg_free(struct conn *c, struct epreg *r)
+{
+    for (struct epreg **p = &c->regs; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    regs[r->idx] = NULL;
+    free(r);
+}
+
+static int bell_ctl(int epfd, int op, struct epreg *r)
+{
+    struct epoll_event a = {.events = in_mask(r->events), .data.u64 = PSP_TAG | r->idx};
+    struct epoll_event b = {.events = out_mask(r->events), .data.u64 = PSP_TAG | r->idx};
+    if (op == EPOLL_CTL_DEL) {
+        real.epoll_ctl(epfd, op, r->c->bell_in, NULL);
+        real.epoll_ctl(epfd, op, r->c->bell_out, NULL);
+        return 0;
+    }
+    if (real.epoll_ctl(epfd, op, r->c->bell_in, &a) < 0) return -1;
+    if (real.epoll_ctl(epfd, op, r->c->bell_out, &b) < 0) {
+        int e = errno;
+        if (op == EPOLL_CTL_ADD) real.epoll_ctl(epfd, EPOLL_CTL_DEL, r->c->bell_in, NULL);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (c && c->st == CS_ACCEPTED) conn_claim(c);
+    if (!c || c->st == CS_TCP || c->st == CS_ORPHAN) return real.epoll_ctl(epfd, op, fd, ev);
+    if (psp_is_hidden(epfd)) {
+        errno = EBADF;
+        return -1;
+    }
+    pthread_mutex_lock(&psp.lock);
+    int ret = -1;
+    struct epreg *r = reg_find(c, epfd, fd);
+    if (op == EPOLL_CTL_ADD) {
+        if (r) {
+            errno = EEXIST;
+            goto out;
+        }
+        if (!ev) {
+            errno = EFAULT;
+            goto out;
+        }
+        /* the kernel's checks on epfd (EBADF, EINVAL, ELOOP) come from adding our bells */
+        if (bells(c) < 0) goto out;
+        unsigned idx = 0;
+        while (idx < nregs && regs[idx]) idx++;
+        if (idx == capregs) {
+            unsigned cap = capregs ? capregs * 2 : 64;
+            struct epreg **v = realloc(regs, cap * sizeof *v);
+            if (!v) goto out;
+            memset(v + capregs, 0, (cap - capregs) * sizeof *v);
+            regs = v;
+            capregs = cap;
+        }
+        r = calloc(1, sizeof *r);
+        if (!r) goto out;
+        *r = (struct epreg){.epfd = epfd,
+                            .fd = fd,
+                            .events = ev->events,
+                            .data = ev->data,
+                            .c = c,
+                            .idx = idx,
+                            .next = c->regs};
+        if (bell_ctl(epfd, EPOLL_CTL_ADD, r) < 0) {
+            free(r);
+            goto out;
+        }
+        regs[idx] = r;
+        if (idx == nregs) nregs++;
+        c->regs = r;
+        ret = 0;
+    } else if (op == EPOLL_CTL_MOD || op == EPOLL_CTL_DEL) {
+        if (!r) {
+            errno = ENOENT;
+            goto out;
+        }
+        if (op == EPOLL_CTL_DEL) {
+            bell_ctl(epfd, EPOLL_CTL_DEL, r);
+            reg_free(c, r);
+            ret = 0;
+        } else {
+            if (!ev) {
+                errno = EFAULT;
+                goto out;
+            }
+            r->events = ev->events;
+            r->data = ev->data;
+            r->disarmed = false;
+            ret = bell_ctl(epfd, EPOLL_CTL_MOD, r);
+        }
+    } else {
+        errno = EINVAL;
+    }
+out:
+    pthread_mutex_unlock(&psp.lock);
+    return ret;
+}
+
+static uint32_t epoll_bits(short p)
+{
+    uint32_t e = 0;
+    if (p & POLLIN) e |= EPOLLIN;
+    if (p & POLLOUT) e |= EPOLLOUT;
+    if (p & POLLRDHUP) e |= EPOLLRDHUP;
+    if (p & POLLHUP) e |= EPOLLHUP;
+    if (p & POLLERR) e |= EPOLLERR;
+    return e;
+}
+
+/* Translate our events in ev[0..n) in place; the number left. Under psp.lock. */
+static int translate(struct epoll_event *ev, int n)
+{
+    int out = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t t = ev[i].data.u64;
+        if ((t & PSP_TAG_MASK) != PSP_TAG) {
+            ev[out++] = ev[i];
+            continue;
+        }
+        unsigned idx = (unsigned)(t & 0xffffffffu);
+        struct epreg *r = idx < nregs ? regs[idx] : NULL;
+        if (!r || r->disarmed) continue;
+        bool dup = false; /* the other bell of the same registration, in this batch */
+        for (int k = 0; k < out; k++)
+            if (ev[k].data.u64 == r->data.u64 && ev[k].events & 0x80000000u) dup = true;
+        if (dup) continue;
+        uint32_t ready = epoll_bits(conn_poll(r->c)) & (r->events | EPOLLHUP | EPOLLERR);
+        if (!ready) continue;
+        if (r->events & EPOLLONESHOT) {
+            r->disarmed = true;
+            struct epoll_event off = {.events = 0, .data.u64 = t};
+            real.epoll_ctl(r->epfd, EPOLL_CTL_MOD, r->c->bell_in, &off);
+            real.epoll_ctl(r->epfd, EPOLL_CTL_MOD, r->c->bell_out, &off);
+        }
+        ev[out].events = ready | 0x80000000u; /* marked: ours, for the duplicate check */
+        ev[out].data = r->data;
+        out++;
+    }
+    for (int k = 0; k < out; k++) ev[k].events &= ~0x80000000u;
+    return out;
+}
+
+static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *m,
+                   bool pwait)
+{
+    uint64_t deadline = timeout > 0 ? now_ms() + (uint64_t)timeout : 0;
+    for (;;) {
+        int n = pwait ? real.epoll_pwait(epfd, ev, max, timeout, m)
+                      : real.epoll_wait(epfd, ev, max, timeout);
+        if (n <= 0 || !nregs) return n;
+        pthread_mutex_lock(&psp.lock);
+        int k = translate(ev, n);
+        pthread_mutex_unlock(&psp.lock);
+        if (k || timeout == 0) return k;
+        if (timeout > 0) {
+            int64_t left = (int64_t)(deadline - now_ms());
+            if (left <= 0) return 0;
+            timeout = (int)left;
+        }
+    }
+}
+
+int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+{
+    return ep_wait(epfd, ev, max, timeout, NULL, false);
+}
+
+int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *m)
+{
+    return ep_wait(epfd, ev, max, timeout, m, true);
+}
+
+int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *ts,
+                 const sigset_t *m);
+int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *ts,
+                 const sigset_t *m)
+{
+    int t = ts ? (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000) : -1;
+    return ep_wait(epfd, ev, max, t, m, true);
+}
+
+void epoll_fd_closed(struct conn *c, int fd)
+{
+    for (struct epreg *r = c->regs, *n; r; r = n) {
+        n = r->next;
+        if (r->fd == fd) {
+            bell_ctl(r->epfd, EPOLL_CTL_DEL, r);
+            reg_free(c, r);
+        }
+    }
+}
+
+void epoll_conn_gone(struct conn *c)
+{
+    while (c->regs) reg_free(c, c->regs);
+}
+
+void epoll_conn_to_tcp(struct conn *c)
+{
+    while (c->regs) {
+        struct epreg *r = c->regs;
+        bell_ctl(r->epfd, EPOLL_CTL_DEL, r);
+        struct epoll_event ev = {.events = r->events, .data = r->data};
+        real.epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->fd, &ev);
+        reg_free(c, r);
+    }
+}

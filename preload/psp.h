@@ -1,0 +1,264 @@
+/*
+ * psp.h - the preload library's internal interfaces (docs/preload-design.md).
+ *
+ * One process-wide state, struct psp (state.c), guarded by psp.lock: the RDP endpoint, the
+ * connections, the table from the program's descriptors to them. The psid connection has
+ * its own lock (psp.psi_lock, always taken before psp.lock), since a request to psid may
+ * wait for another node's psid and must not stop the progress thread meanwhile.
+ *
+ * Modules: real.c (the C library's functions under ours), state.c (the endpoint, the
+ * progress thread, fork, exit, statistics), negotiate.c (the requests to psid), conn.c (a
+ * connection: buffers, credit, messages from RDP), wait.c (blocking and waking), and the
+ * wrappers: sock.c (socket calls), io.c (reads and writes), poll.c (poll, select, epoll).
+ */
+#ifndef PSCLUSTER_PRELOAD_PSP_H
+#define PSCLUSTER_PRELOAD_PSP_H
+
+#include "../logger/nodetab.h"
+#include "psi.h"
+#include "rdp.h"
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* --- real.c: the next definitions of what we wrap (RTLD_NEXT) --- */
+struct psp_real {
+    int (*socket)(int, int, int);
+    int (*connect)(int, const struct sockaddr *, socklen_t);
+    int (*listen)(int, int);
+    int (*accept)(int, struct sockaddr *, socklen_t *);
+    int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+    int (*close)(int);
+    int (*shutdown)(int, int);
+    int (*dup)(int);
+    int (*dup2)(int, int);
+    int (*dup3)(int, int, int);
+    int (*fcntl)(int, int, ...);
+    int (*ioctl)(int, unsigned long, ...);
+    int (*setsockopt)(int, int, int, const void *, socklen_t);
+    int (*getsockopt)(int, int, int, void *, socklen_t *);
+    ssize_t (*read)(int, void *, size_t);
+    ssize_t (*write)(int, const void *, size_t);
+    ssize_t (*readv)(int, const struct iovec *, int);
+    ssize_t (*writev)(int, const struct iovec *, int);
+    ssize_t (*recv)(int, void *, size_t, int);
+    ssize_t (*send)(int, const void *, size_t, int);
+    ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+    ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+    ssize_t (*recvmsg)(int, struct msghdr *, int);
+    ssize_t (*sendmsg)(int, const struct msghdr *, int);
+    int (*poll)(struct pollfd *, nfds_t, int);
+    int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+    int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+    int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
+    int (*epoll_ctl)(int, int, int, struct epoll_event *);
+    int (*epoll_wait)(int, struct epoll_event *, int, int);
+    int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+    pid_t (*fork)(void);
+};
+extern struct psp_real real;
+void real_init(void);
+
+/* --- the reasons a connection stays on TCP (PSP_STATS) --- */
+enum psp_reason {
+    PSP_R_NOT_CLUSTER,  /* not a cluster node's address */
+    PSP_R_NO_LIBRARY,   /* nobody under the library listens there */
+    PSP_R_NOT_ACCEPTED, /* not taken under the library in time */
+    PSP_R_SAME_NODE,    /* until the same-node path */
+    PSP_R_RULE,         /* PSP_RULES */
+    PSP_R_LIMIT,        /* a resource limit */
+    PSP_R_ERROR,        /* anything else */
+    PSP_R__COUNT
+};
+
+/* --- conn.c: one TCP connection of the program --- */
+enum conn_state {
+    CS_CONNECTING, /* connector: asked psid, waiting for the outcome; writes are held */
+    CS_ACCEPTED,   /* acceptor: accepted on a registered listener, not yet claimed */
+    CS_RDP,        /* bytes travel over RDP */
+    CS_DRAIN,      /* fell back to TCP; held bytes are still being written to the socket */
+    CS_TCP,        /* plain TCP from now on */
+    CS_ORPHAN,     /* inherited over fork from a process whose endpoint this is not */
+};
+
+struct chunk {
+    struct chunk *next;
+    size_t len, off;
+    uint8_t data[];
+};
+
+struct waiter {
+    struct waiter *next;
+    int efd;
+};
+
+struct epreg; /* poll.c: one registration of the connection in an epoll set */
+
+struct conn {
+    int kfd;  /* our own descriptor of the kernel socket (hidden): the guard */
+    int nfds; /* the program's descriptors of it */
+    enum conn_state st;
+    uint32_t peer; /* RDP_PEER(node, endpoint) of the other process */
+    uint32_t id;   /* the connector's id */
+    bool connector;
+    /* receive side */
+    struct chunk *rxq, **rxq_tail;
+    size_t rx_bytes;   /* held, unread */
+    size_t rx_unacked; /* read by the program, not yet returned as credit */
+    bool rx_fin;       /* the peer sends no more */
+    bool peer_closed;  /* the peer reads no more: writes give EPIPE */
+    int err;           /* a pending error (ECONNRESET, ETIMEDOUT), sticky */
+    /* send side */
+    size_t credit; /* bytes we may still send */
+    bool tx_fin;   /* shutdown(SHUT_WR) or close: FIN sent or queued */
+    bool tx_fin_sent;
+    bool credit_owed;                /* a CREDIT could not be sent (RDP full) */
+    struct chunk *hold, **hold_tail; /* CS_CONNECTING/CS_DRAIN: bytes not yet sent */
+    size_t hold_bytes;
+    bool linger0;       /* SO_LINGER with timeout 0: close sends RST */
+    bool guard_eof;     /* the kernel socket saw EOF or an error */
+    bool guard_rst;     /* an error (reset) */
+    bool err_reported;  /* err was returned once */
+    bool rd_shut;       /* shutdown(SHUT_RD) */
+    bool claiming;      /* a thread is asking psid for it (CS_ACCEPTED) */
+    bool rdp_full;      /* RDP's queue to the peer was full: wait for can_send */
+    bool kconnected;    /* CS_CONNECTING: the kernel's connect completed */
+    uint32_t kev;       /* CS_CONNECTING: its poll events then (POLLERR: it failed) */
+    uint64_t closed_at; /* when the program closed its last descriptor */
+    uint64_t rx_read;
+    uint64_t guard_at; /* when */
+    struct waiter *waiters;
+    int bell_in, bell_out; /* epoll doorbells (-1 until used in epoll) */
+    bool bell_in_on, bell_out_on;
+    struct epreg *regs;
+    struct conn *hnext; /* the (peer, id, connector) hash chain */
+    struct conn *lnext; /* the list of all connections */
+    uint64_t tx_bytes, rx_total;
+};
+
+/* --- state.c --- */
+struct psp {
+    pthread_mutex_t lock;
+    pthread_mutex_t psi_lock;
+    bool inited, disabled, strict, broken;
+    pid_t pid;               /* the process this state belongs to (fork) */
+    struct psi psi;          /* connection to the node's psid (psi_lock) */
+    struct lg_nodetab nodes; /* the cluster's nodes, from psid at start */
+    bool psi_open;
+    uint32_t node; /* our node id */
+    struct sockaddr_storage node_addr;
+    socklen_t node_addr_len;
+    rdp_t *rdp; /* our endpoint: NULL until the first use */
+    uint16_t endpoint;
+    pthread_t thread; /* the progress thread */
+    bool thread_running;
+    int epfd, timerfd, wakefd; /* the progress thread's */
+    uint64_t armed;            /* the timer's deadline */
+    struct conn **byfd;        /* the program's descriptor -> connection */
+    int nbyfd;
+    bool *listener;     /* the program's descriptor -> registered listener */
+    struct conn **hash; /* (peer, id, connector) -> connection */
+    unsigned hash_size;
+    struct conn *all;
+    unsigned nconns;
+    uint32_t next_conn_id;
+    int hidden_base; /* hidden descriptors are placed at or above this */
+    uint64_t stats_tcp[PSP_R__COUNT];
+    uint64_t bad_msgs; /* malformed messages from a peer, dropped */
+    uint64_t accelerated, rdp_tx, rdp_rx, tcp_tx, tcp_rx;
+    char *stats; /* PSP_STATS: NULL, "1" (stderr) or a file */
+    struct psp_rule *rules;
+    unsigned nrules;
+    unsigned window; /* per-connection credit, bytes */
+    unsigned busy_poll_us;
+};
+extern struct psp psp;
+
+/* Initialise on first use (the library's constructor does the cheap part). Returns false
+ * when the library is disabled, or the process has no psid: everything passes through. */
+bool psp_ready(void);
+/* The endpoint (RDP socket, psid registration, progress thread), opened on first need.
+ * 0, or -1 (the reason is counted by the caller as PSP_R_ERROR). Under psp.lock. */
+int psp_endpoint(void);
+/* The connection of the program's descriptor fd, or NULL (under psp.lock). */
+struct conn *psp_conn_of(int fd);
+/* Move a hidden descriptor to psp.hidden_base or above, close-on-exec; -1 on error. */
+int psp_hide(int fd);
+/* Whether fd is one of ours (the program must not close or replace it). */
+bool psp_is_hidden(int fd);
+void psp_kick(void); /* wake the progress thread (new timer deadline, new guard) */
+void psp_guard_add(struct conn *c);
+void psp_guard_del(struct conn *c);
+void psp_count_tcp(enum psp_reason r);
+/* PSP_RULES: whether a destination may be accelerated. */
+bool psp_rules_allow(const struct sockaddr *sa);
+
+/* --- negotiate.c (psi_lock taken inside; never call with psp.lock held) --- */
+int neg_open(uint16_t udp_port, uint32_t *node, uint16_t *ep);
+int neg_listen(int fd);
+void neg_unlisten(uint16_t port);
+/* PSM_PL_CONNECT: 0 pending, or an errno value (TCP); *why set to a reason. */
+int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, enum psp_reason *why);
+struct neg_peer {
+    uint32_t node, ep, udp_port, conn;
+    char addr[64];
+    uint8_t key[32];
+};
+/* PSM_PL_ACCEPT: 0 and *p, or an errno value (TCP). */
+int neg_accept(int fd, struct neg_peer *p);
+/* Take the events psid sent (outcomes): under psi_lock, then psp.lock inside. */
+void neg_events(void);
+/* The node table's answer: our node's address (for binding), and whether an address is a
+ * cluster node's and which. */
+int neg_nodes(void);
+int neg_node_of(const struct sockaddr *sa, uint32_t *node);
+
+/* --- conn.c (under psp.lock) --- */
+struct conn *conn_new(int kfd, enum conn_state st);
+void conn_attach(struct conn *c, int fd); /* the program's descriptor fd refers to c */
+void conn_detach(int fd);                 /* the program closed fd */
+int conn_set_peer(struct conn *c, const struct neg_peer *p);
+void conn_outcome(uint32_t conn_id, int err, const struct neg_peer *p);
+struct conn *conn_find(uint32_t peer, uint32_t id, bool connector);
+void conn_fallback(struct conn *c, enum psp_reason r); /* to TCP, held bytes first */
+void conn_changed(struct conn *c);                     /* wake waiters, ring bells */
+int conn_claim(struct conn *c);                        /* CS_ACCEPTED -> RDP or TCP */
+void conn_guard_event(struct conn *c, uint32_t events);
+void conn_timers(void);
+/* RDP callbacks */
+void conn_rdp_recv(void *ctx, uint32_t peer, const struct iovec *iov, int iovcnt, size_t len);
+void conn_rdp_lost(void *ctx, uint32_t peer, enum rdp_lost_reason why);
+void conn_rdp_can_send(void *ctx, uint32_t peer);
+/* the data path: 0.. bytes, or -1 and errno; blocking per the descriptor and flags */
+ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, int flags);
+ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, int flags);
+int conn_shutdown(struct conn *c, int how);
+/* readiness: POLLIN, POLLOUT, POLLRDHUP, POLLHUP, POLLERR as the kernel would show them */
+short conn_poll(struct conn *c);
+void conn_fork_child(void);
+
+/* --- wait.c --- */
+/* Wait until conn_changed(c) (or any of cs[0..n)), with psp.lock held on entry and exit.
+ * timeout_ms < 0: forever; the kernel restarts or interrupts the wait as it would a socket
+ * read (SA_RESTART). 0, or -1 and errno (EINTR, EAGAIN on timeout). */
+int wait_conns(struct conn **cs, int n, int timeout_ms);
+void wake_conn(struct conn *c);
+int wait_fd(void); /* the calling thread's eventfd that wakers write to */
+void waiters_add(struct conn **cs, int n, struct waiter *w, int fd);
+void waiters_del(struct conn **cs, int n, struct waiter *w);
+
+/* --- poll.c --- */
+void epoll_conn_gone(struct conn *c);
+void epoll_fd_closed(struct conn *c, int fd); /* the program closed fd: its registrations go */
+void epoll_conn_to_tcp(struct conn *c);
+void bells_update(struct conn *c);
+
+#endif

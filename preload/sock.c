@@ -1,0 +1,350 @@
+/*
+ * sock.c - the wrapped socket calls: where a connection is decided (connect, accept,
+ * listen), and the calls that must know about accelerated descriptors (close, dup*, fcntl
+ * F_DUPFD*, close_range, shutdown, setsockopt SO_LINGER, getsockopt SO_ERROR, ioctl
+ * FIONREAD). The real kernel call always happens: the program's descriptor is and stays the
+ * kernel's TCP socket, so errors (ECONNREFUSED, EADDRINUSE, ...) are the kernel's.
+ */
+#include "psp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+extern __thread int psp_in;
+
+static bool inet_tcp(int fd, const struct sockaddr *sa, socklen_t len)
+{
+    if (sa &&
+        (len < sizeof(sa_family_t) || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)))
+        return false;
+    if (sa && sa->sa_family == AF_INET && len < sizeof(struct sockaddr_in)) return false;
+    if (sa && sa->sa_family == AF_INET6 && len < sizeof(struct sockaddr_in6)) return false;
+    int type = 0, proto = 0;
+    socklen_t l = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 || type != SOCK_STREAM) return false;
+    l = sizeof proto;
+    if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l) < 0 || proto != IPPROTO_TCP)
+        return false;
+    if (!sa) {
+        int dom = 0;
+        l = sizeof dom;
+        return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) == 0 &&
+               (dom == AF_INET || dom == AF_INET6);
+    }
+    return true;
+}
+
+/* Bind an unbound socket to the node's address (port chosen by the kernel), so that psid
+ * and the peer see the connection as coming from this node. */
+static int bind_node(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t l = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0) return -1;
+    uint16_t port = ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                            : ((struct sockaddr_in6 *)&ss)->sin6_port;
+    if (port) return 0; /* the program bound it: psid checks the address */
+    struct sockaddr_storage b;
+    memset(&b, 0, sizeof b);
+    if (ss.ss_family == psp.node_addr.ss_family) {
+        memcpy(&b, &psp.node_addr, psp.node_addr_len);
+        l = psp.node_addr_len;
+    } else if (ss.ss_family == AF_INET6 && psp.node_addr.ss_family == AF_INET) {
+        struct sockaddr_in6 *in6 = (void *)&b;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_addr.s6_addr[10] = in6->sin6_addr.s6_addr[11] = 0xff;
+        memcpy(in6->sin6_addr.s6_addr + 12, &((struct sockaddr_in *)&psp.node_addr)->sin_addr, 4);
+        l = sizeof *in6;
+    } else {
+        errno = EAFNOSUPPORT;
+        return -1;
+    }
+    return bind(fd, (struct sockaddr *)&b, l);
+}
+
+static struct conn *track(int fd, enum conn_state st)
+{
+    int kfd = real.fcntl(fd, F_DUPFD_CLOEXEC, psp.hidden_base);
+    if (kfd < 0) return NULL;
+    pthread_mutex_lock(&psp.lock);
+    struct conn *c = conn_new(kfd, st);
+    if (c) conn_attach(c, fd);
+    pthread_mutex_unlock(&psp.lock);
+    if (!c) real.close(kfd);
+    return c;
+}
+
+static void untrack(int fd)
+{
+    pthread_mutex_lock(&psp.lock);
+    struct conn *c = psp_conn_of(fd);
+    if (c) {
+        c->st = CS_TCP; /* destroyed without a word to a peer */
+        conn_detach(fd);
+    }
+    pthread_mutex_unlock(&psp.lock);
+}
+
+int connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+    if (!sa || psp_conn_of(fd) || !inet_tcp(fd, sa, len) || !psp_ready())
+        return real.connect(fd, sa, len);
+    struct sockaddr_storage peer;
+    socklen_t pl = sizeof peer;
+    if (getpeername(fd, (struct sockaddr *)&peer, &pl) == 0 || errno != ENOTCONN)
+        return real.connect(fd, sa, len); /* connected, or connecting: the kernel answers */
+    uint32_t node;
+    enum psp_reason why = PSP_R__COUNT;
+    if (neg_node_of(sa, &node) < 0)
+        why = PSP_R_NOT_CLUSTER;
+    else if (node == psp.node)
+        why = PSP_R_SAME_NODE;
+    else if (!psp_rules_allow(sa))
+        why = PSP_R_RULE;
+    else if (psp_endpoint() < 0 || bind_node(fd) < 0)
+        why = PSP_R_ERROR;
+    if (why == PSP_R__COUNT) {
+        pthread_mutex_lock(&psp.lock);
+        uint32_t id = ++psp.next_conn_id ? psp.next_conn_id : ++psp.next_conn_id;
+        pthread_mutex_unlock(&psp.lock);
+        struct conn *c = track(fd, CS_CONNECTING);
+        if (!c) {
+            why = PSP_R_LIMIT;
+        } else {
+            c->connector = true;
+            c->id = id;
+            int e = neg_connect(fd, sa, id, &why);
+            if (!e) {
+                pthread_mutex_lock(&psp.lock);
+                psp_guard_add(c); /* its EPOLLOUT: the kernel's connect completed */
+                pthread_mutex_unlock(&psp.lock);
+                int r = real.connect(fd, sa, len);
+                int ce = errno;
+                if (r == 0) {
+                    pthread_mutex_lock(&psp.lock);
+                    c->kconnected = true;
+                    c->kev = POLLOUT;
+                    pthread_mutex_unlock(&psp.lock);
+                } else if (ce != EINPROGRESS && ce != EINTR && ce != EALREADY) {
+                    untrack(fd);
+                }
+                errno = ce;
+                return r;
+            }
+            untrack(fd);
+        }
+    }
+    if (why != PSP_R_NOT_CLUSTER && psp.strict) {
+        fprintf(stderr, "pspreload: strict: a connection between nodes would stay on TCP\n");
+        psp_count_tcp(why);
+        errno = ENETUNREACH;
+        return -1;
+    }
+    psp_count_tcp(why);
+    return real.connect(fd, sa, len);
+}
+
+int listen(int fd, int backlog)
+{
+    int r = real.listen(fd, backlog);
+    if (r < 0 || !inet_tcp(fd, NULL, 0) || !psp_ready() || fd >= psp.nbyfd || psp.listener[fd])
+        return r;
+    if (psp_endpoint() == 0 && neg_listen(fd) == 0) psp.listener[fd] = true;
+    return r;
+}
+
+static int accepted(int lfd, int fd)
+{
+    if (fd < 0 || lfd < 0 || lfd >= psp.nbyfd || !psp.listener || !psp.listener[lfd]) return fd;
+    if (!track(fd, CS_ACCEPTED)) psp_count_tcp(PSP_R_LIMIT);
+    return fd;
+}
+
+int accept(int lfd, struct sockaddr *sa, socklen_t *sl)
+{
+    return accepted(lfd, real.accept(lfd, sa, sl));
+}
+
+int accept4(int lfd, struct sockaddr *sa, socklen_t *sl, int flags)
+{
+    return accepted(lfd, real.accept4(lfd, sa, sl, flags));
+}
+
+static void forget_listener(int fd)
+{
+    if (fd < 0 || fd >= psp.nbyfd || !psp.listener || !psp.listener[fd]) return;
+    psp.listener[fd] = false;
+    struct sockaddr_storage ss;
+    socklen_t l = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0) return;
+    uint16_t port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                                  : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    neg_unlisten(port);
+}
+
+int close(int fd)
+{
+    if (!psp_in && psp_is_hidden(fd)) {
+        errno = EBADF;
+        return -1;
+    }
+    forget_listener(fd);
+    struct conn *c = psp_conn_of(fd);
+    int r = real.close(fd);
+    if (c) {
+        pthread_mutex_lock(&psp.lock);
+        if (psp_conn_of(fd) == c) conn_detach(fd);
+        pthread_mutex_unlock(&psp.lock);
+    }
+    return r;
+}
+
+/* newfd now refers to what oldfd does (after a successful dup*). */
+static int duped(int oldfd, int newfd)
+{
+    if (newfd < 0 || newfd >= psp.nbyfd) return newfd;
+    pthread_mutex_lock(&psp.lock);
+    struct conn *c = psp_conn_of(oldfd);
+    if (c && psp_conn_of(newfd) != c) conn_attach(c, newfd);
+    pthread_mutex_unlock(&psp.lock);
+    if (psp.listener && oldfd >= 0 && oldfd < psp.nbyfd && psp.listener[oldfd])
+        psp.listener[newfd] = true;
+    return newfd;
+}
+
+int dup(int fd)
+{
+    return duped(fd, real.dup(fd));
+}
+
+/* dup2/dup3 onto a descriptor: what it referred to is closed first, as the kernel does. */
+static int replace(int oldfd, int newfd, int flags, bool three)
+{
+    if (psp_is_hidden(newfd)) {
+        errno = EBUSY;
+        return -1;
+    }
+    if (oldfd == newfd) return three ? (errno = EINVAL, -1) : real.dup2(oldfd, newfd);
+    struct conn *old = psp_conn_of(newfd);
+    int r = three ? real.dup3(oldfd, newfd, flags) : real.dup2(oldfd, newfd);
+    if (r < 0) return r;
+    if (old) {
+        pthread_mutex_lock(&psp.lock);
+        if (psp_conn_of(newfd) == old) conn_detach(newfd);
+        pthread_mutex_unlock(&psp.lock);
+    }
+    if (psp.listener && newfd < psp.nbyfd) psp.listener[newfd] = false;
+    return duped(oldfd, r);
+}
+
+int dup2(int oldfd, int newfd)
+{
+    return replace(oldfd, newfd, 0, false);
+}
+
+int dup3(int oldfd, int newfd, int flags)
+{
+    return replace(oldfd, newfd, flags, true);
+}
+
+int fcntl(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    int r = real.fcntl(fd, cmd, arg);
+    if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0) duped(fd, r);
+    return r;
+}
+int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
+
+int close_range(unsigned first, unsigned last, int flags);
+int close_range(unsigned first, unsigned last, int flags)
+{
+    /* ours lie at psp.hidden_base and above: the kernel's call for what lies below, one by
+     * one above (the program's descriptors there, if any) */
+    unsigned base = psp.inited && psp.hidden_base > 0 ? (unsigned)psp.hidden_base : ~0u;
+    int r = 0;
+    for (unsigned fd = first; fd <= last && fd < base && fd < (unsigned)psp.nbyfd; fd++)
+        if (psp_conn_of((int)fd) || (psp.listener && psp.listener[fd])) {
+            if (!(flags & CLOSE_RANGE_CLOEXEC)) close((int)fd);
+        }
+    if (first < base) {
+        unsigned top = last < base ? last : base - 1;
+        r = (int)syscall(SYS_close_range, first, top, flags);
+        if (r < 0) return r;
+    }
+    for (unsigned fd = first > base ? first : base; fd <= last && fd < (unsigned)psp.nbyfd; fd++) {
+        if (psp_is_hidden((int)fd) || real.fcntl((int)fd, F_GETFD) < 0) continue;
+        if (flags & CLOSE_RANGE_CLOEXEC)
+            real.fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+        else
+            close((int)fd);
+    }
+    return r;
+}
+
+int shutdown(int fd, int how)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return real.shutdown(fd, how);
+    if (c->st == CS_ACCEPTED) conn_claim(c);
+    if (c->st == CS_TCP || c->st == CS_ORPHAN) return real.shutdown(fd, how);
+    if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
+        errno = EINVAL;
+        return -1;
+    }
+    return conn_shutdown(c, how);
+}
+
+int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
+{
+    int r = real.setsockopt(fd, level, opt, val, len);
+    struct conn *c = psp_conn_of(fd);
+    if (r == 0 && c && level == SOL_SOCKET && opt == SO_LINGER && len >= sizeof(struct linger)) {
+        const struct linger *l = val;
+        c->linger0 = l->l_onoff && l->l_linger == 0;
+    }
+    return r;
+}
+
+int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (c && c->st == CS_RDP && level == SOL_SOCKET && opt == SO_ERROR && val && len &&
+        *len >= sizeof(int)) {
+        pthread_mutex_lock(&psp.lock);
+        int e = c->err && !c->err_reported ? c->err : 0;
+        if (e) c->err_reported = true;
+        pthread_mutex_unlock(&psp.lock);
+        *(int *)val = e;
+        *len = sizeof(int);
+        return 0;
+    }
+    return real.getsockopt(fd, level, opt, val, len);
+}
+
+int ioctl(int fd, unsigned long req, ...)
+{
+    va_list ap;
+    va_start(ap, req);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    struct conn *c = psp_conn_of(fd);
+    if (c && c->st == CS_RDP && (req == FIONREAD || req == SIOCOUTQ)) {
+        pthread_mutex_lock(&psp.lock);
+        *(int *)arg = req == FIONREAD ? (int)c->rx_bytes : 0;
+        pthread_mutex_unlock(&psp.lock);
+        return 0;
+    }
+    return real.ioctl(fd, req, arg);
+}

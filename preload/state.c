@@ -1,0 +1,505 @@
+/*
+ * state.c - the preload library's process-wide state (psp.h): set-up from the environment,
+ * the RDP endpoint and the progress thread, hidden descriptors, fork, exit and statistics.
+ *
+ *  - Nothing happens at load time beyond reading the environment: the psid connection is
+ *    made at the first TCP connect or listen to an IPv4/IPv6 address (psp_ready), the RDP
+ *    endpoint and the progress thread at the first connection that needs them
+ *    (psp_endpoint). A process without a psid (or with PSP_DISABLE=1) passes everything
+ *    through.
+ *  - The progress thread sleeps in epoll on the RDP socket, RDP's timer, the psid
+ *    connection, a wake-up eventfd and every accelerated connection's kernel socket (the
+ *    guard: its EOF or reset is how a crashed peer process shows). It runs rdp_process, so
+ *    acknowledgements and retransmissions go on while the program computes.
+ *  - Our descriptors are "hidden": moved to psp.hidden_base or above, close-on-exec; the
+ *    program cannot close or replace them (close gives EBADF, dup2 onto one moves ours).
+ *  - Exit: connections the program left open are closed as the kernel would (CLOSE to the
+ *    peer), and the process waits, at most PSP_EXIT_WAIT_MS, until RDP has delivered what
+ *    it queued, since unlike the kernel's socket buffers ours end with the process.
+ */
+#include "psp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+extern __thread int psp_in;
+
+#define PSP_EXIT_WAIT_MS 5000
+#define PSP_WINDOW       (1u << 20) /* per-connection credit */
+#define TAG_RDP          1u
+#define TAG_TIMER        2u
+#define TAG_WAKE         3u
+#define TAG_PSI          4u
+#define TAG_GUARD        16u /* + the guard's descriptor */
+
+struct psp psp = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .psi_lock = PTHREAD_MUTEX_INITIALIZER,
+    .epfd = -1,
+    .timerfd = -1,
+    .wakefd = -1,
+};
+
+struct psp_rule {
+    bool deny;
+    int family;
+    uint8_t addr[16];
+    unsigned prefix;
+    uint16_t lo, hi;
+};
+
+static int parse_rules(const char *spec)
+{
+    char *s = strdup(spec), *save = NULL, *t;
+    if (!s) return -1;
+    for (t = strtok_r(s, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+        struct psp_rule r = {.lo = 0, .hi = 65535};
+        if (*t == '!') {
+            r.deny = true;
+            t++;
+        }
+        char *port = NULL;
+        if (*t == '[') { /* [v6]:port */
+            char *e = strchr(t, ']');
+            if (!e) goto bad;
+            *e = 0;
+            if (e[1] == ':') port = e + 2;
+            t++;
+        } else if (strchr(t, ':') == strrchr(t, ':')) {
+            port = strchr(t, ':');
+            if (port) *port++ = 0;
+        }
+        char *slash = strchr(t, '/');
+        if (slash) *slash++ = 0;
+        if (inet_pton(AF_INET, t, r.addr) == 1) {
+            r.family = AF_INET;
+            r.prefix = 32;
+        } else if (inet_pton(AF_INET6, t, r.addr) == 1) {
+            r.family = AF_INET6;
+            r.prefix = 128;
+        } else {
+            goto bad;
+        }
+        if (slash) {
+            char *e;
+            unsigned long p = strtoul(slash, &e, 10);
+            if (*e || p > r.prefix) goto bad;
+            r.prefix = (unsigned)p;
+        }
+        if (port) {
+            char *e;
+            unsigned long lo = strtoul(port, &e, 10), hi = lo;
+            if (*e == '-') hi = strtoul(e + 1, &e, 10);
+            if (*e || lo > hi || hi > 65535) goto bad;
+            r.lo = (uint16_t)lo;
+            r.hi = (uint16_t)hi;
+        }
+        struct psp_rule *n = realloc(psp.rules, (psp.nrules + 1) * sizeof *n);
+        if (!n) goto bad;
+        psp.rules = n;
+        psp.rules[psp.nrules++] = r;
+    }
+    free(s);
+    return 0;
+bad:
+    fprintf(stderr, "pspreload: PSP_RULES: bad rule near '%s': the library is off\n", t);
+    free(s);
+    return -1;
+}
+
+bool psp_rules_allow(const struct sockaddr *sa)
+{
+    const uint8_t *a;
+    uint16_t port;
+    int fam = sa->sa_family;
+    if (fam == AF_INET) {
+        const struct sockaddr_in *in = (const void *)sa;
+        a = (const uint8_t *)&in->sin_addr;
+        port = ntohs(in->sin_port);
+    } else {
+        const struct sockaddr_in6 *in6 = (const void *)sa;
+        a = in6->sin6_addr.s6_addr;
+        port = ntohs(in6->sin6_port);
+        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+            fam = AF_INET;
+            a += 12;
+        }
+    }
+    for (unsigned i = 0; i < psp.nrules; i++) {
+        const struct psp_rule *r = &psp.rules[i];
+        if (r->family != fam || port < r->lo || port > r->hi) continue;
+        unsigned bits = r->prefix, k = 0;
+        for (; bits >= 8; bits -= 8, k++)
+            if (a[k] != r->addr[k]) break;
+        if (bits >= 8) continue;
+        if (bits && (a[k] ^ r->addr[k]) & (0xff00 >> bits)) continue;
+        return !r->deny;
+    }
+    return true;
+}
+
+static void print_stats(void)
+{
+    if (!psp.stats || !*psp.stats || psp.pid != getpid()) return;
+    if (!psp.accelerated && !psp.stats_tcp[0] && !psp.stats_tcp[1] && !psp.stats_tcp[2] &&
+        !psp.stats_tcp[3] && !psp.stats_tcp[4] && !psp.stats_tcp[5] && !psp.stats_tcp[6] &&
+        !psp.inited)
+        return;
+    uint64_t tcp = 0;
+    for (int i = 0; i < PSP_R__COUNT; i++) tcp += psp.stats_tcp[i];
+    char line[512];
+    int n = snprintf(line, sizeof line,
+                     "pspreload: pid=%d accelerated=%llu tcp=%llu not_cluster=%llu "
+                     "no_library=%llu not_accepted=%llu same_node=%llu rule=%llu limit=%llu "
+                     "error=%llu rdp_tx_bytes=%llu rdp_rx_bytes=%llu tcp_tx_bytes=%llu "
+                     "tcp_rx_bytes=%llu\n",
+                     (int)getpid(), (unsigned long long)psp.accelerated, (unsigned long long)tcp,
+                     (unsigned long long)psp.stats_tcp[PSP_R_NOT_CLUSTER],
+                     (unsigned long long)psp.stats_tcp[PSP_R_NO_LIBRARY],
+                     (unsigned long long)psp.stats_tcp[PSP_R_NOT_ACCEPTED],
+                     (unsigned long long)psp.stats_tcp[PSP_R_SAME_NODE],
+                     (unsigned long long)psp.stats_tcp[PSP_R_RULE],
+                     (unsigned long long)psp.stats_tcp[PSP_R_LIMIT],
+                     (unsigned long long)psp.stats_tcp[PSP_R_ERROR], (unsigned long long)psp.rdp_tx,
+                     (unsigned long long)psp.rdp_rx, (unsigned long long)psp.tcp_tx,
+                     (unsigned long long)psp.tcp_rx);
+    if (n <= 0) return;
+    if (!strcmp(psp.stats, "1")) {
+        (void)!real.write(2, line, (size_t)n);
+        return;
+    }
+    int fd = open(psp.stats, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    (void)!real.write(fd, line, (size_t)n);
+    real.close(fd);
+}
+
+void psp_count_tcp(enum psp_reason r)
+{
+    psp.stats_tcp[r]++;
+}
+
+/* Connections the program left open end as the kernel would end them at exit; then wait
+ * until RDP delivered what is queued (bounded). */
+static void psp_exit(void)
+{
+    if (psp.pid != getpid()) return;
+    if (psp.rdp) {
+        pthread_mutex_lock(&psp.lock);
+        for (int fd = 0; fd < psp.nbyfd; fd++)
+            if (psp.byfd[fd]) conn_detach(fd);
+        uint64_t until = rdp_now_ns() + PSP_EXIT_WAIT_MS * 1000000ull;
+        for (;;) {
+            bool busy = false;
+            for (struct conn *c = psp.all; c && !busy; c = c->lnext) {
+                struct rdp_peer_stats st;
+                if (c->st == CS_RDP && rdp_peer_stats(psp.rdp, c->peer, &st) == 0 &&
+                    st.state == RDP_ESTABLISHED && st.queued)
+                    busy = true;
+                if ((c->st == CS_CONNECTING && c->hold_bytes) || c->st == CS_DRAIN)
+                    busy = true; /* bytes the program wrote wait for the outcome */
+            }
+            if (!busy || rdp_now_ns() > until) break;
+            pthread_mutex_unlock(&psp.lock);
+            struct timespec ts = {0, 2000000};
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&psp.lock);
+        }
+        pthread_mutex_unlock(&psp.lock);
+    }
+    print_stats();
+}
+
+__attribute__((constructor)) static void psp_ctor(void)
+{
+    real_init();
+    psp.pid = getpid();
+    const char *v = getenv("PSP_DISABLE");
+    psp.disabled = v && *v && strcmp(v, "0");
+    v = getenv("PSP_STRICT");
+    psp.strict = v && *v && strcmp(v, "0");
+    v = getenv("PSP_STATS");
+    if (v && *v && strcmp(v, "0")) psp.stats = strdup(v);
+    v = getenv("PSP_RULES");
+    if (v && *v && parse_rules(v) < 0) psp.disabled = true;
+    v = getenv("PSP_BUSY_POLL");
+    if (v) psp.busy_poll_us = (unsigned)strtoul(v, NULL, 10);
+    psp.window = PSP_WINDOW;
+    atexit(psp_exit);
+}
+
+int psp_hide(int fd)
+{
+    if (fd < 0 || fd >= psp.hidden_base) return fd;
+    int h = real.fcntl(fd, F_DUPFD_CLOEXEC, psp.hidden_base);
+    int e = errno;
+    real.close(fd);
+    errno = e;
+    return h;
+}
+
+bool psp_is_hidden(int fd)
+{
+    if (!psp.inited || fd < psp.hidden_base) return false;
+    if (fd == psp.epfd || fd == psp.timerfd || fd == psp.wakefd) return true;
+    if (psp.psi_open && fd == psi_fd(&psp.psi)) return true;
+    if (psp.rdp && fd == rdp_fd(psp.rdp)) return true;
+    for (struct conn *c = psp.all; c; c = c->lnext)
+        if (c->kfd == fd || c->bell_in == fd || c->bell_out == fd) return true;
+    return false;
+}
+
+bool psp_ready(void)
+{
+    if (psp.inited) return !psp.disabled && !psp.broken && psp.pid == getpid();
+    if (psp.disabled) return false;
+    pthread_mutex_lock(&psp.psi_lock);
+    if (!psp.inited) {
+        struct rlimit rl;
+        rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_max : 1024;
+        if (lim > (1u << 20) || lim == RLIM_INFINITY) lim = 1u << 20;
+        psp.nbyfd = (int)lim;
+        rlim_t soft = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+        psp.hidden_base = soft > 512 ? (int)(soft * 3 / 4) : (int)(soft / 2);
+        psp.byfd = calloc((size_t)psp.nbyfd, sizeof *psp.byfd);
+        psp.listener = calloc((size_t)psp.nbyfd, sizeof *psp.listener);
+        if (!psp.byfd || !psp.listener || sodium_init() < 0 || psi_open(&psp.psi, NULL) < 0) {
+            psp.broken = true;
+        } else {
+            psp.psi_open = true;
+            int h = psp_hide(psp.psi.fd);
+            if (h < 0) psp.broken = true;
+            psp.psi.fd = h;
+            if (!psp.broken && neg_nodes() < 0) psp.broken = true;
+        }
+        psp.inited = true;
+    }
+    pthread_mutex_unlock(&psp.psi_lock);
+    return !psp.disabled && !psp.broken;
+}
+
+struct conn *psp_conn_of(int fd)
+{
+    if (fd < 0 || fd >= psp.nbyfd || !psp.byfd) return NULL;
+    return __atomic_load_n(&psp.byfd[fd], __ATOMIC_ACQUIRE);
+}
+
+void psp_kick(void)
+{
+    if (psp.wakefd >= 0) (void)!real.write(psp.wakefd, &(uint64_t){1}, 8);
+}
+
+/* CS_CONNECTING: until the kernel's connect completes; CS_RDP: until EOF or an error.
+ * One event each (EPOLLONESHOT): the condition stays, the event is needed once. */
+void psp_guard_add(struct conn *c)
+{
+    if (psp.epfd < 0) return;
+    struct epoll_event ev = {.events =
+                                 (c->st == CS_CONNECTING ? EPOLLOUT : EPOLLRDHUP) | EPOLLONESHOT,
+                             .data.u64 = TAG_GUARD + (uint64_t)c->kfd};
+    if (real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, c->kfd, &ev) < 0 && errno == EEXIST)
+        real.epoll_ctl(psp.epfd, EPOLL_CTL_MOD, c->kfd, &ev);
+}
+
+void psp_guard_del(struct conn *c)
+{
+    if (psp.epfd >= 0 && c->kfd >= 0) real.epoll_ctl(psp.epfd, EPOLL_CTL_DEL, c->kfd, NULL);
+}
+
+static void arm_timer(void)
+{
+    uint64_t d = rdp_next_deadline(psp.rdp);
+    bool guards = false;
+    for (struct conn *c = psp.all; c && !guards; c = c->lnext)
+        guards = c->guard_eof && c->st == CS_RDP && !c->rx_fin;
+    if (guards) {
+        uint64_t g = rdp_now_ns() + 50000000ull;
+        if (g < d) d = g;
+    }
+    if (d == psp.armed) return;
+    psp.armed = d;
+    struct itimerspec its = {0};
+    if (d != UINT64_MAX) {
+        its.it_value.tv_sec = (time_t)(d / 1000000000ull);
+        its.it_value.tv_nsec = (long)(d % 1000000000ull);
+        if (!its.it_value.tv_sec && !its.it_value.tv_nsec) its.it_value.tv_nsec = 1;
+    }
+    timerfd_settime(psp.timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void *progress(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* the program's signals go to its threads */
+    struct epoll_event ev[64];
+    for (;;) {
+        int n = real.epoll_wait(psp.epfd, ev, 64, -1);
+        if (n < 0) continue;
+        bool psi_ready = false;
+        pthread_mutex_lock(&psp.lock);
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = ev[i].data.u64;
+            if (tag == TAG_TIMER) {
+                uint64_t x;
+                (void)!real.read(psp.timerfd, &x, 8);
+                psp.armed = 0;
+            } else if (tag == TAG_WAKE) {
+                uint64_t x;
+                (void)!real.read(psp.wakefd, &x, 8);
+            } else if (tag == TAG_PSI) {
+                psi_ready = true;
+            } else if (tag >= TAG_GUARD) {
+                int kfd = (int)(tag - TAG_GUARD);
+                for (struct conn *c = psp.all; c; c = c->lnext)
+                    if (c->kfd == kfd) {
+                        conn_guard_event(c, ev[i].events);
+                        break;
+                    }
+            }
+        }
+        rdp_process(psp.rdp);
+        conn_timers();
+        arm_timer();
+        pthread_mutex_unlock(&psp.lock);
+        if (psi_ready) neg_events();
+    }
+    return NULL;
+}
+
+int psp_endpoint(void)
+{
+    if (psp.rdp) return 0;
+    pthread_mutex_lock(&psp.psi_lock);
+    pthread_mutex_lock(&psp.lock);
+    int ret = -1;
+    if (psp.rdp) {
+        ret = 0;
+        goto out;
+    }
+    struct rdp_config cfg;
+    rdp_config_defaults(&cfg);
+    cfg.node_id = psp.node;
+    cfg.endpoint = 0xffff; /* until psid names it */
+    memcpy(&cfg.bind, &psp.node_addr, psp.node_addr_len);
+    if (cfg.bind.ss_family == AF_INET)
+        ((struct sockaddr_in *)&cfg.bind)->sin_port = 0;
+    else
+        ((struct sockaddr_in6 *)&cfg.bind)->sin6_port = 0;
+    cfg.bind_len = psp.node_addr_len;
+    randombytes_buf(cfg.key, sizeof cfg.key); /* every peer comes with its pair's key */
+    const char *mtu = getenv("PSP_MTU");
+    if (mtu) cfg.mtu = (unsigned)strtoul(mtu, NULL, 10);
+    struct rdp_callbacks cb = {
+        .recvv = conn_rdp_recv, .lost = conn_rdp_lost, .can_send = conn_rdp_can_send};
+    rdp_t *r = rdp_open(&cfg, &cb);
+    if (!r) goto out;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    uint32_t node;
+    uint16_t ep;
+    if (getsockname(rdp_fd(r), (struct sockaddr *)&ss, &sl) < 0) goto fail;
+    uint16_t port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                                  : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    pthread_mutex_unlock(&psp.lock);
+    int e = neg_open(port, &node, &ep);
+    pthread_mutex_lock(&psp.lock);
+    if (e || rdp_set_endpoint(r, node, ep) < 0) goto fail;
+    psp.epfd = psp_hide(epoll_create1(EPOLL_CLOEXEC));
+    psp.timerfd = psp_hide(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    psp.wakefd = psp_hide(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (psp.epfd < 0 || psp.timerfd < 0 || psp.wakefd < 0) goto fail;
+    struct epoll_event ev = {.events = EPOLLIN};
+    ev.data.u64 = TAG_RDP;
+    real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, rdp_fd(r), &ev);
+    ev.data.u64 = TAG_TIMER;
+    real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, psp.timerfd, &ev);
+    ev.data.u64 = TAG_WAKE;
+    real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, psp.wakefd, &ev);
+    ev.data.u64 = TAG_PSI;
+    real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, psi_fd(&psp.psi), &ev);
+    psp.rdp = r;
+    psp.node = node;
+    psp.endpoint = ep;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, 256u << 10);
+    if (pthread_create(&psp.thread, &at, progress, NULL) != 0) {
+        psp.rdp = NULL;
+        pthread_attr_destroy(&at);
+        goto fail;
+    }
+    pthread_attr_destroy(&at);
+    psp.thread_running = true;
+    ret = 0;
+    goto out;
+fail:
+    psp_in++;
+    rdp_close(r);
+    psp_in--;
+out:
+    pthread_mutex_unlock(&psp.lock);
+    pthread_mutex_unlock(&psp.psi_lock);
+    return ret;
+}
+
+/* fork: the child keeps the program's descriptors, not our endpoint: its RDP socket,
+ * psid connection and thread stay the parent's. Connections already on RDP become orphans
+ * in the child; accepted ones not yet claimed can still be claimed by it (prefork). */
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&psp.psi_lock);
+    pthread_mutex_lock(&psp.lock);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&psp.lock);
+    pthread_mutex_unlock(&psp.psi_lock);
+}
+
+static void atfork_child(void)
+{
+    pthread_mutex_init(&psp.lock, NULL);
+    pthread_mutex_init(&psp.psi_lock, NULL);
+    psp.pid = getpid();
+    if (psp.inited && !psp.broken) {
+        conn_fork_child();
+        if (psp.rdp) {
+            /* the socket is shared with the parent: close our copy, never read it */
+            real.close(rdp_fd(psp.rdp));
+            psp.rdp = NULL; /* its memory is the parent's copy: leak it */
+        }
+        if (psp.epfd >= 0) real.close(psp.epfd);
+        if (psp.timerfd >= 0) real.close(psp.timerfd);
+        if (psp.wakefd >= 0) real.close(psp.wakefd);
+        psp.epfd = psp.timerfd = psp.wakefd = -1;
+        psp.thread_running = false;
+        psp.accelerated = psp.rdp_tx = psp.rdp_rx = psp.tcp_tx = psp.tcp_rx = 0;
+        memset(psp.stats_tcp, 0, sizeof psp.stats_tcp);
+        if (psp.psi_open) { /* the parent's: the child opens its own when it needs one */
+            real.close(psi_fd(&psp.psi));
+            psp.psi.fd = -1;
+            psp.psi_open = false;
+        }
+    }
+}
+
+__attribute__((constructor)) static void psp_atfork(void)
+{
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}

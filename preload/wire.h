@@ -1,0 +1,48 @@
+/*
+ * wire.h - the messages of the preload library's connections, carried over RDP between two
+ * processes (docs/preload-design.md). All connections between the same two endpoints share
+ * their one RDP connection; each message names its connection.
+ *
+ *   off size  field
+ *     0    1  version (PLW_VERSION)
+ *     1    1  type (enum plw_type)
+ *     2    1  flags: PLW_FROM_CONNECTOR when the sender is the connection's connector
+ *     3    1  0
+ *     4    4  connection id (chosen by the connector; PSF_CONN in the negotiation)
+ *     8    4  aux: CREDIT: bytes consumed; RST: an errno value; else 0
+ *    12       DATA: the bytes (at least one); every other type: nothing
+ * All integers big-endian. A connection id is unique among the connector's live
+ * connections, so (peer, id, which side connected) names a connection at either end.
+ */
+#ifndef PSCLUSTER_PRELOAD_WIRE_H
+#define PSCLUSTER_PRELOAD_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PLW_VERSION        1
+#define PLW_HDR            12
+#define PLW_FROM_CONNECTOR 0x01
+#define PLW_MAX_DATA       (64u << 10) /* bytes of one DATA message */
+
+enum plw_type {
+    PLW_DATA = 1,   /* bytes of the stream, in order */
+    PLW_CREDIT = 2, /* the receiver consumed aux bytes: the sender may send that many more */
+    PLW_FIN = 3,    /* the sender will send no more (shutdown SHUT_WR, or close) */
+    PLW_CLOSE = 4,  /* the sender closed: it reads no more either (writes get EPIPE) */
+    PLW_RST = 5,    /* abort (SO_LINGER 0, or data for a closed connection): aux = errno */
+};
+
+struct plw_msg {
+    uint8_t type, flags;
+    uint32_t conn, aux;
+    size_t len; /* DATA: bytes after the header */
+};
+
+/* Decode the header of a message of len bytes whose first bytes are hdr (at least
+ * min(len, PLW_HDR) of them). 0, or -1 when malformed: short, other version, unknown type or
+ * flags, a DATA without bytes, bytes after another type, or DATA over PLW_MAX_DATA. */
+int plw_decode(const uint8_t *hdr, size_t len, struct plw_msg *m);
+void plw_encode(uint8_t hdr[PLW_HDR], uint8_t type, uint8_t flags, uint32_t conn, uint32_t aux);
+
+#endif

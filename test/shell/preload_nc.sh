@@ -1,0 +1,153 @@
+#!/bin/bash
+# preload_nc.sh - unmodified programs (netcat-openbsd, socat) under libpspreload on a 2-node
+# loopback cluster (node 0 at 127.0.0.1, node 1 at 127.0.0.2), byte-exact (sha256) both ways:
+#  - the library on both sides: PSP_STATS shows the connection accelerated on both, the
+#    bytes carried by RDP;
+#  - on one side only: the connection stays on TCP, and the side with the library says why
+#    (no_library);
+#  - to an address outside the cluster: TCP, not_cluster;
+#  - PSP_STRICT=1 to a peer without the library: the connect fails with a clear error;
+#  - PSP_DISABLE=1: the library stays out of the way.
+# Every program is started in the background by pid and killed on exit; every wait bounded.
+# shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
+source "$(dirname "$0")/lib/cluster.sh"
+LIB=$TOP/build/lib/libpspreload.so
+MB=${PRELOAD_NC_MB:-100}
+cluster_up 2
+all_up 5000 || {
+    fail "preload nc: cluster up" "not all up"
+    exit 1
+}
+if [ ! -f "$LIB" ]; then
+    fail "preload nc: library" "library not built ($LIB)"
+    exit 1
+fi
+for p in nc socat sha256sum; do
+    command -v "$p" >/dev/null || {
+        fail "preload nc: $p" "not installed (scripts/install-deps.sh --check)"
+        exit 1
+    }
+done
+head -c $((MB << 20)) /dev/urandom >"$CDIR/in.bin"
+SUM=$(sha256sum <"$CDIR/in.bin")
+PORT=$(free_port 8)
+
+# on NODE LIB IN CMD...: on NODE, with the library (yes/no), stdin from IN, run CMD in the
+# background (a background job's stdin would be /dev/null); $! is its pid
+on() {
+    local node=$1 lib=$2 in=$3
+    shift 3
+    if [ "$lib" = yes ]; then
+        PSID_SOCKET=$CDIR/psid-$node.sock LD_PRELOAD=$LIB PSP_STATS=$CDIR/stats.$node "$@" <"$in" &
+    else
+        PSID_SOCKET=$CDIR/psid-$node.sock "$@" <"$in" &
+    fi
+    PIDS+=($!)
+}
+listening() { ss -Hltn "sport = :$1" | grep -q .; } # listening PORT
+# finish PID...: wait for each (bounded by timeout(1) around the programs)
+finish() { for p; do wait "$p"; done; }
+# stat NODE KEY: the value of KEY in node's last stats line
+stat() { tail -1 "$CDIR/stats.$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+fresh() { rm -f "$CDIR"/stats.* "$CDIR/out.bin"; }
+
+# nc: client -> server, both sides under the library
+run_nc() { # run_nc PORT SERVER_LIB CLIENT_LIB
+    fresh
+    on 1 "$2" /dev/null timeout 60 nc -l 127.0.0.2 "$1" >"$CDIR/out.bin"
+    local s=$!
+    wait_until 3000 listening "$1"
+    on 0 "$3" "$CDIR/in.bin" timeout 60 nc -N 127.0.0.2 "$1"
+    local c=$!
+    finish "$c" "$s"
+}
+run_nc "$PORT" yes yes
+[[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 1 &&
+    $(stat 1 accelerated) == 1 && $(stat 1 rdp_rx_bytes) == $((MB << 20)) ]]
+check "preload nc: ${MB} MB client->server, library on both sides: accelerated, byte-exact" $? \
+    "$(cat "$CDIR"/stats.* 2>/dev/null)"
+
+# nc: server -> client (the server speaks first)
+fresh
+on 1 yes "$CDIR/in.bin" timeout 60 nc -N -l 127.0.0.2 $((PORT + 1))
+s=$!
+wait_until 3000 listening $((PORT + 1))
+on 0 yes /dev/null timeout 60 nc -d 127.0.0.2 $((PORT + 1)) >"$CDIR/out.bin"
+finish $! "$s"
+[[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 1 &&
+    $(stat 0 rdp_rx_bytes) == $((MB << 20)) ]]
+check "preload nc: ${MB} MB server->client (server speaks first): accelerated, byte-exact" $? \
+    "$(cat "$CDIR"/stats.* 2>/dev/null)"
+
+run_nc $((PORT + 2)) no yes
+[[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 0 &&
+    $(stat 0 no_library) == 1 ]]
+check "preload nc: library on the client only: TCP, no_library, byte-exact" $? \
+    "$(cat "$CDIR"/stats.* 2>/dev/null)"
+
+run_nc $((PORT + 3)) yes no
+[[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 1 accelerated) == 0 &&
+    $(stat 1 no_library) == 1 ]]
+check "preload nc: library on the server only: TCP, no_library, byte-exact" $? \
+    "$(cat "$CDIR"/stats.* 2>/dev/null)"
+
+# socat both ways
+fresh
+on 1 yes /dev/null timeout 60 socat -u TCP-LISTEN:$((PORT + 4)),bind=127.0.0.2,reuseaddr \
+    "OPEN:$CDIR/out.bin,creat,trunc"
+s=$!
+wait_until 3000 listening $((PORT + 4))
+on 0 yes /dev/null timeout 60 socat -u "OPEN:$CDIR/in.bin" TCP:127.0.0.2:$((PORT + 4))
+finish $! "$s"
+[[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 1 &&
+    $(stat 1 accelerated) == 1 ]]
+check "preload nc: socat ${MB} MB, library on both sides: accelerated, byte-exact" $? \
+    "$(cat "$CDIR"/stats.* 2>/dev/null)"
+fresh
+on 1 yes /dev/null timeout 60 socat -u "OPEN:$CDIR/in.bin" \
+    TCP-LISTEN:$((PORT + 5)),bind=127.0.0.2,reuseaddr
+s=$!
+wait_until 3000 listening $((PORT + 5))
+on 0 yes /dev/null timeout 60 socat -u TCP:127.0.0.2:$((PORT + 5)) "OPEN:$CDIR/out.bin,creat,trunc"
+finish $! "$s"
+[[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 1 ]]
+check "preload nc: socat ${MB} MB the other way: accelerated, byte-exact" $? \
+    "$(cat "$CDIR"/stats.* 2>/dev/null)"
+
+# an address outside the cluster: a plain listener on 127.0.0.9 (no psid there)
+fresh
+timeout 20 nc -l 127.0.0.9 $((PORT + 6)) >"$CDIR/out.bin" &
+s=$!
+PIDS+=("$s")
+wait_until 3000 listening $((PORT + 6))
+echo hello >"$CDIR/hello"
+on 0 yes "$CDIR/hello" timeout 20 nc -N 127.0.0.9 $((PORT + 6))
+finish $! "$s"
+[[ $(cat "$CDIR/out.bin") == hello && $(stat 0 not_cluster) == 1 ]]
+check "preload nc: an address outside the cluster: TCP, not_cluster" $? \
+    "$(cat "$CDIR"/stats.* 2>/dev/null)"
+
+# PSP_STRICT: a connection between nodes that would stay on TCP fails
+fresh
+on 1 no /dev/null timeout 20 nc -l 127.0.0.2 $((PORT + 7)) >"$CDIR/out.bin"
+s=$!
+wait_until 3000 listening $((PORT + 7))
+echo hello | PSID_SOCKET=$CDIR/psid-0.sock LD_PRELOAD=$LIB PSP_STRICT=1 timeout 20 \
+    nc -N 127.0.0.2 $((PORT + 7)) 2>"$CDIR/strict.err"
+rc=$?
+kill "$s" 2>/dev/null
+[[ $rc -ne 0 && $(cat "$CDIR/strict.err") == *"pspreload: strict"* && ! -s $CDIR/out.bin ]]
+check "preload nc: PSP_STRICT=1 to a peer without the library fails with a clear error" $? \
+    "rc $rc: $(cat "$CDIR/strict.err")"
+
+# PSP_DISABLE: no negotiation, no statistics
+fresh
+on 1 no /dev/null timeout 20 nc -l 127.0.0.2 $((PORT + 7)) >"$CDIR/out.bin"
+s=$!
+wait_until 3000 listening $((PORT + 7))
+echo hello | PSID_SOCKET=$CDIR/psid-0.sock LD_PRELOAD=$LIB PSP_DISABLE=1 PSP_STRICT=1 \
+    PSP_STATS="$CDIR/stats.0" timeout 20 nc -N 127.0.0.2 $((PORT + 7))
+finish "$s"
+[[ $(cat "$CDIR/out.bin") == hello && ! -e $CDIR/stats.0 ]]
+check "preload nc: PSP_DISABLE=1 passes everything through" $? "$(cat "$CDIR"/stats.* 2>/dev/null)"
+exit $((FAILS > 0))
