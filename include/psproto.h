@@ -112,7 +112,7 @@
 enum psm_type {
     PSM_ERROR = 1,        /* reply: PSF_ERRNO, PSF_TEXT */
     PSM_NODES = 10,       /* request: the node table */
-    PSM_NODES_REPLY = 11, /* PSF_NODE records, PSF_SELF */
+    PSM_NODES_REPLY = 11, /* PSF_NODE records, PSF_SELF, PSF_MTU */
     PSM_SPAWN = 20,
     PSM_SPAWN_REPLY = 21,
     PSM_RANK = 22,
@@ -239,6 +239,7 @@ enum psf_tag {
     PSF_UDP_PORT = 83,     /* u32: an RDP endpoint's UDP port */
     PSF_KEY = 84,          /* bytes (32): a pair of endpoints' key */
     PSF_CONN = 85,         /* u32: a preload connection's id, chosen by its connector */
+    PSF_MTU = 86,          /* u32: the link MTU the node's RDP uses (PSM_NODES_REPLY) */
 
     PSF_NODE = 0x8001, /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002, /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */

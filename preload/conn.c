@@ -44,10 +44,22 @@ struct pl_peer {
 };
 static struct pl_peer *peers; /* the RDP peers we added, with their keys (psp.lock) */
 
-struct closing {
-    struct conn *c;
-    uint64_t until;
+/* Messages for a connection this side does not know yet: the two psids tell the two
+ * processes in turn, so the first bytes of one may arrive before the other learned of the
+ * connection. They wait here (bounded) for it, and are answered with RST after ORPHAN_NS. */
+struct orphan {
+    uint32_t peer, id;
+    bool connector; /* the side the message is for */
+    uint64_t at;
+    size_t len;
+    struct orphan *next;
+    uint8_t msg[]; /* the whole message, header first */
 };
+#define ORPHAN_NS  2000000000ull
+#define ORPHAN_MAX (8u << 20) /* bytes held in all */
+static struct orphan *orphans, **orphans_tail = &orphans;
+static size_t orphan_bytes;
+static void orphans_adopt(struct conn *c);
 
 static unsigned hash_of(uint32_t peer, uint32_t id, bool connector)
 {
@@ -260,6 +272,7 @@ void conn_outcome(uint32_t id, int err, const struct neg_peer *p)
     hash_add(c);
     psp.accelerated++;
     psp_guard_add(c);
+    orphans_adopt(c);
     flush_hold_rdp(c);
     send_owed(c);
     if (!c->nfds) c->tx_fin = true;
@@ -359,6 +372,7 @@ void conn_guard_event(struct conn *c, uint32_t events)
 void conn_timers(void)
 {
     uint64_t now = rdp_now_ns();
+    if (orphans && now - orphans->at >= ORPHAN_NS) orphans_adopt(NULL);
     for (struct conn *c = psp.all, *n; c; c = n) {
         n = c->lnext;
         if (c->st == CS_RDP && c->guard_eof && !c->rx_fin && now - c->guard_at > GUARD_GRACE_NS) {
@@ -442,6 +456,64 @@ static void on_data(struct conn *c, const struct iovec *iov, int iovcnt, size_t 
     psp.rdp_rx += n;
 }
 
+static void deliver(struct conn *c, const struct plw_msg *m, const struct iovec *iov, int iovcnt,
+                    size_t len);
+
+static void send_rst(uint32_t peer, const struct plw_msg *m)
+{
+    uint8_t r[PLW_HDR];
+    plw_encode(r, PLW_RST, m->flags ^ PLW_FROM_CONNECTOR, m->conn, ECONNRESET);
+    rdp_send(psp.rdp, peer, r, sizeof r);
+}
+
+static void orphan_keep(uint32_t peer, const struct plw_msg *m, const struct iovec *iov, int iovcnt,
+                        size_t len)
+{
+    struct orphan *o = orphan_bytes + len <= ORPHAN_MAX ? malloc(sizeof *o + len) : NULL;
+    if (!o) {
+        if (m->type == PLW_DATA) send_rst(peer, m);
+        return;
+    }
+    *o = (struct orphan){.peer = peer,
+                         .id = m->conn,
+                         .connector = !(m->flags & PLW_FROM_CONNECTOR),
+                         .at = rdp_now_ns(),
+                         .len = len};
+    size_t at = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        memcpy(o->msg + at, iov[i].iov_base, iov[i].iov_len);
+        at += iov[i].iov_len;
+    }
+    *orphans_tail = o;
+    orphans_tail = &o->next;
+    orphan_bytes += len;
+}
+
+/* c became known: the messages that came first, in order; and the old ones answered. */
+static void orphans_adopt(struct conn *c)
+{
+    uint64_t now = rdp_now_ns();
+    for (struct orphan **pp = &orphans; *pp;) {
+        struct orphan *o = *pp;
+        bool mine = c && o->peer == c->peer && o->id == c->id && o->connector == c->connector;
+        if (!mine && now - o->at < ORPHAN_NS) {
+            pp = &o->next;
+            continue;
+        }
+        *pp = o->next;
+        if (!*pp) orphans_tail = pp;
+        orphan_bytes -= o->len;
+        struct plw_msg m;
+        plw_decode(o->msg, o->len, &m);
+        struct iovec v = {o->msg, o->len};
+        if (mine)
+            deliver(c, &m, &v, 1, o->len);
+        else if (m.type == PLW_DATA)
+            send_rst(o->peer, &m);
+        free(o);
+    }
+}
+
 void conn_rdp_recv(void *ctx, uint32_t peer, const struct iovec *iov, int iovcnt, size_t len)
 {
     (void)ctx;
@@ -459,14 +531,21 @@ void conn_rdp_recv(void *ctx, uint32_t peer, const struct iovec *iov, int iovcnt
     }
     /* a message from the connector is for the acceptor's side, and the other way round */
     struct conn *c = conn_find(peer, m.conn, !(m.flags & PLW_FROM_CONNECTOR));
-    if (!c || (!c->nfds && m.type == PLW_DATA)) {
-        if (m.type == PLW_DATA) { /* nobody reads it: reset the sender's connection */
-            uint8_t r[PLW_HDR];
-            plw_encode(r, PLW_RST, m.flags ^ PLW_FROM_CONNECTOR, m.conn, ECONNRESET);
-            rdp_send(psp.rdp, peer, r, sizeof r);
-        }
+    if (!c) {
+        orphan_keep(peer, &m, iov, iovcnt, len);
         return;
     }
+    if (!c->nfds && m.type == PLW_DATA) { /* nobody reads it: reset the sender's connection */
+        send_rst(peer, &m);
+        return;
+    }
+    deliver(c, &m, iov, iovcnt, len);
+}
+
+static void deliver(struct conn *c, const struct plw_msg *mp, const struct iovec *iov, int iovcnt,
+                    size_t len)
+{
+    struct plw_msg m = *mp;
     switch (m.type) {
     case PLW_DATA:
         on_data(c, iov, iovcnt, len);
@@ -624,7 +703,10 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
             return -1;
         }
     }
-    if (done && !(flags & MSG_PEEK)) c->rx_read += done;
+    if (done && !(flags & MSG_PEEK)) {
+        c->rx_read += done;
+        bells_update(c); /* no longer readable, perhaps */
+    }
     pthread_mutex_unlock(&psp.lock);
     return (ssize_t)done;
 }
@@ -662,7 +744,10 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
             errno = e;
             return -1;
         }
-        if (done == want) break;
+        if (done == want) {
+            bells_update(c); /* no longer writable, perhaps */
+            break;
+        }
         size_t room;
         if (c->st == CS_CONNECTING || c->st == CS_DRAIN || c->hold)
             room = c->st == CS_DRAIN ? 0 : psp.window - c->hold_bytes;
@@ -805,6 +890,7 @@ int conn_claim(struct conn *c)
         hash_add(c);
         psp.accelerated++;
         psp_guard_add(c);
+        orphans_adopt(c);
     } else {
         psp_count_tcp(e == ENOENT ? PSP_R_NO_LIBRARY : PSP_R_ERROR);
         c->st = CS_TCP;

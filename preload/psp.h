@@ -178,6 +178,7 @@ struct psp {
     struct psp_rule *rules;
     unsigned nrules;
     unsigned window; /* per-connection credit, bytes */
+    unsigned mtu;    /* RDP's, from psid (0: RDP's default) */
     unsigned busy_poll_us;
 };
 extern struct psp psp;

@@ -123,17 +123,19 @@ int connect(int fd, const struct sockaddr *sa, socklen_t len)
             c->id = id;
             int e = neg_connect(fd, sa, id, &why);
             if (!e) {
-                pthread_mutex_lock(&psp.lock);
-                psp_guard_add(c); /* its EPOLLOUT: the kernel's connect completed */
-                pthread_mutex_unlock(&psp.lock);
                 int r = real.connect(fd, sa, len);
                 int ce = errno;
-                if (r == 0) {
+                if (r == 0 || ce == EINPROGRESS || ce == EINTR || ce == EALREADY) {
                     pthread_mutex_lock(&psp.lock);
-                    c->kconnected = true;
-                    c->kev = POLLOUT;
+                    if (r == 0) {
+                        c->kconnected = true;
+                        c->kev = POLLOUT;
+                    }
+                    /* its EPOLLOUT: the kernel's connect completed (a socket not yet
+                     * connecting would show EPOLLHUP at once) */
+                    if (psp_conn_of(fd) == c) psp_guard_add(c);
                     pthread_mutex_unlock(&psp.lock);
-                } else if (ce != EINPROGRESS && ce != EINTR && ce != EALREADY) {
+                } else {
                     untrack(fd);
                 }
                 errno = ce;

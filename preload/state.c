@@ -401,8 +401,7 @@ int psp_endpoint(void)
         ((struct sockaddr_in6 *)&cfg.bind)->sin6_port = 0;
     cfg.bind_len = psp.node_addr_len;
     randombytes_buf(cfg.key, sizeof cfg.key); /* every peer comes with its pair's key */
-    const char *mtu = getenv("PSP_MTU");
-    if (mtu) cfg.mtu = (unsigned)strtoul(mtu, NULL, 10);
+    if (psp.mtu) cfg.mtu = psp.mtu;
     struct rdp_callbacks cb = {
         .recvv = conn_rdp_recv, .lost = conn_rdp_lost, .can_send = conn_rdp_can_send};
     rdp_t *r = rdp_open(&cfg, &cb);

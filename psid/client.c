@@ -345,6 +345,7 @@ static void handle_nodes(struct client *c, const struct psmsg *m)
     uint64_t now = loop_now();
     psmsg_begin(&b, PSM_NODES_REPLY, m->id);
     psmsg_put_u32(&b, PSF_SELF, d->self->id);
+    psmsg_put_u32(&b, PSF_MTU, d->conf.mtu);
     for (size_t i = 0; i < d->conf.nnodes; i++) {
         const struct psid_node *n = &d->nodes[i];
         psmsg_record_begin(&b, PSF_NODE);

@@ -1,0 +1,657 @@
+/*
+ * plsem.c - the socket semantics the preload library must keep, as scenarios that print a
+ * deterministic transcript (return values, errno names, byte counts; never ports or pids).
+ * test/shell/preload_semantics.sh runs each once on kernel TCP and once with the library on
+ * both sides, and compares the transcripts: any difference is a difference from the kernel.
+ *
+ *   plsem server ADDR PORT MODE    prints "ready" once listening; MODE: cmd (one connection
+ *                                  that takes commands, below), fork (the same, served by a
+ *                                  child after accept), two (two connections: one never
+ *                                  read, one read to EOF), many (1000 connections, one byte
+ *                                  echoed on each)
+ *   plsem client ADDR PORT SCENARIO
+ *
+ * Commands to a cmd server, one byte each: e: echo everything from now to EOF; w: write
+ * "x"; b: write "abcdef"; W: write 3 x 1000 bytes 50 ms apart; F: write 777 bytes; d: write
+ * "x" after 300 ms; s: shutdown(SHUT_WR); q: close and exit; l: SO_LINGER 0 and close.
+ * The script bounds every run with timeout(1): a hang shows as a missing transcript tail.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct sockaddr_in where;
+static volatile sig_atomic_t pipes, alarms;
+
+static void on_pipe(int s)
+{
+    (void)s;
+    pipes++;
+}
+
+static void on_alarm(int s)
+{
+    (void)s;
+    alarms++;
+}
+
+static const char *en(int e)
+{
+    switch (e) {
+    case 0:
+        return "0";
+    case EAGAIN:
+        return "EAGAIN";
+    case EINTR:
+        return "EINTR";
+    case EPIPE:
+        return "EPIPE";
+    case ECONNRESET:
+        return "ECONNRESET";
+    case ECONNREFUSED:
+        return "ECONNREFUSED";
+    case EINPROGRESS:
+        return "EINPROGRESS";
+    case ENOTCONN:
+        return "ENOTCONN";
+    case EBADF:
+        return "EBADF";
+    default:
+        return strerror(e);
+    }
+}
+
+static void ms_sleep(int ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int dial(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(fd, (struct sockaddr *)&where, sizeof where) < 0) {
+        printf("connect %s\n", en(errno));
+        exit(1);
+    }
+    return fd;
+}
+
+static ssize_t read_full(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)buf + got, n - got);
+        if (r <= 0) return r < 0 ? -1 : (ssize_t)got;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+static void write_full(int fd, const void *buf, size_t n)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, (const char *)buf + done, n - done);
+        if (w <= 0) {
+            printf("write %s\n", en(errno));
+            return;
+        }
+        done += (size_t)w;
+    }
+}
+
+/* --- servers --- */
+
+static void serve_cmds(int fd)
+{
+    char c, buf[65536];
+    while (read(fd, &c, 1) == 1) {
+        switch (c) {
+        case 'e':
+            for (ssize_t r; (r = read(fd, buf, sizeof buf)) > 0;) write_full(fd, buf, (size_t)r);
+            close(fd);
+            return;
+        case 'w':
+            write_full(fd, "x", 1);
+            break;
+        case 'b':
+            write_full(fd, "abcdef", 6);
+            break;
+        case 'W':
+            memset(buf, 'W', 1000);
+            for (int i = 0; i < 3; i++) {
+                write_full(fd, buf, 1000);
+                ms_sleep(50);
+            }
+            break;
+        case 'F':
+            memset(buf, 'F', 777);
+            write_full(fd, buf, 777);
+            break;
+        case 'd':
+            ms_sleep(300);
+            write_full(fd, "x", 1);
+            break;
+        case 's':
+            shutdown(fd, SHUT_WR);
+            break;
+        case 'q':
+            close(fd);
+            return;
+        case 'l': {
+            struct linger l = {1, 0};
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+            close(fd);
+            return;
+        }
+        }
+    }
+    close(fd);
+}
+
+static int server(const char *mode)
+{
+    int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(l, (struct sockaddr *)&where, sizeof where) < 0 || listen(l, 1024) < 0) {
+        printf("listen %s\n", en(errno));
+        return 1;
+    }
+    printf("ready\n");
+    fflush(stdout);
+    if (!strcmp(mode, "cmd")) {
+        for (;;) serve_cmds(accept(l, NULL, NULL));
+    } else if (!strcmp(mode, "fork")) {
+        for (;;) {
+            int fd = accept(l, NULL, NULL);
+            pid_t p = fork();
+            if (p == 0) {
+                close(l);
+                serve_cmds(fd);
+                _exit(0);
+            }
+            close(fd);
+            waitpid(p, NULL, 0);
+        }
+    } else if (!strcmp(mode, "two")) {
+        int a = accept(l, NULL, NULL), b = accept(l, NULL, NULL);
+        char buf[65536];
+        size_t n = 0;
+        for (ssize_t r; (r = read(b, buf, sizeof buf)) > 0;) n += (size_t)r;
+        char msg[32];
+        int k = snprintf(msg, sizeof msg, "%zu", n);
+        write_full(b, msg, (size_t)k);
+        close(b);
+        close(a);
+        pause();
+    } else if (!strcmp(mode, "many")) {
+        int ep = epoll_create1(0), open = 0, done = 0;
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = l};
+        epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
+        while (done < 1000) {
+            struct epoll_event e[64];
+            int n = epoll_wait(ep, e, 64, -1);
+            for (int i = 0; i < n; i++) {
+                int fd = e[i].data.fd;
+                if (fd == l) {
+                    int c = accept(l, NULL, NULL);
+                    ev = (struct epoll_event){.events = EPOLLIN, .data.fd = c};
+                    epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev);
+                    open++;
+                    continue;
+                }
+                char c;
+                if (read(fd, &c, 1) == 1) {
+                    write_full(fd, &c, 1);
+                } else {
+                    close(fd);
+                    done++;
+                }
+            }
+        }
+        pause();
+    }
+    return 0;
+}
+
+/* --- client scenarios --- */
+
+static void s_echo(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    static char out[200000], in[200000];
+    for (size_t i = 0; i < sizeof out; i++) out[i] = (char)(i * 7);
+    size_t sizes[] = {1, 10, 100, 1000, 10000, 100000, 200000};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        write_full(fd, out, sizes[i]);
+        ssize_t r = read_full(fd, in, sizes[i]);
+        printf("echo %zu: %s\n", sizes[i],
+               r == (ssize_t)sizes[i] && !memcmp(in, out, sizes[i]) ? "same" : "DIFFERENT");
+    }
+    shutdown(fd, SHUT_WR);
+    printf("eof %zd\n", read(fd, in, 1));
+    close(fd);
+}
+
+static void s_halfclose(void)
+{
+    int fd = dial();
+    write_full(fd, "w", 1);
+    char c;
+    printf("read %zd\n", read(fd, &c, 1));
+    write_full(fd, "s", 1);
+    printf("read after shutdown %zd\n", read(fd, &c, 1));
+    write_full(fd, "w", 1); /* the server still reads and writes */
+    printf("write after peer's shutdown: ok\n");
+    shutdown(fd, SHUT_WR);
+    ssize_t w = send(fd, "w", 1, MSG_NOSIGNAL);
+    printf("write after own shutdown %zd %s\n", w, en(w < 0 ? errno : 0));
+    close(fd);
+}
+
+static void s_peek(void)
+{
+    int fd = dial();
+    char buf[4000];
+    ssize_t r = recv(fd, buf, 1, MSG_DONTWAIT);
+    printf("dontwait empty %zd %s\n", r, en(r < 0 ? errno : 0));
+    write_full(fd, "b", 1);
+    struct pollfd p = {fd, POLLIN, 0};
+    poll(&p, 1, 3000);
+    ms_sleep(50);
+    r = recv(fd, buf, 3, MSG_PEEK);
+    printf("peek %zd %.3s\n", r, buf);
+    r = recv(fd, buf, 6, 0);
+    printf("read %zd %.6s\n", r, buf);
+    write_full(fd, "W", 1);
+    r = recv(fd, buf, 3000, MSG_WAITALL);
+    printf("waitall %zd\n", r);
+    write_full(fd, "F", 1);
+    poll(&p, 1, 3000);
+    ms_sleep(100);
+    int n = -1;
+    ioctl(fd, FIONREAD, &n);
+    printf("fionread %d\n", n);
+    close(fd);
+}
+
+static void s_poll(void)
+{
+    int fd = dial(), pp[2];
+    if (pipe(pp) < 0) return;
+    struct pollfd p[2] = {{fd, POLLIN | POLLRDHUP, 0}, {pp[0], POLLIN, 0}};
+    printf("poll idle %d\n", poll(p, 2, 100));
+    write_full(fd, "w", 1);
+    int n = poll(p, 2, 3000);
+    printf("poll data %d %x %x\n", n, p[0].revents, p[1].revents);
+    fd_set r;
+    FD_ZERO(&r);
+    FD_SET(fd, &r);
+    FD_SET(pp[0], &r);
+    struct timeval tv = {1, 0};
+    n = select((fd > pp[0] ? fd : pp[0]) + 1, &r, NULL, NULL, &tv);
+    printf("select %d %d %d\n", n, FD_ISSET(fd, &r) != 0, FD_ISSET(pp[0], &r) != 0);
+    char c;
+    (void)!read(fd, &c, 1);
+    write_full(pp[1], "p", 1);
+    n = poll(p, 2, 3000);
+    printf("poll pipe %d %x %x\n", n, p[0].revents, p[1].revents);
+    (void)!read(pp[0], &c, 1);
+    struct pollfd o = {fd, POLLOUT, 0};
+    n = poll(&o, 1, 1000);
+    printf("pollout %d %x\n", n, o.revents);
+    write_full(fd, "s", 1);
+    n = poll(p, 2, 3000);
+    printf("poll shutdown %d %x\n", n, p[0].revents);
+    struct timespec ts = {0, 100000000};
+    sigset_t m;
+    sigemptyset(&m);
+    printf("ppoll %d\n", ppoll(p, 1, &ts, &m));
+    close(fd);
+}
+
+static int ewait(int ep, int ms, uint32_t *ev)
+{
+    struct epoll_event e[4];
+    int n = epoll_wait(ep, e, 4, ms);
+    if (ev) *ev = n > 0 ? e[0].events : 0;
+    return n;
+}
+
+static void s_epoll(void)
+{
+    int fd = dial();
+    int lt = epoll_create1(0), et = epoll_create1(0), one = epoll_create1(0),
+        zero = epoll_create1(0), outer = epoll_create1(0), out = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 42};
+    epoll_ctl(lt, EPOLL_CTL_ADD, fd, &ev);
+    ev.events = EPOLLIN | EPOLLET;
+    epoll_ctl(et, EPOLL_CTL_ADD, fd, &ev);
+    ev.events = EPOLLIN | EPOLLONESHOT;
+    epoll_ctl(one, EPOLL_CTL_ADD, fd, &ev);
+    ev.events = 0;
+    epoll_ctl(zero, EPOLL_CTL_ADD, fd, &ev);
+    ev = (struct epoll_event){.events = EPOLLIN, .data.u64 = 7};
+    epoll_ctl(outer, EPOLL_CTL_ADD, lt, &ev);
+    ev = (struct epoll_event){.events = EPOLLOUT, .data.u64 = 9};
+    epoll_ctl(out, EPOLL_CTL_ADD, fd, &ev);
+    ev.events = EPOLLIN;
+    int rc = epoll_ctl(lt, EPOLL_CTL_ADD, fd, &ev);
+    printf("add twice %d %s\n", rc, en(errno));
+    printf("idle lt %d et %d\n", ewait(lt, 100, NULL), ewait(et, 0, NULL));
+    uint32_t e;
+    int n = ewait(out, 1000, &e);
+    struct epoll_event got[4];
+    printf("out %d %x\n", n, e);
+    write_full(fd, "w", 1);
+    n = epoll_wait(lt, got, 4, 3000);
+    printf("lt %d %x data %llu\n", n, got[0].events, (unsigned long long)got[0].data.u64);
+    printf("lt again %d\n", ewait(lt, 0, NULL));
+    printf("et %d, again %d\n", ewait(et, 1000, NULL), ewait(et, 100, NULL));
+    printf("oneshot %d, again %d\n", ewait(one, 1000, NULL), ewait(one, 100, NULL));
+    printf("zero %d\n", ewait(zero, 100, NULL));
+    printf("nested %d\n", ewait(outer, 1000, NULL));
+    char c;
+    (void)!read(fd, &c, 1);
+    printf("lt drained %d, nested drained %d\n", ewait(lt, 100, NULL), ewait(outer, 100, NULL));
+    write_full(fd, "w", 1);
+    printf("et new data %d\n", ewait(et, 1000, NULL));
+    printf("oneshot disarmed %d\n", ewait(one, 200, NULL));
+    ev = (struct epoll_event){.events = EPOLLIN | EPOLLONESHOT, .data.u64 = 43};
+    epoll_ctl(one, EPOLL_CTL_MOD, fd, &ev);
+    n = epoll_wait(one, got, 4, 1000);
+    printf("oneshot rearmed %d data %llu\n", n, (unsigned long long)got[0].data.u64);
+    (void)!read(fd, &c, 1);
+    ev = (struct epoll_event){.events = EPOLLIN | EPOLLRDHUP, .data.u64 = 44};
+    epoll_ctl(lt, EPOLL_CTL_MOD, fd, &ev);
+    write_full(fd, "s", 1);
+    n = ewait(lt, 3000, &e);
+    printf("rdhup %d %x\n", n, e);
+    epoll_ctl(lt, EPOLL_CTL_DEL, fd, NULL);
+    printf("deleted %d\n", ewait(lt, 100, NULL));
+    rc = epoll_ctl(lt, EPOLL_CTL_DEL, fd, NULL);
+    printf("del again %d %s\n", rc, en(errno));
+    close(fd);
+}
+
+static void s_sigpipe(void)
+{
+    signal(SIGPIPE, on_pipe);
+    int fd = dial();
+    write_full(fd, "q", 1);
+    char c;
+    printf("eof %zd\n", read(fd, &c, 1));
+    ssize_t w = 0;
+    for (int i = 0; i < 100 && w >= 0; i++) {
+        w = write(fd, "x", 1);
+        if (w >= 0) ms_sleep(10);
+    }
+    printf("write %s sigpipe %d\n", en(w < 0 ? errno : 0), pipes > 0);
+    int before = pipes;
+    w = send(fd, "x", 1, MSG_NOSIGNAL);
+    printf("nosignal %s new sigpipe %d\n", en(w < 0 ? errno : 0), pipes - before);
+    close(fd);
+}
+
+static void s_linger0(void)
+{
+    int fd = dial();
+    write_full(fd, "l", 1);
+    char c;
+    ssize_t r = read(fd, &c, 1);
+    printf("read %zd %s\n", r, en(r < 0 ? errno : 0));
+    close(fd);
+}
+
+static void s_nonblock(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    int r = connect(fd, (struct sockaddr *)&where, sizeof where);
+    printf("connect %d %s\n", r, en(r < 0 ? errno : 0));
+    struct pollfd p = {fd, POLLOUT, 0};
+    int pr = poll(&p, 1, 3000);
+    printf("poll %d %x\n", pr, p.revents);
+    int e = -1;
+    socklen_t l = sizeof e;
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l);
+    printf("so_error %s\n", en(e));
+    char c;
+    ssize_t n = read(fd, &c, 1);
+    printf("read empty %zd %s\n", n, en(n < 0 ? errno : 0));
+    write_full(fd, "w", 1);
+    p.events = POLLIN;
+    pr = poll(&p, 1, 3000);
+    n = read(fd, &c, 1);
+    printf("poll %d %x read %zd\n", pr, p.revents, n);
+    close(fd);
+    struct sockaddr_in closed = where;
+    closed.sin_port = htons((uint16_t)(ntohs(where.sin_port) + 1)); /* nobody listens */
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    r = connect(fd, (struct sockaddr *)&closed, sizeof closed);
+    printf("closed port connect %s\n",
+           r < 0 && errno == EINPROGRESS ? "EINPROGRESS" : en(r < 0 ? errno : 0));
+    p = (struct pollfd){fd, POLLOUT, 0};
+    poll(&p, 1, 3000);
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l);
+    printf("closed port so_error %s\n", en(e));
+    close(fd);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    r = connect(fd, (struct sockaddr *)&closed, sizeof closed);
+    printf("blocking closed port %d %s\n", r, en(r < 0 ? errno : 0));
+    close(fd);
+}
+
+static void s_timeo(void)
+{
+    int fd = dial();
+    struct timeval tv = {0, 200000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    long t0 = now_ms();
+    char c;
+    ssize_t r = read(fd, &c, 1);
+    long dt = now_ms() - t0;
+    printf("rcvtimeo %zd %s %s\n", r, en(r < 0 ? errno : 0),
+           dt >= 150 && dt < 1000 ? "in time" : "OUT OF TIME");
+    close(fd);
+}
+
+static void s_eintr(void)
+{
+    int fd = dial();
+    struct sigaction sa = {.sa_handler = on_alarm};
+    sigaction(SIGALRM, &sa, NULL); /* no SA_RESTART */
+    struct itimerval it = {{0, 0}, {0, 100000}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    char c;
+    ssize_t r = read(fd, &c, 1);
+    printf("no restart: %zd %s alarms %d\n", r, en(r < 0 ? errno : 0), (int)alarms);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    write_full(fd, "d", 1); /* "x" after 300 ms */
+    setitimer(ITIMER_REAL, &it, NULL);
+    r = read(fd, &c, 1);
+    printf("restart: %zd %s alarms %d\n", r, en(r < 0 ? errno : 0), (int)alarms);
+    close(fd);
+}
+
+static void s_dup(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    int d = dup(fd);
+    close(fd);
+    write_full(d, "hi", 2);
+    char b[2];
+    printf("dup %zd\n", read_full(d, b, 2));
+    int d2 = dup2(d, 100);
+    close(d);
+    write_full(d2, "ho", 2);
+    printf("dup2 %d %zd\n", d2, read_full(d2, b, 2));
+    int d3 = fcntl(d2, F_DUPFD_CLOEXEC, 50);
+    printf("cloexec %d %d\n", d3 >= 50, (fcntl(d3, F_GETFD) & FD_CLOEXEC) != 0);
+    write_full(d3, "hu", 2);
+    printf("dupfd %zd\n", read_full(d2, b, 2));
+    close(d2);
+    close(d3);
+}
+
+static void s_names(void)
+{
+    int fd = dial();
+    struct sockaddr_in a;
+    socklen_t l = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &l);
+    printf("sockname family %d port set %d\n", a.sin_family, a.sin_port != 0);
+    l = sizeof a;
+    getpeername(fd, (struct sockaddr *)&a, &l);
+    printf("peername port ok %d\n", a.sin_port == where.sin_port);
+    int v = 0;
+    l = sizeof v;
+    getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l);
+    printf("type %d", v);
+    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &l);
+    printf(" domain %d", v);
+    struct stat st;
+    fstat(fd, &st);
+    printf(" sock %d\n", S_ISSOCK(st.st_mode));
+    close(fd);
+}
+
+static int thread_fd;
+static void *reader(void *arg)
+{
+    static char in[1 << 20];
+    size_t *n = arg;
+    ssize_t r = read_full(thread_fd, in, sizeof in);
+    *n = r > 0 ? (size_t)r : 0;
+    return NULL;
+}
+
+static void s_threads(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    thread_fd = fd;
+    size_t got = 0;
+    pthread_t t;
+    pthread_create(&t, NULL, reader, &got);
+    static char out[1 << 20];
+    write_full(fd, out, sizeof out);
+    pthread_join(t, NULL);
+    printf("threads %zu\n", got);
+    close(fd);
+}
+
+static void s_two(void)
+{
+    int a = dial(), b = dial();
+    fcntl(a, F_SETFL, O_NONBLOCK);
+    static char buf[65536];
+    ssize_t w;
+    size_t n = 0;
+    while ((w = write(a, buf, sizeof buf)) > 0 && n < (512u << 20)) n += (size_t)w;
+    printf("A stops: %s\n", w < 0 ? en(errno) : "NEVER");
+    for (int i = 0; i < 256; i++) write_full(b, buf, sizeof buf);
+    shutdown(b, SHUT_WR);
+    char msg[32] = "";
+    ssize_t r = read(b, msg, sizeof msg - 1);
+    printf("B carried %s\n", r > 0 ? msg : "nothing");
+    close(a);
+    close(b);
+}
+
+static void s_many(void)
+{
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    static int fds[1000];
+    int ok = 0;
+    for (int i = 0; i < 1000; i++) {
+        fds[i] = dial();
+        write_full(fds[i], "m", 1);
+    }
+    for (int i = 0; i < 1000; i++) {
+        char c = 0;
+        ssize_t r = read(fds[i], &c, 1);
+        if (r == 1 && c == 'm')
+            ok++;
+        else if (i - ok < 3)
+            printf("connection %d: %zd %s\n", i, r, en(r < 0 ? errno : 0));
+    }
+    for (int i = 0; i < 1000; i++) close(fds[i]);
+    printf("many %d\n", ok);
+}
+
+static void s_fork(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    static char out[100000], in[100000];
+    for (size_t i = 0; i < sizeof out; i++) out[i] = (char)i;
+    write_full(fd, out, sizeof out);
+    printf("served by a child: %s\n",
+           read_full(fd, in, sizeof in) == sizeof in && !memcmp(in, out, sizeof in) ? "same"
+                                                                                    : "DIFFERENT");
+    shutdown(fd, SHUT_WR);
+    printf("eof %zd\n", read(fd, in, 1));
+    close(fd);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 5) {
+        fprintf(stderr, "usage: plsem server|client ADDR PORT MODE|SCENARIO\n");
+        return 2;
+    }
+    where.sin_family = AF_INET;
+    where.sin_port = htons((uint16_t)atoi(argv[3]));
+    if (inet_pton(AF_INET, argv[2], &where.sin_addr) != 1) return 2;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(argv[1], "server")) return server(argv[4]);
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } sc[] = {{"echo", s_echo},       {"halfclose", s_halfclose},
+              {"peek", s_peek},       {"poll", s_poll},
+              {"epoll", s_epoll},     {"sigpipe", s_sigpipe},
+              {"linger0", s_linger0}, {"nonblock", s_nonblock},
+              {"timeo", s_timeo},     {"eintr", s_eintr},
+              {"dup", s_dup},         {"names", s_names},
+              {"threads", s_threads}, {"two", s_two},
+              {"many", s_many},       {"fork", s_fork}};
+    for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
+        if (!strcmp(sc[i].name, argv[4])) {
+            sc[i].fn();
+            return 0;
+        }
+    fprintf(stderr, "plsem: unknown scenario %s\n", argv[4]);
+    return 2;
+}
