@@ -23,6 +23,7 @@
  * psrun's stdout goes away (EPIPE), what the tasks print there is dropped and they get SIGPIPE,
  * as in a pipeline. Manual: docs/man/psrun.1.
  */
+#include "../logger/preloadlib.h"
 #include "../logger/envsel.h"
 #include "../logger/job.h"
 #include "../logger/partition.h"
@@ -114,6 +115,8 @@ static const char usage_text[] =
     "  -K, --kill-on-bad-exit  end the job as soon as one rank fails\n"
     "      --kill-delay S      seconds between SIGTERM and SIGKILL (default 10)\n"
     "  -v, --verbose           say where each rank runs (rank, node, task id)\n"
+    "      --preload           run every rank under libpspreload (pspreload(1)): TCP\n"
+    "                          between the ranks' nodes travels over RDP\n"
     "  -h, --help              this text\n"
     "\n"
     "Nodes: -w, else $PSI_NODES, $PSI_HOSTS, $PSI_HOSTFILE, else $SLURM_JOB_NODELIST or\n"
@@ -169,9 +172,30 @@ static int parse_time(const char *s, double *out)
     return 0;
 }
 
+/* --preload: every rank starts with libpspreload.so first in LD_PRELOAD (the path of this
+ * node's installation: the nodes share one) and psrun's PSP_* variables (exported anyway). */
+static int preload_export(struct opts *o)
+{
+    char lib[4096], *v = NULL;
+    if (lg_preload_lib(lib, sizeof lib) < 0) {
+        fprintf(stderr, "psrun: --preload: libpspreload.so not found (%s); set PSPRELOAD_LIB\n",
+                lib);
+        return -1;
+    }
+    const char *old = getenv("LD_PRELOAD");
+    if (asprintf(&v, "LD_PRELOAD=%s%s%s", lib, old && *old ? " " : "", old ? old : "") < 0 ||
+        lg_strv_add(&o->exports, v) < 0) {
+        free(v);
+        fprintf(stderr, "psrun: out of memory\n");
+        return -1;
+    }
+    free(v);
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-    enum { O_PPN = 256, O_OVERBOOK, O_EXPORT_ALL, O_KILL_DELAY };
+    enum { O_PPN = 256, O_OVERBOOK, O_EXPORT_ALL, O_KILL_DELAY, O_PRELOAD };
     static const struct option lopts[] = {{"np", required_argument, 0, 'n'},
                                           {"nodes", required_argument, 0, 'w'},
                                           {"ppn", required_argument, 0, O_PPN},
@@ -185,6 +209,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                           {"kill-on-bad-exit", no_argument, 0, 'K'},
                                           {"kill-delay", required_argument, 0, O_KILL_DELAY},
                                           {"verbose", no_argument, 0, 'v'},
+                                          {"preload", no_argument, 0, O_PRELOAD},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
     o->np = 1;
@@ -249,6 +274,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
             break;
         case 'v':
             o->verbose++;
+            break;
+        case O_PRELOAD:
+            if (preload_export(o) < 0) return 1;
             break;
         case 'h':
             return usage(stdout, 0), -1;

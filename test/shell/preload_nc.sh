@@ -7,7 +7,9 @@
 #    (no_library);
 #  - to an address outside the cluster: TCP, not_cluster;
 #  - PSP_STRICT=1 to a peer without the library: the connect fails with a clear error;
-#  - PSP_DISABLE=1: the library stays out of the way.
+#  - PSP_DISABLE=1: the library stays out of the way;
+#  - psrun --preload: ranks on both nodes run under the library (a listener rank on node 1,
+#    a connecting rank on node 0), and pspreload finds the library by itself.
 # Every program is started in the background by pid and killed on exit; every wait bounded.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
@@ -150,4 +152,32 @@ echo hello | PSID_SOCKET=$CDIR/psid-0.sock LD_PRELOAD=$LIB PSP_DISABLE=1 PSP_STR
 finish "$s"
 [[ $(cat "$CDIR/out.bin") == hello && ! -e $CDIR/stats.0 ]]
 check "preload nc: PSP_DISABLE=1 passes everything through" $? "$(cat "$CDIR"/stats.* 2>/dev/null)"
+# psrun --preload: one job's rank on node 1 listens, another job's rank on node 0 connects
+fresh
+head -c 1000000 /dev/urandom >"$CDIR/small.bin"
+PSID_SOCKET=$CDIR/psid-0.sock PSP_STATS=$CDIR/stats.1 timeout 30 "$BIN/psrun" --preload -w 1 \
+    -i none nc -l 127.0.0.2 $((PORT + 8)) >"$CDIR/out.bin" 2>"$CDIR/psrun1.err" &
+s=$!
+PIDS+=("$s")
+wait_until 5000 listening $((PORT + 8))
+PSID_SOCKET=$CDIR/psid-0.sock PSP_STATS=$CDIR/stats.0 timeout 30 "$BIN/psrun" --preload -w 0 \
+    nc -N 127.0.0.2 $((PORT + 8)) <"$CDIR/small.bin" 2>"$CDIR/psrun0.err"
+finish "$s"
+[[ $(sha256sum <"$CDIR/out.bin") == $(sha256sum <"$CDIR/small.bin") &&
+    $(stat 0 accelerated) == 1 && $(stat 1 accelerated) == 1 ]]
+check "preload nc: psrun --preload: ranks on two nodes, accelerated, byte-exact" $? \
+    "$(cat "$CDIR"/stats.* "$CDIR"/psrun*.err 2>/dev/null)"
+
+# pspreload finds the library next to itself
+fresh
+on 1 no /dev/null timeout 20 nc -l 127.0.0.2 $((PORT + 9)) >"$CDIR/out.bin"
+s=$!
+wait_until 3000 listening $((PORT + 9))
+PSID_SOCKET=$CDIR/psid-0.sock timeout 20 "$BIN/pspreload" --stats="$CDIR/stats.0" \
+    nc -N 127.0.0.2 $((PORT + 9)) <"$CDIR/hello"
+finish "$s"
+[[ $(cat "$CDIR/out.bin") == hello && $(stat 0 no_library) == 1 ]]
+check "preload nc: pspreload runs a program under the library (found by itself)" $? \
+    "$(cat "$CDIR"/stats.* 2>/dev/null)"
+check_usage "preload nc: pspreload without a program prints the usage, exit 2" "$BIN/pspreload"
 exit $((FAILS > 0))

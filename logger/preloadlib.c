@@ -1,0 +1,32 @@
+/*
+ * preloadlib.c - finding libpspreload.so (preloadlib.h).
+ */
+#include "preloadlib.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int lg_preload_lib(char *out, size_t n)
+{
+    const char *env = getenv("PSPRELOAD_LIB");
+    if (env && *env) {
+        snprintf(out, n, "%s", env);
+        return access(out, R_OK);
+    }
+    char self[PATH_MAX];
+    ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (l <= 0) return -1;
+    self[l] = 0;
+    char *slash = strrchr(self, '/');
+    if (!slash) return -1;
+    *slash = 0;
+    if ((size_t)snprintf(out, n, "%s/../lib/libpspreload.so", self) >= n) return -1;
+    char *abs = realpath(out, NULL);
+    if (!abs) return -1;
+    snprintf(out, n, "%s", abs);
+    free(abs);
+    return access(out, R_OK);
+}

@@ -1,0 +1,16 @@
+/*
+ * preloadlib.h - where libpspreload.so is, for the tools that start programs under it
+ * (pspreload, psrun --preload): $PSPRELOAD_LIB, else ../lib/libpspreload.so next to the
+ * running program's own directory (build/bin -> build/lib in the build tree, PREFIX/bin ->
+ * PREFIX/lib when installed).
+ */
+#ifndef PSCLUSTER_LOGGER_PRELOADLIB_H
+#define PSCLUSTER_LOGGER_PRELOADLIB_H
+
+#include <stddef.h>
+
+/* The library's absolute path into out: 0, or -1 (not found or not readable; out holds
+ * the path tried). */
+int lg_preload_lib(char *out, size_t n);
+
+#endif
