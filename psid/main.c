@@ -151,6 +151,15 @@ int main(int argc, char **argv)
             goto out;
         }
         log_open(lvl, 1, ident);
+        /* a signalfd in an epoll set wakes it for the signals of the process that added it:
+         * the parent's, which has exited. The daemon adds its own, or SIGTERM never wakes it */
+        loop_fd_del(d.loop, d.sig_fd);
+        close(d.sig_fd);
+        d.sig_fd = -1;
+        if (setup_signals(&d) < 0) {
+            log_err("start: signals: %s", strerror(errno));
+            goto out;
+        }
     }
     log_notice("node %u (%s, %s) running; cluster \"%s\", %zu nodes", d.self->id, d.self->name,
                d.self->addr_str, d.conf.cluster, d.conf.nnodes);

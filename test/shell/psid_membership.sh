@@ -111,7 +111,11 @@ dpid=$(pgrep -f -- "psid -f $CDIR/psid.conf --node 3\$" | head -1)
 [ $rc -eq 0 ] && [ -n "$dpid" ] && wait_state 0 3 up 3000 >/dev/null
 check "start-up: detached, exit 0 once running, and the node comes up" $? \
     "exit $rc, pid '${dpid}': $out"
+# a detached daemon ends on SIGTERM like any other (its signalfd is its own, not its
+# parent's)
 [ -n "$dpid" ] && kill -TERM "$dpid" && wait_until 3000 bash -c "! kill -0 $dpid 2>/dev/null"
+check "start-up: a detached daemon ends on SIGTERM" $? "pid $dpid still runs"
+[ -n "$dpid" ] && kill -KILL "$dpid" 2>/dev/null
 PIDS[3]=
 
 # bad input to the daemons and the tools
