@@ -156,7 +156,7 @@ static int sendv(struct conn *c, const struct iovec *iov, int n)
 {
     int r = rdp_sendv(psp.rdp, c->peer, iov, n);
     if (r < 0 && errno == EAGAIN) c->rdp_full = true;
-    if (rdp_next_deadline(psp.rdp) < psp.armed) psp_kick();
+    if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
     return r;
 }
 
@@ -243,8 +243,7 @@ static void flush_hold_rdp(struct conn *c)
         struct iovec iov[2] = {{h, PLW_HDR}, {ch->data + ch->off, n}};
         if (sendv(c, iov, 2) < 0) return;
         c->credit -= n;
-        c->hold_bytes -= n;
-        c->tx_bytes += n;
+        c->hold_bytes -= n; /* counted in tx_bytes when the program wrote them */
         psp.rdp_tx += n;
         ch->off += n;
         if (ch->off == ch->len) {

@@ -45,6 +45,37 @@ struct epreg {
 
 static struct epreg **regs; /* by index (the tag's low bits) */
 static unsigned nregs, capregs;
+#define RDP_IDX 0xffffffffu /* the tag of the RDP socket in a program's epoll set */
+static int *rdp_sets;       /* the program's epoll sets that hold the RDP socket */
+static unsigned nrdp_sets;
+
+/* An epoll set of the program that holds a doorbell holds the RDP socket too, so that the
+ * thread waiting in it takes the datagrams itself (no hop through the progress thread). */
+static void rdp_in_set(int epfd)
+{
+    if (!psp.rdp) return;
+    for (unsigned i = 0; i < nrdp_sets; i++)
+        if (rdp_sets[i] == epfd) return;
+    int *v = realloc(rdp_sets, (nrdp_sets + 1) * sizeof *v);
+    if (!v) return;
+    rdp_sets = v;
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = PSP_TAG | RDP_IDX};
+    if (real.epoll_ctl(epfd, EPOLL_CTL_ADD, rdp_fd(psp.rdp), &ev) == 0 || errno == EEXIST)
+        rdp_sets[nrdp_sets++] = epfd;
+}
+
+static bool set_has_rdp(int epfd)
+{
+    for (unsigned i = 0; i < nrdp_sets; i++)
+        if (rdp_sets[i] == epfd) return true;
+    return false;
+}
+
+void epoll_set_closed(int epfd)
+{
+    for (unsigned i = 0; i < nrdp_sets; i++)
+        if (rdp_sets[i] == epfd) rdp_sets[i] = rdp_sets[--nrdp_sets];
+}
 
 static uint64_t now_ms(void)
 {
@@ -73,7 +104,7 @@ static int conns_in(struct pollfd *fds, nfds_t n, struct conn **cs)
 static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
 {
     struct conn *small[16], **cs = n <= 16 ? small : malloc(n * sizeof *cs);
-    struct pollfd sp[17], *kp = n < 17 ? sp : malloc((n + 1) * sizeof *kp);
+    struct pollfd sp[18], *kp = n < 16 ? sp : malloc((n + 2) * sizeof *kp);
     if (!cs || !kp) {
         if (cs != small) free(cs);
         if (kp != sp) free(kp);
@@ -105,15 +136,24 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
             wait = left > 0 ? (int)left : 0;
         }
         kp[nk] = (struct pollfd){.fd = wfd, .events = POLLIN};
+        /* and the RDP socket: its datagrams are taken by this thread (wait.c) */
+        kp[nk + 1] = (struct pollfd){.fd = psp.rdp ? rdp_fd(psp.rdp) : -1, .events = POLLIN};
         struct waiter ws[ncs > 0 ? ncs : 1];
         waiters_add(cs, ncs, ws, wfd);
         pthread_mutex_unlock(&psp.lock);
         struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
-        int r = mask || wait >= 0 ? real.ppoll(kp, nk + 1, wait < 0 ? NULL : &ts, mask)
-                                  : real.poll(kp, nk + 1, -1);
+        __atomic_add_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL);
+        int r = mask || wait >= 0 ? real.ppoll(kp, nk + 2, wait < 0 ? NULL : &ts, mask)
+                                  : real.poll(kp, nk + 2, -1);
         int e = errno;
+        __atomic_sub_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL);
         pthread_mutex_lock(&psp.lock);
         waiters_del(cs, ncs, ws);
+        if (r > 0 && kp[nk + 1].revents && psp.rdp) {
+            rdp_process(psp.rdp);
+            if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
+            if (r == 1) continue; /* only datagrams: look again */
+        }
         if (r < 0) {
             errno = e;
             ret = -1;
@@ -400,6 +440,7 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
         regs[idx] = r;
         if (idx == nregs) nregs++;
         c->regs = r;
+        rdp_in_set(epfd);
         ret = 0;
     } else if (op == EPOLL_CTL_MOD || op == EPOLL_CTL_DEL) {
         if (!r) {
@@ -450,6 +491,13 @@ static int translate(struct epoll_event *ev, int n)
             continue;
         }
         unsigned idx = (unsigned)(t & 0xffffffffu);
+        if (idx == RDP_IDX) { /* datagrams: the doorbells they ring show in the next wait */
+            if (psp.rdp) {
+                rdp_process(psp.rdp);
+                if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
+            }
+            continue;
+        }
         struct epreg *r = idx < nregs ? regs[idx] : NULL;
         if (!r || r->disarmed) continue;
         bool dup = false; /* the other bell of the same registration, in this batch */
@@ -477,8 +525,11 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 {
     uint64_t deadline = timeout > 0 ? now_ms() + (uint64_t)timeout : 0;
     for (;;) {
+        bool mine = nrdp_sets && set_has_rdp(epfd);
+        if (mine) __atomic_add_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL);
         int n = pwait ? real.epoll_pwait(epfd, ev, max, timeout, m)
                       : real.epoll_wait(epfd, ev, max, timeout);
+        if (mine) __atomic_sub_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL);
         if (n <= 0 || !nregs) return n;
         pthread_mutex_lock(&psp.lock);
         int k = translate(ev, n);

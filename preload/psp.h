@@ -180,6 +180,7 @@ struct psp {
     unsigned window; /* per-connection credit, bytes */
     unsigned mtu;    /* RDP's, from psid (0: RDP's default) */
     unsigned busy_poll_us;
+    int app_pollers; /* program threads waiting on the RDP socket themselves (wait.c) */
 };
 extern struct psp psp;
 
@@ -195,7 +196,8 @@ struct conn *psp_conn_of(int fd);
 int psp_hide(int fd);
 /* Whether fd is one of ours (the program must not close or replace it). */
 bool psp_is_hidden(int fd);
-void psp_kick(void); /* wake the progress thread (new timer deadline, new guard) */
+void psp_kick(void);      /* wake the progress thread */
+void psp_arm_timer(void); /* its timer at RDP's next deadline (under psp.lock) */
 void psp_guard_add(struct conn *c);
 void psp_guard_del(struct conn *c);
 void psp_count_tcp(enum psp_reason r);
@@ -246,6 +248,10 @@ int conn_shutdown(struct conn *c, int how);
 short conn_poll(struct conn *c);
 void conn_fork_child(void);
 
+/* --- signals.c --- */
+void signals_init(void);
+bool signals_all_restart(void); /* no handler without SA_RESTART is installed */
+
 /* --- wait.c --- */
 /* Wait until conn_changed(c) (or any of cs[0..n)), with psp.lock held on entry and exit.
  * timeout_ms < 0: forever; the kernel restarts or interrupts the wait as it would a socket
@@ -258,6 +264,7 @@ void waiters_del(struct conn **cs, int n, struct waiter *w);
 
 /* --- poll.c --- */
 void epoll_conn_gone(struct conn *c);
+void epoll_set_closed(int epfd); /* the program closed a descriptor: if an epoll set, forget it */
 void epoll_fd_closed(struct conn *c, int fd); /* the program closed fd: its registrations go */
 void epoll_conn_to_tcp(struct conn *c);
 void bells_update(struct conn *c);

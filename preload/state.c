@@ -22,6 +22,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <signal.h>
 #include <sodium.h>
@@ -36,13 +37,14 @@
 
 extern __thread int psp_in;
 
-#define PSP_EXIT_WAIT_MS 5000
-#define PSP_WINDOW       (1u << 20) /* per-connection credit */
-#define TAG_RDP          1u
-#define TAG_TIMER        2u
-#define TAG_WAKE         3u
-#define TAG_PSI          4u
-#define TAG_GUARD        16u /* + the guard's descriptor */
+#define PSP_EXIT_WAIT_MS  5000
+#define PSP_RULES_DEFAULT "/etc/pscluster/preload.rules"
+#define PSP_WINDOW        (1u << 20) /* per-connection credit */
+#define TAG_RDP           1u
+#define TAG_TIMER         2u
+#define TAG_WAKE          3u
+#define TAG_PSI           4u
+#define TAG_GUARD         16u /* + the guard's descriptor */
 
 struct psp psp = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -60,11 +62,11 @@ struct psp_rule {
     uint16_t lo, hi;
 };
 
-static int parse_rules(const char *spec)
+static int parse_rules(const char *spec, const char *where)
 {
     char *s = strdup(spec), *save = NULL, *t;
     if (!s) return -1;
-    for (t = strtok_r(s, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+    for (t = strtok_r(s, ", \t", &save); t; t = strtok_r(NULL, ", \t", &save)) {
         struct psp_rule r = {.lo = 0, .hi = 65535};
         if (*t == '!') {
             r.deny = true;
@@ -114,9 +116,35 @@ static int parse_rules(const char *spec)
     free(s);
     return 0;
 bad:
-    fprintf(stderr, "pspreload: PSP_RULES: bad rule near '%s': the library is off\n", t);
+    fprintf(stderr, "pspreload: %s: bad rule near '%s': the library is off\n", where, t);
     free(s);
     return -1;
+}
+
+/* The rules file: one rule list a line, '#' starts a comment. A file that is not there is
+ * no rule (unless named by PSP_RULES_FILE); a bad line names file:line and turns the
+ * library off, as a bad PSP_RULES does. */
+static int read_rules_file(const char *path, bool named)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        if (!named && errno == ENOENT) return 0;
+        fprintf(stderr, "pspreload: %s: %s: the library is off\n", path, strerror(errno));
+        return -1;
+    }
+    char line[1024], where[PATH_MAX + 32];
+    int n = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        n++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        line[strcspn(line, "\n")] = 0;
+        if (!line[strspn(line, " \t,")]) continue;
+        snprintf(where, sizeof where, "%s:%d", path, n);
+        rc = parse_rules(line, where);
+    }
+    fclose(f);
+    return rc;
 }
 
 bool psp_rules_allow(const struct sockaddr *sa)
@@ -232,12 +260,17 @@ __attribute__((constructor)) static void psp_ctor(void)
     psp.strict = v && *v && strcmp(v, "0");
     v = getenv("PSP_STATS");
     if (v && *v && strcmp(v, "0")) psp.stats = strdup(v);
+    /* rules: the environment's first (a user's own), then the node's file */
     v = getenv("PSP_RULES");
-    if (v && *v && parse_rules(v) < 0) psp.disabled = true;
+    if (v && *v && parse_rules(v, "PSP_RULES") < 0) psp.disabled = true;
+    v = getenv("PSP_RULES_FILE");
+    if (!psp.disabled && read_rules_file(v && *v ? v : PSP_RULES_DEFAULT, v && *v) < 0)
+        psp.disabled = true;
     v = getenv("PSP_BUSY_POLL");
     if (v) psp.busy_poll_us = (unsigned)strtoul(v, NULL, 10);
     psp.window = PSP_WINDOW;
     atexit(psp_exit);
+    signals_init();
 }
 
 int psp_hide(int fd)
@@ -318,8 +351,11 @@ void psp_guard_del(struct conn *c)
     if (psp.epfd >= 0 && c->kfd >= 0) real.epoll_ctl(psp.epfd, EPOLL_CTL_DEL, c->kfd, NULL);
 }
 
-static void arm_timer(void)
+/* The progress thread's timer at RDP's next deadline (or the guards' grace): any thread
+ * may re-arm it, under psp.lock, without waking the progress thread. */
+void psp_arm_timer(void)
 {
+    if (psp.timerfd < 0 || !psp.rdp) return;
     uint64_t d = rdp_next_deadline(psp.rdp);
     bool guards = false;
     for (struct conn *c = psp.all; c && !guards; c = c->lnext)
@@ -349,6 +385,10 @@ static void *progress(void *arg)
     for (;;) {
         int n = real.epoll_wait(psp.epfd, ev, 64, -1);
         if (n < 0) continue;
+        /* datagrams alone, while a program thread waits on the socket itself: its to take */
+        if (n == 1 && ev[0].data.u64 == TAG_RDP &&
+            __atomic_load_n(&psp.app_pollers, __ATOMIC_ACQUIRE))
+            continue;
         bool psi_ready = false;
         pthread_mutex_lock(&psp.lock);
         for (int i = 0; i < n; i++) {
@@ -373,7 +413,7 @@ static void *progress(void *arg)
         }
         rdp_process(psp.rdp);
         conn_timers();
-        arm_timer();
+        psp_arm_timer();
         pthread_mutex_unlock(&psp.lock);
         if (psi_ready) neg_events();
     }
@@ -423,7 +463,9 @@ int psp_endpoint(void)
     if (psp.epfd < 0 || psp.timerfd < 0 || psp.wakefd < 0) goto fail;
     struct epoll_event ev = {.events = EPOLLIN};
     ev.data.u64 = TAG_RDP;
+    ev.events = EPOLLIN | EPOLLET; /* rdp_process reads all; a waiting thread may take it */
     real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, rdp_fd(r), &ev);
+    ev.events = EPOLLIN;
     ev.data.u64 = TAG_TIMER;
     real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, psp.timerfd, &ev);
     ev.data.u64 = TAG_WAKE;

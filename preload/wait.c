@@ -49,6 +49,66 @@ void wake_conn(struct conn *c)
         (void)!real.write(w->efd, &(uint64_t){1}, 8);
 }
 
+/* Sleep on our eventfd alone: a blocking read, restarted by the kernel after a handler with
+ * SA_RESTART; a poll when there is a timeout. */
+static int plain_wait(int fd, int timeout_ms)
+{
+    uint64_t x;
+    if (timeout_ms < 0) return real.read(fd, &x, 8) < 0 ? -1 : 0;
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    int p = real.poll(&pf, 1, timeout_ms);
+    if (p == 0) errno = EAGAIN;
+    if (p <= 0) return -1;
+    (void)!real.read(fd, &x, 8);
+    return 0;
+}
+
+/* Sleep on our eventfd and the RDP socket: a datagram for us is taken by this thread, with
+ * no hop through the progress thread (which leaves the socket to us meanwhile). */
+static int progress_wait(int fd, int timeout_ms)
+{
+    __atomic_add_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL);
+    struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = rdp_fd(psp.rdp), .events = POLLIN}};
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int r = -1, wait = timeout_ms;
+    for (;;) {
+        int p = real.poll(pf, 2, wait);
+        if (p < 0 && errno == EINTR && timeout_ms < 0 && signals_all_restart()) continue;
+        if (p < 0) break;
+        if (p == 0) {
+            errno = EAGAIN;
+            break;
+        }
+        if (pf[1].revents) {
+            pthread_mutex_lock(&psp.lock);
+            rdp_process(psp.rdp);
+            if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
+            pthread_mutex_unlock(&psp.lock);
+        }
+        if (pf[0].revents) {
+            uint64_t x;
+            (void)!real.read(fd, &x, 8);
+            r = 0;
+            break;
+        }
+        if (timeout_ms > 0) {
+            struct timespec t1;
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            long spent = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+            wait = spent >= timeout_ms ? 0 : timeout_ms - (int)spent;
+        }
+    }
+    int e = errno;
+    if (__atomic_sub_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL) == 0) {
+        /* a datagram that came after our last look, while the progress thread left it */
+        struct pollfd q = {.fd = rdp_fd(psp.rdp), .events = POLLIN};
+        if (real.poll(&q, 1, 0) > 0) psp_kick();
+    }
+    errno = e;
+    return r;
+}
+
 int wait_conns(struct conn **cs, int n, int timeout_ms)
 {
     int fd = wait_fd();
@@ -56,22 +116,7 @@ int wait_conns(struct conn **cs, int n, int timeout_ms)
     struct waiter w[n > 0 ? n : 1];
     waiters_add(cs, n, w, fd);
     pthread_mutex_unlock(&psp.lock);
-    int r = 0;
-    uint64_t x;
-    if (timeout_ms < 0) {
-        if (real.read(fd, &x, 8) < 0) r = -1; /* EINTR only without SA_RESTART */
-    } else {
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        int p = real.poll(&pf, 1, timeout_ms);
-        if (p < 0) {
-            r = -1;
-        } else if (p == 0) {
-            r = -1;
-            errno = EAGAIN;
-        } else {
-            (void)!real.read(fd, &x, 8);
-        }
-    }
+    int r = psp.rdp ? progress_wait(fd, timeout_ms) : plain_wait(fd, timeout_ms);
     int e = errno;
     pthread_mutex_lock(&psp.lock);
     waiters_del(cs, n, w);
