@@ -3,13 +3,17 @@
  * goes straight to the C library (one table lookup); an accelerated one is served by conn.c
  * from and to RDP. A connection that fell back to TCP is passed to the kernel, its bytes
  * counted. An accepted connection not yet claimed is claimed first (conn_claim).
- * Fortified builds call the __*_chk variants; _FILE_OFFSET_BITS=64 changes none of these.
+ * Fortified builds call the __*_chk variants; _FILE_OFFSET_BITS=64 changes none of these but
+ * sendfile (sendfile64). sendfile and splice to or from an accelerated connection copy
+ * through the library (the kernel would move the bytes on the idle TCP socket).
  */
 #include "psp.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/sendfile.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -217,4 +221,68 @@ int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
         v[i].msg_len = (unsigned)r;
     }
     return i ? (int)i : -1;
+}
+
+/* sendfile and splice to an accelerated connection: the kernel would put the bytes on the
+ * TCP socket, which the peer does not read; they are read here and written as by write. */
+static ssize_t copy_to_conn(int out, struct conn *c, int in, off_t *off, size_t count, bool pipe)
+{
+    char buf[65536];
+    size_t done = 0;
+    while (done < count) {
+        size_t n = count - done < sizeof buf ? count - done : sizeof buf;
+        ssize_t r = off && !pipe ? pread(in, buf, n, *off) : real.read(in, buf, n);
+        if (r < 0) return done ? (ssize_t)done : -1;
+        if (r == 0) break;
+        struct iovec v = {buf, (size_t)r};
+        ssize_t w = wr(out, c, &v, 1, 0);
+        if (w < 0) return done ? (ssize_t)done : -1;
+        done += (size_t)w;
+        if (off && !pipe) *off += w;
+        if (w < r) { /* a nonblocking socket took less: the rest goes back where possible */
+            if (!off && !pipe) lseek(in, (off_t)(w - r), SEEK_CUR);
+            break;
+        }
+        if ((size_t)r < n) break;
+    }
+    return (ssize_t)done;
+}
+
+ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+    static ssize_t (*next)(int, int, off_t *, size_t);
+    struct conn *c = psp_conn_of(out);
+    if (c && c->st == CS_ACCEPTED) conn_claim(c);
+    if (!c || c->st == CS_TCP) {
+        if (!next) next = (__typeof__(next))dlsym(RTLD_NEXT, "sendfile");
+        return next(out, in, off, count);
+    }
+    return copy_to_conn(out, c, in, off, count, false);
+}
+ssize_t sendfile64(int out, int in, off_t *off, size_t count) __attribute__((alias("sendfile")));
+
+ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, unsigned flags)
+{
+    static ssize_t (*next)(int, loff_t *, int, loff_t *, size_t, unsigned);
+    struct conn *c = psp_conn_of(out), *ci = psp_conn_of(in);
+    if (c && c->st == CS_ACCEPTED) conn_claim(c);
+    if (ci && ci->st == CS_ACCEPTED) conn_claim(ci);
+    bool to = c && c->st != CS_TCP, from = ci && ci->st != CS_TCP;
+    if (!to && !from) {
+        if (!next) next = (__typeof__(next))dlsym(RTLD_NEXT, "splice");
+        return next(in, off_in, out, off_out, len, flags);
+    }
+    if (to) return copy_to_conn(out, c, in, off_in, len, off_in == NULL);
+    /* from an accelerated connection into a pipe (or file): peek, write, then consume what
+     * was written, so that a short write loses nothing */
+    char buf[65536];
+    struct iovec v = {buf, len < sizeof buf ? len : sizeof buf};
+    ssize_t r = rd(in, ci, &v, 1, MSG_PEEK | ((flags & SPLICE_F_NONBLOCK) ? MSG_DONTWAIT : 0));
+    if (r <= 0) return r;
+    ssize_t w = off_out ? pwrite(out, buf, (size_t)r, *off_out) : real.write(out, buf, (size_t)r);
+    if (w <= 0) return w;
+    if (off_out) *off_out += w;
+    struct iovec t = {buf, (size_t)w};
+    rd(in, ci, &t, 1, MSG_DONTWAIT);
+    return w;
 }

@@ -151,7 +151,18 @@ int connect(int fd, const struct sockaddr *sa, socklen_t len)
         return -1;
     }
     psp_count_tcp(why);
-    return real.connect(fd, sa, len);
+    int r = real.connect(fd, sa, len);
+    int e = errno;
+    /* a connection left on TCP is still followed, without a descriptor of ours, so that its
+     * bytes are counted (PSP_STATS: tcp_tx_bytes, tcp_rx_bytes) */
+    if ((r == 0 || e == EINPROGRESS || e == EINTR) && !psp_conn_of(fd)) {
+        pthread_mutex_lock(&psp.lock);
+        struct conn *c = conn_new(-1, CS_TCP);
+        if (c) conn_attach(c, fd);
+        pthread_mutex_unlock(&psp.lock);
+    }
+    errno = e;
+    return r;
 }
 
 int listen(int fd, int backlog)
@@ -201,6 +212,11 @@ int close(int fd)
     forget_listener(fd);
     struct conn *c = psp_conn_of(fd);
     int r = real.close(fd);
+    if (r == 0 && psp.rdp) {
+        pthread_mutex_lock(&psp.lock);
+        epoll_set_closed(fd);
+        pthread_mutex_unlock(&psp.lock);
+    }
     if (c) {
         pthread_mutex_lock(&psp.lock);
         if (psp_conn_of(fd) == c) conn_detach(fd);

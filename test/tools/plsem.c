@@ -13,7 +13,8 @@
  *
  * Commands to a cmd server, one byte each: e: echo everything from now to EOF; w: write
  * "x"; b: write "abcdef"; W: write 3 x 1000 bytes 50 ms apart; F: write 777 bytes; d: write
- * "x" after 300 ms; s: shutdown(SHUT_WR); q: close and exit; l: SO_LINGER 0 and close.
+ * "x" after 300 ms; s: shutdown(SHUT_WR); q: close and exit; l: SO_LINGER 0 and close;
+ * k: die of SIGKILL; c: write 1 MiB, then compute for 3 s without a call into any library.
  * The script bounds every run with timeout(1): a hang shows as a missing transcript tail.
  */
 #include <errno.h>
@@ -30,6 +31,7 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -160,6 +162,17 @@ static void serve_cmds(int fd)
         case 's':
             shutdown(fd, SHUT_WR);
             break;
+        case 'k': /* a crash */
+            raise(SIGKILL);
+            break;
+        case 'c': { /* write, then compute without a call into any library for 3 s */
+            static char big[1 << 20];
+            write_full(fd, big, sizeof big);
+            long t0 = now_ms();
+            volatile unsigned long x = 0;
+            while (now_ms() - t0 < 3000) x++;
+            break;
+        }
         case 'q':
             close(fd);
             return;
@@ -610,6 +623,65 @@ static void s_many(void)
     printf("many %d\n", ok);
 }
 
+static void s_crash(void)
+{
+    int fd = dial();
+    write_full(fd, "k", 1);
+    char c;
+    ssize_t r = read(fd, &c, 1);
+    printf("after the peer's crash: %s\n",
+           r == 0 || (r < 0 && errno == ECONNRESET) ? "eof or reset" : "DATA?");
+    close(fd);
+}
+
+static void s_compute(void)
+{
+    int fd = dial();
+    write_full(fd, "c", 1);
+    static char in[1 << 20];
+    long t0 = now_ms();
+    ssize_t r = read_full(fd, in, sizeof in);
+    printf("1 MiB while the peer computes: %zd %s\n", r, now_ms() - t0 < 2000 ? "in time" : "LATE");
+    close(fd);
+}
+
+static void s_sendfile(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    char path[] = "/tmp/plsem.XXXXXX";
+    int f = mkstemp(path);
+    unlink(path);
+    static char out[1 << 20], in[1 << 20];
+    for (size_t i = 0; i < sizeof out; i++) out[i] = (char)(i * 13);
+    write_full(f, out, sizeof out);
+    off_t off = 0;
+    ssize_t n = sendfile(fd, f, &off, sizeof out);
+    printf("sendfile %zd off %lld\n", n, (long long)off);
+    printf("echo: %s\n", read_full(fd, in, sizeof in) == sizeof in && !memcmp(in, out, sizeof in)
+                             ? "same"
+                             : "DIFFERENT");
+    int pp[2];
+    if (pipe(pp) < 0) return;
+    lseek(f, 0, SEEK_SET);
+    size_t moved = 0;
+    while (moved < 65536) { /* file -> pipe -> socket */
+        ssize_t a = splice(f, NULL, pp[1], NULL, 65536 - moved, 0);
+        if (a <= 0) break;
+        for (ssize_t b = 0; b < a;) {
+            ssize_t k = splice(pp[0], NULL, fd, NULL, (size_t)(a - b), 0);
+            if (k <= 0) break;
+            b += k;
+        }
+        moved += (size_t)a;
+    }
+    printf("spliced %zu\n", moved);
+    printf("echo: %s\n",
+           read_full(fd, in, 65536) == 65536 && !memcmp(in, out, 65536) ? "same" : "DIFFERENT");
+    close(f);
+    close(fd);
+}
+
 static void s_fork(void)
 {
     int fd = dial();
@@ -639,14 +711,16 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         void (*fn)(void);
-    } sc[] = {{"echo", s_echo},       {"halfclose", s_halfclose},
-              {"peek", s_peek},       {"poll", s_poll},
-              {"epoll", s_epoll},     {"sigpipe", s_sigpipe},
-              {"linger0", s_linger0}, {"nonblock", s_nonblock},
-              {"timeo", s_timeo},     {"eintr", s_eintr},
-              {"dup", s_dup},         {"names", s_names},
-              {"threads", s_threads}, {"two", s_two},
-              {"many", s_many},       {"fork", s_fork}};
+    } sc[] = {{"echo", s_echo},        {"halfclose", s_halfclose},
+              {"peek", s_peek},        {"poll", s_poll},
+              {"epoll", s_epoll},      {"sigpipe", s_sigpipe},
+              {"linger0", s_linger0},  {"nonblock", s_nonblock},
+              {"timeo", s_timeo},      {"eintr", s_eintr},
+              {"dup", s_dup},          {"names", s_names},
+              {"threads", s_threads},  {"two", s_two},
+              {"many", s_many},        {"fork", s_fork},
+              {"crash", s_crash},      {"compute", s_compute},
+              {"sendfile", s_sendfile}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();
