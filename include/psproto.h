@@ -90,6 +90,13 @@
  *             acceptor's endpoint {PSF_NODE_ID, PSF_ENDPOINT, PSF_UDP_PORT, PSF_ADDR, PSF_KEY}:
  *             to the connector; any error means TCP (ETIMEDOUT: not accepted within
  *             PSI_PL_ACCEPT_MS, ...).
+ *   PSM_PL_SOCKETS (psstat sockets; anyone) -> PSM_PL_SOCKETS_REPLY {PSF_SELF, PSF_SOCKET
+ *             records: PSF_PID, PSF_UID, PSF_LOCAL, PSF_REMOTE, PSF_PATH, PSF_TX_BYTES,
+ *             PSF_RX_BYTES}: every accelerated connection of the node's processes under the
+ *             library. psid asks each of them (PSM_PL_QUERY, an event with PSF_REQ) and
+ *             answers with what came within PSI_PL_QUERY_MS; each answers with
+ *             PSM_PL_REPORT {PSF_REQ, PSF_SOCKET records without PSF_PID and PSF_UID, which
+ *             psid adds from SO_PEERCRED}, which gets no reply.
  * A pair key is per pair of endpoints: every connection between the same two processes is
  * carried by the same RDP connection, told apart by PSF_CONN (preload/wire.h).
  *
@@ -107,6 +114,7 @@
 #define PSI_ALL_RANKS      0xffffffffu
 #define PSI_NO_RANK        0xfffffffeu
 #define PSI_PL_LISTENS     256u   /* listening ports a preload process may register */
+#define PSI_PL_QUERY_MS    500u   /* psstat sockets: how long psid waits for the processes */
 #define PSI_PL_ACCEPT_MS   10000u /* a connection not accepted in this time goes TCP */
 
 enum psm_type {
@@ -138,6 +146,10 @@ enum psm_type {
     PSM_PL_ACCEPT = 74,
     PSM_PL_REPLY = 75,
     PSM_PL_OUTCOME = 76, /* event: a PSM_PL_CONNECT's outcome */
+    PSM_PL_SOCKETS = 77, /* psstat sockets */
+    PSM_PL_SOCKETS_REPLY = 78,
+    PSM_PL_QUERY = 79,  /* event: report your connections */
+    PSM_PL_REPORT = 80, /* the answer, no reply */
 
     /* daemon to daemon (over RDP) */
     PSM_D_HELLO = 0x1000,     /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
@@ -240,12 +252,19 @@ enum psf_tag {
     PSF_KEY = 84,          /* bytes (32): a pair of endpoints' key */
     PSF_CONN = 85,         /* u32: a preload connection's id, chosen by its connector */
     PSF_MTU = 86,          /* u32: the link MTU the node's RDP uses (PSM_NODES_REPLY) */
+    PSF_PID = 87,          /* u32: a process id */
+    PSF_LOCAL = 88,        /* string: a socket's local address and port, "ADDR:PORT" */
+    PSF_REMOTE = 89,       /* string: its peer's */
+    PSF_PATH = 90,         /* string: what carries a connection: "rdp" (later "shm") */
+    PSF_TX_BYTES = 91,     /* u64: bytes sent */
+    PSF_RX_BYTES = 92,     /* u64: bytes received */
 
-    PSF_NODE = 0x8001, /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
-    PSF_TASK = 0x8002, /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */
-    PSF_PEER = 0x8003, /* record: PSF_NODE_ID, PSF_STATE (enum psrdp_state), the counters
-                        * and estimates above, PSF_DROP records */
-    PSF_DROP = 0x8004, /* record: PSF_TEXT (reason, e.g. "mac"), PSF_N (packets dropped) */
+    PSF_NODE = 0x8001,   /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
+    PSF_TASK = 0x8002,   /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */
+    PSF_PEER = 0x8003,   /* record: PSF_NODE_ID, PSF_STATE (enum psrdp_state), the counters
+                          * and estimates above, PSF_DROP records */
+    PSF_DROP = 0x8004,   /* record: PSF_TEXT (reason, e.g. "mac"), PSF_N (packets dropped) */
+    PSF_SOCKET = 0x8005, /* record: an accelerated connection (PSM_PL_SOCKETS_REPLY) */
 };
 
 enum psrdp_state { /* PSF_STATE in a PSF_PEER record */
@@ -270,7 +289,7 @@ enum pstask_state {
 static inline int psm_is_event(unsigned type)
 {
     return type == PSM_RANK || type == PSM_IO || type == PSM_INPUT_ACK || type == PSM_EXIT ||
-           type == PSM_DEAD || type == PSM_PL_OUTCOME;
+           type == PSM_DEAD || type == PSM_PL_OUTCOME || type == PSM_PL_QUERY;
 }
 
 /* Task ids */

@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -212,6 +213,51 @@ int neg_accept(int fd, struct neg_peer *p)
     return e;
 }
 
+/* "ADDR:PORT" of a socket address ([ADDR]:PORT for IPv6) */
+static void sa_text(const struct sockaddr_storage *ss, char *out, size_t n)
+{
+    char a[INET6_ADDRSTRLEN] = "?";
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const void *)ss;
+        inet_ntop(AF_INET, &in->sin_addr, a, sizeof a);
+        snprintf(out, n, "%s:%u", a, ntohs(in->sin_port));
+    } else {
+        const struct sockaddr_in6 *in6 = (const void *)ss;
+        inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof a);
+        snprintf(out, n, "[%s]:%u", a, ntohs(in6->sin6_port));
+    }
+}
+
+/* psstat sockets asked (PSM_PL_QUERY): our accelerated connections. Under psi_lock. */
+static void report(uint32_t num)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_PL_REPORT, 0);
+    psmsg_put_u32(&b, PSF_REQ, num);
+    pthread_mutex_lock(&psp.lock);
+    for (struct conn *c = psp.all; c; c = c->lnext) {
+        if (c->st != CS_RDP || !c->peer || !c->nfds) continue;
+        struct sockaddr_storage l, r;
+        socklen_t ll = sizeof l, rl = sizeof r;
+        char ls[80], rs[80];
+        if (getsockname(c->kfd, (struct sockaddr *)&l, &ll) < 0 ||
+            getpeername(c->kfd, (struct sockaddr *)&r, &rl) < 0)
+            continue;
+        sa_text(&l, ls, sizeof ls);
+        sa_text(&r, rs, sizeof rs);
+        psmsg_record_begin(&b, PSF_SOCKET);
+        psmsg_put_str(&b, PSF_LOCAL, ls);
+        psmsg_put_str(&b, PSF_REMOTE, rs);
+        psmsg_put_str(&b, PSF_PATH, "rdp");
+        psmsg_put_u64(&b, PSF_TX_BYTES, c->tx_bytes);
+        psmsg_put_u64(&b, PSF_RX_BYTES, c->rx_total);
+        psmsg_record_end(&b);
+    }
+    pthread_mutex_unlock(&psp.lock);
+    psi_send(&psp.psi, &b); /* no reply comes; one that did would be dropped */
+    psmsg_buf_free(&b);
+}
+
 void neg_events(void)
 {
     if (pthread_mutex_trylock(&psp.psi_lock) != 0) return; /* its holder takes them after */
@@ -222,6 +268,11 @@ void neg_events(void)
     struct psmsg ev;
     int r;
     while ((r = psi_next_event(&psp.psi, &ev, 0)) > 0) {
+        uint32_t num;
+        if (ev.type == PSM_PL_QUERY && psmsg_get_u32(&ev.body, PSF_REQ, &num) == 0) {
+            report(num);
+            continue;
+        }
         if (ev.type != PSM_PL_OUTCOME) continue;
         uint32_t id, err = EPROTO;
         if (psmsg_get_u32(&ev.body, PSF_CONN, &id) < 0) continue;

@@ -322,6 +322,11 @@ uint32_t client_uid(const struct client *c)
     return (uint32_t)c->cred.uid;
 }
 
+pid_t client_pid(const struct client *c)
+{
+    return c->cred.pid;
+}
+
 uint32_t client_gid(const struct client *c)
 {
     return (uint32_t)c->cred.gid;
@@ -416,6 +421,8 @@ static void dispatch(struct client *c, const uint8_t *frame, size_t len)
     case PSM_PL_UNLISTEN:
     case PSM_PL_CONNECT:
     case PSM_PL_ACCEPT:
+    case PSM_PL_SOCKETS:
+    case PSM_PL_REPORT:
         preload_request(c->d, c, &m);
         break;
     default:

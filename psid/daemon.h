@@ -112,6 +112,7 @@ struct pending {
 void client_send(struct client *c, struct psmsg_buf *b);
 void client_error(struct client *c, uint32_t id, int err, const char *text);
 uint32_t client_uid(const struct client *c);
+pid_t client_pid(const struct client *c); /* SO_PEERCRED's */
 /* The descriptor passed with the request being handled (SCM_RIGHTS, psi_call_fd), now the
  * caller's to close; -1 if none came with it. */
 int client_take_fd(struct client *c);

@@ -100,7 +100,22 @@ struct pl_claim { /* listener's side: an accept waiting for the connector's psid
     struct pl_claim *next;
 };
 
+struct pl_query { /* psstat sockets: the node's processes asked, their answers collected */
+    uint32_t num, client_id;
+    struct client *c; /* who asked (NULL once gone) */
+    unsigned waiting;
+    struct psmsg_buf out;
+    uint64_t timer;
+    struct psid *d;
+    struct pl_query *next;
+};
+
+#define PL_QUERY_MAX 16u /* psstat sockets in flight */
+
 struct preload {
+    struct pl_query *queries;
+    unsigned nqueries;
+    uint32_t next_query;
     struct pl_local *locals;
     struct pl_wait *waits;
     unsigned nwaits, npends, nclaims;
@@ -844,6 +859,96 @@ static void d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, con
     claim_done(pl, k);
 }
 
+/* --- psstat sockets --- */
+
+static void query_done(struct preload *pl, struct pl_query *q)
+{
+    for (struct pl_query **pp = &pl->queries; *pp; pp = &(*pp)->next)
+        if (*pp == q) {
+            *pp = q->next;
+            break;
+        }
+    pl->nqueries--;
+    loop_timer_cancel(q->d->loop, q->timer);
+    if (q->c) {
+        if (psmsg_end(&q->out) == 0) {
+            client_send(q->c, &q->out);
+        } else {
+            client_error(q->c, q->client_id, EMSGSIZE, "too many sockets for one reply");
+        }
+    }
+    psmsg_buf_free(&q->out);
+    free(q);
+}
+
+static void query_expired(void *ctx)
+{
+    struct pl_query *q = ctx;
+    q->timer = 0;
+    query_done(q->d->preload, q);
+}
+
+static void pl_sockets(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
+{
+    struct pl_query *q = pl->nqueries < PL_QUERY_MAX ? calloc(1, sizeof *q) : NULL;
+    if (!q) {
+        reply(c, m->id, EBUSY, "too many socket queries in flight");
+        return;
+    }
+    *q = (struct pl_query){
+        .num = ++pl->next_query, .client_id = m->id, .c = c, .d = d, .next = pl->queries};
+    pl->queries = q;
+    pl->nqueries++;
+    psmsg_begin(&q->out, PSM_PL_SOCKETS_REPLY, m->id);
+    psmsg_put_u32(&q->out, PSF_SELF, d->self->id);
+    for (struct pl_local *l = pl->locals; l; l = l->next) {
+        struct psmsg_buf b = {0};
+        psmsg_begin(&b, PSM_PL_QUERY, 0);
+        psmsg_put_u32(&b, PSF_REQ, q->num);
+        client_send(l->c, &b);
+        psmsg_buf_free(&b);
+        q->waiting++;
+    }
+    if (!q->waiting) {
+        query_done(pl, q);
+        return;
+    }
+    q->timer = loop_timer(d->loop, loop_now() + PSI_PL_QUERY_MS * 1000000ull, query_expired, q);
+}
+
+static void pl_report(struct preload *pl, struct client *c, const struct psmsg *m)
+{
+    uint32_t num;
+    struct pl_local *l = local_of(pl, c);
+    if (!l || psmsg_get_u32(&m->body, PSF_REQ, &num) < 0) return;
+    struct pl_query *q = pl->queries;
+    while (q && q->num != num) q = q->next;
+    if (!q) return; /* too late */
+    size_t pos = 0;
+    struct psmsg_field f;
+    while (psmsg_next(&m->body, &pos, &f)) {
+        if (f.tag != PSF_SOCKET) continue;
+        struct psmsg_view v = psmsg_record(&f);
+        char local[80] = "", remote[80] = "", path[16] = "";
+        uint64_t tx = 0, rx = 0;
+        psmsg_get_str(&v, PSF_LOCAL, local, sizeof local);
+        psmsg_get_str(&v, PSF_REMOTE, remote, sizeof remote);
+        psmsg_get_str(&v, PSF_PATH, path, sizeof path);
+        psmsg_get_u64(&v, PSF_TX_BYTES, &tx);
+        psmsg_get_u64(&v, PSF_RX_BYTES, &rx);
+        psmsg_record_begin(&q->out, PSF_SOCKET);
+        psmsg_put_u32(&q->out, PSF_PID, (uint32_t)client_pid(c));
+        psmsg_put_u32(&q->out, PSF_UID, client_uid(c));
+        psmsg_put_str(&q->out, PSF_LOCAL, local);
+        psmsg_put_str(&q->out, PSF_REMOTE, remote);
+        psmsg_put_str(&q->out, PSF_PATH, path);
+        psmsg_put_u64(&q->out, PSF_TX_BYTES, tx);
+        psmsg_put_u64(&q->out, PSF_RX_BYTES, rx);
+        psmsg_record_end(&q->out);
+    }
+    if (--q->waiting == 0) query_done(pl, q);
+}
+
 /* A message that should have carried a socket closes what came with it anyway. */
 static void close_passed(struct client *c)
 {
@@ -871,6 +976,12 @@ void preload_request(struct psid *d, struct client *c, const struct psmsg *m)
         break;
     case PSM_PL_ACCEPT:
         pl_accept(d, pl, c, m);
+        break;
+    case PSM_PL_SOCKETS:
+        pl_sockets(d, pl, c, m);
+        break;
+    case PSM_PL_REPORT:
+        pl_report(pl, c, m);
         break;
     }
 }
@@ -911,6 +1022,8 @@ void preload_client_gone(struct psid *d, struct client *c)
         if (a->c == c) a->c = NULL;
     for (struct pl_claim *k = pl->claims; k; k = k->next)
         if (k->c == c) k->c = NULL;
+    for (struct pl_query *q = pl->queries; q; q = q->next)
+        if (q->c == c) q->c = NULL;
     for (struct pl_pend *p = pl->pends, *next; p; p = next) {
         next = p->next;
         if (p->c == c) pend_done(pl, p);
@@ -977,6 +1090,10 @@ void preload_free(struct psid *d)
     while (pl->asks) ask_done(pl, pl->asks);
     while (pl->pends) pend_done(pl, pl->pends);
     while (pl->claims) claim_done(pl, pl->claims);
+    while (pl->queries) {
+        pl->queries->c = NULL;
+        query_done(pl, pl->queries);
+    }
     while (pl->waits) {
         struct pl_wait *w = pl->waits;
         wait_unlink(pl, w);

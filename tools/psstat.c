@@ -3,9 +3,10 @@
  * load, tasks, CPUs), `psstat tasks` (every task of every node that is up: task id, job,
  * rank, user, state, command) and `psstat rdp` (the daemon's RDP connections to the other
  * nodes: packets, messages, retransmissions, drops by reason, RTT, windows), as a table or as
- * JSON.
+ * JSON; `psstat sockets`: the node's connections under the preload library (process, user,
+ * local and remote address, path, bytes each way).
  *
- * usage: psstat [--json] nodes|tasks|rdp
+ * usage: psstat [--json] nodes|tasks|rdp|sockets
  */
 #include "psi.h"
 
@@ -18,7 +19,7 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: psstat [--json] nodes|tasks|rdp\n"
+    "usage: psstat [--json] nodes|tasks|rdp|sockets\n"
     "\n"
     "  nodes         every configured node: id, name, address, "
     "state, load, tasks, CPUs\n"
@@ -28,6 +29,8 @@ static const char usage_text[] =
     "                messages each way, retransmissions, timeouts, connections lost, smoothed\n"
     "                RTT and retransmission timeout (us), congestion window, packets dropped\n"
     "                (by reason in --json), and the endpoint's totals\n"
+    "  sockets       this node's connections under the preload library (pspreload(1)):\n"
+    "                process, user, local and remote address, path, bytes sent and received\n"
     "  -j, --json    JSON instead of a table\n"
     "  -h, --help    this text\n"
     "The daemon asked is the one at $PSID_SOCKET (default " PSI_DEFAULT_SOCKET ").\n";
@@ -399,6 +402,63 @@ static int rdp(struct psi *c, int json)
     return 0;
 }
 
+/* `psstat sockets`: the accelerated connections of this node's processes */
+static int sockets(struct psi *c, int json)
+{
+    struct psmsg_buf req = {0};
+    struct psmsg rep;
+    psmsg_begin(&req, PSM_PL_SOCKETS, 0);
+    int r = psi_call(c, &req, &rep);
+    psmsg_buf_free(&req);
+    if (r < 0) {
+        fprintf(stderr, "psstat: sockets: %s\n", strerror(errno));
+        return 1;
+    }
+    if (json)
+        printf("{\"sockets\":[");
+    else
+        printf("%-8s %-10s %-22s %-22s %-5s %14s %14s\n", "PID", "USER", "LOCAL", "REMOTE", "PATH",
+               "TX_BYTES", "RX_BYTES");
+    size_t pos = 0, n = 0;
+    struct psmsg_field f;
+    while (psmsg_next(&rep.body, &pos, &f)) {
+        if (f.tag != PSF_SOCKET) continue;
+        struct psmsg_view v = psmsg_record(&f);
+        uint32_t pid = 0, uid = 0;
+        uint64_t tx = 0, rx = 0;
+        char local[80] = "?", remote[80] = "?", path[16] = "?", user[32];
+        psmsg_get_u32(&v, PSF_PID, &pid);
+        psmsg_get_u32(&v, PSF_UID, &uid);
+        psmsg_get_str(&v, PSF_LOCAL, local, sizeof local);
+        psmsg_get_str(&v, PSF_REMOTE, remote, sizeof remote);
+        psmsg_get_str(&v, PSF_PATH, path, sizeof path);
+        psmsg_get_u64(&v, PSF_TX_BYTES, &tx);
+        psmsg_get_u64(&v, PSF_RX_BYTES, &rx);
+        struct passwd *pw = getpwuid((uid_t)uid);
+        if (pw)
+            snprintf(user, sizeof user, "%s", pw->pw_name);
+        else
+            snprintf(user, sizeof user, "%" PRIu32, uid);
+        if (json) {
+            printf("%s{\"pid\":%" PRIu32 ",\"uid\":%" PRIu32 ",\"user\":", n ? "," : "", pid, uid);
+            json_str(user);
+            printf(",\"local\":");
+            json_str(local);
+            printf(",\"remote\":");
+            json_str(remote);
+            printf(",\"path\":");
+            json_str(path);
+            printf(",\"tx_bytes\":%" PRIu64 ",\"rx_bytes\":%" PRIu64 "}", tx, rx);
+        } else {
+            printf("%-8" PRIu32 " %-10s %-22s %-22s %-5s %14" PRIu64 " %14" PRIu64 "\n", pid, user,
+                   local, remote, path, tx, rx);
+        }
+        n++;
+    }
+    if (json) printf("]}\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -414,7 +474,7 @@ int main(int argc, char **argv)
     }
     if (optind != argc - 1 ||
         (strcmp(argv[optind], "nodes") != 0 && strcmp(argv[optind], "tasks") != 0 &&
-         strcmp(argv[optind], "rdp") != 0))
+         strcmp(argv[optind], "rdp") != 0 && strcmp(argv[optind], "sockets") != 0))
         return usage(stderr, 2);
     struct psi c;
     if (psi_open(&c, NULL) < 0) {
@@ -423,9 +483,10 @@ int main(int argc, char **argv)
         return 1;
     }
     const char *what = argv[optind];
-    int rc = strcmp(what, "nodes") == 0   ? nodes(&c, json)
-             : strcmp(what, "tasks") == 0 ? tasks(&c, json)
-                                          : rdp(&c, json);
+    int rc = strcmp(what, "nodes") == 0     ? nodes(&c, json)
+             : strcmp(what, "tasks") == 0   ? tasks(&c, json)
+             : strcmp(what, "sockets") == 0 ? sockets(&c, json)
+                                            : rdp(&c, json);
     psi_close(&c);
     return rc;
 }

@@ -9,7 +9,9 @@
 #  - PSP_STRICT=1 to a peer without the library: the connect fails with a clear error;
 #  - PSP_DISABLE=1: the library stays out of the way;
 #  - psrun --preload: ranks on both nodes run under the library (a listener rank on node 1,
-#    a connecting rank on node 0), and pspreload finds the library by itself.
+#    a connecting rank on node 0), and pspreload finds the library by itself;
+#  - psstat sockets lists a live accelerated connection on both nodes (path, addresses,
+#    bytes), and nothing once it is closed.
 # Every program is started in the background by pid and killed on exit; every wait bounded.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
@@ -83,8 +85,8 @@ check "preload nc: ${MB} MB server->client (server speaks first): accelerated, b
 
 run_nc $((PORT + 2)) no yes
 [[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 0 &&
-    $(stat 0 no_library) == 1 ]]
-check "preload nc: library on the client only: TCP, no_library, byte-exact" $? \
+    $(stat 0 no_library) == 1 && $(stat 0 tcp_tx_bytes) == $((MB << 20)) ]]
+check "preload nc: library on the client only: TCP, no_library, its bytes counted, byte-exact" $? \
     "$(cat "$CDIR"/stats.* 2>/dev/null)"
 
 run_nc $((PORT + 3)) yes no
@@ -180,4 +182,45 @@ finish "$s"
 check "preload nc: pspreload runs a program under the library (found by itself)" $? \
     "$(cat "$CDIR"/stats.* 2>/dev/null)"
 check_usage "preload nc: pspreload without a program prints the usage, exit 2" "$BIN/pspreload"
+
+# psstat sockets: a connection held open (its client's stdin a fifo we keep open)
+fresh
+mkfifo "$CDIR/in.fifo"
+on 1 yes /dev/null timeout 30 nc -l 127.0.0.2 $((PORT + 10)) >"$CDIR/out.bin"
+s=$!
+wait_until 3000 listening $((PORT + 10))
+on 0 yes "$CDIR/in.fifo" timeout 30 nc -N 127.0.0.2 $((PORT + 10))
+c=$!
+exec {hold}>"$CDIR/in.fifo"
+echo hi >&"$hold"
+wait_until 5000 grep -q hi "$CDIR/out.bin"
+j0=$(PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" --json sockets)
+j1=$(PSID_SOCKET=$CDIR/psid-1.sock "$BIN/psstat" --json sockets)
+t=$(PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" sockets)
+json_true "$j0" ".sockets | length == 1 and .[0].path == \"rdp\" and
+    .[0].remote == \"127.0.0.2:$((PORT + 10))\" and .[0].tx_bytes == 3 and .[0].uid == $(id -u)" &&
+    json_true "$j1" ".sockets | length == 1 and .[0].local == \"127.0.0.2:$((PORT + 10))\" and
+    .[0].rx_bytes == 3" && [[ $(wc -l <<<"$t") == 2 && $t == *" rdp "* ]]
+check "preload nc: psstat sockets lists the connection on both nodes" $? "$j0 / $j1 / $t"
+exec {hold}>&-
+finish "$c" "$s"
+j0=$(PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" --json sockets)
+json_true "$j0" '.sockets | length == 0'
+check "preload nc: ... and nothing once it is closed" $? "$j0"
+# rules: from the environment, and from a file (a bad line names file:line)
+fresh
+on 1 yes /dev/null timeout 20 nc -l 127.0.0.2 $((PORT + 11)) >"$CDIR/out.bin"
+s=$!
+wait_until 3000 listening $((PORT + 11))
+PSID_SOCKET=$CDIR/psid-0.sock LD_PRELOAD=$LIB PSP_STATS=$CDIR/stats.0 \
+    PSP_RULES="!127.0.0.2/32:$((PORT + 11)),127.0.0.0/8" timeout 20 nc -N 127.0.0.2 \
+    $((PORT + 11)) <"$CDIR/hello"
+finish "$s"
+[[ $(cat "$CDIR/out.bin") == hello && $(stat 0 rule) == 1 ]]
+check "preload nc: PSP_RULES '!ADDR/LEN:PORT' keeps that destination on TCP (rule)" $? \
+    "$(cat "$CDIR"/stats.* 2>/dev/null)"
+printf '# preload rules\n10.0.0.0/8:1-1000\n\n!10.1.0.0/16 # comment\n300.1.2.3\n' >"$CDIR/rules"
+out=$(PSID_SOCKET=$CDIR/psid-0.sock LD_PRELOAD=$LIB PSP_RULES_FILE=$CDIR/rules /bin/true 2>&1)
+[[ $out == "pspreload: $CDIR/rules:5: bad rule near '300.1.2.3': the library is off" ]]
+check "preload nc: a bad line of the rules file is named by file:line" $? "$out"
 exit $((FAILS > 0))
