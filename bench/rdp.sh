@@ -76,12 +76,6 @@ cleanup() {
 }
 trap cleanup EXIT # (ns_up chains it after its own ns_down)
 
-# median: numbers on stdin, one per line -> the median (NA if none)
-median() {
-    sort -g | awk '{ a[NR] = $1 }
-        END { if (NR == 0) { print "NA"; exit }
-              if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
 fmt() { awk -v v="$1" -v d="${2:-2}" 'BEGIN { if (v == "NA") print "NA"; else printf "%.*f\n", d, v }'; }
 
 # run_case LABEL CLIENT-PREFIX... -- CLIENT-ARGS...: RUNS client runs with --vs-tcp --json;

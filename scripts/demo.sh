@@ -13,9 +13,13 @@
 #     on another node; pswait, waiting for another rank, is told when it ends (a death
 #     notification);
 #     psstat rdp shows this node's RDP connections to the others (packets, RTT, drops);
-#  4. one psid is killed: the others declare its node dead in under a second, and the job
+#  4. unmodified programs under libpspreload: curl on node 0 fetches a file from python3's
+#     http.server on node 1, both started with pspreload: the connection travels over RDP
+#     (PSP_STATS says accelerated=1); the same curl from a server without the library (node
+#     2) falls back to TCP (no_library=1); the bytes are the same;
+#  5. one psid is killed: the others declare its node dead in under a second, and the job
 #     that had a rank there hears "node lost" and ends (as a Slurm step would);
-#  5. RDP delivers 300 verified messages through 10% loss, 5% duplication, 5% reordering
+#  6. RDP delivers 300 verified messages through 10% loss, 5% duplication, 5% reordering
 #     and 1% corruption, then is compared with kernel TCP.
 #
 # usage: scripts/demo.sh [--help]
@@ -34,7 +38,7 @@ case ${1:-} in
     exit 2
     ;;
 esac
-for t in psid pslocal psrun pskill psstat pswait rdpbench; do
+for t in psid pslocal psrun pskill psstat pswait rdpbench pspreload; do
     [[ -x $B/$t ]] || {
         echo "demo: $B/$t is not built; run: make demo" >&2
         exit 1
@@ -45,10 +49,12 @@ DIR=$(mktemp -d /tmp/pscluster-demo.XXXXXX)
 SRV=""
 JOB=""
 PW=""
+HTTP=""
+HTTP2=""
 cleanup() {
     local p
     set +e # all of it, whatever fails (a process that already ended)
-    for p in "$JOB" "$PW" "$SRV"; do
+    for p in "$JOB" "$PW" "$SRV" "$HTTP" "$HTTP2"; do
         [[ -n $p ]] && kill "$p" 2>/dev/null
     done
     wait 2>/dev/null
@@ -129,7 +135,37 @@ run "$B/psstat" rdp | tee "$DIR/rdp.out" || fail "psstat rdp failed"
 (($(lines "$DIR/rdp.out" ' established ') == 3)) ||
     fail "psstat rdp does not show 3 established connections"
 
-step "4. a node fails: psid on node 1 is killed; the others notice, the job hears it"
+step "4. an unmodified program across nodes under libpspreload, and its fallback to TCP"
+mkdir -p "$DIR/www"
+head -c 5000000 /dev/urandom >"$DIR/www/data.bin"
+PORT=$((20000 + RANDOM % 20000))
+# the servers: python3's http.server on node 1 under the library, on node 2 without it
+(cd "$DIR/www" && PSID_SOCKET=$DIR/psid-1.sock exec "$B/pspreload" python3 -m http.server \
+    --bind 127.0.0.2 "$PORT" >"$DIR/http1.log" 2>&1) &
+HTTP=$!
+(cd "$DIR/www" && PSID_SOCKET=$DIR/psid-2.sock exec python3 -m http.server --bind 127.0.0.3 \
+    "$PORT" >"$DIR/http2.log" 2>&1) &
+HTTP2=$!
+http_up() { curl -s -o /dev/null "http://$1:$PORT/" 2>/dev/null; }
+echo "\$ pspreload python3 -m http.server --bind 127.0.0.2 $PORT &     # on node 1"
+echo "\$ python3 -m http.server --bind 127.0.0.3 $PORT &               # on node 2, no library"
+until_ok 10 http_up 127.0.0.2 && until_ok 10 http_up 127.0.0.3 ||
+    fail "python3's http.server did not start: $(cat "$DIR"/http*.log)"
+run "$B/pspreload" --stats curl -s -o "$DIR/got1.bin" "http://127.0.0.2:$PORT/data.bin" \
+    2>&1 | tee "$DIR/stats1.out" || fail "curl under the library failed"
+cmp -s "$DIR/got1.bin" "$DIR/www/data.bin" || fail "curl got other bytes over RDP"
+grep -q "accelerated=1 " "$DIR/stats1.out" || fail "the connection was not accelerated"
+run "$B/pspreload" --stats curl -s -o "$DIR/got2.bin" "http://127.0.0.3:$PORT/data.bin" \
+    2>&1 | tee "$DIR/stats2.out" || fail "curl to the server without the library failed"
+cmp -s "$DIR/got2.bin" "$DIR/www/data.bin" || fail "curl got other bytes over TCP"
+grep -q "no_library=1 " "$DIR/stats2.out" || fail "the fallback was not counted as no_library"
+echo "(the same 5 MB both times: over RDP from node 1, over TCP from node 2)"
+kill "$HTTP" "$HTTP2"
+wait "$HTTP" "$HTTP2" 2>/dev/null || true
+HTTP=""
+HTTP2=""
+
+step "5. a node fails: psid on node 1 is killed; the others notice, the job hears it"
 t0=$(date +%s%N)
 run kill -KILL "$(cat "$DIR/psid-1.pid")" || fail "could not kill psid 1"
 node1_down() { "$B/psstat" --json nodes | grep -q '"id":1,[^}]*"state":"down"'; }
@@ -148,7 +184,7 @@ cat "$DIR/job.out"
     fail "psrun did not report the lost node (exit status $rc)"
 run "$B/pslocal" down --dir "$DIR" || fail "pslocal down failed"
 
-step "5. RDP, the protocol between the daemons: verified delivery through injected faults"
+step "6. RDP, the protocol between the daemons: verified delivery through injected faults"
 "$B/rdpbench" server 127.0.0.1:0 >"$DIR/srv.log" 2>&1 &
 SRV=$!
 srv_ready() { grep -q "listening on" "$DIR/srv.log"; }

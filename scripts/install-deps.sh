@@ -50,10 +50,11 @@ check_pkgs=(
     iproute2 nftables iputils-ping procps jq
     clang "libclang-rt-${clang_major}-dev"
     clang-format shellcheck
-    netcat-openbsd socat
+    netcat-openbsd socat curl python3 redis-server redis-tools
 )
-# make demo: scripts/demo.sh uses the built tools and what every Debian system has.
-demo_pkgs=()
+# make demo: scripts/demo.sh uses the built tools, and curl and python3's http.server for
+# the step that shows an unmodified program under the preload library.
+demo_pkgs=(curl python3)
 # make bench: the peers, and the tools of the namespace paths (bench/rdp.sh, bench/psid.sh).
 bench_pkgs=(
     sockperf iperf3 hyperfine mpich linux-perf valgrind

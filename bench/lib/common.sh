@@ -8,6 +8,7 @@
 #                             environment: no argument (go on), -h/--help (the header, exit 0),
 #                             anything else (usage on stderr, exit 2)
 #   stop_pids SECONDS PID...  SIGTERM to each, SIGKILL to what still runs SECONDS later, reap
+#   median                    numbers on stdin, one per line -> their median (NA if none)
 #
 # An rdpbench server in the background, for scripts that set BIN (the rdpbench binary) and
 # tmp (a scratch directory), and call stop_server from their EXIT trap:
@@ -88,4 +89,10 @@ start_server() {
     echo "${0##*/}: the rdpbench server did not start:" >&2
     cat "$log" >&2
     return 1
+}
+
+median() {
+    sort -g | awk '{ a[NR] = $1 }
+        END { if (NR == 0) { print "NA"; exit }
+              if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }

@@ -67,7 +67,7 @@ chmod 755 "$F"/bin/*
 BUILD="build-essential pkg-config libconfig-dev libsodium-dev libssl-dev libnl-3-dev"
 BUILD+=" libnl-route-3-dev"
 CHECK="libcunit1-dev iproute2 nftables iputils-ping procps jq clang libclang-rt-14-dev"
-CHECK+=" clang-format shellcheck netcat-openbsd socat"
+CHECK+=" clang-format shellcheck netcat-openbsd socat curl python3 redis-server redis-tools"
 BENCH="sockperf iperf3 hyperfine mpich linux-perf valgrind iproute2 nftables iputils-ping"
 BENCH+=" procps jq"
 
@@ -116,7 +116,7 @@ state amd64
 deps --list
 same_set "--list (build) on amd64: the build set and libipsec-mb-dev" "$BUILD libipsec-mb-dev"
 deps --list --demo
-same_set "--list --demo: the build set only (the demo needs nothing more)" "$BUILD libipsec-mb-dev"
+same_set "--list --demo: the build set, curl and python3" "$BUILD libipsec-mb-dev curl python3"
 deps --list --check
 same_set "--list --check: the build and check sets" "$BUILD libipsec-mb-dev $CHECK"
 deps --list --bench

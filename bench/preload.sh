@@ -1,0 +1,229 @@
+#!/bin/bash
+# bench/preload.sh - unmodified programs under libpspreload against the same programs on
+# kernel TCP, side by side in one run, on 2-node virtual clusters (pslocal): loopback
+# (127.0.0.1 -> 127.0.0.2) and, as root, namespaces (198.18.0.1 -> 198.18.0.2 over veth
+# pairs on a private bridge, MTU 1500). Server on node 1, client on node 0; each row runs
+# kernel TCP and the library alternately, RUNS times, and reports the medians and the ratio
+# (library / kernel; for latency lower is better, for rates higher is better):
+#  - sockperf ping-pong, TCP, 16 B, 1 KiB and 65000 B (sockperf's largest is 65506)
+#    messages: median latency (us)
+#  - iperf3, one TCP stream, 3 s: Gbit/s received
+#  - redis-benchmark -c 50 SET and GET: requests/s
+#  - connection setup: redis-benchmark -k 0 -c 1 PING (connect, accept, one round trip,
+#    close per request): requests/s
+#  - memory per idle accelerated connection: the client's RSS growth over 1000 idle
+#    connections (test/tools/plsem-like load via redis-benchmark is not idle; measured with
+#    python3 opening 1000 sockets), kB per connection
+# Tables (markdown) on stdout, progress on stderr.
+#
+# usage: bench/preload.sh [--help]
+# env:   RUNS (3), MODES ("lo netns"), SECONDS_PER_RUN (3)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+. "$HERE/lib/common.sh"
+bench_no_args "$0" "$@"
+
+BIN=$ROOT/build/bin
+LIB=$ROOT/build/lib/libpspreload.so
+RUNS=${RUNS:-3}
+MODES=${MODES:-lo netns}
+SECS=${SECONDS_PER_RUN:-3}
+for f in "$BIN/pslocal" "$LIB"; do
+    [[ -e $f ]] || {
+        echo "bench/preload.sh: $f not built (make)" >&2
+        exit 1
+    }
+done
+for p in sockperf iperf3 redis-server redis-benchmark python3 jq; do
+    command -v "$p" >/dev/null || {
+        echo "bench/preload.sh: $p missing (scripts/install-deps.sh --bench)" >&2
+        exit 1
+    }
+done
+
+W=$(mktemp -d)
+CDIR=
+SRV=
+cleanup() {
+    [[ -n $SRV ]] && stop_pids 2 "$SRV"
+    [[ -n $CDIR ]] && "$BIN/pslocal" down --dir "$CDIR" >/dev/null 2>&1
+    rm -rf "$W"
+}
+trap cleanup EXIT
+log() { echo "$*" >&2; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "NA" || b == "NA" || b == 0) print "NA"; else printf "%.2f\n", a / b }'; }
+
+# prefix NODE LIB: CMD=(the words that run a command as if on NODE, under the library if LIB
+# is yes); pslocal exec and env exec, so a background job's pid is the program's own
+prefix() {
+    CMD=("$BIN/pslocal" exec "$1" --dir "$CDIR" --)
+    [[ $2 == yes ]] && CMD+=(env LD_PRELOAD="$LIB" PSP_STATS="$W/stats")
+    return 0
+}
+on() { # on NODE LIB CMD...: in the foreground
+    prefix "$1" "$2"
+    shift 2
+    "${CMD[@]}" "$@"
+}
+listening() { on 1 no ss -Hltn "sport = :$1" | grep -q .; }
+serve() { # serve LIB PORT CMD...: a server on node 1 in the background (SRV)
+    local lib=$1 port=$2
+    shift 2
+    prefix 1 "$lib"
+    "${CMD[@]}" "$@" >"$W/server.log" 2>&1 &
+    SRV=$!
+    for _ in $(seq 100); do
+        listening "$port" && return 0
+        sleep 0.05
+    done
+    log "bench/preload.sh: server $* did not listen"
+    cat "$W/server.log" >&2
+    return 1
+}
+unserve() {
+    stop_pids 2 "$SRV"
+    SRV=
+}
+
+ROWS=()
+# row LABEL UNIT BETTER(lower|higher) FILE-PREFIX: the medians of $W/PREFIX.{no,yes}
+row() {
+    local k l
+    k=$(median <"$W/$4.no")
+    l=$(median <"$W/$4.yes")
+    ROWS+=("| $MODE | $1 | $k | $l | $(ratio "$l" "$k") | $3 is better |")
+}
+
+P=12000 # a fresh port for every server (a killed server's port may be in TIME_WAIT)
+pingpong() { # pingpong SIZE
+    local lib r
+    : >"$W/pp$1.no"
+    : >"$W/pp$1.yes"
+    for ((r = 1; r <= RUNS; r++)); do
+        for lib in no yes; do
+            P=$((P + 1))
+            serve "$lib" $P sockperf sr --tcp -i "$ADDR" -p $P || return 1
+            on 0 "$lib" timeout 60 sockperf pp --tcp -i "$ADDR" -p $P -m "$1" -t "$SECS" 2>&1 |
+                sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' >>"$W/pp$1.$lib" || true
+            unserve
+        done
+    done
+    row "sockperf ping-pong $1 B, median latency (us)" us lower "pp$1"
+}
+
+stream() {
+    local lib r
+    : >"$W/ip.no"
+    : >"$W/ip.yes"
+    for ((r = 1; r <= RUNS; r++)); do
+        for lib in no yes; do
+            P=$((P + 1))
+            serve "$lib" $P iperf3 -s -B "$ADDR" -p $P -1 || return 1
+            on 0 "$lib" timeout 60 iperf3 -c "$ADDR" -p $P -t "$SECS" -J |
+                jq '.end.sum_received.bits_per_second / 1e9' >>"$W/ip.$lib" || true
+            wait "$SRV" 2>/dev/null || true
+            SRV=
+        done
+    done
+    row "iperf3, one stream (Gbit/s)" Gbit/s higher ip
+}
+
+redis() {
+    local lib r t
+    for t in set get; do
+        : >"$W/rb$t.no"
+        : >"$W/rb$t.yes"
+    done
+    : >"$W/cs.no"
+    : >"$W/cs.yes"
+    for ((r = 1; r <= RUNS; r++)); do
+        for lib in no yes; do
+            P=$((P + 1))
+            serve "$lib" $P redis-server --bind "$ADDR" --port $P --save '' \
+                --appendonly no --protected-mode no || return 1
+            on 0 "$lib" timeout 120 redis-benchmark -h "$ADDR" -p $P -q -c 50 -n 50000 \
+                -t set,get 2>/dev/null | tr '\r' '\n' >"$W/rb.out" || true
+            sed -n 's/^SET: \([0-9.]*\) requests per second.*/\1/p' "$W/rb.out" >>"$W/rbset.$lib"
+            sed -n 's/^GET: \([0-9.]*\) requests per second.*/\1/p' "$W/rb.out" >>"$W/rbget.$lib"
+            on 0 "$lib" timeout 120 redis-benchmark -h "$ADDR" -p $P -q -c 1 -k 0 -n 2000 \
+                -t ping 2>/dev/null | tr '\r' '\n' |
+                sed -n 's/^PING_INLINE: \([0-9.]*\) requests per second.*/\1/p' >>"$W/cs.$lib" || true
+            unserve
+        done
+    done
+    row "redis-benchmark -c 50 SET (requests/s)" rps higher rbset
+    row "redis-benchmark -c 50 GET (requests/s)" rps higher rbget
+    row "connection setup: connect, 1 round trip, close (per s)" rps higher cs
+}
+
+idle_memory() { # the client's RSS growth per idle accelerated connection, kB
+    local lib
+    for lib in no yes; do
+        P=$((P + 1))
+        serve "$lib" $P python3 -c "
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('$ADDR', $P)); s.listen(2048); c = []
+while True:
+    a, _ = s.accept(); a.send(b'x'); c.append(a)" || return 1
+        on 0 "$lib" timeout 120 python3 -c "
+import socket, resource
+def rss():
+    return int(open('/proc/self/status').read().split('VmRSS:')[1].split()[0])
+base = rss(); c = []
+for i in range(1000):
+    s = socket.create_connection(('$ADDR', $P)); s.recv(1); c.append(s)
+print((rss() - base) / 1000.0)" >"$W/mem.$lib"
+        unserve
+    done
+    ROWS+=("| $MODE | memory per idle connection, client RSS (kB) | $(cat "$W/mem.no") | $(cat "$W/mem.yes") | $(ratio "$(cat "$W/mem.yes")" "$(cat "$W/mem.no")") | lower is better |")
+}
+
+for MODE in $MODES; do
+    args=()
+    case $MODE in
+    lo) ADDR=127.0.0.2 ;;
+    netns)
+        if [[ $(id -u) -ne 0 ]]; then
+            log "bench/preload.sh: namespaces need root: skipped"
+            continue
+        fi
+        ADDR=198.18.0.2
+        args=(--netns)
+        ;;
+    *)
+        echo "bench/preload.sh: unknown mode '$MODE' (lo, netns)" >&2
+        exit 2
+        ;;
+    esac
+    CDIR=$W/$MODE
+    log "== $MODE: pslocal up -n 2 ${args[*]}"
+    "$BIN/pslocal" up -n 2 --dir "$CDIR" --timeout 20 "${args[@]}" >"$W/up.log" 2>&1 || {
+        cat "$W/up.log" >&2
+        exit 1
+    }
+    for sz in 16 1024 65000; do # sockperf's largest message is 65506 bytes
+        log "  sockperf ping-pong $sz B (x$RUNS each)"
+        pingpong "$sz"
+    done
+    log "  iperf3 (x$RUNS each)"
+    stream
+    log "  redis-benchmark (x$RUNS each)"
+    redis
+    log "  memory per idle connection"
+    idle_memory
+    "$BIN/pslocal" down --dir "$CDIR" >/dev/null 2>&1
+    CDIR=
+done
+
+# every library run must have been accelerated: a fallback would measure kernel TCP twice
+acc=$(grep -c 'accelerated=[1-9]' "$W/stats" 2>/dev/null || true)
+tcp=$(grep -c ' tcp=[1-9]' "$W/stats" 2>/dev/null || true)
+log "library processes: ${acc:-0} with accelerated connections, ${tcp:-0} with connections on TCP"
+[[ ${tcp:-0} -eq 0 ]] || grep ' tcp=[1-9]' "$W/stats" | head -5 >&2
+echo "| path | what | kernel TCP | libpspreload | ratio | |"
+echo "|---|---|---:|---:|---:|---|"
+printf '%s\n' "${ROWS[@]}"

@@ -1,0 +1,73 @@
+#!/bin/bash
+# preload_programs.sh - real servers and clients under libpspreload on a 2-node loopback
+# cluster (servers on node 1 at 127.0.0.2, clients on node 0), byte-exact:
+#  - curl fetches a 20 MB file from python3's http.server: accelerated on both sides, and
+#    with the server alone under the library: TCP (no_library);
+#  - redis-server with redis-cli SET and GET of a 1 MB value, and redis-benchmark (50
+#    connections, SET and GET) exiting 0: every connection accelerated.
+# Every server started by pid and killed on exit; every wait bounded.
+# shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
+source "$(dirname "$0")/lib/cluster.sh"
+LIB=$TOP/build/lib/libpspreload.so
+cluster_up 2
+all_up 5000 || {
+    fail "preload programs: cluster up" "not all up"
+    exit 1
+}
+if [ ! -f "$LIB" ]; then
+    fail "preload programs: library" "library not built ($LIB)"
+    exit 1
+fi
+for p in curl python3 redis-server redis-cli redis-benchmark; do
+    command -v "$p" >/dev/null || {
+        fail "preload programs: $p" "not installed (scripts/install-deps.sh --check)"
+        exit 1
+    }
+done
+PORT=$(free_port 4)
+listening() { ss -Hltn "sport = :$1" | grep -q .; } # listening PORT
+stat() { tail -1 "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"; } # stat FILE KEY
+# node0/node1 CMD...: run CMD on that node with the library, counters to $CDIR/stats.TAG
+node0() { PSID_SOCKET=$CDIR/psid-0.sock LD_PRELOAD=$LIB PSP_STATS=$CDIR/stats.$TAG "$@"; }
+node1() { PSID_SOCKET=$CDIR/psid-1.sock LD_PRELOAD=$LIB PSP_STATS=$CDIR/stats.$TAG "$@"; }
+
+mkdir -p "$CDIR/www"
+head -c 20000000 /dev/urandom >"$CDIR/www/f.bin"
+(cd "$CDIR/www" && TAG=http node1 exec timeout 120 python3 -m http.server --bind 127.0.0.2 \
+    "$PORT" >/dev/null 2>&1) &
+PIDS+=($!)
+wait_until 10000 listening "$PORT"
+TAG=curl node0 timeout 30 curl -s -o "$CDIR/got.bin" "http://127.0.0.2:$PORT/f.bin"
+rc=$?
+cmp -s "$CDIR/got.bin" "$CDIR/www/f.bin" && [ $rc -eq 0 ] &&
+    [ "$(stat "$CDIR/stats.curl" accelerated)" = 1 ] &&
+    [ "$(stat "$CDIR/stats.curl" rdp_rx_bytes)" -gt 20000000 ]
+check "preload programs: curl gets 20 MB from python3 http.server, accelerated, byte-exact" $? \
+    "curl rc $rc: $(cat "$CDIR/stats.curl" 2>/dev/null)"
+timeout 30 curl -s -o "$CDIR/got2.bin" "http://127.0.0.2:$PORT/f.bin"
+cmp -s "$CDIR/got2.bin" "$CDIR/www/f.bin"
+check "preload programs: curl without the library from the same server: TCP, byte-exact" $?
+
+TAG=redis node1 timeout 120 redis-server --bind 127.0.0.2 --port $((PORT + 1)) --save '' \
+    --appendonly no --daemonize no >"$CDIR/redis.log" 2>&1 &
+PIDS+=($!)
+wait_until 10000 listening $((PORT + 1))
+head -c 1000000 /dev/urandom | base64 -w0 >"$CDIR/val"
+TAG=rset node0 timeout 20 redis-cli -h 127.0.0.2 -p $((PORT + 1)) -x SET k <"$CDIR/val" >/dev/null
+TAG=rget node0 timeout 20 redis-cli -h 127.0.0.2 -p $((PORT + 1)) --raw GET k >"$CDIR/val2"
+cmp -s <(
+    cat "$CDIR/val"
+    echo
+) "$CDIR/val2" && [ "$(stat "$CDIR/stats.rget" accelerated)" = 1 ] &&
+    [ "$(stat "$CDIR/stats.rset" accelerated)" = 1 ]
+check "preload programs: redis-cli SET and GET of 1 MB, accelerated, byte-exact" $? \
+    "$(cat "$CDIR"/stats.rset "$CDIR"/stats.rget 2>/dev/null)"
+TAG=bench node0 timeout 60 redis-benchmark -h 127.0.0.2 -p $((PORT + 1)) -q -n 10000 -c 50 \
+    -t set,get >"$CDIR/bench.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q "GET: .* requests per second" "$CDIR/bench.out" &&
+    [ "$(stat "$CDIR/stats.bench" accelerated)" -ge 50 ] &&
+    [ "$(stat "$CDIR/stats.bench" tcp)" = 0 ]
+check "preload programs: redis-benchmark, 50 connections, every one accelerated" $? \
+    "rc $rc: $(tail -2 "$CDIR/bench.out") $(cat "$CDIR/stats.bench" 2>/dev/null)"
+exit $((FAILS > 0))
