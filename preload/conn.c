@@ -102,6 +102,7 @@ struct conn *conn_new(int kfd, enum conn_state st)
     c->rxq_tail = &c->rxq;
     c->hold_tail = &c->hold;
     c->bell_in = c->bell_out = -1;
+    c->timeo[0] = c->timeo[1] = -2;
     c->lnext = psp.all;
     psp.all = c;
     psp.nconns++;
@@ -599,14 +600,18 @@ static bool nonblocking(const struct conn *c, int fd, int flags)
     return (flags & MSG_DONTWAIT) || (real.fcntl(fd, F_GETFL) & O_NONBLOCK);
 }
 
-static int timeout_of(const struct conn *c, int opt)
+/* SO_RCVTIMEO or SO_SNDTIMEO in ms, -1 for none; looked up once (setsockopt forgets it) */
+static int timeout_of(struct conn *c, int opt)
 {
+    int *t = &c->timeo[opt == SO_SNDTIMEO];
+    if (*t != -2) return *t;
     struct timeval tv;
     socklen_t l = sizeof tv;
-    if (real.getsockopt(c->kfd, SOL_SOCKET, opt, &tv, &l) < 0 || (!tv.tv_sec && !tv.tv_usec))
-        return -1;
+    if (c->kfd < 0 || real.getsockopt(c->kfd, SOL_SOCKET, opt, &tv, &l) < 0 ||
+        (!tv.tv_sec && !tv.tv_usec))
+        return *t = -1;
     long ms = tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
-    return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
+    return *t = ms > 0x7fffffff ? 0x7fffffff : (int)ms;
 }
 
 static void give_credit(struct conn *c, size_t n)

@@ -142,11 +142,11 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
         waiters_add(cs, ncs, ws, wfd);
         pthread_mutex_unlock(&psp.lock);
         struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
-        __atomic_add_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL);
+        psp_poller_enter();
         int r = mask || wait >= 0 ? real.ppoll(kp, nk + 2, wait < 0 ? NULL : &ts, mask)
                                   : real.poll(kp, nk + 2, -1);
         int e = errno;
-        __atomic_sub_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL);
+        psp_poller_leave();
         pthread_mutex_lock(&psp.lock);
         waiters_del(cs, ncs, ws);
         if (r > 0 && kp[nk + 1].revents && psp.rdp) {
@@ -526,10 +526,14 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
     uint64_t deadline = timeout > 0 ? now_ms() + (uint64_t)timeout : 0;
     for (;;) {
         bool mine = nrdp_sets && set_has_rdp(epfd);
-        if (mine) __atomic_add_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL);
+        if (mine) psp_poller_enter();
         int n = pwait ? real.epoll_pwait(epfd, ev, max, timeout, m)
                       : real.epoll_wait(epfd, ev, max, timeout);
-        if (mine) __atomic_sub_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL);
+        if (mine) {
+            int e = errno;
+            psp_poller_leave();
+            errno = e;
+        }
         if (n <= 0 || !nregs) return n;
         pthread_mutex_lock(&psp.lock);
         int k = translate(ev, n);

@@ -129,6 +129,7 @@ struct conn {
     bool err_reported;  /* err was returned once */
     bool rd_shut;       /* shutdown(SHUT_RD) */
     bool claiming;      /* a thread is asking psid for it (CS_ACCEPTED) */
+    int timeo[2];       /* SO_RCVTIMEO, SO_SNDTIMEO in ms (-1 none), -2: not looked up */
     bool rdp_full;      /* RDP's queue to the peer was full: wait for can_send */
     bool kconnected;    /* CS_CONNECTING: the kernel's connect completed */
     uint32_t kev;       /* CS_CONNECTING: its poll events then (POLLERR: it failed) */
@@ -196,7 +197,9 @@ struct conn *psp_conn_of(int fd);
 int psp_hide(int fd);
 /* Whether fd is one of ours (the program must not close or replace it). */
 bool psp_is_hidden(int fd);
-void psp_kick(void);      /* wake the progress thread */
+void psp_kick(void);         /* wake the progress thread */
+void psp_poller_enter(void); /* a program thread waits on the RDP socket itself */
+void psp_poller_leave(void);
 void psp_arm_timer(void); /* its timer at RDP's next deadline (under psp.lock) */
 void psp_guard_add(struct conn *c);
 void psp_guard_del(struct conn *c);

@@ -329,6 +329,35 @@ struct conn *psp_conn_of(int fd)
     return __atomic_load_n(&psp.byfd[fd], __ATOMIC_ACQUIRE);
 }
 
+/* A program thread about to wait on the RDP socket itself (wait.c, poll.c): the progress
+ * thread stops listening to the socket while any does (every datagram would wake it for
+ * nothing, and it would take the lock from the thread the datagram is for), and listens
+ * again when the last one leaves (EPOLL_CTL_MOD re-arms the edge: what came meanwhile is
+ * reported at once). The registration follows the count under its own small lock. */
+static pthread_mutex_t poller_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool rdp_deaf;
+
+static void poller_sync(void)
+{
+    pthread_mutex_lock(&poller_lock);
+    bool deaf = __atomic_load_n(&psp.app_pollers, __ATOMIC_ACQUIRE) > 0;
+    if (deaf != rdp_deaf && psp.epfd >= 0 && psp.rdp) {
+        struct epoll_event ev = {.events = deaf ? EPOLLET : EPOLLIN | EPOLLET, .data.u64 = TAG_RDP};
+        if (real.epoll_ctl(psp.epfd, EPOLL_CTL_MOD, rdp_fd(psp.rdp), &ev) == 0) rdp_deaf = deaf;
+    }
+    pthread_mutex_unlock(&poller_lock);
+}
+
+void psp_poller_enter(void)
+{
+    if (__atomic_add_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL) == 1) poller_sync();
+}
+
+void psp_poller_leave(void)
+{
+    if (__atomic_sub_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL) == 0) poller_sync();
+}
+
 void psp_kick(void)
 {
     if (psp.wakefd >= 0) (void)!real.write(psp.wakefd, &(uint64_t){1}, 8);
@@ -397,6 +426,8 @@ static void *progress(void *arg)
                 uint64_t x;
                 (void)!real.read(psp.timerfd, &x, 8);
                 psp.armed = 0;
+            } else if (tag == TAG_RDP) {
+                /* nothing more: rdp_process below */
             } else if (tag == TAG_WAKE) {
                 uint64_t x;
                 (void)!real.read(psp.wakefd, &x, 8);

@@ -67,7 +67,7 @@ static int plain_wait(int fd, int timeout_ms)
  * no hop through the progress thread (which leaves the socket to us meanwhile). */
 static int progress_wait(int fd, int timeout_ms)
 {
-    __atomic_add_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL);
+    psp_poller_enter();
     struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = rdp_fd(psp.rdp), .events = POLLIN}};
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -100,11 +100,8 @@ static int progress_wait(int fd, int timeout_ms)
         }
     }
     int e = errno;
-    if (__atomic_sub_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL) == 0) {
-        /* a datagram that came after our last look, while the progress thread left it */
-        struct pollfd q = {.fd = rdp_fd(psp.rdp), .events = POLLIN};
-        if (real.poll(&q, 1, 0) > 0) psp_kick();
-    }
+    psp_poller_leave(); /* the progress thread listens again: a datagram that came after
+                         * our last look is reported to it at once */
     errno = e;
     return r;
 }

@@ -1,11 +1,14 @@
 #!/bin/bash
 # test/shell/demo.sh - scripts/demo.sh (`make demo`, run directly: the tree is built):
 #   - it exits 0 and its output shows every step working: 4 nodes up, 8 labelled hello
-#     lines, pswait told of SIGUSR1, pskill refusing node 9, node 1 declared down and the
-#     job hearing "node lost", 300 messages and 2000 round trips verified, "demo: done";
+#     lines, pswait told of SIGUSR1, pskill refusing node 9, curl accelerated under the
+#     preload library and falling back against a server without it, node 1 declared down
+#     and the job hearing "node lost", 300 messages and 2000 round trips verified, "demo:
+#     done";
 #   - a step that fails fails the demo: in a copy of the tree whose build/bin holds the real
 #     tools but one wrapper, (a) rdpbench client exits 1, (b) rdpbench client exits 0 but
-#     verifies nothing, (c) psstat never shows node 1 down; each time the demo exits 1 with
+#     verifies nothing, (c) pspreload runs the program without the library, (d) psstat never
+#     shows node 1 down; each time the demo exits 1 with
 #     "demo: FAILED: step N" and without "demo: done";
 #   - every time, the demo's directory is removed and none of its daemons is left running.
 # Every run is bounded by timeout (60 s; a good run takes about 1 s, (c) 5 s).
@@ -14,7 +17,7 @@ set -u
 . "$(dirname "$0")/lib/cluster.sh"
 CDIR=$(mktemp -d)
 
-for t in psid pslocal psrun pskill psstat pswait rdpbench; do
+for t in psid pslocal psrun pskill psstat pswait rdpbench pspreload; do
     if [[ ! -x $BIN/$t ]]; then
         echo "SKIP: demo: $BIN/$t is not built"
         exit 0
@@ -53,6 +56,8 @@ for re in '^pslocal: 4 nodes up in ' \
     '^3: hello from rank 3 of 8 on n[0-3] \(task [0-9]+:[0-9]+\)$' \
     '^[0-9]+:[0-9]+ killed by signal 10 ' \
     '^pskill: 9:1: no node 9' \
+    '^pspreload: pid=[0-9]+ accelerated=1 tcp=0 ' \
+    '^pspreload: pid=[0-9]+ accelerated=0 tcp=1 not_cluster=0 no_library=1 ' \
     '^node 1 declared down after [0-9]+ ms$' \
     '^psrun: rank 1 \(node n1, task 1:[0-9]+\): node lost$' \
     '^rdp stream: 300 messages \([0-9]+ payload bytes\) verified ' \
@@ -74,7 +79,7 @@ check "demo: leaves nothing behind" $? "$left"
 tree=$CDIR/tree
 mkdir -p "$tree/scripts" "$tree/build/bin"
 cp "$TOP/scripts/demo.sh" "$tree/scripts/"
-for t in psid pslocal psrun pskill psstat pswait rdpbench; do
+for t in psid pslocal psrun pskill psstat pswait rdpbench pspreload; do
     ln -s "$BIN/$t" "$tree/build/bin/$t"
 done
 
@@ -98,11 +103,13 @@ broken() {
 
 # shellcheck disable=SC2016 # the bodies expand in the wrappers
 {
-    broken "rdpbench client fails" 5 rdpbench \
+    broken "rdpbench client fails" 6 rdpbench \
         '[[ $1 == client ]] && { echo "rdpbench: broken" >&2; exit 1; }; exec "$REAL" "$@"'
-    broken "rdpbench client verifies nothing" 5 rdpbench \
+    broken "rdpbench client verifies nothing" 6 rdpbench \
         '[[ $1 == client ]] && { "$REAL" "$@" | grep -v verified; exit 0; }; exec "$REAL" "$@"'
-    broken "node 1 is never seen down" 4 psstat \
+    broken "the preload library is not loaded" 4 pspreload \
+        '[[ $1 == --stats ]] && shift; exec "$@"'
+    broken "node 1 is never seen down" 5 psstat \
         'set -o pipefail; "$REAL" "$@" | sed "s/down/up/g"'
 }
 exit $((FAILS > 0))

@@ -49,8 +49,14 @@ on() {
     PIDS+=($!)
 }
 listening() { ss -Hltn "sport = :$1" | grep -q .; } # listening PORT
-# finish PID...: wait for each (bounded by timeout(1) around the programs)
-finish() { for p; do wait "$p"; done; }
+# finish PID...: wait for each, 90 s at most (then it is killed: the check fails); the
+# programs run without timeout(1), so that the trap's SIGKILL by pid reaches them
+finish() {
+    for p; do
+        wait_until 90000 bash -c "! kill -0 $p 2>/dev/null" || kill -KILL "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+    done
+}
 # stat NODE KEY: the value of KEY in node's last stats line
 stat() { tail -1 "$CDIR/stats.$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 fresh() { rm -f "$CDIR"/stats.* "$CDIR/out.bin"; }
@@ -58,10 +64,10 @@ fresh() { rm -f "$CDIR"/stats.* "$CDIR/out.bin"; }
 # nc: client -> server, both sides under the library
 run_nc() { # run_nc PORT SERVER_LIB CLIENT_LIB
     fresh
-    on 1 "$2" /dev/null timeout 60 nc -l 127.0.0.2 "$1" >"$CDIR/out.bin"
+    on 1 "$2" /dev/null nc -l 127.0.0.2 "$1" >"$CDIR/out.bin"
     local s=$!
     wait_until 3000 listening "$1"
-    on 0 "$3" "$CDIR/in.bin" timeout 60 nc -N 127.0.0.2 "$1"
+    on 0 "$3" "$CDIR/in.bin" nc -N 127.0.0.2 "$1"
     local c=$!
     finish "$c" "$s"
 }
@@ -73,10 +79,10 @@ check "preload nc: ${MB} MB client->server, library on both sides: accelerated, 
 
 # nc: server -> client (the server speaks first)
 fresh
-on 1 yes "$CDIR/in.bin" timeout 60 nc -N -l 127.0.0.2 $((PORT + 1))
+on 1 yes "$CDIR/in.bin" nc -N -l 127.0.0.2 $((PORT + 1))
 s=$!
 wait_until 3000 listening $((PORT + 1))
-on 0 yes /dev/null timeout 60 nc -d 127.0.0.2 $((PORT + 1)) >"$CDIR/out.bin"
+on 0 yes /dev/null nc -d 127.0.0.2 $((PORT + 1)) >"$CDIR/out.bin"
 finish $! "$s"
 [[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 1 &&
     $(stat 0 rdp_rx_bytes) == $((MB << 20)) ]]
@@ -97,22 +103,22 @@ check "preload nc: library on the server only: TCP, no_library, byte-exact" $? \
 
 # socat both ways
 fresh
-on 1 yes /dev/null timeout 60 socat -u TCP-LISTEN:$((PORT + 4)),bind=127.0.0.2,reuseaddr \
+on 1 yes /dev/null socat -u TCP-LISTEN:$((PORT + 4)),bind=127.0.0.2,reuseaddr \
     "OPEN:$CDIR/out.bin,creat,trunc"
 s=$!
 wait_until 3000 listening $((PORT + 4))
-on 0 yes /dev/null timeout 60 socat -u "OPEN:$CDIR/in.bin" TCP:127.0.0.2:$((PORT + 4))
+on 0 yes /dev/null socat -u "OPEN:$CDIR/in.bin" TCP:127.0.0.2:$((PORT + 4))
 finish $! "$s"
 [[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 1 &&
     $(stat 1 accelerated) == 1 ]]
 check "preload nc: socat ${MB} MB, library on both sides: accelerated, byte-exact" $? \
     "$(cat "$CDIR"/stats.* 2>/dev/null)"
 fresh
-on 1 yes /dev/null timeout 60 socat -u "OPEN:$CDIR/in.bin" \
+on 1 yes /dev/null socat -u "OPEN:$CDIR/in.bin" \
     TCP-LISTEN:$((PORT + 5)),bind=127.0.0.2,reuseaddr
 s=$!
 wait_until 3000 listening $((PORT + 5))
-on 0 yes /dev/null timeout 60 socat -u TCP:127.0.0.2:$((PORT + 5)) "OPEN:$CDIR/out.bin,creat,trunc"
+on 0 yes /dev/null socat -u TCP:127.0.0.2:$((PORT + 5)) "OPEN:$CDIR/out.bin,creat,trunc"
 finish $! "$s"
 [[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 1 ]]
 check "preload nc: socat ${MB} MB the other way: accelerated, byte-exact" $? \
@@ -120,12 +126,12 @@ check "preload nc: socat ${MB} MB the other way: accelerated, byte-exact" $? \
 
 # an address outside the cluster: a plain listener on 127.0.0.9 (no psid there)
 fresh
-timeout 20 nc -l 127.0.0.9 $((PORT + 6)) >"$CDIR/out.bin" &
+nc -l 127.0.0.9 $((PORT + 6)) >"$CDIR/out.bin" &
 s=$!
 PIDS+=("$s")
 wait_until 3000 listening $((PORT + 6))
 echo hello >"$CDIR/hello"
-on 0 yes "$CDIR/hello" timeout 20 nc -N 127.0.0.9 $((PORT + 6))
+on 0 yes "$CDIR/hello" nc -N 127.0.0.9 $((PORT + 6))
 finish $! "$s"
 [[ $(cat "$CDIR/out.bin") == hello && $(stat 0 not_cluster) == 1 ]]
 check "preload nc: an address outside the cluster: TCP, not_cluster" $? \
@@ -133,7 +139,7 @@ check "preload nc: an address outside the cluster: TCP, not_cluster" $? \
 
 # PSP_STRICT: a connection between nodes that would stay on TCP fails
 fresh
-on 1 no /dev/null timeout 20 nc -l 127.0.0.2 $((PORT + 7)) >"$CDIR/out.bin"
+on 1 no /dev/null nc -l 127.0.0.2 $((PORT + 7)) >"$CDIR/out.bin"
 s=$!
 wait_until 3000 listening $((PORT + 7))
 echo hello | PSID_SOCKET=$CDIR/psid-0.sock LD_PRELOAD=$LIB PSP_STRICT=1 timeout 20 \
@@ -146,7 +152,7 @@ check "preload nc: PSP_STRICT=1 to a peer without the library fails with a clear
 
 # PSP_DISABLE: no negotiation, no statistics
 fresh
-on 1 no /dev/null timeout 20 nc -l 127.0.0.2 $((PORT + 7)) >"$CDIR/out.bin"
+on 1 no /dev/null nc -l 127.0.0.2 $((PORT + 7)) >"$CDIR/out.bin"
 s=$!
 wait_until 3000 listening $((PORT + 7))
 echo hello | PSID_SOCKET=$CDIR/psid-0.sock LD_PRELOAD=$LIB PSP_DISABLE=1 PSP_STRICT=1 \
@@ -157,7 +163,7 @@ check "preload nc: PSP_DISABLE=1 passes everything through" $? "$(cat "$CDIR"/st
 # psrun --preload: one job's rank on node 1 listens, another job's rank on node 0 connects
 fresh
 head -c 1000000 /dev/urandom >"$CDIR/small.bin"
-PSID_SOCKET=$CDIR/psid-0.sock PSP_STATS=$CDIR/stats.1 timeout 30 "$BIN/psrun" --preload -w 1 \
+PSID_SOCKET=$CDIR/psid-0.sock PSP_STATS=$CDIR/stats.1 "$BIN/psrun" --preload -w 1 \
     -i none nc -l 127.0.0.2 $((PORT + 8)) >"$CDIR/out.bin" 2>"$CDIR/psrun1.err" &
 s=$!
 PIDS+=("$s")
@@ -172,7 +178,7 @@ check "preload nc: psrun --preload: ranks on two nodes, accelerated, byte-exact"
 
 # pspreload finds the library next to itself
 fresh
-on 1 no /dev/null timeout 20 nc -l 127.0.0.2 $((PORT + 9)) >"$CDIR/out.bin"
+on 1 no /dev/null nc -l 127.0.0.2 $((PORT + 9)) >"$CDIR/out.bin"
 s=$!
 wait_until 3000 listening $((PORT + 9))
 PSID_SOCKET=$CDIR/psid-0.sock timeout 20 "$BIN/pspreload" --stats="$CDIR/stats.0" \
@@ -186,10 +192,10 @@ check_usage "preload nc: pspreload without a program prints the usage, exit 2" "
 # psstat sockets: a connection held open (its client's stdin a fifo we keep open)
 fresh
 mkfifo "$CDIR/in.fifo"
-on 1 yes /dev/null timeout 30 nc -l 127.0.0.2 $((PORT + 10)) >"$CDIR/out.bin"
+on 1 yes /dev/null nc -l 127.0.0.2 $((PORT + 10)) >"$CDIR/out.bin"
 s=$!
 wait_until 3000 listening $((PORT + 10))
-on 0 yes "$CDIR/in.fifo" timeout 30 nc -N 127.0.0.2 $((PORT + 10))
+on 0 yes "$CDIR/in.fifo" nc -N 127.0.0.2 $((PORT + 10))
 c=$!
 exec {hold}>"$CDIR/in.fifo"
 echo hi >&"$hold"
@@ -209,7 +215,7 @@ json_true "$j0" '.sockets | length == 0'
 check "preload nc: ... and nothing once it is closed" $? "$j0"
 # rules: from the environment, and from a file (a bad line names file:line)
 fresh
-on 1 yes /dev/null timeout 20 nc -l 127.0.0.2 $((PORT + 11)) >"$CDIR/out.bin"
+on 1 yes /dev/null nc -l 127.0.0.2 $((PORT + 11)) >"$CDIR/out.bin"
 s=$!
 wait_until 3000 listening $((PORT + 11))
 PSID_SOCKET=$CDIR/psid-0.sock LD_PRELOAD=$LIB PSP_STATS=$CDIR/stats.0 \

@@ -33,7 +33,7 @@ node1() { PSID_SOCKET=$CDIR/psid-1.sock LD_PRELOAD=$LIB PSP_STATS=$CDIR/stats.$T
 
 mkdir -p "$CDIR/www"
 head -c 20000000 /dev/urandom >"$CDIR/www/f.bin"
-(cd "$CDIR/www" && TAG=http node1 exec timeout 120 python3 -m http.server --bind 127.0.0.2 \
+(cd "$CDIR/www" && TAG=http node1 exec python3 -m http.server --bind 127.0.0.2 \
     "$PORT" >/dev/null 2>&1) &
 PIDS+=($!)
 wait_until 10000 listening "$PORT"
@@ -48,7 +48,7 @@ timeout 30 curl -s -o "$CDIR/got2.bin" "http://127.0.0.2:$PORT/f.bin"
 cmp -s "$CDIR/got2.bin" "$CDIR/www/f.bin"
 check "preload programs: curl without the library from the same server: TCP, byte-exact" $?
 
-TAG=redis node1 timeout 120 redis-server --bind 127.0.0.2 --port $((PORT + 1)) --save '' \
+TAG=redis node1 exec redis-server --bind 127.0.0.2 --port $((PORT + 1)) --save '' \
     --appendonly no --daemonize no >"$CDIR/redis.log" 2>&1 &
 PIDS+=($!)
 wait_until 10000 listening $((PORT + 1))

@@ -28,7 +28,7 @@ PORT=$(free_port 40)
 run() {
     local tag=$1 port=$2 mode=$3 scen=$4 lib=$5 env=()
     [ "$lib" = yes ] && env=(LD_PRELOAD="$LIB" PSP_STATS="$CDIR/$tag.stats")
-    env PSID_SOCKET="$CDIR/psid-1.sock" "${env[@]}" timeout 30 "$SEM" server 127.0.0.2 "$port" \
+    env PSID_SOCKET="$CDIR/psid-1.sock" "${env[@]}" "$SEM" server 127.0.0.2 "$port" \
         "$mode" >"$CDIR/$tag.srv" 2>&1 &
     local s=$!
     PIDS+=("$s")
