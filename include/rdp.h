@@ -169,6 +169,11 @@ void rdp_close(rdp_t *rdp);
  * daemon the UDP port that rdp_open bound. 0, or -1 and errno. */
 int rdp_set_endpoint(rdp_t *rdp, uint32_t node, uint16_t endpoint);
 
+/* Move the endpoint's socket to the lowest free descriptor number at or above min
+ * (close-on-exec): a library inside another program keeps its descriptors out of the
+ * program's way. 0, or -1 and errno. */
+int rdp_move_fd(rdp_t *rdp, int min);
+
 /* The peer table: which peer (RDP_PEER(node, endpoint)) lives at which address. 0, or -1
  * and errno (EINVAL: bad address, EEXIST: id already present). */
 int rdp_add_peer(rdp_t *rdp, uint32_t node, const struct sockaddr *sa, socklen_t len);

@@ -569,15 +569,39 @@ static void deliver(struct conn *c, const struct plw_msg *mp, const struct iovec
     conn_changed(c);
 }
 
+static void reset(struct conn *c, int err)
+{
+    if (c->err) return;
+    c->err = err;
+    c->rx_fin = c->peer_closed = true;
+    conn_changed(c);
+}
+
+/* RDP lost its connection to the peer. A timeout (the node or the process is unreachable)
+ * or the peer removed: every connection over it ends. A restart (a new RDP connection
+ * replaced the old one, as when both ends opened one at once) loses nothing by itself:
+ * what was not delivered comes back as undeliverable, and only those connections end. */
 void conn_rdp_lost(void *ctx, uint32_t peer, enum rdp_lost_reason why)
 {
     (void)ctx;
+    if (why == RDP_LOST_RESTART) return;
     for (struct conn *c = psp.all; c; c = c->lnext)
-        if (c->st == CS_RDP && c->peer == peer && !c->err) {
-            c->err = why == RDP_LOST_TIMEOUT ? ETIMEDOUT : ECONNRESET;
-            c->rx_fin = c->peer_closed = true;
-            conn_changed(c);
-        }
+        if (c->st == CS_RDP && c->peer == peer)
+            reset(c, why == RDP_LOST_TIMEOUT ? ETIMEDOUT : ECONNRESET);
+}
+
+/* A message of ours that may not have arrived: its connection's stream has a hole, so it
+ * ends, and the peer is told (it may have lost ours, or we its answer). */
+void conn_rdp_undeliverable(void *ctx, uint32_t peer, const void *msg, size_t len)
+{
+    (void)ctx;
+    struct plw_msg m;
+    if (plw_decode(msg, len, &m) < 0) return;
+    struct conn *c = conn_find(peer, m.conn, m.flags & PLW_FROM_CONNECTOR);
+    if (!c || c->err) return;
+    if (m.type == PLW_RST) return;
+    reset(c, ECONNRESET);
+    send_ctl(c, PLW_RST, ECONNRESET);
 }
 
 void conn_rdp_can_send(void *ctx, uint32_t peer)

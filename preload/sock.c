@@ -228,7 +228,8 @@ int close(int fd)
 /* newfd now refers to what oldfd does (after a successful dup*). */
 static int duped(int oldfd, int newfd)
 {
-    if (newfd < 0 || newfd >= psp.nbyfd) return newfd;
+    /* psp_in: the library's own call (rdp_move_fd, with psp.lock held) */
+    if (psp_in || newfd < 0 || newfd >= psp.nbyfd) return newfd;
     pthread_mutex_lock(&psp.lock);
     struct conn *c = psp_conn_of(oldfd);
     if (c && psp_conn_of(newfd) != c) conn_attach(c, newfd);
@@ -273,13 +274,40 @@ int dup3(int oldfd, int newfd, int flags)
     return replace(oldfd, newfd, flags, true);
 }
 
+/* The third argument is an int for some commands and a pointer for others; read as the
+ * wrong one, an int's register may carry garbage in its upper half (F_DUPFD would then ask
+ * for an impossible minimum), so it is read by the command's type, as glibc does. */
 int fcntl(int fd, int cmd, ...)
 {
     va_list ap;
     va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
+    int r;
+    switch (cmd) {
+    case F_GETFD:
+    case F_GETFL:
+    case F_GETOWN:
+    case F_GETSIG:
+    case F_GETLEASE:
+    case F_GETPIPE_SZ:
+    case F_GET_SEALS:
+        r = real.fcntl(fd, cmd);
+        break;
+    case F_DUPFD:
+    case F_DUPFD_CLOEXEC:
+    case F_SETFD:
+    case F_SETFL:
+    case F_SETOWN:
+    case F_SETSIG:
+    case F_SETLEASE:
+    case F_NOTIFY:
+    case F_SETPIPE_SZ:
+    case F_ADD_SEALS:
+        r = real.fcntl(fd, cmd, va_arg(ap, int));
+        break;
+    default:
+        r = real.fcntl(fd, cmd, va_arg(ap, void *));
+    }
     va_end(ap);
-    int r = real.fcntl(fd, cmd, arg);
     if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0) duped(fd, r);
     return r;
 }

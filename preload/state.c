@@ -473,10 +473,16 @@ int psp_endpoint(void)
     cfg.bind_len = psp.node_addr_len;
     randombytes_buf(cfg.key, sizeof cfg.key); /* every peer comes with its pair's key */
     if (psp.mtu) cfg.mtu = psp.mtu;
-    struct rdp_callbacks cb = {
-        .recvv = conn_rdp_recv, .lost = conn_rdp_lost, .can_send = conn_rdp_can_send};
+    struct rdp_callbacks cb = {.recvv = conn_rdp_recv,
+                               .lost = conn_rdp_lost,
+                               .undeliverable = conn_rdp_undeliverable,
+                               .can_send = conn_rdp_can_send};
     rdp_t *r = rdp_open(&cfg, &cb);
     if (!r) goto out;
+    psp_in++; /* its socket among our hidden descriptors, out of the program's reach */
+    int moved = rdp_move_fd(r, psp.hidden_base);
+    psp_in--;
+    if (moved < 0) goto fail;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     uint32_t node;

@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -468,5 +469,14 @@ int rdp_set_endpoint(rdp_t *ep, uint32_t node, uint16_t endpoint)
     }
     ep->cfg.node_id = node;
     ep->cfg.endpoint = endpoint;
+    return 0;
+}
+
+int rdp_move_fd(rdp_t *ep, int min)
+{
+    int fd = fcntl(ep->fd, F_DUPFD_CLOEXEC, min);
+    if (fd < 0) return -1;
+    close(ep->fd);
+    ep->fd = fd;
     return 0;
 }

@@ -11,7 +11,8 @@
 # threads, two (a connection not read does not stop another: EAGAIN, not memory), many
 # (1000 connections in one process), fork (accept, then a child serves), crash (the peer
 # dies of SIGKILL: EOF or reset, no hang), compute (the peer computes after writing: its
-# bytes still arrive at once), sendfile (sendfile, and splice from a file through a pipe).
+# bytes still arrive at once), sendfile (sendfile, and splice from a file through a pipe),
+# closeall (the program closes descriptors 3..1023 but its socket: the library's survive).
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
 LIB=$TOP/build/lib/libpspreload.so
@@ -21,7 +22,7 @@ all_up 5000 || {
     fail "preload semantics: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile}
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall}
 PORT=$(free_port 40)
 
 # run TAG PORT MODE SCENARIO LIB: one server and one client; transcripts in $CDIR/TAG.*

@@ -682,6 +682,22 @@ static void s_sendfile(void)
     close(fd);
 }
 
+/* A program that closes every descriptor it does not know of (as daemons and shells do)
+ * must not take the library's from under it. */
+static void s_closeall(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    char b[2];
+    write_full(fd, "hi", 2);
+    printf("before %zd\n", read_full(fd, b, 2));
+    for (int i = 3; i < 1024; i++)
+        if (i != fd) close(i);
+    write_full(fd, "ho", 2);
+    printf("after closing 3..1023 but the socket: %zd\n", read_full(fd, b, 2));
+    close(fd);
+}
+
 static void s_fork(void)
 {
     int fd = dial();
@@ -711,16 +727,16 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         void (*fn)(void);
-    } sc[] = {{"echo", s_echo},        {"halfclose", s_halfclose},
-              {"peek", s_peek},        {"poll", s_poll},
-              {"epoll", s_epoll},      {"sigpipe", s_sigpipe},
-              {"linger0", s_linger0},  {"nonblock", s_nonblock},
-              {"timeo", s_timeo},      {"eintr", s_eintr},
-              {"dup", s_dup},          {"names", s_names},
-              {"threads", s_threads},  {"two", s_two},
-              {"many", s_many},        {"fork", s_fork},
-              {"crash", s_crash},      {"compute", s_compute},
-              {"sendfile", s_sendfile}};
+    } sc[] = {{"echo", s_echo},         {"halfclose", s_halfclose},
+              {"peek", s_peek},         {"poll", s_poll},
+              {"epoll", s_epoll},       {"sigpipe", s_sigpipe},
+              {"linger0", s_linger0},   {"nonblock", s_nonblock},
+              {"timeo", s_timeo},       {"eintr", s_eintr},
+              {"dup", s_dup},           {"names", s_names},
+              {"threads", s_threads},   {"two", s_two},
+              {"many", s_many},         {"fork", s_fork},
+              {"crash", s_crash},       {"compute", s_compute},
+              {"sendfile", s_sendfile}, {"closeall", s_closeall}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();
