@@ -221,6 +221,15 @@ int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_
     return poll_any(fds, n, t, mask);
 }
 
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
+                size_t len);
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
+                size_t len)
+{
+    if (len / sizeof *fds < n) __builtin_trap();
+    return ppoll(fds, n, ts, mask);
+}
+
 /* select and pselect as poll: only when a set holds an accelerated connection */
 static int select_any(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout, const sigset_t *m)
 {
