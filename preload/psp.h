@@ -162,7 +162,7 @@ struct psp {
     pthread_t thread; /* the progress thread */
     bool thread_running;
     int epfd, timerfd, wakefd; /* the progress thread's */
-    uint64_t armed;            /* the timer's deadline */
+    uint64_t armed;            /* the timer's deadline; UINT64_MAX: not armed */
     struct conn **byfd;        /* the program's descriptor -> connection */
     int nbyfd;
     bool *listener;     /* the program's descriptor -> registered listener */

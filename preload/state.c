@@ -52,6 +52,7 @@ struct psp psp = {
     .epfd = -1,
     .timerfd = -1,
     .wakefd = -1,
+    .armed = UINT64_MAX,
 };
 
 struct psp_rule {
@@ -425,7 +426,7 @@ static void *progress(void *arg)
             if (tag == TAG_TIMER) {
                 uint64_t x;
                 (void)!real.read(psp.timerfd, &x, 8);
-                psp.armed = 0;
+                psp.armed = UINT64_MAX; /* it fired: nothing is armed */
             } else if (tag == TAG_RDP) {
                 /* nothing more: rdp_process below */
             } else if (tag == TAG_WAKE) {
