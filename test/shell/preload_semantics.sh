@@ -12,7 +12,15 @@
 # (1000 connections in one process), fork (accept, then a child serves), crash (the peer
 # dies of SIGKILL: EOF or reset, no hang), compute (the peer computes after writing: its
 # bytes still arrive at once), sendfile (sendfile, and splice from a file through a pipe),
-# closeall (the program closes descriptors 3..1023 but its socket: the library's survive).
+# closeall (the program closes descriptors 3..1023 but its socket: the library's survive),
+# v6mapped (an AF_INET6 listener on :: takes an IPv4 client), reuseport (two SO_REUSEPORT
+# listeners in one process), relisten (listener closed, the port listened on anew), vectors
+# (readv/writev, sendmsg/recvmsg with several iovecs, sendmmsg/recvmmsg, empty reads,
+# MSG_TRUNC), fortify (__read_chk, __recv_chk, __recvfrom_chk, __poll_chk, __ppoll_chk,
+# sendfile64), bulk (64 MiB each way at once), shutafter (shutdown after the peer closed),
+# writeclosed (writes after the peer closed), epoll0 (events 0: EPOLLHUP, EPOLLERR),
+# fork_both (parent and child both use the connection: EIO under the library, "Not yet").
+# PRELOAD_SCENARIOS="..." runs only those; PRELOAD_SEM_KEEP=DIR keeps the transcripts there.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
 LIB=$TOP/build/lib/libpspreload.so
@@ -22,7 +30,7 @@ all_up 5000 || {
     fail "preload semantics: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall}
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 fork_both}
 PORT=$(free_port 40)
 
 # run TAG PORT MODE SCENARIO LIB: one server and one client; transcripts in $CDIR/TAG.*
@@ -49,16 +57,22 @@ fi
 i=0
 for s in $SCEN; do
     mode=cmd
-    case $s in two | many | fork) mode=$s ;; esac
+    case $s in two | many | fork | v6mapped | reuseport | relisten) mode=$s ;; esac
     run "$s.tcp" $((PORT + i)) "$mode" "$s" no
     run "$s.lib" $((PORT + i + 1)) "$mode" "$s" yes
     i=$((i + 2))
-    acc=$(grep -c 'accelerated=[1-9]' "$CDIR/$s.lib.stats" 2>/dev/null)
+    # the client's connections that went over RDP: every one the scenario opens
+    want=1
+    case $s in reuseport | relisten | epoll0) want=2 ;; esac
+    acc=$(grep -o 'accelerated=[0-9]*' "$CDIR/$s.lib.stats" 2>/dev/null | cut -d= -f2 | sort -n |
+        tail -1)
+    [ -n "${PRELOAD_SEM_KEEP:-}" ] && mkdir -p "$PRELOAD_SEM_KEEP" &&
+        cp "$CDIR/$s".* "$PRELOAD_SEM_KEEP/"
     if ! d=$(diff "$CDIR/$s.tcp.cli" "$CDIR/$s.lib.cli"); then
         fail "preload semantics: $s" "client transcripts differ (< kernel, > library): $d"
     elif ! d=$(diff "$CDIR/$s.tcp.srv" "$CDIR/$s.lib.srv"); then
         fail "preload semantics: $s" "server transcripts differ: $d"
-    elif [ "$s" != names ] && [ "${acc:-0}" -lt 1 ]; then
+    elif [ "$s" != names ] && [ "${acc:-0}" -lt "$want" ]; then
         # the client's line (the server is killed, and prints none): accelerated, so the
         # server took it under the library too; names sends no byte, so its outcome may
         # come after the client is gone

@@ -8,7 +8,11 @@
  *                                  that takes commands, below), fork (the same, served by a
  *                                  child after accept), two (two connections: one never
  *                                  read, one read to EOF), many (1000 connections, one byte
- *                                  echoed on each)
+ *                                  echoed on each), v6mapped (cmd, on an AF_INET6 listener
+ *                                  on :: with IPV6_V6ONLY 0; prints the peer's family),
+ *                                  reuseport (cmd, from two SO_REUSEPORT listeners),
+ *                                  relisten (echo one connection, listen anew on the port,
+ *                                  echo a second)
  *   plsem client ADDR PORT SCENARIO
  *
  * Commands to a cmd server, one byte each: e: echo everything from now to EOF; w: write
@@ -24,6 +28,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +41,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,6 +82,10 @@ static const char *en(int e)
         return "ENOTCONN";
     case EBADF:
         return "EBADF";
+    case EIO:
+        return "EIO";
+    case EINVAL:
+        return "EINVAL";
     default:
         return strerror(e);
     }
@@ -187,8 +198,87 @@ static void serve_cmds(int fd)
     close(fd);
 }
 
+/* A listener on where's port: AF_INET on where's address, or AF_INET6 on :: taking IPv4
+ * too (IPV6_V6ONLY 0); with SO_REUSEPORT if asked. */
+static int listener(bool v6, bool reuseport)
+{
+    int l = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0), one = 1, zero = 0;
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuseport) setsockopt(l, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    struct sockaddr_in6 a6 = {
+        .sin6_family = AF_INET6, .sin6_port = where.sin_port, .sin6_addr = IN6ADDR_ANY_INIT};
+    int r;
+    if (v6) {
+        setsockopt(l, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+        r = bind(l, (struct sockaddr *)&a6, sizeof a6);
+    } else {
+        r = bind(l, (struct sockaddr *)&where, sizeof where);
+    }
+    if (r < 0 || listen(l, 1024) < 0) {
+        printf("listen %s\n", en(errno));
+        exit(1);
+    }
+    return l;
+}
+
+/* Echo everything to EOF. */
+static void echo_all(int fd)
+{
+    static char buf[65536];
+    for (ssize_t r; (r = read(fd, buf, sizeof buf)) > 0;) write_full(fd, buf, (size_t)r);
+}
+
 static int server(const char *mode)
 {
+    if (!strcmp(mode, "v6mapped")) { /* an IPv6 listener on ::, an IPv4 client */
+        int l = listener(true, false);
+        printf("ready\n");
+        for (;;) {
+            struct sockaddr_in6 a;
+            socklen_t al = sizeof a;
+            int fd = accept(l, (struct sockaddr *)&a, &al);
+            printf("accept family %s v4mapped %d\n", a.sin6_family == AF_INET6 ? "AF_INET6" : "?",
+                   IN6_IS_ADDR_V4MAPPED(&a.sin6_addr));
+            struct sockaddr_in6 p = {0};
+            socklen_t pl = sizeof p;
+            int r = getpeername(fd, (struct sockaddr *)&p, &pl);
+            printf("peername %d family %s len %u v4mapped %d\n", r,
+                   p.sin6_family == AF_INET6 ? "AF_INET6" : "?", (unsigned)pl,
+                   IN6_IS_ADDR_V4MAPPED(&p.sin6_addr));
+            serve_cmds(fd);
+        }
+    }
+    if (!strcmp(mode, "reuseport")) { /* two SO_REUSEPORT listeners on one port */
+        int l[2] = {listener(false, true), listener(false, true)};
+        printf("ready\n");
+        for (;;) {
+            struct pollfd p[2] = {{l[0], POLLIN, 0}, {l[1], POLLIN, 0}};
+            if (poll(p, 2, -1) <= 0) continue;
+            int fd = accept(p[0].revents & POLLIN ? l[0] : l[1], NULL, NULL);
+            printf("accepted %d\n", fd >= 0);
+            serve_cmds(fd);
+        }
+    }
+    if (!strcmp(mode, "relisten")) {
+        /* echo one connection; close the listener and listen anew on the same port; only
+         * then close the first connection (so its EOF tells the client that the new
+         * listener is up); echo a second connection on the new listener */
+        int l = listener(false, false);
+        printf("ready\n");
+        int a = accept(l, NULL, NULL);
+        echo_all(a);
+        printf("first served, listener closed %d\n", close(l));
+        l = listener(false, false);
+        printf("listening again\n");
+        close(a);
+        int b = accept(l, NULL, NULL);
+        printf("second accepted %d\n", b >= 0);
+        echo_all(b);
+        close(b);
+        printf("second served\n");
+        pause();
+        return 0;
+    }
     int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (bind(l, (struct sockaddr *)&where, sizeof where) < 0 || listen(l, 1024) < 0) {
@@ -713,6 +803,435 @@ static void s_fork(void)
     close(fd);
 }
 
+/* --- v6mapped, reuseport, relisten, vectors, fortify, bulk, shutafter, writeclosed, epoll0,
+ * fork_both --- */
+
+/* Until FIONREAD shows n bytes (at most 3 s): a read then takes exactly those. */
+static void wait_bytes(int fd, int n)
+{
+    for (int i = 0; i < 300; i++) {
+        int k = 0;
+        if (ioctl(fd, FIONREAD, &k) == 0 && k >= n) return;
+        ms_sleep(10);
+    }
+    printf("wait_bytes: %d never came\n", n);
+}
+
+/* n bytes through an echoing server, compared. */
+static void echo_check(int fd, const char *what, size_t n)
+{
+    static char out[100000], in[100000];
+    for (size_t i = 0; i < n; i++) out[i] = (char)(i * 11 + n);
+    write_full(fd, out, n);
+    ssize_t r = read_full(fd, in, n);
+    printf("%s echo %zd: %s\n", what, r,
+           r == (ssize_t)n && !memcmp(in, out, n) ? "same" : "DIFFERENT");
+}
+
+static void eof_close(int fd)
+{
+    char c;
+    shutdown(fd, SHUT_WR);
+    printf("eof %zd\n", read(fd, &c, 1));
+    close(fd);
+}
+
+/* The server listens on AF_INET6 :: with IPV6_V6ONLY 0; the client is IPv4. */
+static void s_v6mapped(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    echo_check(fd, "v4 client, v6 listener:", 10000);
+    struct sockaddr_in a;
+    socklen_t l = sizeof a;
+    getpeername(fd, (struct sockaddr *)&a, &l);
+    printf("client peername family %d len %u\n", a.sin_family, (unsigned)l);
+    eof_close(fd);
+}
+
+/* The server has two SO_REUSEPORT listeners on the port and serves either. */
+static void s_reuseport(void)
+{
+    for (int k = 0; k < 2; k++) {
+        int fd = dial();
+        write_full(fd, "e", 1);
+        echo_check(fd, k ? "second" : "first", 5000);
+        eof_close(fd);
+    }
+}
+
+/* The server closes its listener after the first connection and listens anew. */
+static void s_relisten(void)
+{
+    int fd = dial();
+    echo_check(fd, "first", 3000);
+    eof_close(fd); /* the EOF comes after the server listens again */
+    fd = dial();
+    echo_check(fd, "second", 3000);
+    eof_close(fd);
+}
+
+static char pat(size_t i)
+{
+    return (char)(i * 5 + 1);
+}
+
+static bool pattern_ok(const char *p, size_t n, size_t from)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != pat(from + i)) return false;
+    return true;
+}
+
+static void s_vectors(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    static char out[20000], in[20000];
+    for (size_t i = 0; i < sizeof out; i++) out[i] = pat(i);
+
+    /* writev of 3 (one empty), readv into 3 */
+    struct iovec w[3] = {{out, 3}, {out + 3, 0}, {out + 3, 5000}};
+    printf("writev %zd\n", writev(fd, w, 3));
+    wait_bytes(fd, 5003);
+    memset(in, 0, sizeof in);
+    struct iovec r[3] = {{in, 1}, {in + 1, 100}, {in + 101, 10000}};
+    ssize_t n = readv(fd, r, 3);
+    printf("readv %zd %s\n", n, n == 5003 && pattern_ok(in, 5003, 0) ? "same" : "DIFFERENT");
+
+    /* empty reads and writes on an idle connection (SO_RCVTIMEO bounds a wait) */
+    struct timeval tv = {0, 300000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    n = readv(fd, r, 0);
+    printf("readv 0 iovecs %zd %s\n", n, en(n < 0 ? errno : 0));
+    n = read(fd, in, 0);
+    printf("read 0 bytes %zd %s\n", n, en(n < 0 ? errno : 0));
+    n = writev(fd, w, 0);
+    printf("writev 0 iovecs %zd %s\n", n, en(n < 0 ? errno : 0));
+    volatile int neg = -1; /* not a constant: the compiler would object */
+    n = readv(fd, r, neg);
+    printf("readv -1 iovecs %zd %s\n", n, en(n < 0 ? errno : 0));
+    tv = (struct timeval){0, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+
+    /* sendmsg of 4, recvmsg MSG_WAITALL into 3, with room for a name and control data */
+    struct iovec sv[4] = {{out, 10}, {out + 10, 1}, {out + 11, 989}, {out + 1000, 9000}};
+    struct msghdr mh = {.msg_iov = sv, .msg_iovlen = 4};
+    printf("sendmsg %zd\n", sendmsg(fd, &mh, 0));
+    memset(in, 0, sizeof in);
+    struct iovec rv[3] = {{in, 7000}, {in + 7000, 1}, {in + 7001, 2999}};
+    struct sockaddr_storage name;
+    char ctl[256];
+    mh = (struct msghdr){.msg_name = &name,
+                         .msg_namelen = sizeof name,
+                         .msg_iov = rv,
+                         .msg_iovlen = 3,
+                         .msg_control = ctl,
+                         .msg_controllen = sizeof ctl,
+                         .msg_flags = 0x7fff};
+    n = recvmsg(fd, &mh, MSG_WAITALL);
+    printf("recvmsg waitall %zd %s namelen %u controllen %zu flags %x\n", n,
+           n == 10000 && pattern_ok(in, 10000, 0) ? "same" : "DIFFERENT", (unsigned)mh.msg_namelen,
+           (size_t)mh.msg_controllen, (unsigned)mh.msg_flags);
+
+    /* recvmsg with less room than there is: a stream gives what fits, no MSG_TRUNC */
+    write_full(fd, out, 3000);
+    wait_bytes(fd, 3000);
+    struct iovec small[2] = {{in, 1000}, {in + 1000, 500}};
+    mh = (struct msghdr){.msg_iov = small, .msg_iovlen = 2};
+    n = recvmsg(fd, &mh, 0);
+    printf("recvmsg short %zd %s flags %x\n", n, pattern_ok(in, 1500, 0) ? "same" : "DIFFERENT",
+           (unsigned)mh.msg_flags);
+    /* recv with MSG_TRUNC on a stream: the kernel discards, copying nothing */
+    memset(in, 0, 1500);
+    n = recv(fd, in, 1000, MSG_TRUNC);
+    bool untouched = true;
+    for (int i = 0; i < 1000; i++) untouched &= in[i] == 0;
+    printf("recv MSG_TRUNC %zd %s\n", n, untouched ? "buffer untouched" : "buffer filled");
+    n = recv(fd, in, 1000, MSG_DONTWAIT);
+    printf("then %zd %s\n", n, n == 500 && pattern_ok(in, 500, 2500) ? "same" : "DIFFERENT");
+
+    /* sendmmsg of 3 messages of 2 iovecs; recvmmsg into 3 of 250 */
+    struct iovec mv[6] = {{out, 50},        {out + 50, 50},   {out + 100, 100},
+                          {out + 200, 100}, {out + 300, 150}, {out + 450, 150}};
+    struct mmsghdr mm[3];
+    memset(mm, 0, sizeof mm);
+    for (int i = 0; i < 3; i++) {
+        mm[i].msg_hdr.msg_iov = mv + 2 * i;
+        mm[i].msg_hdr.msg_iovlen = 2;
+    }
+    int k = sendmmsg(fd, mm, 3, 0);
+    printf("sendmmsg %d: %u %u %u\n", k, mm[0].msg_len, mm[1].msg_len, mm[2].msg_len);
+    wait_bytes(fd, 600);
+    memset(in, 0, sizeof in);
+    struct iovec iv[3] = {{in, 250}, {in + 250, 250}, {in + 500, 250}};
+    memset(mm, 0, sizeof mm);
+    for (int i = 0; i < 3; i++) {
+        mm[i].msg_hdr.msg_iov = iv + i;
+        mm[i].msg_hdr.msg_iovlen = 1;
+    }
+    k = recvmmsg(fd, mm, 3, MSG_DONTWAIT, NULL);
+    printf("recvmmsg %d: %u %u %u %s\n", k, mm[0].msg_len, mm[1].msg_len, mm[2].msg_len,
+           pattern_ok(in, 600, 0) ? "same" : "DIFFERENT");
+    k = recvmmsg(fd, mm, 3, MSG_DONTWAIT, NULL);
+    printf("recvmmsg empty %d %s\n", k, en(k < 0 ? errno : 0));
+    /* MSG_WAITFORONE: the first blocks, the rest do not */
+    write_full(fd, out, 10);
+    memset(mm, 0, sizeof mm);
+    for (int i = 0; i < 3; i++) {
+        mm[i].msg_hdr.msg_iov = iv + i;
+        mm[i].msg_hdr.msg_iovlen = 1;
+    }
+    wait_bytes(fd, 10);
+    k = recvmmsg(fd, mm, 3, MSG_WAITFORONE, NULL);
+    printf("recvmmsg waitforone %d: %u\n", k, mm[0].msg_len);
+    /* at EOF: the server echoed 50 more, then closed */
+    write_full(fd, out, 50);
+    shutdown(fd, SHUT_WR);
+    struct pollfd p = {fd, POLLRDHUP, 0};
+    wait_bytes(fd, 50);
+    for (int i = 0; i < 300 && !(p.revents & POLLRDHUP); i++) poll(&p, 1, 10);
+    memset(mm, 0, sizeof mm);
+    for (int i = 0; i < 3; i++) {
+        mm[i].msg_hdr.msg_iov = iv + i;
+        mm[i].msg_hdr.msg_iovlen = 1;
+        mm[i].msg_len = 12345;
+    }
+    k = recvmmsg(fd, mm, 3, 0, NULL);
+    printf("recvmmsg at eof %d: %u %u %u\n", k, mm[0].msg_len, mm[1].msg_len, mm[2].msg_len);
+    k = recvmmsg(fd, mm, 3, 0, NULL);
+    printf("recvmmsg after eof %d: %u %u %u\n", k, mm[0].msg_len, mm[1].msg_len, mm[2].msg_len);
+    close(fd);
+}
+
+/* The fortified entry points, as a program built with -D_FORTIFY_SOURCE=2 calls them
+ * (glibc's prototypes), and sendfile64. */
+extern ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+extern ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
+extern ssize_t __recvfrom_chk(int fd, void *__restrict buf, size_t n, size_t buflen, int flags,
+                              __SOCKADDR_ARG addr, socklen_t *__restrict addr_len);
+extern int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen);
+extern int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
+                       const sigset_t *ss, size_t fdslen);
+
+static void s_fortify(void)
+{
+    int fd = dial();
+    char buf[64];
+    struct pollfd p = {fd, POLLIN, 0};
+    printf("__poll_chk idle %d\n", __poll_chk(&p, 1, 100, sizeof p));
+    struct timespec ts = {0, 100000000};
+    printf("__ppoll_chk idle %d\n", __ppoll_chk(&p, 1, &ts, NULL, sizeof p));
+    write_full(fd, "b", 1);
+    int n = __poll_chk(&p, 1, 3000, sizeof p);
+    printf("__poll_chk %d %x\n", n, p.revents);
+    wait_bytes(fd, 6);
+    ts = (struct timespec){3, 0};
+    p.revents = 0;
+    n = __ppoll_chk(&p, 1, &ts, NULL, sizeof p);
+    printf("__ppoll_chk %d %x\n", n, p.revents);
+    ssize_t r = __recv_chk(fd, buf, 3, sizeof buf, MSG_PEEK);
+    printf("__recv_chk peek %zd %.3s\n", r, buf);
+    r = __read_chk(fd, buf, 2, sizeof buf);
+    printf("__read_chk %zd %.2s\n", r, buf);
+    struct sockaddr_storage sa;
+    socklen_t sl = sizeof sa;
+    r = __recvfrom_chk(fd, buf, sizeof buf, sizeof buf, 0, (struct sockaddr *)&sa, &sl);
+    printf("__recvfrom_chk %zd %.4s addrlen %u\n", r, buf, (unsigned)sl);
+    r = __recv_chk(fd, buf, 1, sizeof buf, MSG_DONTWAIT);
+    printf("__recv_chk empty %zd %s\n", r, en(r < 0 ? errno : 0));
+    /* sendfile64 through an echo */
+    write_full(fd, "e", 1);
+    char path[] = "/tmp/plsem.XXXXXX";
+    int f = mkstemp(path);
+    unlink(path);
+    static char out[300000], in[300000];
+    for (size_t i = 0; i < sizeof out; i++) out[i] = pat(i);
+    write_full(f, out, sizeof out);
+    off64_t off = 1000;
+    r = sendfile64(fd, f, &off, 200000);
+    printf("sendfile64 %zd off %lld\n", r, (long long)off);
+    printf("echo: %s\n", read_full(fd, in, 200000) == 200000 && pattern_ok(in, 200000, 1000)
+                             ? "same"
+                             : "DIFFERENT");
+    lseek(f, 5, SEEK_SET);
+    r = sendfile64(fd, f, NULL, 100);
+    printf("sendfile64 at the file offset %zd now %lld\n", r, (long long)lseek(f, 0, SEEK_CUR));
+    printf("echo: %s\n",
+           read_full(fd, in, 100) == 100 && pattern_ok(in, 100, 5) ? "same" : "DIFFERENT");
+    close(f);
+    /* a fortified read into a buffer too small for it: the program dies (stderr to /dev/null) */
+    pid_t c = fork();
+    if (c == 0) {
+        int nul = open("/dev/null", O_WRONLY);
+        dup2(nul, 2);
+        int pp[2];
+        if (pipe(pp) == 0) {
+            write_full(pp[1], "0123456789", 10);
+            (void)!__read_chk(pp[0], buf, 10, 5);
+        }
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(c, &st, 0);
+    printf("__read_chk overflow: %s\n", WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "no signal");
+    eof_close(fd);
+}
+
+/* 64 MiB each way at once: a writer thread, and the reader here. */
+#define BULK (64u << 20)
+static uint64_t bulk_sum(uint64_t h, const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static int bulk_fd;
+static uint64_t bulk_sent_sum;
+static void *bulk_writer(void *arg)
+{
+    (void)arg;
+    static unsigned char out[1 << 16];
+    uint64_t h = 0xcbf29ce484222325ull, x = 88172645463325252ull;
+    for (size_t sent = 0; sent < BULK; sent += sizeof out) {
+        for (size_t i = 0; i < sizeof out; i += 8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            memcpy(out + i, &x, 8);
+        }
+        h = bulk_sum(h, out, sizeof out);
+        write_full(bulk_fd, out, sizeof out);
+    }
+    bulk_sent_sum = h;
+    return NULL;
+}
+
+static void s_bulk(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    bulk_fd = fd;
+    pthread_t t;
+    pthread_create(&t, NULL, bulk_writer, NULL);
+    static unsigned char in[1 << 16];
+    uint64_t h = 0xcbf29ce484222325ull;
+    size_t got = 0;
+    for (ssize_t r; got < BULK && (r = read(fd, in, sizeof in)) > 0; got += (size_t)r)
+        h = bulk_sum(h, in, (size_t)r);
+    pthread_join(t, NULL);
+    printf("sent %u received %zu\n", BULK, got);
+    printf("%s\n", h == bulk_sent_sum ? "sum ok" : "SUM DIFFERENT");
+    eof_close(fd);
+}
+
+/* shutdown after the peer closed and its EOF was read */
+static void s_shutafter(void)
+{
+    int fd = dial();
+    write_full(fd, "q", 1);
+    char c;
+    printf("eof %zd\n", read(fd, &c, 1));
+    int r = shutdown(fd, SHUT_WR);
+    printf("shutdown WR %d %s\n", r, en(r < 0 ? errno : 0));
+    ms_sleep(100);
+    r = shutdown(fd, SHUT_WR);
+    printf("shutdown WR again %d %s\n", r, en(r < 0 ? errno : 0));
+    r = shutdown(fd, SHUT_RDWR);
+    printf("shutdown RDWR %d %s\n", r, en(r < 0 ? errno : 0));
+    ssize_t n = read(fd, &c, 1);
+    printf("read %zd %s\n", n, en(n < 0 ? errno : 0));
+    r = shutdown(fd, 7);
+    printf("shutdown 7 %d %s\n", r, en(r < 0 ? errno : 0));
+    close(fd);
+}
+
+/* writes after the peer closed and its EOF was read */
+static void s_writeclosed(void)
+{
+    int fd = dial();
+    write_full(fd, "q", 1);
+    char c;
+    printf("eof %zd\n", read(fd, &c, 1));
+    for (int i = 0; i < 3; i++) {
+        ssize_t w = send(fd, "x", 1, MSG_NOSIGNAL);
+        printf("write %d: %zd %s\n", i + 1, w, en(w < 0 ? errno : 0));
+        ms_sleep(10);
+    }
+    ssize_t n = read(fd, &c, 1);
+    printf("read %zd %s\n", n, en(n < 0 ? errno : 0));
+    close(fd);
+}
+
+/* a connection in an epoll set with events 0: only EPOLLHUP and EPOLLERR can show */
+static void s_epoll0(void)
+{
+    uint32_t e;
+    int fd = dial(), ep = epoll_create1(0);
+    struct epoll_event ev = {.events = 0, .data.u64 = 5};
+    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+    printf("idle %d\n", ewait(ep, 100, NULL));
+    write_full(fd, "q", 1);
+    int n = ewait(ep, 1000, &e);
+    printf("peer closed: %d %x\n", n, e);
+    char c;
+    printf("eof %zd\n", read(fd, &c, 1));
+    n = ewait(ep, 200, &e);
+    printf("after eof: %d %x\n", n, e);
+    ssize_t w = send(fd, "x", 1, MSG_NOSIGNAL);
+    printf("write %zd %s\n", w, en(w < 0 ? errno : 0));
+    n = ewait(ep, 1000, &e);
+    printf("after the write: %d %x\n", n, e);
+    close(fd);
+    close(ep);
+
+    fd = dial();
+    ep = epoll_create1(0);
+    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+    write_full(fd, "s", 1);
+    n = ewait(ep, 1000, &e);
+    printf("peer shut down: %d %x\n", n, e);
+    printf("eof %zd\n", read(fd, &c, 1));
+    shutdown(fd, SHUT_WR);
+    n = ewait(ep, 1000, &e);
+    printf("both shut down: %d %x\n", n, e);
+    close(fd);
+    close(ep);
+}
+
+/* after a fork, parent and child both write and read one connection */
+static void s_fork_both(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    struct timeval tv = {3, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int pp[2];
+    if (pipe(pp) < 0) return;
+    pid_t k = fork();
+    char got = '-';
+    ssize_t w = write(fd, k == 0 ? "c" : "p", 1);
+    int we = w < 0 ? errno : 0;
+    ssize_t r = read(fd, &got, 1);
+    int re = r < 0 ? errno : 0;
+    char line[128];
+    int len = snprintf(line, sizeof line, "write %zd %s, read %zd %s", w, en(we), r, en(re));
+    if (k == 0) {
+        line[len++] = got;
+        (void)!write(pp[1], line, (size_t)len);
+        _exit(0);
+    }
+    char cl[128] = "";
+    ssize_t cn = read(pp[0], cl, sizeof cl - 1);
+    waitpid(k, NULL, 0);
+    char cgot = cn > 0 ? cl[cn - 1] : '-';
+    if (cn > 0) cl[cn - 1] = 0;
+    printf("parent: %s\n", line);
+    printf("child: %s\n", cl);
+    printf("bytes read: %c%c\n", got < cgot ? got : cgot, got < cgot ? cgot : got);
+    eof_close(fd);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 5) {
@@ -727,16 +1246,36 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         void (*fn)(void);
-    } sc[] = {{"echo", s_echo},         {"halfclose", s_halfclose},
-              {"peek", s_peek},         {"poll", s_poll},
-              {"epoll", s_epoll},       {"sigpipe", s_sigpipe},
-              {"linger0", s_linger0},   {"nonblock", s_nonblock},
-              {"timeo", s_timeo},       {"eintr", s_eintr},
-              {"dup", s_dup},           {"names", s_names},
-              {"threads", s_threads},   {"two", s_two},
-              {"many", s_many},         {"fork", s_fork},
-              {"crash", s_crash},       {"compute", s_compute},
-              {"sendfile", s_sendfile}, {"closeall", s_closeall}};
+    } sc[] = {{"echo", s_echo},
+              {"halfclose", s_halfclose},
+              {"peek", s_peek},
+              {"poll", s_poll},
+              {"epoll", s_epoll},
+              {"sigpipe", s_sigpipe},
+              {"linger0", s_linger0},
+              {"nonblock", s_nonblock},
+              {"timeo", s_timeo},
+              {"eintr", s_eintr},
+              {"dup", s_dup},
+              {"names", s_names},
+              {"threads", s_threads},
+              {"two", s_two},
+              {"many", s_many},
+              {"fork", s_fork},
+              {"crash", s_crash},
+              {"compute", s_compute},
+              {"sendfile", s_sendfile},
+              {"closeall", s_closeall},
+              {"v6mapped", s_v6mapped},
+              {"reuseport", s_reuseport},
+              {"relisten", s_relisten},
+              {"vectors", s_vectors},
+              {"fortify", s_fortify},
+              {"bulk", s_bulk},
+              {"shutafter", s_shutafter},
+              {"writeclosed", s_writeclosed},
+              {"epoll0", s_epoll0},
+              {"fork_both", s_fork_both}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();
