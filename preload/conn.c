@@ -101,7 +101,7 @@ struct conn *conn_new(int kfd, enum conn_state st)
     c->st = st;
     c->rxq_tail = &c->rxq;
     c->hold_tail = &c->hold;
-    c->bell_in = c->bell_out = -1;
+    c->bell_in = c->bell_out = c->bell_hup = -1;
     c->timeo[0] = c->timeo[1] = -2;
     c->lnext = psp.all;
     psp.all = c;
@@ -139,6 +139,7 @@ static void destroy(struct conn *c)
     if (c->kfd >= 0) real.close(c->kfd);
     if (c->bell_in >= 0) real.close(c->bell_in);
     if (c->bell_out >= 0) real.close(c->bell_out);
+    if (c->bell_hup >= 0) real.close(c->bell_hup);
     psp_in--;
     free_chunks(c->rxq);
     free_chunks(c->hold);
@@ -378,6 +379,7 @@ void conn_timers(void)
         if (c->st == CS_RDP && c->guard_eof && !c->rx_fin && now - c->guard_at > GUARD_GRACE_NS) {
             c->rx_fin = c->peer_closed = true; /* the peer process is gone */
             if (c->guard_rst && !c->err) c->err = ECONNRESET;
+            if (!c->guard_rst) c->fin_seen = true;
             conn_changed(c);
         }
         if (c->nfds) continue;
@@ -556,10 +558,10 @@ static void deliver(struct conn *c, const struct plw_msg *mp, const struct iovec
         flush_hold_rdp(c);
         break;
     case PLW_FIN:
-        c->rx_fin = true;
+        c->rx_fin = c->fin_seen = true;
         break;
     case PLW_CLOSE:
-        c->rx_fin = c->peer_closed = true;
+        c->rx_fin = c->peer_closed = c->fin_seen = true;
         break;
     case PLW_RST:
         c->rx_fin = c->peer_closed = true;
@@ -648,9 +650,11 @@ static void give_credit(struct conn *c, size_t n)
 }
 
 /* Copy up to want bytes from the receive queue into iov at offset done. */
+/* MSG_PEEK leaves the bytes; MSG_TRUNC takes them without copying (TCP's discard). */
 static size_t copy_out(struct conn *c, const struct iovec *iov, int iovcnt, size_t done,
-                       size_t want, bool peek)
+                       size_t want, int flags)
 {
+    bool peek = flags & MSG_PEEK, trunc = flags & MSG_TRUNC;
     size_t got = 0, vi_off = done;
     int vi = 0;
     while (vi < iovcnt && vi_off >= iov[vi].iov_len) vi_off -= iov[vi++].iov_len;
@@ -660,7 +664,7 @@ static size_t copy_out(struct conn *c, const struct iovec *iov, int iovcnt, size
         size_t n = ch->len - choff, room = iov[vi].iov_len - vi_off;
         if (n > room) n = room;
         if (n > want - got) n = want - got;
-        memcpy((uint8_t *)iov[vi].iov_base + vi_off, ch->data + choff, n);
+        if (!trunc) memcpy((uint8_t *)iov[vi].iov_base + vi_off, ch->data + choff, n);
         got += n;
         choff += n;
         vi_off += n;
@@ -702,12 +706,13 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
             return done ? (ssize_t)done : -1;
         }
         if (c->rx_bytes && want) {
-            size_t n = copy_out(c, iov, iovcnt, done, want - done, flags & MSG_PEEK);
+            size_t n = copy_out(c, iov, iovcnt, done, want - done, flags);
             done += n;
             if (done == want || !(flags & MSG_WAITALL) || (flags & MSG_PEEK)) break;
             continue;
         }
-        if (!want && (c->rx_bytes || c->rx_fin)) break;
+        if (!want) break;       /* the kernel answers 0 at once, whatever the state */
+        if (c->fin_seen) break; /* EOF comes before an error that came after it */
         if (c->err && !c->err_reported) {
             c->err_reported = true;
             errno = c->err;
@@ -762,8 +767,20 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
         if (c->err && c->st == CS_RDP)
             e = c->err_reported || c->err == ECONNRESET ? (c->err_reported ? EPIPE : c->err)
                                                         : c->err;
-        else if (c->tx_fin || c->peer_closed)
+        else if (c->tx_fin)
             e = EPIPE;
+        else if (c->peer_closed && c->st == CS_RDP) {
+            /* The kernel takes the first write after the peer closed; the peer's kernel
+             * answers it with a reset, which leaves EPIPE pending (a reset in CLOSE_WAIT)
+             * and the socket shut both ways. Our peer reads no more: the bytes go nowhere. */
+            c->err = EPIPE;
+            c->err_reported = false;
+            c->tx_fin = c->tx_fin_sent = true;
+            c->tx_bytes += want;
+            conn_changed(c);
+            pthread_mutex_unlock(&psp.lock);
+            return (ssize_t)want;
+        }
         if (e) {
             if (c->err) c->err_reported = true;
             pthread_mutex_unlock(&psp.lock);
@@ -869,6 +886,9 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
 int conn_shutdown(struct conn *c, int how)
 {
     pthread_mutex_lock(&psp.lock);
+    /* the kernel's socket is CLOSED once both FINs went (or a reset came): ENOTCONN, after
+     * the shutdown flags are set all the same */
+    bool closed = c->st == CS_RDP && ((c->rx_fin && c->tx_fin) || c->err);
     if (how == SHUT_RD || how == SHUT_RDWR) c->rd_shut = true;
     if ((how == SHUT_WR || how == SHUT_RDWR) && !c->tx_fin) {
         c->tx_fin = true;
@@ -876,6 +896,10 @@ int conn_shutdown(struct conn *c, int how)
     }
     conn_changed(c);
     pthread_mutex_unlock(&psp.lock);
+    if (closed) {
+        errno = ENOTCONN;
+        return -1;
+    }
     return 0;
 }
 
@@ -889,7 +913,7 @@ short conn_poll(struct conn *c)
     if (c->st == CS_DRAIN) return 0;
     if (c->rx_bytes || c->rx_fin || c->err || c->rd_shut) r |= POLLIN;
     if (c->rx_fin || c->rd_shut) r |= POLLRDHUP;
-    if (c->err) r |= POLLERR;
+    if (c->err && !c->err_reported) r |= POLLERR; /* until a call returned it */
     if ((c->rx_fin && c->tx_fin) || c->err) r |= POLLHUP;
     if ((c->credit && !c->tx_fin && !c->rdp_full) || c->err || c->peer_closed) r |= POLLOUT;
     if (c->peer_closed && c->tx_fin) r |= POLLHUP;

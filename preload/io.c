@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+void __chk_fail(void) __attribute__((noreturn)); /* glibc's: "buffer overflow detected" */
+
 static ssize_t tcp_in(int fd, struct msghdr *mh, int flags)
 {
     ssize_t r = real.recvmsg(fd, mh, flags);
@@ -37,7 +39,8 @@ static ssize_t rd(int fd, struct conn *c, struct iovec *iov, int n, int flags)
 {
     if (c->st == CS_ACCEPTED) conn_claim(c);
     if (c->st != CS_TCP) {
-        ssize_t r = conn_read(fd, c, iov, n, flags & (MSG_PEEK | MSG_WAITALL | MSG_DONTWAIT));
+        ssize_t r =
+            conn_read(fd, c, iov, n, flags & (MSG_PEEK | MSG_WAITALL | MSG_DONTWAIT | MSG_TRUNC));
         if (r >= 0 || errno != EXDEV) return r;
     }
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
@@ -66,7 +69,7 @@ ssize_t read(int fd, void *buf, size_t len)
 ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
 ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 {
-    if (len > buflen) __builtin_trap();
+    if (len > buflen) __chk_fail();
     return read(fd, buf, len);
 }
 
@@ -111,7 +114,7 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
 ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
 {
-    if (len > buflen) __builtin_trap();
+    if (len > buflen) __chk_fail();
     return recv(fd, buf, len, flags);
 }
 
@@ -138,7 +141,7 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags, 
 ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags, struct sockaddr *sa,
                        socklen_t *sl)
 {
-    if (len > buflen) __builtin_trap();
+    if (len > buflen) __chk_fail();
     return recvfrom(fd, buf, len, flags, sa, sl);
 }
 
@@ -196,11 +199,8 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *
             recvmsg(fd, &v[i].msg_hdr,
                     (flags & ~MSG_WAITFORONE) | (i && (flags & MSG_WAITFORONE) ? MSG_DONTWAIT : 0));
         if (r < 0) break;
-        v[i].msg_len = (unsigned)r;
-        if (r == 0) {
-            i++;
-            break;
-        }
+        v[i].msg_len = (unsigned)r; /* at the end of the stream every entry gets 0, as the
+                                     * kernel fills them */
     }
     return i ? (int)i : -1;
 }

@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+void __chk_fail(void) __attribute__((noreturn)); /* glibc's */
+
 /* glibc declares poll's array write-only (for fortify): reading the program's events from
  * it is what poll does, so the warning that follows from that declaration is wrong here */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -40,6 +42,7 @@ struct epreg {
     struct conn *c;
     unsigned idx;
     bool disarmed; /* EPOLLONESHOT fired */
+    bool hup;      /* bell_hup is in the set for it (events without EPOLLIN and EPOLLOUT) */
     struct epreg *next;
 };
 
@@ -210,7 +213,7 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
 int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len);
 int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
 {
-    if (len / sizeof *fds < n) __builtin_trap();
+    if (len / sizeof *fds < n) __chk_fail();
     return poll(fds, n, timeout);
 }
 
@@ -226,7 +229,7 @@ int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const s
 int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
                 size_t len)
 {
-    if (len / sizeof *fds < n) __builtin_trap();
+    if (len / sizeof *fds < n) __chk_fail();
     return ppoll(fds, n, ts, mask);
 }
 
@@ -341,6 +344,15 @@ void bells_update(struct conn *c)
         (void)!real.read(c->bell_in, &x, 8);
         c->bell_in_on = false;
     }
+    if (c->bell_hup >= 0) {
+        bool hup = s & (POLLHUP | POLLERR);
+        if (hup) {
+            (void)!real.write(c->bell_hup, &(uint64_t){1}, 8);
+        } else if (c->bell_hup_on) {
+            (void)!real.read(c->bell_hup, &x, 8);
+        }
+        c->bell_hup_on = hup;
+    }
     bool out = s & (POLLOUT | POLLHUP | POLLERR);
     if (out && !c->bell_out_on) {
         (void)!real.read(c->bell_out, &x, 8);
@@ -381,6 +393,32 @@ static void reg_free(struct conn *c, struct epreg *r)
     free(r);
 }
 
+/* A registration with neither EPOLLIN nor EPOLLOUT still gets EPOLLHUP and EPOLLERR from
+ * the kernel; an eventfd raises neither, so such a registration has a third bell, readable
+ * on those alone (bell_in would wake the set for every byte that nobody asked about). */
+static int hup_ctl(int epfd, int op, struct epreg *r)
+{
+    struct conn *c = r->c;
+    bool want = op != EPOLL_CTL_DEL && !(r->events & (EPOLLIN | EPOLLRDHUP | EPOLLPRI | EPOLLOUT));
+    if (!want) {
+        if (r->hup) real.epoll_ctl(epfd, EPOLL_CTL_DEL, c->bell_hup, NULL);
+        r->hup = false;
+        return 0;
+    }
+    if (c->bell_hup < 0) {
+        c->bell_hup = psp_hide(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+        if (c->bell_hup < 0) return -1;
+        c->bell_hup_on = false;
+        bells_update(c);
+    }
+    uint32_t flags = r->events & (EPOLLET | EPOLLONESHOT | EPOLLEXCLUSIVE | EPOLLWAKEUP);
+    struct epoll_event h = {.events = flags | EPOLLIN, .data.u64 = PSP_TAG | r->idx};
+    if (real.epoll_ctl(epfd, r->hup ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->bell_hup, &h) < 0)
+        return -1;
+    r->hup = true;
+    return 0;
+}
+
 static int bell_ctl(int epfd, int op, struct epreg *r)
 {
     struct epoll_event a = {.events = in_mask(r->events), .data.u64 = PSP_TAG | r->idx};
@@ -388,12 +426,16 @@ static int bell_ctl(int epfd, int op, struct epreg *r)
     if (op == EPOLL_CTL_DEL) {
         real.epoll_ctl(epfd, op, r->c->bell_in, NULL);
         real.epoll_ctl(epfd, op, r->c->bell_out, NULL);
+        hup_ctl(epfd, op, r);
         return 0;
     }
     if (real.epoll_ctl(epfd, op, r->c->bell_in, &a) < 0) return -1;
-    if (real.epoll_ctl(epfd, op, r->c->bell_out, &b) < 0) {
+    if (real.epoll_ctl(epfd, op, r->c->bell_out, &b) < 0 || hup_ctl(epfd, op, r) < 0) {
         int e = errno;
-        if (op == EPOLL_CTL_ADD) real.epoll_ctl(epfd, EPOLL_CTL_DEL, r->c->bell_in, NULL);
+        if (op == EPOLL_CTL_ADD) {
+            real.epoll_ctl(epfd, EPOLL_CTL_DEL, r->c->bell_in, NULL);
+            real.epoll_ctl(epfd, EPOLL_CTL_DEL, r->c->bell_out, NULL);
+        }
         errno = e;
         return -1;
     }
@@ -520,6 +562,7 @@ static int translate(struct epoll_event *ev, int n)
             struct epoll_event off = {.events = 0, .data.u64 = t};
             real.epoll_ctl(r->epfd, EPOLL_CTL_MOD, r->c->bell_in, &off);
             real.epoll_ctl(r->epfd, EPOLL_CTL_MOD, r->c->bell_out, &off);
+            if (r->hup) real.epoll_ctl(r->epfd, EPOLL_CTL_MOD, r->c->bell_hup, &off);
         }
         ev[out].events = ready | 0x80000000u; /* marked: ours, for the duplicate check */
         ev[out].data = r->data;

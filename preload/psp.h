@@ -114,6 +114,7 @@ struct conn {
     size_t rx_bytes;   /* held, unread */
     size_t rx_unacked; /* read by the program, not yet returned as credit */
     bool rx_fin;       /* the peer sends no more */
+    bool fin_seen;     /* ... by FIN or CLOSE (not a reset): reads give EOF first */
     bool peer_closed;  /* the peer reads no more: writes give EPIPE */
     int err;           /* a pending error (ECONNRESET, ETIMEDOUT), sticky */
     /* send side */
@@ -138,7 +139,9 @@ struct conn {
     uint64_t guard_at; /* when */
     struct waiter *waiters;
     int bell_in, bell_out; /* epoll doorbells (-1 until used in epoll) */
-    bool bell_in_on, bell_out_on;
+    int bell_hup;          /* readable on POLLHUP/POLLERR alone: for registrations with
+                            * neither EPOLLIN nor EPOLLOUT (-1 until one exists) */
+    bool bell_in_on, bell_out_on, bell_hup_on;
     struct epreg *regs;
     struct conn *hnext; /* the (peer, id, connector) hash chain */
     struct conn *lnext; /* the list of all connections */

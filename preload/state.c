@@ -291,7 +291,7 @@ bool psp_is_hidden(int fd)
     if (psp.psi_open && fd == psi_fd(&psp.psi)) return true;
     if (psp.rdp && fd == rdp_fd(psp.rdp)) return true;
     for (struct conn *c = psp.all; c; c = c->lnext)
-        if (c->kfd == fd || c->bell_in == fd || c->bell_out == fd) return true;
+        if (c->kfd == fd || c->bell_in == fd || c->bell_out == fd || c->bell_hup == fd) return true;
     return false;
 }
 
