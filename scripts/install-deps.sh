@@ -5,7 +5,8 @@
 # present it prints nothing. The build set is always wanted; the options add to it:
 #   (none)    build: what compiling the libraries and tools needs (make, make install)
 #   --check   the tests and checks: CUnit, clang and libFuzzer, clang-format, shellcheck,
-#             iproute2, nftables, ping, procps, jq (make check, make fuzz)
+#             iproute2, nftables, ping, procps, jq, and the real programs of the preload
+#             tests (make check, make fuzz)
 #   --demo    what the demo needs beyond the build; nothing today (make demo)
 #   --bench   the benchmark peers and the namespace tools the benchmarks use (make bench)
 #
@@ -43,14 +44,15 @@ if [[ $(dpkg --print-architecture 2>/dev/null) == amd64 ]]; then
     build_pkgs+=(libipsec-mb-dev)
 fi
 # make check / make fuzz: the unit tests (CUnit), the integration and namespace tests (ss and
-# ip, nft, ping, pgrep, jq), the real programs of the preload tests (nc, socat), the fuzz
-# targets (clang, libFuzzer) and the style checks.
+# ip, nft, ping, pgrep, jq), the real programs of the preload tests (nc, socat, curl,
+# python3, redis, and iperf3 and sockperf, which make bench uses too), the fuzz targets
+# (clang, libFuzzer) and the style checks.
 check_pkgs=(
     libcunit1-dev
     iproute2 nftables iputils-ping procps jq
     clang "libclang-rt-${clang_major}-dev"
     clang-format shellcheck
-    netcat-openbsd socat curl python3 redis-server redis-tools
+    netcat-openbsd socat curl python3 redis-server redis-tools iperf3 sockperf
 )
 # make demo: scripts/demo.sh uses the built tools, and curl and python3's http.server for
 # the step that shows an unmodified program under the preload library.

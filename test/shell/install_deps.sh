@@ -68,6 +68,7 @@ BUILD="build-essential pkg-config libconfig-dev libsodium-dev libssl-dev libnl-3
 BUILD+=" libnl-route-3-dev"
 CHECK="libcunit1-dev iproute2 nftables iputils-ping procps jq clang libclang-rt-14-dev"
 CHECK+=" clang-format shellcheck netcat-openbsd socat curl python3 redis-server redis-tools"
+CHECK+=" iperf3 sockperf"
 BENCH="sockperf iperf3 hyperfine mpich linux-perf valgrind iproute2 nftables iputils-ping"
 BENCH+=" procps jq"
 

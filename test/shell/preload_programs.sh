@@ -4,7 +4,11 @@
 #  - curl fetches a 20 MB file from python3's http.server: accelerated on both sides, and
 #    with the server alone under the library: TCP (no_library);
 #  - redis-server with redis-cli SET and GET of a 1 MB value, and redis-benchmark (50
-#    connections, SET and GET) exiting 0: every connection accelerated.
+#    connections, SET and GET) exiting 0: every connection accelerated;
+#  - iperf3 (a 2 s test): client and server exit 0, and on both sides both of its
+#    connections, the control and the data connection, are accelerated;
+#  - sockperf ping-pong over TCP for 2 s: exits 0 with its latency summary, accelerated on
+#    both sides (the server ends on SIGINT, its way to stop, so that it writes its counters).
 # Every server started by pid and killed on exit; every wait bounded.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
@@ -18,7 +22,7 @@ if [ ! -f "$LIB" ]; then
     fail "preload programs: library" "library not built ($LIB)"
     exit 1
 fi
-for p in curl python3 redis-server redis-cli redis-benchmark; do
+for p in curl python3 redis-server redis-cli redis-benchmark iperf3 sockperf; do
     command -v "$p" >/dev/null || {
         fail "preload programs: $p" "not installed (scripts/install-deps.sh --check)"
         exit 1
@@ -70,4 +74,39 @@ rc=$?
     [ "$(stat "$CDIR/stats.bench" tcp)" = 0 ]
 check "preload programs: redis-benchmark, 50 connections, every one accelerated" $? \
     "rc $rc: $(tail -2 "$CDIR/bench.out") $(cat "$CDIR/stats.bench" 2>/dev/null)"
+
+# iperf3: -1, the server ends after one test and so writes its counters (timeout bounds the
+# wait for it)
+TAG=iperfs node1 exec timeout 30 iperf3 -s -1 -B 127.0.0.2 -p $((PORT + 2)) >"$CDIR/iperfs.out" 2>&1 &
+spid=$!
+PIDS+=("$spid")
+wait_until 10000 listening $((PORT + 2))
+TAG=iperfc node0 timeout 30 iperf3 -c 127.0.0.2 -p $((PORT + 2)) -t 2 >"$CDIR/iperfc.out" 2>&1
+rc=$?
+wait "$spid"
+src=$?
+[ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "receiver" "$CDIR/iperfc.out" &&
+    [ "$(stat "$CDIR/stats.iperfc" accelerated)" = 2 ] &&
+    [ "$(stat "$CDIR/stats.iperfc" tcp)" = 0 ] &&
+    [ "$(stat "$CDIR/stats.iperfs" accelerated)" = 2 ] &&
+    [ "$(stat "$CDIR/stats.iperfs" tcp)" = 0 ]
+check "preload programs: iperf3 -t 2, control and data connection accelerated on both sides" $? \
+    "client rc $rc, server rc $src: $(tail -3 "$CDIR/iperfc.out" | tr '\n' ' ') $(cat "$CDIR/stats.iperfc" "$CDIR/stats.iperfs" 2>/dev/null)"
+
+# sockperf: the server runs until SIGINT
+TAG=sps node1 exec sockperf sr --tcp -i 127.0.0.2 -p $((PORT + 3)) >"$CDIR/sps.out" 2>&1 &
+spid=$!
+PIDS+=("$spid")
+wait_until 10000 listening $((PORT + 3))
+TAG=spc node0 timeout 30 sockperf pp --tcp -i 127.0.0.2 -p $((PORT + 3)) -t 2 \
+    >"$CDIR/spc.out" 2>&1
+rc=$?
+kill -INT "$spid"
+wait_until 10000 grep -q . "$CDIR/stats.sps"
+[ $rc -eq 0 ] && grep -q "Summary: Latency is [0-9.]* usec" "$CDIR/spc.out" &&
+    [ "$(stat "$CDIR/stats.spc" accelerated)" = 1 ] &&
+    [ "$(stat "$CDIR/stats.spc" tcp)" = 0 ] &&
+    [ "$(stat "$CDIR/stats.sps" accelerated)" = 1 ]
+check "preload programs: sockperf ping-pong over TCP for 2 s, accelerated on both sides" $? \
+    "rc $rc: $(grep -E "Summary|ERROR" "$CDIR/spc.out" | tr '\n' ' ') $(cat "$CDIR/stats.spc" "$CDIR/stats.sps" 2>/dev/null)"
 exit $((FAILS > 0))
