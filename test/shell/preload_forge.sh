@@ -6,8 +6,10 @@
 #  - test/tools/plforge as nobody opens two endpoints of its own through the psids and
 #    negotiates a connection between them, so that it holds a legitimate pair key; asks the
 #    psids for the victims' key (PSM_PL_ACCEPT naming every endpoint id 1..16, without a
-#    socket and with a plain TCP socket to the victims' listener): every request refused,
-#    no reply with a key; then sends from its own UDP socket to both victims' RDP ports
+#    socket and with a plain TCP socket to the victims' listener), and claims a second
+#    connection of root's that waits to be accepted, with a socket of the same connector
+#    address and ports (PSM_PL_ACCEPT): every request refused, the claim as "not the
+#    listener's user", no reply with a key; then sends from its own UDP socket to both victims' RDP ports
 #    SYN, DATA and ACK with the victims' node ids, every endpoint id 1..16, its own key,
 #    and garbage;
 #  - plforge as root sends the same packets with the victim peer's source address and port
@@ -76,10 +78,28 @@ V0=$(udp_of "$VC")
 V1=$(udp_of "$VS")
 [ -n "$V0" ] && [ -n "$V1" ] || exit 1
 
+# A second connection of root's, negotiated but not yet accepted (its listener never
+# accepts; psid keeps it PSI_PL_ACCEPT_MS, 10 s): the one a claim could steal. Its client
+# set SO_REUSEADDR, as many do, so that another uid can bind the same address and port.
+Q=$((PORT + 1))
+# shellcheck disable=SC2016 # python, not shell
+TAG=pends node1 exec python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.2", int(sys.argv[1]))); s.listen(4); time.sleep(60)' "$Q" &
+PIDS+=($!)
+wait_until 10000 listening "$Q"
+TAG=pendc node0 exec python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.connect(("127.0.0.2", int(sys.argv[1])))
+print(s.getsockname()[1], flush=True); time.sleep(60)' "$Q" >"$CDIR/pc.out" &
+PIDS+=($!)
+wait_until 10000 test -s "$CDIR/pc.out"
+CPORT=$(head -1 "$CDIR/pc.out")
+
 # nobody: its own key, the victims' key asked for, forged packets from its own socket
 setpriv --reuid=65534 --regid=65534 --clear-groups timeout 30 "$PLFORGE" own \
-    -0 "$CDIR/psid-0.sock" -1 "$CDIR/psid-1.sock" -l "127.0.0.2:$PORT" -t 2 "$V0" "$V1" \
-    >"$CDIR/forge.out" 2>&1
+    -0 "$CDIR/psid-0.sock" -1 "$CDIR/psid-1.sock" -l "127.0.0.2:$PORT" \
+    -p "127.0.0.1:$CPORT/$Q" -t 2 "$V0" "$V1" >"$CDIR/forge.out" 2>&1
 rc=$?
 KEY=$(sed -n 's/^own-key ok .* key \([0-9a-f]*\)$/\1/p' "$CDIR/forge.out")
 [ -n "$KEY" ]
@@ -91,6 +111,9 @@ nzero=$(grep -c '^steal accept[^ ]* 0 ' "$CDIR/forge.out")
     [ $rc -ne 3 ]
 check "preload forge: psid refuses the victims' pair key to another uid ($nsteal requests)" $? \
     "$(grep -E '^steal-key|^steal accept[^ ]* 0 ' "$CDIR/forge.out" | head -3 | tr '\n' ' ')"
+grep -q "^steal claim-pending 2 not the listener's user" "$CDIR/forge.out"
+check "preload forge: psid refuses root's pending connection to another uid's claim" $? \
+    "$(grep -m1 '^steal claim-pending' "$CDIR/forge.out")"
 sent=$(sed -n 's/^sent forged \([0-9]*\) garbage \([0-9]*\)$/\1 \2/p' "$CDIR/forge.out")
 [ $rc -eq 0 ] && [ "${sent%% *}" -gt 0 ] 2>/dev/null && [ "${sent##* }" -gt 0 ]
 check "preload forge: another uid sent forged and garbage RDP packets to both victims" $? \

@@ -3,7 +3,8 @@
  * test/shell/preload_forge.sh. It attacks the RDP endpoints of two processes under
  * libpspreload (the "victims", one endpoint each on node 0 and node 1, peers of each other):
  *
- *   plforge own -0 SOCK0 -1 SOCK1 [-a ADDR0] [-b ADDR1] [-l ADDR:PORT] [-t SECONDS] VICTIMS
+ *   plforge own -0 SOCK0 -1 SOCK1 [-a ADDR0] [-b ADDR1] [-l ADDR:PORT] [-p ADDR:PORT/LPORT]
+ *               [-x ADDR] [-t SECONDS] VICTIMS
  *     As any user: (1) opens two endpoints of its own through the psids (SOCK0 of node 0,
  *     SOCK1 of node 1) and negotiates a connection between them as the library would
  *     (PSM_PL_OPEN, LISTEN, CONNECT, ACCEPT, OUTCOME), so that it holds a legitimate pair
@@ -11,7 +12,10 @@
  *     (2) asks the psids for the victims' key: PSM_PL_ACCEPT naming each endpoint id of
  *     1..EPMAX without a socket, and with a plain TCP socket connected to the victims'
  *     listener ADDR:PORT (-l): one line "steal WHAT ERRNO TEXT" each, and "steal-key GOT"
- *     if any reply carried a key (the test fails on it);
+ *     if any reply carried a key (the test fails on it); with -p, a connection of the
+ *     victims' uid still waiting to be accepted (its connector's ADDR:PORT, the listener's
+ *     port LPORT) is claimed with a socket of the same ports and connector address, from our
+ *     own listener on ADDR (-x, default 127.0.0.3): "steal claim-pending ERRNO TEXT";
  *     (3) for SECONDS (default 2), sends from its own UDP socket to both victims' ports
  *     packets built with the victims' header fields (node ids, every endpoint id 1..EPMAX
  *     as source and destination, random connection ids) and its own key: SYN signed with
@@ -187,6 +191,49 @@ static void steal_answer(const char *what, struct psi *c, struct psmsg_buf *req,
         stolen = 1;
         printf("steal-key GOT (%s)\n", what);
     }
+}
+
+/* A socket with the 4-tuple psid keys a pending connection by, but for the local address:
+ * bound to the victim connector's ADDR:PORT (SO_REUSEADDR, which the victim set too),
+ * connected to our own listener on another loopback address at the victim listener's port,
+ * and PSM_PL_ACCEPT with the accepted end on node 1's psid: the victim's pending connection
+ * claimed by another uid. */
+static void claim_pending(struct psi *c1, const char *pending, const char *other)
+{
+    struct sockaddr_in conn, lis = {.sin_family = AF_INET};
+    char buf[64];
+    unsigned lport;
+    const char *slash = strchr(pending, '/');
+    if (!slash || (size_t)(slash - pending) >= sizeof buf || sscanf(slash + 1, "%u", &lport) != 1) {
+        printf("steal claim-pending none bad argument\n");
+        return;
+    }
+    memcpy(buf, pending, (size_t)(slash - pending));
+    buf[slash - pending] = 0;
+    if (parse_addr(buf, &conn) < 0 || inet_pton(AF_INET, other, &lis.sin_addr) != 1) {
+        printf("steal claim-pending none bad address\n");
+        return;
+    }
+    lis.sin_port = htons((uint16_t)lport);
+    int one = 1, afd = -1;
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int cfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    setsockopt(cfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct pollfd pf = {.fd = lfd, .events = POLLIN};
+    if (lfd < 0 || cfd < 0 || bind(lfd, (struct sockaddr *)&lis, sizeof lis) < 0 ||
+        listen(lfd, 4) < 0 || bind(cfd, (struct sockaddr *)&conn, sizeof conn) < 0 ||
+        connect(cfd, (struct sockaddr *)&lis, sizeof lis) < 0 || poll(&pf, 1, 3000) != 1 ||
+        (afd = accept(lfd, NULL, NULL)) < 0) {
+        printf("steal claim-pending none %s\n", strerror(errno));
+    } else {
+        struct psmsg_buf req = {0};
+        psmsg_begin(&req, PSM_PL_ACCEPT, 0);
+        steal_answer("claim-pending", c1, &req, afd);
+    }
+    if (afd >= 0) close(afd);
+    if (lfd >= 0) close(lfd);
+    if (cfd >= 0) close(cfd);
 }
 
 static void steal(struct psi c[2], const char *listener, const char *a0)
@@ -382,7 +429,7 @@ static void replay(int want, double seconds)
 static int usage(void)
 {
     fprintf(stderr, "usage: plforge own -0 SOCK0 -1 SOCK1 [-a ADDR0] [-b ADDR1] [-l ADDR:PORT] "
-                    "[-t SECONDS] ADDR0:PORT0 ADDR1:PORT1\n"
+                    "[-p ADDR:PORT/LPORT] [-x ADDR] [-t SECONDS] ADDR0:PORT0 ADDR1:PORT1\n"
                     "       plforge spoof -k HEX [-t SECONDS] [-r N] ADDR0:PORT0 ADDR1:PORT1\n");
     return 2;
 }
@@ -391,11 +438,11 @@ int main(int argc, char **argv)
 {
     if (argc < 2 || sodium_init() < 0) return usage();
     const char *mode = argv[1], *s0 = NULL, *s1 = NULL, *a0 = "127.0.0.1", *a1 = "127.0.0.2";
-    const char *listener = NULL, *keyhex = NULL;
+    const char *listener = NULL, *keyhex = NULL, *pending = NULL, *other = "127.0.0.3";
     double seconds = 2;
     int nreplay = 64, opt;
     optind = 2;
-    while ((opt = getopt(argc, argv, "0:1:a:b:l:t:k:r:")) != -1) {
+    while ((opt = getopt(argc, argv, "0:1:a:b:l:t:k:r:p:x:")) != -1) {
         switch (opt) {
         case '0':
             s0 = optarg;
@@ -421,6 +468,12 @@ int main(int argc, char **argv)
         case 'r':
             nreplay = atoi(optarg);
             break;
+        case 'p':
+            pending = optarg;
+            break;
+        case 'x':
+            other = optarg;
+            break;
         default:
             return usage();
         }
@@ -439,6 +492,7 @@ int main(int argc, char **argv)
             return 1;
         }
         if (own_key(&c[0], &c[1], a0, a1) < 0) return 1;
+        if (pending) claim_pending(&c[1], pending, other);
         steal(c, listener, a0);
         forge_for(seconds);
         printf("sent forged %lu garbage %lu\n", n_sent - n_garbage, n_garbage);
