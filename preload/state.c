@@ -194,12 +194,24 @@ static void print_stats(void)
         return;
     uint64_t tcp = 0;
     for (int i = 0; i < PSP_R__COUNT; i++) tcp += psp.stats_tcp[i];
-    char line[512];
+    /* datagrams RDP dropped (forged, replayed, unknown sender, ...), and of them those whose
+     * MAC did not verify; the library's own malformed messages */
+    uint64_t dropped = 0, bad_mac = 0;
+    pthread_mutex_lock(&psp.lock);
+    if (psp.rdp) {
+        struct rdp_stats rs;
+        rdp_stats(psp.rdp, &rs);
+        for (int i = 0; i < RDP_DROP__COUNT; i++)
+            if (i != RDP_DROP_DUPLICATE) dropped += rs.drops[i]; /* duplicates are normal */
+        bad_mac = rs.drops[RDP_DROP_MAC];
+    }
+    pthread_mutex_unlock(&psp.lock);
+    char line[640];
     int n = snprintf(line, sizeof line,
                      "pspreload: pid=%d accelerated=%llu tcp=%llu not_cluster=%llu "
                      "no_library=%llu not_accepted=%llu same_node=%llu rule=%llu limit=%llu "
                      "error=%llu rdp_tx_bytes=%llu rdp_rx_bytes=%llu tcp_tx_bytes=%llu "
-                     "tcp_rx_bytes=%llu\n",
+                     "tcp_rx_bytes=%llu rdp_dropped=%llu rdp_bad_mac=%llu bad_msgs=%llu\n",
                      (int)getpid(), (unsigned long long)psp.accelerated, (unsigned long long)tcp,
                      (unsigned long long)psp.stats_tcp[PSP_R_NOT_CLUSTER],
                      (unsigned long long)psp.stats_tcp[PSP_R_NO_LIBRARY],
@@ -209,7 +221,8 @@ static void print_stats(void)
                      (unsigned long long)psp.stats_tcp[PSP_R_LIMIT],
                      (unsigned long long)psp.stats_tcp[PSP_R_ERROR], (unsigned long long)psp.rdp_tx,
                      (unsigned long long)psp.rdp_rx, (unsigned long long)psp.tcp_tx,
-                     (unsigned long long)psp.tcp_rx);
+                     (unsigned long long)psp.tcp_rx, (unsigned long long)dropped,
+                     (unsigned long long)bad_mac, (unsigned long long)psp.bad_msgs);
     if (n <= 0) return;
     if (!strcmp(psp.stats, "1")) {
         (void)!real.write(2, line, (size_t)n);

@@ -16,8 +16,8 @@
 #    (a raw socket: they pass RDP's address check and meet the MAC), then captures 64 of
 #    the victims' own packets on lo and replays each twice.
 # The transfer must complete byte-exact (sha256), accelerated on both sides, both
-# processes exiting 0. RDP counts the drops per endpoint (rdp_stats), but libpspreload
-# exposes no drop counter (PSP_STATS has none), so that check is a SKIP line.
+# processes exiting 0, and the victims' PSP_STATS counting the forged datagrams as dropped
+# (rdp_dropped; rdp_bad_mac for those sent from the peer's own address).
 # Every process started is recorded in PIDS and killed by pid on exit; every wait bounded.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
@@ -148,5 +148,16 @@ check "preload forge: the victims' transfer is byte-exact (sha256)" $? \
     [ "$(stat "$CDIR/stats.vs" accelerated)" = 1 ] && [ "$(stat "$CDIR/stats.vs" tcp)" = 0 ]
 check "preload forge: the victims' connection stayed accelerated on both sides" $? \
     "$(cat "$CDIR/stats.vc" "$CDIR/stats.vs" 2>/dev/null)"
-echo "SKIP: preload forge: the forged packets counted as dropped (libpspreload exposes no RDP drop counter)"
+# the forged packets were seen and dropped, and counted (PSP_STATS of the victims)
+d0=$(stat "$CDIR/stats.vc" rdp_dropped) d1=$(stat "$CDIR/stats.vs" rdp_dropped)
+m0=$(stat "$CDIR/stats.vc" rdp_bad_mac) m1=$(stat "$CDIR/stats.vs" rdp_bad_mac)
+drops=$((${d0:-0} + ${d1:-0})) macs=$((${m0:-0} + ${m1:-0}))
+if [ -n "$KEY" ]; then # the spoofed ones came from the peer's address: they reach the MAC
+    [ "$drops" -gt 0 ] && [ "$macs" -gt 0 ]
+else
+    [ "$drops" -gt 0 ]
+fi
+echo "# preload forge: rdp_dropped $drops, rdp_bad_mac $macs"
+check "preload forge: the forged packets were dropped and counted (PSP_STATS rdp_dropped)" $? \
+    "rdp_dropped $drops, rdp_bad_mac $macs: $(cat "$CDIR/stats.vc" "$CDIR/stats.vs" 2>/dev/null)"
 exit $((FAILS > 0))
