@@ -152,12 +152,12 @@ check "preload forge: the victims' connection stayed accelerated on both sides" 
 d0=$(stat "$CDIR/stats.vc" rdp_dropped) d1=$(stat "$CDIR/stats.vs" rdp_dropped)
 m0=$(stat "$CDIR/stats.vc" rdp_bad_mac) m1=$(stat "$CDIR/stats.vs" rdp_bad_mac)
 drops=$((${d0:-0} + ${d1:-0})) macs=$((${m0:-0} + ${m1:-0}))
+echo "# preload forge: rdp_dropped $drops, rdp_bad_mac $macs"
 if [ -n "$KEY" ]; then # the spoofed ones came from the peer's address: they reach the MAC
     [ "$drops" -gt 0 ] && [ "$macs" -gt 0 ]
 else
     [ "$drops" -gt 0 ]
 fi
-echo "# preload forge: rdp_dropped $drops, rdp_bad_mac $macs"
 check "preload forge: the forged packets were dropped and counted (PSP_STATS rdp_dropped)" $? \
     "rdp_dropped $drops, rdp_bad_mac $macs: $(cat "$CDIR/stats.vc" "$CDIR/stats.vs" 2>/dev/null)"
 exit $((FAILS > 0))
