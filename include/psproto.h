@@ -86,6 +86,10 @@
  *             listener's uid with an endpoint may take it (prefork servers accept in the
  *             child); before answering, the connector's psid checks that the connection
  *             is still the socket the connector registered (sock_diag: its inode).
+ *   PSM_PL_DECLINE + fd (an accepted socket) -> {PSF_ERRNO 0}: its holder will not take it
+ *             under the library (it is handed to a program through exec); the connector
+ *             gets its outcome (ETIMEDOUT: TCP) at once. ENOENT: no such connection waits,
+ *             or the caller is not of the listener's uid. No endpoint needed.
  *   PSM_PL_OUTCOME (event, id 0) {PSF_CONN, PSF_ERRNO, [PSF_TEXT]}, and with PSF_ERRNO 0 the
  *             acceptor's endpoint {PSF_NODE_ID, PSF_ENDPOINT, PSF_UDP_PORT, PSF_ADDR, PSF_KEY}:
  *             to the connector; any error means TCP (ETIMEDOUT: not accepted within
@@ -150,6 +154,7 @@ enum psm_type {
     PSM_PL_SOCKETS_REPLY = 78,
     PSM_PL_QUERY = 79,  /* event: report your connections */
     PSM_PL_REPORT = 80, /* the answer, no reply */
+    PSM_PL_DECLINE = 81, /* an accepted socket its holder will not take: TCP at once */
 
     /* daemon to daemon (over RDP) */
     PSM_D_HELLO = 0x1000,     /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */

@@ -122,15 +122,26 @@ int neg_open(uint16_t udp_port, uint32_t *node, uint16_t *ep)
     return e;
 }
 
-int neg_listen(int fd)
+/* A request that carries a socket and nothing else; its reply's errno. */
+static int fd_request(uint16_t type, int fd)
 {
     struct psmsg_buf req = {0};
     struct psmsg rep;
-    psmsg_begin(&req, PSM_PL_LISTEN, 0);
+    psmsg_begin(&req, type, 0);
     pthread_mutex_lock(&psp.psi_lock);
     int e = call(&req, fd, &rep);
     pthread_mutex_unlock(&psp.psi_lock);
     return e;
+}
+
+int neg_listen(int fd)
+{
+    return fd_request(PSM_PL_LISTEN, fd);
+}
+
+int neg_decline(int fd)
+{
+    return fd_request(PSM_PL_DECLINE, fd);
 }
 
 static enum psp_reason reason_of(int e)

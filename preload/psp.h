@@ -9,7 +9,8 @@
  * Modules: real.c (the C library's functions under ours), state.c (the endpoint, the
  * progress thread, fork, exit, statistics), negotiate.c (the requests to psid), conn.c (a
  * connection: buffers, credit, messages from RDP), wait.c (blocking and waking), and the
- * wrappers: sock.c (socket calls), io.c (reads and writes), poll.c (poll, select, epoll).
+ * wrappers: sock.c (socket calls), io.c (reads and writes), poll.c (poll, select, epoll),
+ * exec.c (the exec family).
  */
 #ifndef PSCLUSTER_PRELOAD_PSP_H
 #define PSCLUSTER_PRELOAD_PSP_H
@@ -213,6 +214,8 @@ bool psp_rules_allow(const struct sockaddr *sa);
 /* --- negotiate.c (psi_lock taken inside; never call with psp.lock held) --- */
 int neg_open(uint16_t udp_port, uint32_t *node, uint16_t *ep);
 int neg_listen(int fd);
+/* PSM_PL_DECLINE: an accepted socket we will not take (exec): the connector goes TCP. */
+int neg_decline(int fd);
 void neg_unlisten(uint16_t port);
 /* PSM_PL_CONNECT: 0 pending, or an errno value (TCP); *why set to a reason. */
 int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, enum psp_reason *why);

@@ -421,6 +421,7 @@ static void dispatch(struct client *c, const uint8_t *frame, size_t len)
     case PSM_PL_UNLISTEN:
     case PSM_PL_CONNECT:
     case PSM_PL_ACCEPT:
+    case PSM_PL_DECLINE:
     case PSM_PL_SOCKETS:
     case PSM_PL_REPORT:
         preload_request(c->d, c, &m);

@@ -780,6 +780,50 @@ static void claim_expired(void *ctx)
     claim_done(k->d->preload, k);
 }
 
+/* The connection waiting for its acceptor whose 4-tuple a passed socket has, or NULL. */
+static struct pl_wait *wait_of(struct psid *d, struct preload *pl,
+                               const struct sockaddr_storage *local,
+                               const struct sockaddr_storage *peer)
+{
+    char a[INET6_ADDRSTRLEN];
+    addr_text(peer, a);
+    const struct psconf_node *n = node_by_text(d, a);
+    uint16_t sport = port_of(peer), dport = port_of(local);
+    struct pl_wait *w = pl->waits;
+    while (n && w && (w->node != n->id || w->sport != sport || w->dport != dport)) w = w->next;
+    return n ? w : NULL;
+}
+
+/* PSM_PL_DECLINE + fd: an accepted socket that its holder will not take under the library
+ * (it hands it to a program through exec, as inetd does): the connector goes TCP at once
+ * instead of after PSI_PL_ACCEPT_MS of held writes. Any process of the listener's uid that
+ * holds the socket may say so; no endpoint needed (a forked child declines before exec). */
+static void pl_decline(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
+{
+    struct sockaddr_storage local, peer;
+    bool listening = false;
+    uint64_t ino;
+    const char *why = NULL;
+    int err = passed_socket(c, &local, &peer, &listening, &ino, &why);
+    if (!err && peer.ss_family == AF_UNSPEC) {
+        err = ENOTCONN;
+        why = "the socket is not connected";
+    }
+    struct pl_wait *w = err ? NULL : wait_of(d, pl, &local, &peer);
+    if (!err && (!w || w->uid != client_uid(c))) {
+        err = ENOENT;
+        why = w ? "not the listener's user" : "no such connection negotiated";
+    }
+    if (err) {
+        reply(c, m->id, err, why);
+        return;
+    }
+    expired_msg(d, w, ETIMEDOUT); /* the connector's outcome: not accepted (TCP) */
+    wait_unlink(pl, w);
+    free(w);
+    reply(c, m->id, 0, NULL);
+}
+
 static void pl_accept(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
     struct pl_local *l = local_of(pl, c);
@@ -800,12 +844,7 @@ static void pl_accept(struct psid *d, struct preload *pl, struct client *c, cons
         reply(c, m->id, err, why);
         return;
     }
-    char a[INET6_ADDRSTRLEN];
-    addr_text(&peer, a);
-    const struct psconf_node *n = node_by_text(d, a);
-    uint16_t sport = port_of(&peer), dport = port_of(&local);
-    struct pl_wait *w = pl->waits;
-    while (n && w && (w->node != n->id || w->sport != sport || w->dport != dport)) w = w->next;
+    struct pl_wait *w = wait_of(d, pl, &local, &peer);
     if (!w || w->uid != l->ep.uid) {
         reply(c, m->id, ENOENT, w ? "not the listener's user" : "no such connection negotiated");
         return;
@@ -976,6 +1015,9 @@ void preload_request(struct psid *d, struct client *c, const struct psmsg *m)
         break;
     case PSM_PL_ACCEPT:
         pl_accept(d, pl, c, m);
+        break;
+    case PSM_PL_DECLINE:
+        pl_decline(d, pl, c, m);
         break;
     case PSM_PL_SOCKETS:
         pl_sockets(d, pl, c, m);

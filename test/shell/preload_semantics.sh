@@ -18,7 +18,8 @@
 # (readv/writev, sendmsg/recvmsg with several iovecs, sendmmsg/recvmmsg, empty reads,
 # MSG_TRUNC), fortify (__read_chk, __recv_chk, __recvfrom_chk, __poll_chk, __ppoll_chk,
 # sendfile64), bulk (64 MiB each way at once), shutafter (shutdown after the peer closed),
-# writeclosed (writes after the peer closed), epoll0 (events 0: EPOLLHUP, EPOLLERR),
+# writeclosed (writes after the peer closed), epoll0 (events 0: EPOLLHUP, EPOLLERR), inetd
+# (the server execs cat on the accepted socket, as inetd does: TCP at once, not_accepted),
 # fork_both (parent and child both use the connection) is not in the default list: the
 # library gives the child EIO there (docs/preload-design.md, "Not yet"), so it fails; run it
 # with PRELOAD_SCENARIOS=fork_both. PRELOAD_SCENARIOS="..." runs only the scenarios named;
@@ -32,7 +33,7 @@ all_up 5000 || {
     fail "preload semantics: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0}
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd}
 PORT=$(free_port 40)
 
 # run TAG PORT MODE SCENARIO LIB: one server and one client; transcripts in $CDIR/TAG.*
@@ -59,13 +60,13 @@ fi
 i=0
 for s in $SCEN; do
     mode=cmd
-    case $s in two | many | fork | v6mapped | reuseport | relisten) mode=$s ;; esac
+    case $s in two | many | fork | v6mapped | reuseport | relisten | inetd) mode=$s ;; esac
     run "$s.tcp" $((PORT + i)) "$mode" "$s" no
     run "$s.lib" $((PORT + i + 1)) "$mode" "$s" yes
     i=$((i + 2))
     # the client's connections that went over RDP: every one the scenario opens
     want=1
-    case $s in reuseport | relisten | epoll0) want=2 ;; esac
+    case $s in reuseport | relisten | epoll0) want=2 ;; inetd) want=0 ;; esac
     acc=$(grep -o 'accelerated=[0-9]*' "$CDIR/$s.lib.stats" 2>/dev/null | cut -d= -f2 | sort -n |
         tail -1)
     [ -n "${PRELOAD_SEM_KEEP:-}" ] && mkdir -p "$PRELOAD_SEM_KEEP" &&
@@ -79,6 +80,9 @@ for s in $SCEN; do
         # server took it under the library too; names sends no byte, so its outcome may
         # come after the client is gone
         fail "preload semantics: $s" "not accelerated: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
+    elif [ "$s" = inetd ] && ! grep -q 'accelerated=0 tcp=1 .*not_accepted=1' \
+        "$CDIR/$s.lib.stats"; then
+        fail "preload semantics: $s" "not declined: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
     elif ! grep -q '^exit 0' "$CDIR/$s.tcp.cli"; then
         fail "preload semantics: $s" "the kernel run failed: $(cat "$CDIR/$s.tcp.cli")"
     else

@@ -71,6 +71,17 @@ e1=$(say C "event")
 [[ $e1 == "outcome 77 0 node 1 ep $(field ep "$lo") udp 40001 addr 127.0.0.2 key $key" ]]
 check "preload: the connector's outcome names the acceptor, with the same key" $? "$e1"
 
+# declined (the acceptor execs a program with the socket, as inetd): the connector's
+# outcome is TCP (ETIMEDOUT) at once, not after the 10 s bound
+cd1=$(say C "connect 127.0.0.2 5000 90 127.0.0.1")
+d1=$(say L "decline")
+t0=$(now_ms)
+e1=$(say C "event")
+dt=$(($(now_ms) - t0))
+[[ $cd1 == "connect 0" && $d1 == "decline 0" && $e1 == "outcome 90 110 "* && $dt -lt 2000 ]]
+check "preload: a declined connection: the connector's outcome is TCP at once" $? \
+    "$cd1 / $d1 / $e1 / ${dt} ms"
+
 # reasons for TCP
 r=$(say C "connect 127.0.0.2 5001 78 127.0.0.1")
 [[ $r == "connect 111 listener not registered" ]]

@@ -13,6 +13,8 @@
  *   accept                         the real accept (3 s at most), then PSM_PL_ACCEPT with the
  *                                  accepted socket: "accept 0 node N ep E udp U addr A key
  *                                  HEX conn C" or "accept ERRNO WHY"
+ *   decline                        the real accept, then PSM_PL_DECLINE with the accepted
+ *                                  socket: "decline ERRNO [WHY]"
  *   event                          the next PSM_PL_OUTCOME (12 s at most): "outcome CONN 0
  *                                  node N ep E udp U addr A key HEX" or "outcome CONN ERRNO
  *                                  WHY", or "event none"
@@ -146,17 +148,18 @@ int main(void)
             answer(cmd, &m, false);
             fflush(stdout);
             continue;
-        } else if (!strcmp(cmd, "accept")) {
+        } else if (!strcmp(cmd, "accept") || !strcmp(cmd, "decline")) {
+            /* the real accept, then PSM_PL_ACCEPT or PSM_PL_DECLINE with the socket */
             struct pollfd pf = {.fd = lfd, .events = POLLIN};
             int fd = lfd >= 0 && poll(&pf, 1, 3000) == 1 ? accept(lfd, NULL, NULL) : -1;
             if (fd < 0) {
-                printf("accept none\n");
+                printf("%s none\n", cmd);
                 fflush(stdout);
                 continue;
             }
-            psmsg_begin(&req, PSM_PL_ACCEPT, 0);
+            psmsg_begin(&req, cmd[0] == 'a' ? PSM_PL_ACCEPT : PSM_PL_DECLINE, 0);
             pass = fd;
-            peer = true;
+            peer = cmd[0] == 'a';
         } else if (!strcmp(cmd, "event")) {
             r = psi_next_event(&c, &m, 12000);
             if (r <= 0) {

@@ -301,6 +301,24 @@ static int server(const char *mode)
             close(fd);
             waitpid(p, NULL, 0);
         }
+    } else if (!strcmp(mode, "inetd")) { /* as inetd: the socket on 0 and 1 of an exec'd cat */
+        for (;;) {
+            int fd = accept(l, NULL, NULL);
+            pid_t p = fork();
+            if (p == 0) {
+                close(l);
+                dup2(fd, 0);
+                dup2(fd, 1);
+                close(fd);
+                execl("/bin/cat", "cat", (char *)NULL);
+                _exit(127);
+            }
+            close(fd);
+            int st = 0;
+            waitpid(p, &st, 0);
+            printf("handler exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+            fflush(stdout);
+        }
     } else if (!strcmp(mode, "two")) {
         int a = accept(l, NULL, NULL), b = accept(l, NULL, NULL);
         char buf[65536];
@@ -803,6 +821,23 @@ static void s_fork(void)
     close(fd);
 }
 
+/* an inetd-like server execs cat on the connection: its bytes come back at once (the
+ * connector is not left holding them until the negotiation's bound, 10 s) */
+static void s_inetd(void)
+{
+    int fd = dial();
+    struct timeval tv = {3, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    long t0 = now_ms();
+    write_full(fd, "hello", 5);
+    char b[8] = {0};
+    ssize_t r = recv(fd, b, 5, MSG_WAITALL);
+    printf("echo %zd %s %.5s, in time %d\n", r, en(r < 0 ? errno : 0), b, now_ms() - t0 < 2000);
+    shutdown(fd, SHUT_WR);
+    printf("eof %zd\n", read(fd, b, 1));
+    close(fd);
+}
+
 /* --- v6mapped, reuseport, relisten, vectors, fortify, bulk, shutafter, writeclosed, epoll0,
  * fork_both --- */
 
@@ -1275,7 +1310,8 @@ int main(int argc, char **argv)
               {"shutafter", s_shutafter},
               {"writeclosed", s_writeclosed},
               {"epoll0", s_epoll0},
-              {"fork_both", s_fork_both}};
+              {"fork_both", s_fork_both},
+              {"inetd", s_inetd}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();
