@@ -116,6 +116,7 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
     }
     int ncs = conns_in(fds, n, cs);
     uint64_t deadline = timeout > 0 ? now_ms() + (uint64_t)timeout : 0;
+    uint64_t busy = psp_busy_until(); /* PSP_BUSY_POLL: look without sleeping until then */
     int ret;
     pthread_mutex_lock(&psp.lock);
     for (;;) {
@@ -138,6 +139,7 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
             int64_t left = (int64_t)(deadline - now_ms());
             wait = left > 0 ? (int)left : 0;
         }
+        if (busy && wait && rdp_now_ns() < busy) wait = 0;
         kp[nk] = (struct pollfd){.fd = wfd, .events = POLLIN};
         /* and the RDP socket: its datagrams are taken by this thread (wait.c) */
         kp[nk + 1] = (struct pollfd){.fd = psp.rdp ? rdp_fd(psp.rdp) : -1, .events = POLLIN};
@@ -145,11 +147,11 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
         waiters_add(cs, ncs, ws, wfd);
         pthread_mutex_unlock(&psp.lock);
         struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
-        psp_poller_enter();
+        if (wait) psp_poller_enter();
         int r = mask || wait >= 0 ? real.ppoll(kp, nk + 2, wait < 0 ? NULL : &ts, mask)
                                   : real.poll(kp, nk + 2, -1);
         int e = errno;
-        psp_poller_leave();
+        if (wait) psp_poller_leave();
         pthread_mutex_lock(&psp.lock);
         waiters_del(cs, ncs, ws);
         if (r > 0 && kp[nk + 1].revents && psp.rdp) {
@@ -576,20 +578,28 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
                    bool pwait)
 {
     uint64_t deadline = timeout > 0 ? now_ms() + (uint64_t)timeout : 0;
+    uint64_t busy = nregs ? psp_busy_until() : 0; /* PSP_BUSY_POLL */
     for (;;) {
-        bool mine = nrdp_sets && set_has_rdp(epfd);
+        int wait = timeout;
+        if (busy && wait && rdp_now_ns() < busy) wait = 0;
+        /* a thread that will sleep on the RDP socket takes its datagrams (not when it
+         * only looks: the progress thread keeps listening meanwhile) */
+        bool mine = wait && nrdp_sets && set_has_rdp(epfd);
         if (mine) psp_poller_enter();
-        int n = pwait ? real.epoll_pwait(epfd, ev, max, timeout, m)
-                      : real.epoll_wait(epfd, ev, max, timeout);
+        int n =
+            pwait ? real.epoll_pwait(epfd, ev, max, wait, m) : real.epoll_wait(epfd, ev, max, wait);
         if (mine) {
             int e = errno;
             psp_poller_leave();
             errno = e;
         }
-        if (n <= 0 || !nregs) return n;
-        pthread_mutex_lock(&psp.lock);
-        int k = translate(ev, n);
-        pthread_mutex_unlock(&psp.lock);
+        if (n < 0 || (n == 0 && wait == timeout) || !nregs) return n;
+        int k = 0;
+        if (n > 0) {
+            pthread_mutex_lock(&psp.lock);
+            k = translate(ev, n);
+            pthread_mutex_unlock(&psp.lock);
+        }
         if (k || timeout == 0) return k;
         if (timeout > 0) {
             int64_t left = (int64_t)(deadline - now_ms());

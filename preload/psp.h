@@ -269,6 +269,8 @@ bool signals_all_restart(void); /* no handler without SA_RESTART is installed */
 int wait_conns(struct conn **cs, int n, int timeout_ms);
 void wake_conn(struct conn *c);
 int wait_fd(void); /* the calling thread's eventfd that wakers write to */
+/* PSP_BUSY_POLL: until when a wait may spin before sleeping (rdp_now_ns), 0: no spin */
+uint64_t psp_busy_until(void);
 void waiters_add(struct conn **cs, int n, struct waiter *w, int fd);
 void waiters_del(struct conn **cs, int n, struct waiter *w);
 

@@ -45,12 +45,13 @@ extern __thread int psp_in;
  * own, and a wake-up of the progress thread, for most requests of redis-benchmark -c 50
  * (GET 54k/s against 75k/s with 1 ms, same run); streams are acknowledged every second
  * packet either way, and RDP's tail-loss probe allows for the delay. */
-#define PSP_ACK_DELAY_US 1000u
-#define TAG_RDP          1u
-#define TAG_TIMER        2u
-#define TAG_WAKE         3u
-#define TAG_PSI          4u
-#define TAG_GUARD        16u /* + the guard's descriptor */
+#define PSP_ACK_DELAY_US     1000u
+#define PSP_BUSY_POLL_MAX_US 10000u /* PSP_BUSY_POLL's bound: 10 ms of spinning per wait */
+#define TAG_RDP              1u
+#define TAG_TIMER            2u
+#define TAG_WAKE             3u
+#define TAG_PSI              4u
+#define TAG_GUARD            16u /* + the guard's descriptor */
 
 struct psp psp = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -286,8 +287,11 @@ __attribute__((constructor)) static void psp_ctor(void)
     v = getenv("PSP_RULES_FILE");
     if (!psp.disabled && read_rules_file(v && *v ? v : PSP_RULES_DEFAULT, v && *v) < 0)
         psp.disabled = true;
-    v = getenv("PSP_BUSY_POLL");
-    if (v) psp.busy_poll_us = (unsigned)strtoul(v, NULL, 10);
+    v = getenv("PSP_BUSY_POLL"); /* microseconds a wait may spin first; bounded */
+    if (v) {
+        unsigned long us = strtoul(v, NULL, 10);
+        psp.busy_poll_us = us > PSP_BUSY_POLL_MAX_US ? PSP_BUSY_POLL_MAX_US : (unsigned)us;
+    }
     psp.window = PSP_WINDOW;
     atexit(psp_exit);
     signals_init();

@@ -6,6 +6,11 @@
  * makes the wait a poll, which a signal always ends with EINTR, as the kernel does for a
  * socket with a timeout. Wakers (the progress thread, or another program thread) write to
  * the eventfd of every thread waiting on the connection that changed.
+ *
+ * Busy polling (PSP_BUSY_POLL=MICROSECONDS, opt-in, as VMA's): before sleeping, a waiting
+ * thread looks for its datagrams and its wake-up without sleeping for that long, so that
+ * an answer arriving meanwhile costs no wake-up. Signals during the spin run their handlers
+ * and the spin goes on, as after SA_RESTART (the sleep after it behaves as described).
  */
 #include "psp.h"
 
@@ -72,6 +77,22 @@ static int progress_wait(int fd, int timeout_ms)
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int r = -1, wait = timeout_ms;
+    /* PSP_BUSY_POLL: look without sleeping for a while first (no wake-up to pay) */
+    for (uint64_t until = psp_busy_until(); until && rdp_now_ns() < until;) {
+        if (real.poll(pf, 2, 0) <= 0) continue;
+        if (pf[1].revents) {
+            pthread_mutex_lock(&psp.lock);
+            rdp_process(psp.rdp);
+            if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
+            pthread_mutex_unlock(&psp.lock);
+        }
+        if (pf[0].revents) {
+            uint64_t x;
+            (void)!real.read(fd, &x, 8);
+            psp_poller_leave();
+            return 0;
+        }
+    }
     for (;;) {
         int p = real.poll(pf, 2, wait);
         if (p < 0 && errno == EINTR && timeout_ms < 0 && signals_all_restart()) continue;
@@ -104,6 +125,11 @@ static int progress_wait(int fd, int timeout_ms)
                          * our last look is reported to it at once */
     errno = e;
     return r;
+}
+
+uint64_t psp_busy_until(void)
+{
+    return psp.busy_poll_us ? rdp_now_ns() + psp.busy_poll_us * 1000ull : 0;
 }
 
 int wait_conns(struct conn **cs, int n, int timeout_ms)
