@@ -6,7 +6,7 @@
 # kernel TCP and the library alternately, RUNS times, and reports the medians and the ratio
 # (library / kernel; for latency lower is better, for rates higher is better):
 #  - sockperf ping-pong, TCP, 16 B, 1 KiB and 65000 B (sockperf's largest is 65506)
-#    messages: median latency (us)
+#    messages: median latency (us); and 16 B with the library busy-polling (PSP_BUSY_POLL)
 #  - iperf3, one TCP stream, 3 s: Gbit/s received
 #  - redis-benchmark -c 50 SET and GET: requests/s
 #  - connection setup: redis-benchmark -k 0 -c 1 PING (connect, accept, one round trip,
@@ -17,7 +17,8 @@
 # Tables (markdown) on stdout, progress on stderr.
 #
 # usage: bench/preload.sh [--help]
-# env:   RUNS (3), MODES ("lo netns"), SECONDS_PER_RUN (3)
+# env:   RUNS (3), MODES ("lo netns"), SECONDS_PER_RUN (3), BUSY_US (50: PSP_BUSY_POLL of
+#        the busy-polling ping-pong row)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,6 +32,7 @@ LIB=$ROOT/build/lib/libpspreload.so
 RUNS=${RUNS:-3}
 MODES=${MODES:-lo netns}
 SECS=${SECONDS_PER_RUN:-3}
+BUSY_US=${BUSY_US:-50}
 for f in "$BIN/pslocal" "$LIB"; do
     [[ -e $f ]] || {
         echo "bench/preload.sh: $f not built (make)" >&2
@@ -60,7 +62,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "NA" || b == "NA" || b == 0)
 # is yes); pslocal exec and env exec, so a background job's pid is the program's own
 prefix() {
     CMD=("$BIN/pslocal" exec "$1" --dir "$CDIR" --)
-    [[ $2 == yes ]] && CMD+=(env LD_PRELOAD="$LIB" PSP_STATS="$W/stats")
+    [[ $2 == yes ]] && CMD+=(env LD_PRELOAD="$LIB" PSP_STATS="$W/stats" PSP_BUSY_POLL="$BUSY")
     return 0
 }
 on() { # on NODE LIB CMD...: in the foreground
@@ -98,20 +100,24 @@ row() {
 }
 
 P=12000 # a fresh port for every server (a killed server's port may be in TIME_WAIT)
-pingpong() { # pingpong SIZE
-    local lib r
-    : >"$W/pp$1.no"
-    : >"$W/pp$1.yes"
+BUSY=0 # PSP_BUSY_POLL of the library's runs
+pingpong() { # pingpong SIZE [BUSY_US]: with BUSY_US, the library busy-polls (PSP_BUSY_POLL)
+    local lib r tag=pp$1${2:+b}
+    BUSY=${2:-0}
+    : >"$W/$tag.no"
+    : >"$W/$tag.yes"
     for ((r = 1; r <= RUNS; r++)); do
         for lib in no yes; do
             P=$((P + 1))
             serve "$lib" $P sockperf sr --tcp -i "$ADDR" -p $P || return 1
             on 0 "$lib" timeout 60 sockperf pp --tcp -i "$ADDR" -p $P -m "$1" -t "$SECS" 2>&1 |
-                sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' >>"$W/pp$1.$lib" || true
+                sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' >>"$W/$tag.$lib" || true
             unserve
         done
     done
-    row "sockperf ping-pong $1 B, median latency (us)" us lower "pp$1"
+    BUSY=0
+    row "sockperf ping-pong $1 B${2:+, library with PSP_BUSY_POLL=$2}, median latency (us)" us \
+        lower "$tag"
 }
 
 stream() {
@@ -209,6 +215,8 @@ for MODE in $MODES; do
         log "  sockperf ping-pong $sz B (x$RUNS each)"
         pingpong "$sz"
     done
+    log "  sockperf ping-pong 16 B, the library busy-polling $BUSY_US us (x$RUNS each)"
+    pingpong 16 "$BUSY_US"
     log "  iperf3 (x$RUNS each)"
     stream
     log "  redis-benchmark (x$RUNS each)"
