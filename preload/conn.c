@@ -60,6 +60,7 @@ struct orphan {
 static struct orphan *orphans, **orphans_tail = &orphans;
 static size_t orphan_bytes;
 static void orphans_adopt(struct conn *c);
+static void kids_tell(struct conn *c, uint8_t err);
 
 static unsigned hash_of(uint32_t peer, uint32_t id, bool connector)
 {
@@ -102,6 +103,8 @@ struct conn *conn_new(int kfd, enum conn_state st)
     c->rxq_tail = &c->rxq;
     c->hold_tail = &c->hold;
     c->bell_in = c->bell_out = c->bell_hup = -1;
+    c->ret_tail = &c->ret;
+    for (int i = 0; i < 4; i++) c->sw_kids[i] = -1;
     c->timeo[0] = c->timeo[1] = -2;
     c->lnext = psp.all;
     psp.all = c;
@@ -193,6 +196,8 @@ static void destroy(struct conn *c)
     psp_in--;
     free_chunks(c->rxq);
     free_chunks(c->hold);
+    free_chunks(c->ret);
+    kids_tell(c, EIO);
     free(c);
 }
 
@@ -326,7 +331,8 @@ void conn_outcome(uint32_t id, int err, const struct neg_peer *p)
     orphans_adopt(c);
     flush_hold_rdp(c);
     send_owed(c);
-    if (!c->nfds) c->tx_fin = true;
+    if (!c->nfds && !c->forked) c->tx_fin = true;
+    if (c->sw_kids[0] >= 0 || (!c->nfds && c->forked)) conn_switch(c); /* a child needs it */
     conn_changed(c);
 }
 
@@ -379,6 +385,7 @@ void conn_fallback(struct conn *c, enum psp_reason r)
     if (drain_hold(c)) {
         c->st = CS_TCP;
         epoll_conn_to_tcp(c);
+        kids_tell(c, 0);
     } else {
         c->st = CS_DRAIN;
         struct epoll_event ev = {.events = EPOLLOUT | EPOLLONESHOT,
@@ -388,18 +395,174 @@ void conn_fallback(struct conn *c, enum psp_reason r)
     conn_changed(c);
 }
 
+/* --- The move to TCP (fork, exec) ---
+ *
+ * A connection on RDP moves back to its kernel socket when a process other than the
+ * endpoint's owner needs it (a fork's child uses it; fork.c asks the owner), when the owner
+ * closes it while a child still holds the socket, or before the owner execs with it. The
+ * kernel's stream is unused so far, so each direction can continue there from the point
+ * where its RDP stream ends, with no byte lost or doubled:
+ *  - the initiator (SW_INIT) sends SWITCH after its last DATA; its program waits;
+ *  - the responder (SW_RESP) answers SWITCH_ACK after its last DATA; its program reads what
+ *    came before the SWITCH, then the kernel socket; it holds what its program writes;
+ *  - the initiator, once the peer's RDP stream ended, returns what its program did not
+ *    read (RETURN ..., RETURN_END): the bytes must be readable by whichever process reads
+ *    the kernel socket first, as in the kernel's one queue; then it is on TCP;
+ *  - the responder writes the returned bytes to its kernel socket first, then what it
+ *    held, then the program's writes go to the kernel as they come.
+ * Both asking at once: each treats the other's SWITCH as the end of its stream and both
+ * return. A SHUT_WR the program made before carries over (shutdown of the kernel socket).
+ * A switch not over within SWITCH_NS resets the connection. */
+#define SWITCH_NS 5000000000ull
+
+/* the guard's EPOLLOUT, once, for writing held bytes to the kernel socket */
+static void guard_out(struct conn *c)
+{
+    if (psp.epfd < 0) return;
+    struct epoll_event ev = {.events = EPOLLOUT | EPOLLONESHOT, .data.u64 = 16u + (uint64_t)c->kfd};
+    if (real.epoll_ctl(psp.epfd, EPOLL_CTL_MOD, c->kfd, &ev) < 0 && errno == ENOENT)
+        real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, c->kfd, &ev);
+}
+
+static void kids_tell(struct conn *c, uint8_t err)
+{
+    for (int i = 0; i < 4; i++)
+        if (c->sw_kids[i] >= 0) {
+            (void)!real.send(c->sw_kids[i], &err, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+            c->sw_kids[i] = -1;
+        }
+}
+
+/* The kernel socket is the connection's from now on. */
+static void to_tcp(struct conn *c)
+{
+    psp_guard_del(c);
+    c->st = CS_TCP;
+    epoll_conn_to_tcp(c);
+    if (c->sw != SW_NONE) {
+        if (c->tx_fin && c->nfds) real.shutdown(c->kfd, SHUT_WR);
+        psp.switched++;
+    }
+    kids_tell(c, 0);
+    conn_changed(c);
+}
+
+static void sw_fail(struct conn *c, int err)
+{
+    c->st = CS_RDP; /* its error is the program's answer from now on */
+    c->sw_failed = true;
+    if (!c->err) c->err = err;
+    c->rx_fin = c->peer_closed = true;
+    kids_tell(c, EIO);
+    send_ctl(c, PLW_RST, ECONNRESET);
+    conn_changed(c);
+}
+
+static void sw_progress(struct conn *c)
+{
+    if (c->st != CS_SWITCH || !psp.rdp) return;
+    if (c->sw_ack_owed) {
+        if (send_ctl(c, c->sw == SW_INIT ? PLW_SWITCH : PLW_SWITCH_ACK, 0) < 0) return;
+        c->sw_ack_owed = false; /* RDP full: can_send comes back here */
+    }
+    if (c->sw == SW_INIT && c->sw_peer_end && !c->sw_returned) {
+        while (c->rxq) {
+            struct chunk *ch = c->rxq;
+            uint8_t h[PLW_HDR];
+            plw_encode(h, PLW_RETURN, flags_of(c), c->id, 0);
+            struct iovec iov[2] = {{h, PLW_HDR}, {ch->data + ch->off, ch->len - ch->off}};
+            if (sendv(c, iov, 2) < 0) return;
+            c->rx_bytes -= ch->len - ch->off;
+            c->rxq = ch->next;
+            chunk_free(ch);
+        }
+        c->rxq_tail = &c->rxq;
+        if (send_ctl(c, PLW_RETURN_END, 0) < 0) return;
+        c->sw_returned = true;
+    }
+    if (c->sw_ret_end && c->ret) { /* what the peer returned goes out first */
+        *c->ret_tail = c->hold;
+        if (!c->hold) c->hold_tail = c->ret_tail;
+        c->hold = c->ret;
+        c->hold_bytes += c->ret_bytes;
+        c->ret = NULL;
+        c->ret_tail = &c->ret;
+        c->ret_bytes = 0;
+    }
+    bool tx_ready = !c->sw_ret_due || c->sw_ret_end;
+    bool rx_done = c->sw == SW_INIT ? c->sw_returned : !c->rx_bytes;
+    if (tx_ready && c->hold && !drain_hold(c)) guard_out(c);
+    if (!tx_ready || !rx_done) return;
+    if (c->hold) {
+        c->st = CS_DRAIN; /* conn_guard_event ends it with to_tcp */
+        guard_out(c);
+        conn_changed(c);
+        return;
+    }
+    to_tcp(c);
+}
+
+/* Into CS_SWITCH as the side that asks (SW_INIT) or answers (SW_RESP). */
+static void sw_begin(struct conn *c, enum conn_sw role)
+{
+    psp_guard_del(c);
+    c->st = CS_SWITCH;
+    c->sw = role;
+    c->sw_at = rdp_now_ns();
+    c->sw_ack_owed = true; /* SWITCH or SWITCH_ACK */
+    c->ret_tail = &c->ret;
+    psp_kick(); /* its timer: SWITCH_NS */
+}
+
+void conn_switch(struct conn *c)
+{
+    if (c->st != CS_RDP || c->err || !c->peer || !psp.rdp) return;
+    sw_begin(c, SW_INIT);
+    sw_progress(c);
+    conn_changed(c);
+}
+
+bool conn_switched(const struct conn *c)
+{
+    return c->st == CS_TCP || c->st == CS_DRAIN || c->sw_failed;
+}
+
+void conn_switch_notify(struct conn *c, int kid)
+{
+    if (conn_switched(c) || (c->st != CS_SWITCH && c->st != CS_CONNECTING)) {
+        uint8_t e = c->st == CS_TCP || c->st == CS_DRAIN ? 0 : EIO;
+        (void)!real.send(kid, &e, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        return;
+    }
+    for (int i = 0; i < 4; i++)
+        if (c->sw_kids[i] < 0 || c->sw_kids[i] == kid) {
+            c->sw_kids[i] = kid;
+            return;
+        }
+    uint8_t e = EAGAIN; /* more children waiting at once than we keep: ask again */
+    (void)!real.send(kid, &e, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+void conn_kid_gone(int kid)
+{
+    for (struct conn *c = psp.all; c; c = c->lnext)
+        for (int i = 0; i < 4; i++)
+            if (c->sw_kids[i] == kid) c->sw_kids[i] = -1;
+}
+
 void conn_guard_event(struct conn *c, uint32_t events)
 {
     if (c->st == CS_DRAIN) {
-        if (drain_hold(c)) {
-            psp_guard_del(c);
-            c->st = CS_TCP;
-            epoll_conn_to_tcp(c);
-        } else {
-            struct epoll_event ev = {.events = EPOLLOUT | EPOLLONESHOT,
-                                     .data.u64 = 16u + (uint64_t)c->kfd};
-            real.epoll_ctl(psp.epfd, EPOLL_CTL_MOD, c->kfd, &ev);
-        }
+        if (drain_hold(c))
+            to_tcp(c);
+        else
+            guard_out(c);
+        conn_changed(c);
+        return;
+    }
+    if (c->st == CS_SWITCH) { /* the responder writes what it held */
+        if (c->hold && !drain_hold(c)) guard_out(c);
+        sw_progress(c);
         conn_changed(c);
         return;
     }
@@ -426,6 +589,8 @@ void conn_timers(void)
     if (orphans && now - orphans->at >= ORPHAN_NS) orphans_adopt(NULL);
     for (struct conn *c = psp.all, *n; c; c = n) {
         n = c->lnext;
+        if (c->st == CS_SWITCH && now - c->sw_at > SWITCH_NS) sw_fail(c, ECONNRESET);
+        if (c->st == CS_SWITCH) continue;
         if (c->st == CS_RDP && c->guard_eof && !c->rx_fin && now - c->guard_at > GUARD_GRACE_NS) {
             c->rx_fin = c->peer_closed = true; /* the peer process is gone */
             if (c->guard_rst && !c->err) c->err = ECONNRESET;
@@ -438,7 +603,8 @@ void conn_timers(void)
         bool done = c->st != CS_RDP || !c->peer || c->err || now - c->closed_at > LINGER_NS ||
                     (c->tx_fin_sent && rdp_peer_stats(psp.rdp, c->peer, &st) == 0 &&
                      (st.state != RDP_ESTABLISHED || !st.queued));
-        if (c->st == CS_CONNECTING && now - c->closed_at < LINGER_NS) done = false;
+        if ((c->st == CS_CONNECTING || c->st == CS_DRAIN) && now - c->closed_at < LINGER_NS)
+            done = false; /* bytes the program wrote are still to go out */
         if (done) destroy(c);
     }
 }
@@ -447,6 +613,11 @@ void conn_timers(void)
 static void conn_close(struct conn *c)
 {
     c->closed_at = rdp_now_ns();
+    if (c->st == CS_RDP && c->forked && c->peer && !c->err) {
+        conn_switch(c); /* a child holds the socket: it goes on there */
+        return;
+    }
+    if (c->st == CS_SWITCH) return; /* conn_timers destroys it once it is over */
     if (c->st == CS_RDP && c->peer && !c->err) {
         c->tx_fin = true;
         c->tx_fin_sent = false;
@@ -455,7 +626,7 @@ static void conn_close(struct conn *c)
         return; /* conn_timers destroys it once delivered */
     }
     if (c->st == CS_CONNECTING) {
-        c->tx_fin = true; /* on a late outcome: CLOSE at once */
+        if (!c->forked) c->tx_fin = true; /* on a late outcome: CLOSE at once */
         return;
     }
     destroy(c);
@@ -472,6 +643,23 @@ void conn_detach(int fd)
 
 /* --- messages from RDP --- */
 
+/* The bytes of a message after its first skip bytes, into out. */
+static void gather(uint8_t *out, const struct iovec *iov, int iovcnt, size_t skip)
+{
+    size_t at = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        const uint8_t *p = iov[i].iov_base;
+        size_t l = iov[i].iov_len;
+        if (skip >= l) {
+            skip -= l;
+            continue;
+        }
+        memcpy(out + at, p + skip, l - skip);
+        at += l - skip;
+        skip = 0;
+    }
+}
+
 static void on_data(struct conn *c, const struct iovec *iov, int iovcnt, size_t len)
 {
     size_t n = len - PLW_HDR;
@@ -486,21 +674,7 @@ static void on_data(struct conn *c, const struct iovec *iov, int iovcnt, size_t 
         send_ctl(c, PLW_RST, ECONNRESET);
         return;
     }
-    ch->next = NULL;
-    ch->len = n;
-    ch->off = 0;
-    size_t skip = PLW_HDR, at = 0;
-    for (int i = 0; i < iovcnt; i++) {
-        const uint8_t *p = iov[i].iov_base;
-        size_t l = iov[i].iov_len;
-        if (skip >= l) {
-            skip -= l;
-            continue;
-        }
-        memcpy(ch->data + at, p + skip, l - skip);
-        at += l - skip;
-        skip = 0;
-    }
+    gather(ch->data, iov, iovcnt, PLW_HDR);
     *c->rxq_tail = ch;
     c->rxq_tail = &ch->next;
     c->rx_bytes += n;
@@ -587,7 +761,7 @@ void conn_rdp_recv(void *ctx, uint32_t peer, const struct iovec *iov, int iovcnt
         orphan_keep(peer, &m, iov, iovcnt, len);
         return;
     }
-    if (!c->nfds && m.type == PLW_DATA) { /* nobody reads it: reset the sender's connection */
+    if (!c->nfds && m.type == PLW_DATA && c->st != CS_SWITCH) { /* nobody reads it: reset */
         send_rst(peer, &m);
         return;
     }
@@ -598,11 +772,17 @@ static void deliver(struct conn *c, const struct plw_msg *mp, const struct iovec
                     size_t len)
 {
     struct plw_msg m = *mp;
+    bool sw = c->st == CS_SWITCH;
     switch (m.type) {
     case PLW_DATA:
+        if (sw && c->sw_peer_end) { /* nothing comes over RDP after its switch */
+            psp.bad_msgs++;
+            break;
+        }
         on_data(c, iov, iovcnt, len);
         break;
     case PLW_CREDIT:
+        if (sw) break; /* what is held goes to the kernel socket */
         c->credit += m.aux;
         if (c->credit > psp.window) c->credit = psp.window;
         flush_hold_rdp(c);
@@ -614,8 +794,55 @@ static void deliver(struct conn *c, const struct plw_msg *mp, const struct iovec
         c->rx_fin = c->peer_closed = c->fin_seen = true;
         break;
     case PLW_RST:
+        if (sw) {
+            sw_fail(c, ECONNRESET);
+            return;
+        }
         c->rx_fin = c->peer_closed = true;
         if (!c->err) c->err = ECONNRESET;
+        break;
+    case PLW_SWITCH:
+        if (c->st == CS_RDP && !c->err) { /* the peer asks: we answer */
+            sw_begin(c, SW_RESP);
+        } else if (!sw || c->sw != SW_INIT) {
+            psp.bad_msgs++;
+            break;
+        }
+        c->sw_peer_end = c->sw_ret_due = true; /* (both asked: each returns) */
+        sw_progress(c);
+        break;
+    case PLW_SWITCH_ACK:
+        if (!sw || c->sw != SW_INIT) {
+            psp.bad_msgs++;
+            break;
+        }
+        c->sw_peer_end = true;
+        sw_progress(c);
+        break;
+    case PLW_RETURN: {
+        size_t n = len - PLW_HDR;
+        if (!sw || !c->sw_ret_due || c->sw_ret_end || c->ret_bytes + n > psp.window) {
+            sw ? sw_fail(c, ECONNRESET) : (void)psp.bad_msgs++;
+            return;
+        }
+        struct chunk *ch = chunk_new(n);
+        if (!ch) {
+            sw_fail(c, ENOMEM);
+            return;
+        }
+        gather(ch->data, iov, iovcnt, PLW_HDR);
+        *c->ret_tail = ch;
+        c->ret_tail = &ch->next;
+        c->ret_bytes += n;
+        break;
+    }
+    case PLW_RETURN_END:
+        if (!sw || !c->sw_ret_due) {
+            psp.bad_msgs++;
+            break;
+        }
+        c->sw_ret_end = true;
+        sw_progress(c);
         break;
     }
     conn_changed(c);
@@ -623,6 +850,10 @@ static void deliver(struct conn *c, const struct plw_msg *mp, const struct iovec
 
 static void reset(struct conn *c, int err)
 {
+    if (c->st == CS_SWITCH) {
+        sw_fail(c, err);
+        return;
+    }
     if (c->err) return;
     c->err = err;
     c->rx_fin = c->peer_closed = true;
@@ -638,7 +869,7 @@ void conn_rdp_lost(void *ctx, uint32_t peer, enum rdp_lost_reason why)
     (void)ctx;
     if (why == RDP_LOST_RESTART) return;
     for (struct conn *c = psp.all; c; c = c->lnext)
-        if (c->st == CS_RDP && c->peer == peer)
+        if ((c->st == CS_RDP || c->st == CS_SWITCH) && c->peer == peer)
             reset(c, why == RDP_LOST_TIMEOUT ? ETIMEDOUT : ECONNRESET);
 }
 
@@ -660,7 +891,11 @@ void conn_rdp_can_send(void *ctx, uint32_t peer)
 {
     (void)ctx;
     for (struct conn *c = psp.all; c; c = c->lnext)
-        if (c->st == CS_RDP && c->peer == peer) {
+        if (c->st == CS_SWITCH && c->peer == peer) {
+            c->rdp_full = false;
+            sw_progress(c);
+            conn_changed(c);
+        } else if (c->st == CS_RDP && c->peer == peer) {
             c->rdp_full = false;
             flush_hold_rdp(c);
             send_owed(c);
@@ -755,6 +990,11 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
             errno = c->st == CS_ORPHAN ? EIO : EXDEV; /* EXDEV: the caller passes through */
             return done ? (ssize_t)done : -1;
         }
+        /* moving to TCP: the initiator's program waits (what came is returned); the
+         * responder's reads what came before the switch, then waits for the end */
+        bool sw_wait = c->st == CS_SWITCH && (c->sw == SW_INIT || !c->rx_bytes);
+        if (sw_wait && done) break;
+        if (sw_wait) goto wait;
         if (c->rx_bytes && want) {
             size_t n = copy_out(c, iov, iovcnt, done, want - done, flags);
             done += n;
@@ -771,6 +1011,7 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
         }
         if (c->rx_fin || c->rd_shut) break;
         if (done && !(flags & MSG_WAITALL)) break;
+    wait:
         if (nonblocking(c, fd, flags)) {
             pthread_mutex_unlock(&psp.lock);
             if (done) return (ssize_t)done;
@@ -788,7 +1029,8 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
     }
     if (done && !(flags & MSG_PEEK)) {
         c->rx_read += done;
-        bells_update(c); /* no longer readable, perhaps */
+        if (c->st == CS_SWITCH && !c->rx_bytes) sw_progress(c); /* read up to the switch */
+        bells_update(c);                                        /* no longer readable, perhaps */
     }
     pthread_mutex_unlock(&psp.lock);
     return (ssize_t)done;
@@ -844,7 +1086,9 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
             break;
         }
         size_t room;
-        if (c->st == CS_CONNECTING || c->st == CS_DRAIN || c->hold)
+        if (c->st == CS_SWITCH && c->sw == SW_INIT)
+            room = 0; /* until it is over */
+        else if (c->st == CS_CONNECTING || c->st == CS_DRAIN || c->st == CS_SWITCH || c->hold)
             room = c->st == CS_DRAIN ? 0 : psp.window - c->hold_bytes;
         else
             room = c->credit;
@@ -896,6 +1140,7 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
                     *c->hold_tail = ch;
                     c->hold_tail = &ch->next;
                     c->hold_bytes += n;
+                    if (c->st == CS_SWITCH) sw_progress(c); /* to the socket, when it may */
                 }
             }
             if (r == 0) {
@@ -961,6 +1206,10 @@ short conn_poll(struct conn *c)
         return c->hold_bytes < psp.window ? POLLOUT : 0;
     }
     if (c->st == CS_DRAIN) return 0;
+    if (c->st == CS_SWITCH) /* the initiator's program waits; the responder's reads first */
+        return c->sw == SW_INIT ? 0
+                                : (short)((c->rx_bytes ? POLLIN : 0) |
+                                          (c->hold_bytes < psp.window ? POLLOUT : 0));
     if (c->rx_bytes || c->rx_fin || c->err || c->rd_shut) r |= POLLIN;
     if (c->rx_fin || c->rd_shut) r |= POLLRDHUP;
     if (c->err && !c->err_reported) r |= POLLERR; /* until a call returned it */
@@ -972,6 +1221,17 @@ short conn_poll(struct conn *c)
 
 int conn_claim(struct conn *c)
 {
+    if (c->st == CS_ORPHAN) { /* a fork's child: the owner moves it to TCP (fork.c) */
+        int r = fork_ask_switch(c);
+        pthread_mutex_lock(&psp.lock);
+        if (r == 0 && c->st == CS_ORPHAN) {
+            c->st = CS_TCP; /* its epoll registrations were the parent's: not ours */
+            c->regs = NULL;
+        }
+        conn_changed(c);
+        pthread_mutex_unlock(&psp.lock);
+        return 0;
+    }
     pthread_mutex_lock(&psp.lock);
     while (c->claiming) wait_conns(&c, 1, 100);
     if (c->st != CS_ACCEPTED) {
@@ -1009,6 +1269,9 @@ void conn_fork_child(void)
     for (struct pl_peer *p = peers; p; p = p->next) p->id = 0xffffffffu; /* none is ours */
     for (struct conn *c = psp.all; c; c = c->lnext) {
         c->waiters = NULL;
-        if (c->st == CS_RDP || c->st == CS_CONNECTING || c->st == CS_DRAIN) c->st = CS_ORPHAN;
+        c->forked = false;
+        for (int i = 0; i < 4; i++) c->sw_kids[i] = -1;
+        if (c->st == CS_RDP || c->st == CS_CONNECTING || c->st == CS_DRAIN || c->st == CS_SWITCH)
+            c->st = CS_ORPHAN;
     }
 }

@@ -9,8 +9,10 @@
  * exec every such connection that the new image inherits is declined (PSM_PL_DECLINE):
  * the connector goes TCP at once instead of after PSI_PL_ACCEPT_MS.
  *
- * Not done here (docs/preload-design.md, "Not yet"): a connection already on RDP that the
- * new image inherits; it sees the idle kernel socket.
+ * A connection on RDP that the new image inherits moves back to its kernel socket first
+ * (conn.c, "The move to TCP"): by this process if the endpoint is its own, through the
+ * endpoint's owner if it is a fork's child (fork.c). The new image, with the library or
+ * without, then has a plain TCP connection.
  *
  * A vfork child shares our memory and runs no fork handlers (psp.pid is the parent's): it
  * must not touch our state, and passes straight through.
@@ -28,18 +30,23 @@ extern char **environ;
 
 static void before_exec(void)
 {
-    if (!psp.inited || psp.disabled || psp.broken || psp.pid != getpid() || !psp.nconns) return;
-    for (int fd = 0; fd < psp.nbyfd; fd++) {
+    if (!psp.inited || psp.disabled || psp.broken || psp.pid != getpid()) return;
+    for (int fd = 0; psp.nconns && fd < psp.nbyfd; fd++) {
         pthread_mutex_lock(&psp.lock);
         struct conn *c = psp_conn_of(fd);
         int kfd = -1;
-        if (c && c->st == CS_ACCEPTED && !c->claiming && !(real.fcntl(fd, F_GETFD) & FD_CLOEXEC)) {
+        bool kept = c && !(real.fcntl(fd, F_GETFD) & FD_CLOEXEC);
+        if (kept && c->st == CS_ACCEPTED && !c->claiming) {
             c->st = CS_TCP; /* whatever psid says: the new image reads the kernel socket */
             kfd = c->kfd;
         }
+        if (kept && c->st == CS_RDP) conn_switch(c); /* ours: to TCP, and wait for it */
+        for (int i = 0; kept && c->st == CS_SWITCH && i < 100; i++) wait_conns(&c, 1, 100);
         pthread_mutex_unlock(&psp.lock);
         if (kfd >= 0 && neg_decline(kfd) == 0) psp_count_tcp(PSP_R_NOT_ACCEPTED);
+        if (kept && c->st == CS_ORPHAN) conn_claim(c); /* a fork's child: the owner moves it */
     }
+    psp_print_stats(); /* this image's counters end here: no atexit after exec */
 }
 
 typedef int (*exec_path_t)(const char *, char *const[], char *const[]);

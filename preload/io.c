@@ -37,7 +37,7 @@ static ssize_t tcp_out(int fd, const struct msghdr *mh, int flags)
 
 static ssize_t rd(int fd, struct conn *c, struct iovec *iov, int n, int flags)
 {
-    if (c->st == CS_ACCEPTED) conn_claim(c);
+    if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
     if (c->st != CS_TCP) {
         ssize_t r =
             conn_read(fd, c, iov, n, flags & (MSG_PEEK | MSG_WAITALL | MSG_DONTWAIT | MSG_TRUNC));
@@ -49,7 +49,7 @@ static ssize_t rd(int fd, struct conn *c, struct iovec *iov, int n, int flags)
 
 static ssize_t wr(int fd, struct conn *c, const struct iovec *iov, int n, int flags)
 {
-    if (c->st == CS_ACCEPTED) conn_claim(c);
+    if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
     if (c->st != CS_TCP) {
         ssize_t r = conn_write(fd, c, iov, n, flags & (MSG_DONTWAIT | MSG_NOSIGNAL));
         if (r >= 0 || errno != EXDEV) return r;
@@ -158,7 +158,7 @@ ssize_t recvmsg(int fd, struct msghdr *mh, int flags)
 {
     struct conn *c = psp_conn_of(fd);
     if (!c) return real.recvmsg(fd, mh, flags);
-    if (c->st == CS_ACCEPTED) conn_claim(c);
+    if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
     if (c->st == CS_TCP) return tcp_in(fd, mh, flags);
     if (mh->msg_iovlen > IOV_MAX) {
         errno = EMSGSIZE;
@@ -252,7 +252,7 @@ ssize_t sendfile(int out, int in, off_t *off, size_t count)
 {
     static ssize_t (*next)(int, int, off_t *, size_t);
     struct conn *c = psp_conn_of(out);
-    if (c && c->st == CS_ACCEPTED) conn_claim(c);
+    if (c && (c->st == CS_ACCEPTED || c->st == CS_ORPHAN)) conn_claim(c);
     if (!c || c->st == CS_TCP) {
         if (!next) next = (__typeof__(next))dlsym(RTLD_NEXT, "sendfile");
         return next(out, in, off, count);
@@ -265,8 +265,8 @@ ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, uns
 {
     static ssize_t (*next)(int, loff_t *, int, loff_t *, size_t, unsigned);
     struct conn *c = psp_conn_of(out), *ci = psp_conn_of(in);
-    if (c && c->st == CS_ACCEPTED) conn_claim(c);
-    if (ci && ci->st == CS_ACCEPTED) conn_claim(ci);
+    if (c && (c->st == CS_ACCEPTED || c->st == CS_ORPHAN)) conn_claim(c);
+    if (ci && (ci->st == CS_ACCEPTED || ci->st == CS_ORPHAN)) conn_claim(ci);
     bool to = c && c->st != CS_TCP, from = ci && ci->st != CS_TCP;
     if (!to && !from) {
         if (!next) next = (__typeof__(next))dlsym(RTLD_NEXT, "splice");

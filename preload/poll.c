@@ -97,7 +97,7 @@ static int conns_in(struct pollfd *fds, nfds_t n, struct conn **cs)
     for (nfds_t i = 0; i < n; i++) {
         struct conn *c = psp_conn_of(fds[i].fd);
         if (!c) continue;
-        if (c->st == CS_ACCEPTED) conn_claim(c);
+        if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
         if (c->st == CS_TCP || c->st == CS_ORPHAN) continue;
         cs[k++] = c;
     }
@@ -201,7 +201,7 @@ static bool has_conn(const struct pollfd *fds, nfds_t n)
     if (!psp.nconns) return false;
     for (nfds_t i = 0; i < n; i++) {
         struct conn *c = psp_conn_of(fds[i].fd);
-        if (c && c->st != CS_TCP && c->st != CS_ORPHAN) return true;
+        if (c && c->st != CS_TCP) return true; /* an orphan is switched first */
     }
     return false;
 }
@@ -288,7 +288,7 @@ static bool sets_have_conn(int nfds, fd_set *r, fd_set *w, fd_set *x)
     for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
         if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) {
             struct conn *c = psp_conn_of(fd);
-            if (c && c->st != CS_TCP && c->st != CS_ORPHAN) return true;
+            if (c && c->st != CS_TCP) return true;
         }
     return false;
 }
@@ -447,7 +447,7 @@ static int bell_ctl(int epfd, int op, struct epreg *r)
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
     struct conn *c = psp_conn_of(fd);
-    if (c && c->st == CS_ACCEPTED) conn_claim(c);
+    if (c && (c->st == CS_ACCEPTED || c->st == CS_ORPHAN)) conn_claim(c);
     if (!c || c->st == CS_TCP || c->st == CS_ORPHAN) return real.epoll_ctl(epfd, op, fd, ev);
     if (psp_is_hidden(epfd)) {
         errno = EBADF;

@@ -88,6 +88,13 @@ enum conn_state {
     CS_DRAIN,      /* fell back to TCP; held bytes are still being written to the socket */
     CS_TCP,        /* plain TCP from now on */
     CS_ORPHAN,     /* inherited over fork from a process whose endpoint this is not */
+    CS_SWITCH,     /* moving back to TCP (fork, exec): see conn.c, "The move to TCP" */
+};
+
+enum conn_sw {
+    SW_NONE,
+    SW_INIT, /* we asked (PLW_SWITCH): our program waits; we return what it did not read */
+    SW_RESP, /* the peer asked: our program reads what came before, then the kernel socket */
 };
 
 struct chunk {
@@ -147,6 +154,19 @@ struct conn {
     struct conn *hnext; /* the (peer, id, connector) hash chain */
     struct conn *lnext; /* the list of all connections */
     uint64_t tx_bytes, rx_total;
+    /* the move back to TCP */
+    enum conn_sw sw;
+    bool sw_peer_end; /* the peer's RDP stream ended: its SWITCH or SWITCH_ACK came */
+    bool sw_ret_due;  /* the peer returns bytes to us (we answered, or both asked) */
+    bool sw_ret_end;  /* ... its RETURN_END came */
+    bool sw_returned; /* we returned ours (RETURN_END sent) */
+    bool sw_ack_owed; /* a SWITCH_ACK (SW_RESP) or SWITCH (SW_INIT) not sent yet (RDP full) */
+    bool forked;      /* a fork's child holds the socket too: close moves it to TCP */
+    bool sw_failed;   /* it did not complete: the connection was reset */
+    struct chunk *ret, **ret_tail; /* bytes the peer returned, written to the socket first */
+    size_t ret_bytes;
+    uint64_t sw_at;
+    int sw_kids[4]; /* channels of children waiting for it (fork.c), -1: none */
 };
 
 /* --- state.c --- */
@@ -185,7 +205,8 @@ struct psp {
     unsigned window; /* per-connection credit, bytes */
     unsigned mtu;    /* RDP's, from psid (0: RDP's default) */
     unsigned busy_poll_us;
-    int app_pollers; /* program threads waiting on the RDP socket themselves (wait.c) */
+    int app_pollers;   /* program threads waiting on the RDP socket themselves (wait.c) */
+    uint64_t switched; /* connections moved back to TCP (fork, exec) */
 };
 extern struct psp psp;
 
@@ -208,6 +229,7 @@ void psp_arm_timer(void); /* its timer at RDP's next deadline (under psp.lock) *
 void psp_guard_add(struct conn *c);
 void psp_guard_del(struct conn *c);
 void psp_count_tcp(enum psp_reason r);
+void psp_print_stats(void); /* PSP_STATS: at exit, and before exec (the image ends there) */
 /* PSP_RULES: whether a destination may be accelerated. */
 bool psp_rules_allow(const struct sockaddr *sa);
 
@@ -257,6 +279,24 @@ int conn_shutdown(struct conn *c, int how);
 /* readiness: POLLIN, POLLOUT, POLLRDHUP, POLLHUP, POLLERR as the kernel would show them */
 short conn_poll(struct conn *c);
 void conn_fork_child(void);
+/* The move back to TCP (under psp.lock): start it (we are the endpoint's owner); whether
+ * it is over (CS_TCP or CS_DRAIN); and, in a fork's child, an inherited connection's first
+ * use asks the owner through fork.c (psp.lock not held). */
+void conn_switch(struct conn *c);
+bool conn_switched(const struct conn *c);
+void conn_switch_notify(struct conn *c, int kid);
+void conn_kid_gone(int kid);
+
+/* --- fork.c: the channel between a process and its forked children --- */
+#define PSP_TAG_KID (1ull << 40) /* + a child's channel: its tag in the progress thread's epoll */
+void fork_prepare(void);         /* under both locks: a channel when a child may need it */
+void fork_parent(void);
+void fork_child(void);
+/* a child: ask the owner of c's endpoint to move it to TCP; 0, or -1 (EIO) */
+int fork_ask_switch(struct conn *c);
+/* the progress thread: a child's channel is readable */
+void fork_kid_ready(int fd);
+bool fork_is_hidden(int fd);
 
 /* --- signals.c --- */
 void signals_init(void);

@@ -343,7 +343,7 @@ int shutdown(int fd, int how)
 {
     struct conn *c = psp_conn_of(fd);
     if (!c) return real.shutdown(fd, how);
-    if (c->st == CS_ACCEPTED) conn_claim(c);
+    if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
     if (c->st == CS_TCP || c->st == CS_ORPHAN) return real.shutdown(fd, how);
     if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
         errno = EINVAL;

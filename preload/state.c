@@ -186,7 +186,7 @@ bool psp_rules_allow(const struct sockaddr *sa)
     return true;
 }
 
-static void print_stats(void)
+void psp_print_stats(void)
 {
     if (!psp.stats || !*psp.stats || psp.pid != getpid()) return;
     if (!psp.accelerated && !psp.stats_tcp[0] && !psp.stats_tcp[1] && !psp.stats_tcp[2] &&
@@ -208,22 +208,23 @@ static void print_stats(void)
     }
     pthread_mutex_unlock(&psp.lock);
     char line[640];
-    int n = snprintf(line, sizeof line,
-                     "pspreload: pid=%d accelerated=%llu tcp=%llu not_cluster=%llu "
-                     "no_library=%llu not_accepted=%llu same_node=%llu rule=%llu limit=%llu "
-                     "error=%llu rdp_tx_bytes=%llu rdp_rx_bytes=%llu tcp_tx_bytes=%llu "
-                     "tcp_rx_bytes=%llu rdp_dropped=%llu rdp_bad_mac=%llu bad_msgs=%llu\n",
-                     (int)getpid(), (unsigned long long)psp.accelerated, (unsigned long long)tcp,
-                     (unsigned long long)psp.stats_tcp[PSP_R_NOT_CLUSTER],
-                     (unsigned long long)psp.stats_tcp[PSP_R_NO_LIBRARY],
-                     (unsigned long long)psp.stats_tcp[PSP_R_NOT_ACCEPTED],
-                     (unsigned long long)psp.stats_tcp[PSP_R_SAME_NODE],
-                     (unsigned long long)psp.stats_tcp[PSP_R_RULE],
-                     (unsigned long long)psp.stats_tcp[PSP_R_LIMIT],
-                     (unsigned long long)psp.stats_tcp[PSP_R_ERROR], (unsigned long long)psp.rdp_tx,
-                     (unsigned long long)psp.rdp_rx, (unsigned long long)psp.tcp_tx,
-                     (unsigned long long)psp.tcp_rx, (unsigned long long)dropped,
-                     (unsigned long long)bad_mac, (unsigned long long)psp.bad_msgs);
+    int n = snprintf(
+        line, sizeof line,
+        "pspreload: pid=%d accelerated=%llu tcp=%llu not_cluster=%llu "
+        "no_library=%llu not_accepted=%llu same_node=%llu rule=%llu limit=%llu "
+        "error=%llu rdp_tx_bytes=%llu rdp_rx_bytes=%llu tcp_tx_bytes=%llu "
+        "tcp_rx_bytes=%llu rdp_dropped=%llu rdp_bad_mac=%llu bad_msgs=%llu switched=%llu\n",
+        (int)getpid(), (unsigned long long)psp.accelerated, (unsigned long long)tcp,
+        (unsigned long long)psp.stats_tcp[PSP_R_NOT_CLUSTER],
+        (unsigned long long)psp.stats_tcp[PSP_R_NO_LIBRARY],
+        (unsigned long long)psp.stats_tcp[PSP_R_NOT_ACCEPTED],
+        (unsigned long long)psp.stats_tcp[PSP_R_SAME_NODE],
+        (unsigned long long)psp.stats_tcp[PSP_R_RULE],
+        (unsigned long long)psp.stats_tcp[PSP_R_LIMIT],
+        (unsigned long long)psp.stats_tcp[PSP_R_ERROR], (unsigned long long)psp.rdp_tx,
+        (unsigned long long)psp.rdp_rx, (unsigned long long)psp.tcp_tx,
+        (unsigned long long)psp.tcp_rx, (unsigned long long)dropped, (unsigned long long)bad_mac,
+        (unsigned long long)psp.bad_msgs, (unsigned long long)psp.switched);
     if (n <= 0) return;
     if (!strcmp(psp.stats, "1")) {
         (void)!real.write(2, line, (size_t)n);
@@ -268,7 +269,7 @@ static void psp_exit(void)
         }
         pthread_mutex_unlock(&psp.lock);
     }
-    print_stats();
+    psp_print_stats();
 }
 
 __attribute__((constructor)) static void psp_ctor(void)
@@ -313,6 +314,7 @@ bool psp_is_hidden(int fd)
     if (fd == psp.epfd || fd == psp.timerfd || fd == psp.wakefd) return true;
     if (psp.psi_open && fd == psi_fd(&psp.psi)) return true;
     if (psp.rdp && fd == rdp_fd(psp.rdp)) return true;
+    if (fork_is_hidden(fd)) return true;
     for (struct conn *c = psp.all; c; c = c->lnext)
         if (c->kfd == fd || c->bell_in == fd || c->bell_out == fd || c->bell_hup == fd) return true;
     return false;
@@ -457,6 +459,8 @@ static void *progress(void *arg)
                 (void)!real.read(psp.wakefd, &x, 8);
             } else if (tag == TAG_PSI) {
                 psi_ready = true;
+            } else if (tag >= PSP_TAG_KID) {
+                fork_kid_ready((int)(tag - PSP_TAG_KID));
             } else if (tag >= TAG_GUARD) {
                 int kfd = (int)(tag - TAG_GUARD);
                 for (struct conn *c = psp.all; c; c = c->lnext)
@@ -567,10 +571,12 @@ static void atfork_prepare(void)
 {
     pthread_mutex_lock(&psp.psi_lock);
     pthread_mutex_lock(&psp.lock);
+    if (psp.inited && !psp.broken && psp.pid == getpid()) fork_prepare();
 }
 
 static void atfork_parent(void)
 {
+    fork_parent();
     pthread_mutex_unlock(&psp.lock);
     pthread_mutex_unlock(&psp.psi_lock);
 }
@@ -581,6 +587,7 @@ static void atfork_child(void)
     pthread_mutex_init(&psp.psi_lock, NULL);
     psp.pid = getpid();
     if (psp.inited && !psp.broken) {
+        fork_child();
         conn_fork_child();
         if (psp.rdp) {
             /* the socket is shared with the parent: close our copy, never read it */

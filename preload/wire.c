@@ -17,6 +17,7 @@ int plw_decode(const uint8_t *hdr, size_t len, struct plw_msg *m)
     m->len = len - PLW_HDR;
     switch (m->type) {
     case PLW_DATA:
+    case PLW_RETURN:
         if (m->len == 0 || m->len > PLW_MAX_DATA || m->aux) return -1;
         return 0;
     case PLW_CREDIT:
@@ -25,6 +26,9 @@ int plw_decode(const uint8_t *hdr, size_t len, struct plw_msg *m)
     case PLW_FIN:
     case PLW_CLOSE:
     case PLW_RST:
+    case PLW_SWITCH:
+    case PLW_SWITCH_ACK:
+    case PLW_RETURN_END:
         return m->len ? -1 : 0;
     default:
         return -1;

@@ -9,8 +9,9 @@
  *     2    1  flags: PLW_FROM_CONNECTOR when the sender is the connection's connector
  *     3    1  0
  *     4    4  connection id (chosen by the connector; PSF_CONN in the negotiation)
- *     8    4  aux: CREDIT: bytes consumed; RST: an errno value; else 0
- *    12       DATA: the bytes (at least one); every other type: nothing
+ *     8    4  aux: CREDIT: bytes consumed; RST: an errno value; RETURN_END: bytes
+ *             returned; else 0
+ *    12       DATA, RETURN: the bytes (at least one); every other type: nothing
  * All integers big-endian. A connection id is unique among the connector's live
  * connections, so (peer, id, which side connected) names a connection at either end.
  */
@@ -31,6 +32,13 @@ enum plw_type {
     PLW_FIN = 3,    /* the sender will send no more (shutdown SHUT_WR, or close) */
     PLW_CLOSE = 4,  /* the sender closed: it reads no more either (writes get EPIPE) */
     PLW_RST = 5,    /* abort (SO_LINGER 0, or data for a closed connection): aux = errno */
+    /* the move back to TCP (docs/preload-design.md, "fork and exec"): */
+    PLW_SWITCH = 6,     /* the sender's bytes continue on the kernel socket; answer it */
+    PLW_SWITCH_ACK = 7, /* the answer: the sender's bytes continue on the kernel socket too,
+                         * after the bytes of it the peer returns */
+    PLW_RETURN = 8,     /* bytes the receiver sent that the sender's program did not read:
+                         * the receiver writes them to the kernel socket first */
+    PLW_RETURN_END = 9, /* no more returned bytes; aux: how many there were */
 };
 
 struct plw_msg {

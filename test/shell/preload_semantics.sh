@@ -20,9 +20,11 @@
 # sendfile64), bulk (64 MiB each way at once), shutafter (shutdown after the peer closed),
 # writeclosed (writes after the peer closed), epoll0 (events 0: EPOLLHUP, EPOLLERR), inetd
 # (the server execs cat on the accepted socket, as inetd does: TCP at once, not_accepted),
-# fork_both (parent and child both use the connection) is not in the default list: the
-# library gives the child EIO there (docs/preload-design.md, "Not yet"), so it fails; run it
-# with PRELOAD_SCENARIOS=fork_both. PRELOAD_SCENARIOS="..." runs only the scenarios named;
+# fork_both (parent and child of a fork both use a connection on RDP), fork_close (the
+# parent closes it, the child goes on), fork_unread (bytes received before the fork, read
+# by the parent in part and the child the rest), exec_rdp (the program execs itself with
+# the connection): each moves the connection back to TCP (PSP_STATS switched=1), with the
+# kernel's transcript. PRELOAD_SCENARIOS="..." runs only the scenarios named;
 # PRELOAD_SEM_KEEP=DIR keeps the transcripts there.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
@@ -33,7 +35,7 @@ all_up 5000 || {
     fail "preload semantics: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd}
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close fork_unread exec_rdp}
 PORT=$(free_port 40)
 
 # run TAG PORT MODE SCENARIO LIB: one server and one client; transcripts in $CDIR/TAG.*
@@ -80,6 +82,8 @@ for s in $SCEN; do
         # server took it under the library too; names sends no byte, so its outcome may
         # come after the client is gone
         fail "preload semantics: $s" "not accelerated: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
+    elif [[ $s == fork_* || $s == exec_rdp ]] && ! grep -q 'switched=1' "$CDIR/$s.lib.stats"; then
+        fail "preload semantics: $s" "not moved to TCP: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
     elif [ "$s" = inetd ] && ! grep -q 'accelerated=0 tcp=1 .*not_accepted=1' \
         "$CDIR/$s.lib.stats"; then
         fail "preload semantics: $s" "not declined: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"

@@ -821,6 +821,89 @@ static void s_fork(void)
     close(fd);
 }
 
+static void wait_bytes(int fd, int n);
+
+/* after some bytes on the connection, fork; the parent closes its descriptor at once and
+ * the child goes on with the connection alone (echo, then EOF) */
+static void s_fork_close(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    char b[8] = {0};
+    write_full(fd, "ab", 2);
+    printf("before: %zd %.2s\n", read_full(fd, b, 2), b);
+    pid_t k = fork();
+    if (k == 0) {
+        struct timeval tv = {3, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        write_full(fd, "cdef", 4);
+        ssize_t r = read_full(fd, b, 4);
+        printf("child: %zd %.4s\n", r, b);
+        shutdown(fd, SHUT_WR);
+        printf("child eof %zd\n", read(fd, b, 1));
+        fflush(stdout);
+        _exit(0);
+    }
+    close(fd);
+    int st = 0;
+    waitpid(k, &st, 0);
+    printf("child exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+/* bytes received before the fork and not read by then are read once, by either process:
+ * the parent reads 2 of 6, the child the other 4 */
+static void s_fork_unread(void)
+{
+    int fd = dial();
+    write_full(fd, "b", 1); /* the server writes "abcdef" */
+    wait_bytes(fd, 6);
+    char b[8] = {0};
+    printf("parent: %zd %.2s\n", read(fd, b, 2), b);
+    pid_t k = fork();
+    if (k == 0) {
+        struct timeval tv = {3, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        memset(b, 0, sizeof b);
+        ssize_t r = recv(fd, b, 4, MSG_WAITALL);
+        printf("child: %zd %.4s\n", r, b);
+        fflush(stdout);
+        _exit(0);
+    }
+    waitpid(k, NULL, 0);
+    write_full(fd, "q", 1);
+    printf("parent eof %zd\n", read(fd, b, 1));
+    close(fd);
+}
+
+/* exec with the connection: the new image (plsem again, "execd") echoes on it */
+static void s_exec_rdp(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    char b[8] = {0};
+    write_full(fd, "ab", 2);
+    printf("before: %zd %.2s\n", read_full(fd, b, 2), b);
+    fflush(stdout);
+    char num[16];
+    snprintf(num, sizeof num, "%d", fd);
+    execl("/proc/self/exe", "plsem", "execd", num, (char *)NULL);
+    printf("exec failed: %s\n", strerror(errno));
+}
+
+static int execd(const char *num)
+{
+    int fd = atoi(num);
+    struct timeval tv = {3, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b[8] = {0};
+    write_full(fd, "cdef", 4);
+    ssize_t r = read_full(fd, b, 4);
+    printf("after exec: %zd %.4s\n", r, b);
+    shutdown(fd, SHUT_WR);
+    printf("eof %zd\n", read(fd, b, 1));
+    return 0;
+}
+
 /* an inetd-like server execs cat on the connection: its bytes come back at once (the
  * connector is not left holding them until the negotiation's bound, 10 s) */
 static void s_inetd(void)
@@ -1269,6 +1352,10 @@ static void s_fork_both(void)
 
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "execd")) { /* exec_rdp's new image */
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        return execd(argv[2]);
+    }
     if (argc != 5) {
         fprintf(stderr, "usage: plsem server|client ADDR PORT MODE|SCENARIO\n");
         return 2;
@@ -1311,7 +1398,10 @@ int main(int argc, char **argv)
               {"writeclosed", s_writeclosed},
               {"epoll0", s_epoll0},
               {"fork_both", s_fork_both},
-              {"inetd", s_inetd}};
+              {"inetd", s_inetd},
+              {"fork_close", s_fork_close},
+              {"fork_unread", s_fork_unread},
+              {"exec_rdp", s_exec_rdp}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();
