@@ -152,8 +152,8 @@ enum psm_type {
     PSM_PL_OUTCOME = 76, /* event: a PSM_PL_CONNECT's outcome */
     PSM_PL_SOCKETS = 77, /* psstat sockets */
     PSM_PL_SOCKETS_REPLY = 78,
-    PSM_PL_QUERY = 79,  /* event: report your connections */
-    PSM_PL_REPORT = 80, /* the answer, no reply */
+    PSM_PL_QUERY = 79,   /* event: report your connections */
+    PSM_PL_REPORT = 80,  /* the answer, no reply */
     PSM_PL_DECLINE = 81, /* an accepted socket its holder will not take: TCP at once */
 
     /* daemon to daemon (over RDP) */
