@@ -130,7 +130,7 @@ static int fd_request(uint16_t type, int fd)
     psmsg_begin(&req, type, 0);
     pthread_mutex_lock(&psp.psi_lock);
     int e = call(&req, fd, &rep);
-    pthread_mutex_unlock(&psp.psi_lock);
+    psi_unlock();
     return e;
 }
 
@@ -188,9 +188,8 @@ int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, enum psp_r
     psmsg_put_u32(&req, PSF_CONN, conn_id);
     pthread_mutex_lock(&psp.psi_lock);
     int e = call(&req, fd, &rep);
-    pthread_mutex_unlock(&psp.psi_lock);
+    psi_unlock();
     if (e) *why = reason_of(e);
-    neg_events(); /* outcomes queued while we waited */
     return e;
 }
 
@@ -219,8 +218,7 @@ int neg_accept(int fd, struct neg_peer *p)
     if (!e && (get_peer(&rep, p) < 0 ||
                psmsg_find(&rep.body, PSF_CONN, &(struct psmsg_field){0}) == false))
         e = EPROTO;
-    pthread_mutex_unlock(&psp.psi_lock);
-    neg_events();
+    psi_unlock();
     return e;
 }
 
@@ -269,9 +267,34 @@ static void report(uint32_t num)
     psmsg_buf_free(&b);
 }
 
-void neg_events(void)
+/* While another thread holds the psid connection (a request waiting for its reply), the
+ * progress thread must not spin on its readable socket: it stops listening (muted), and
+ * the holder, at psi_unlock, listens again and takes what came. The order (mute, then try
+ * the lock once more; unlock, then unmute) leaves no moment where neither listens. */
+static bool psi_muted;
+
+static void psi_listen(bool on)
 {
-    if (pthread_mutex_trylock(&psp.psi_lock) != 0) return; /* its holder takes them after */
+    if (psp.epfd < 0 || !psp.psi_open) return;
+    struct epoll_event ev = {.events = on ? EPOLLIN : 0, .data.u64 = PSP_TAG_PSI};
+    real.epoll_ctl(psp.epfd, EPOLL_CTL_MOD, psi_fd(&psp.psi), &ev);
+}
+
+void psi_unlock(void)
+{
+    pthread_mutex_unlock(&psp.psi_lock);
+    if (__atomic_exchange_n(&psi_muted, false, __ATOMIC_ACQ_REL)) psi_listen(true);
+    neg_events(false); /* events that came with our reply, or while we held it */
+}
+
+void neg_events(bool progress)
+{
+    if (pthread_mutex_trylock(&psp.psi_lock) != 0) {
+        if (!progress) return; /* its holder takes them at psi_unlock */
+        psi_listen(false);
+        __atomic_store_n(&psi_muted, true, __ATOMIC_RELEASE);
+        if (pthread_mutex_trylock(&psp.psi_lock) != 0) return;
+    }
     if (!psp.psi_open) {
         pthread_mutex_unlock(&psp.psi_lock);
         return;
@@ -301,8 +324,11 @@ void neg_events(void)
             if (c->st == CS_CONNECTING) conn_fallback(c, PSP_R_ERROR);
         if (psp.epfd >= 0) real.epoll_ctl(psp.epfd, EPOLL_CTL_DEL, psi_fd(&psp.psi), NULL);
         pthread_mutex_unlock(&psp.lock);
+        pthread_mutex_unlock(&psp.psi_lock);
+        return;
     }
     pthread_mutex_unlock(&psp.psi_lock);
+    if (__atomic_exchange_n(&psi_muted, false, __ATOMIC_ACQ_REL)) psi_listen(true);
 }
 
 void neg_unlisten(uint16_t port)
@@ -317,5 +343,5 @@ void neg_unlisten(uint16_t port)
         call(&req, -1, &rep);
     else
         psmsg_buf_free(&req);
-    pthread_mutex_unlock(&psp.psi_lock);
+    psi_unlock();
 }

@@ -248,8 +248,13 @@ struct neg_peer {
 };
 /* PSM_PL_ACCEPT: 0 and *p, or an errno value (TCP). */
 int neg_accept(int fd, struct neg_peer *p);
-/* Take the events psid sent (outcomes): under psi_lock, then psp.lock inside. */
-void neg_events(void);
+/* Take the events psid sent (outcomes): under psi_lock, then psp.lock inside. The progress
+ * thread (progress: true) stops listening to psid while another thread holds it. */
+void neg_events(bool progress);
+/* Release psp.psi_lock after a request: the progress thread listens again, and what came
+ * meanwhile is taken. */
+void psi_unlock(void);
+#define PSP_TAG_PSI 4u /* the psid connection's tag in the progress thread's epoll */
 /* The node table's answer: our node's address (for binding), and whether an address is a
  * cluster node's and which. */
 int neg_nodes(void);

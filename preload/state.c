@@ -50,7 +50,7 @@ extern __thread int psp_in;
 #define TAG_RDP              1u
 #define TAG_TIMER            2u
 #define TAG_WAKE             3u
-#define TAG_PSI              4u
+#define TAG_PSI              PSP_TAG_PSI
 #define TAG_GUARD            16u /* + the guard's descriptor */
 
 struct psp psp = {
@@ -474,7 +474,7 @@ static void *progress(void *arg)
         conn_timers();
         psp_arm_timer();
         pthread_mutex_unlock(&psp.lock);
-        if (psi_ready) neg_events();
+        if (psi_ready) neg_events(true);
     }
     return NULL;
 }
@@ -560,7 +560,7 @@ fail:
     psp_in--;
 out:
     pthread_mutex_unlock(&psp.lock);
-    pthread_mutex_unlock(&psp.psi_lock);
+    psi_unlock();
     return ret;
 }
 
@@ -578,7 +578,7 @@ static void atfork_parent(void)
 {
     fork_parent();
     pthread_mutex_unlock(&psp.lock);
-    pthread_mutex_unlock(&psp.psi_lock);
+    psi_unlock();
 }
 
 static void atfork_child(void)
