@@ -61,12 +61,14 @@
  *
  * Preload negotiation (docs/preload-design.md): a process under libpspreload, identified by
  * its connection (SO_PEERCRED), decides per TCP connection, before any byte, whether it
- * travels over RDP. Three requests carry the TCP socket itself (SCM_RIGHTS, one descriptor
- * sent with the message's first byte): psid reads the addresses and ports from the kernel
+ * travels over RDP. The requests about a socket carry it (SCM_RIGHTS, one descriptor
+ * sent with the message's first byte): the endpoint's UDP socket (OPEN), a TCP socket
+ * (LISTEN, CONNECT, ACCEPT, DECLINE); psid reads the addresses and ports from the kernel
  * (getsockname, getpeername, SO_ACCEPTCONN), never from the message, so a process can only
  * speak for sockets it holds; psid closes its copy at once. Every reply is PSM_PL_REPLY
  * {PSF_ERRNO, [PSF_TEXT: why TCP]}, with more fields where said:
- *   PSM_PL_OPEN {PSF_PORT: its RDP endpoint's UDP port on the node's address} -> the
+ *   PSM_PL_OPEN + fd (its RDP endpoint's UDP socket, bound to the node's address; psid
+ *             reads the port from it: EBADF without one, EADDRNOTAVAIL elsewhere) -> the
  *             endpoint: {PSF_NODE_ID, PSF_ENDPOINT, PSF_INCARNATION}. One per connection
  *             (EALREADY); it lives as long as the connection.
  *   PSM_PL_LISTEN + fd (a listening TCP socket; EBADF without one, EINVAL if it does not

@@ -104,13 +104,12 @@ static int call(struct psmsg_buf *req, int fd, struct psmsg *rep)
     return (int)err;
 }
 
-int neg_open(uint16_t udp_port, uint32_t *node, uint16_t *ep)
+int neg_open(int udp_fd, uint32_t *node, uint16_t *ep)
 {
     struct psmsg_buf req = {0};
     struct psmsg rep;
-    psmsg_begin(&req, PSM_PL_OPEN, 0);
-    psmsg_put_u32(&req, PSF_PORT, udp_port);
-    int e = call(&req, -1, &rep);
+    psmsg_begin(&req, PSM_PL_OPEN, 0); /* the socket itself: psid reads its port */
+    int e = call(&req, udp_fd, &rep);
     uint32_t n, id;
     if (!e && (psmsg_get_u32(&rep.body, PSF_NODE_ID, &n) < 0 ||
                psmsg_get_u32(&rep.body, PSF_ENDPOINT, &id) < 0 || !id || id > 0xfffe))

@@ -234,7 +234,7 @@ void psp_print_stats(void); /* PSP_STATS: at exit, and before exec (the image en
 bool psp_rules_allow(const struct sockaddr *sa);
 
 /* --- negotiate.c (psi_lock taken inside; never call with psp.lock held) --- */
-int neg_open(uint16_t udp_port, uint32_t *node, uint16_t *ep);
+int neg_open(int udp_fd, uint32_t *node, uint16_t *ep);
 int neg_listen(int fd);
 /* PSM_PL_DECLINE: an accepted socket we will not take (exec): the connector goes TCP. */
 int neg_decline(int fd);

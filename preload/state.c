@@ -512,15 +512,10 @@ int psp_endpoint(void)
     int moved = rdp_move_fd(r, psp.hidden_base);
     psp_in--;
     if (moved < 0) goto fail;
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
     uint32_t node;
     uint16_t ep;
-    if (getsockname(rdp_fd(r), (struct sockaddr *)&ss, &sl) < 0) goto fail;
-    uint16_t port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                                  : ((struct sockaddr_in6 *)&ss)->sin6_port);
     pthread_mutex_unlock(&psp.lock);
-    int e = neg_open(port, &node, &ep);
+    int e = neg_open(rdp_fd(r), &node, &ep); /* the socket passed: psid reads its port */
     pthread_mutex_lock(&psp.lock);
     if (e || rdp_set_endpoint(r, node, ep) < 0) goto fail;
     psp.epfd = psp_hide(epoll_create1(EPOLL_CLOEXEC));

@@ -234,15 +234,19 @@ static int get_port(const struct psmsg *m, uint16_t tag, uint16_t *port)
     return 0;
 }
 
+static int passed_udp(struct psid *d, struct client *c, uint16_t *port, const char **why);
+
 static void pl_open(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
-    uint16_t port;
-    if (local_of(pl, c)) {
-        reply(c, m->id, EALREADY, "endpoint already open");
-        return;
+    uint16_t port = 0;
+    const char *why = NULL;
+    int err = passed_udp(d, c, &port, &why); /* the endpoint's socket: its port, and proof */
+    if (!err && local_of(pl, c)) {
+        err = EALREADY;
+        why = "endpoint already open";
     }
-    if (get_port(m, PSF_PORT, &port) < 0) {
-        reply(c, m->id, EINVAL, "bad port");
+    if (err) {
+        reply(c, m->id, err, why);
         return;
     }
     uint16_t id = 0;
@@ -335,6 +339,41 @@ static int passed_socket(struct client *c, struct sockaddr_storage *local,
         }
         l = sizeof *peer;
         if (!err && getpeername(fd, (struct sockaddr *)peer, &l) < 0) peer->ss_family = AF_UNSPEC;
+    }
+    close(fd);
+    return err;
+}
+
+/* PSM_PL_OPEN's socket: a UDP socket bound to the node's address; its port. So a process
+ * can name as its endpoint only a socket it holds (another process's port would send that
+ * process's peers' datagrams to the wrong place). */
+static int passed_udp(struct psid *d, struct client *c, uint16_t *port, const char **why)
+{
+    int fd = client_take_fd(c);
+    if (fd < 0) {
+        *why = "no socket passed with the request";
+        return EBADF;
+    }
+    int type = 0, proto = 0, err = 0;
+    socklen_t l = sizeof type;
+    struct stat st;
+    struct sockaddr_storage ss;
+    char a[INET6_ADDRSTRLEN];
+    if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 || type != SOCK_DGRAM ||
+        (l = sizeof proto, getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l)) < 0 ||
+        proto != IPPROTO_UDP) {
+        *why = "not a UDP socket";
+        err = ENOTSOCK;
+    } else if (l = sizeof ss, getsockname(fd, (struct sockaddr *)&ss, &l) < 0 ||
+                                  (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)) {
+        *why = "not an IP socket";
+        err = EAFNOSUPPORT;
+    } else if (addr_text(&ss, a), strcmp(a, d->self->addr_str) || !port_of(&ss)) {
+        *why = "not bound to the node's address";
+        err = EADDRNOTAVAIL;
+    } else {
+        *port = port_of(&ss);
     }
     close(fd);
     return err;

@@ -55,8 +55,8 @@ field() { sed -n "s/.* $1 \([^ ]*\).*/\1/p" <<<"$2"; } # field NAME LINE
 
 start L 1
 start C 0
-lo=$(say L "open 40001")
-co=$(say C "open 40002")
+lo=$(say L "open 40001 127.0.0.2")
+co=$(say C "open 40002 127.0.0.1")
 [[ $lo == "open 0 node 1 ep "* && $co == "open 0 node 0 ep "* ]]
 check "preload: each process gets an endpoint of its node" $? "$lo / $co"
 [ "$(say L "listen 127.0.0.2 5000")" = "listen 0" ]
@@ -101,11 +101,22 @@ r3=$(say L "nofd listen")
 [[ $r1 == "nofd 9 no socket passed with the request" && $r2 == "nofd 9 "* && $r3 == "nofd 9 "* ]]
 check "preload: a request that must carry a socket and does not -> EBADF" $? "$r1 / $r2 / $r3"
 
+# an endpoint is a UDP socket the process holds, bound to its node's address: psid reads
+# the port from the socket passed, so no process can name another's port as its own
+start M 0
+r1=$(say M "nofd open")
+r2=$(say M "open 40006 127.0.0.3")
+r3=$(say M "open 40007 127.0.0.1")
+[[ $r1 == "nofd 9 no socket passed with the request" &&
+    $r2 == "open 99 not bound to the node's address" && $r3 == "open 0 node 0 ep "* ]]
+check "preload: an endpoint must be a UDP socket of the caller's on the node's address" $? \
+    "$r1 / $r2 / $r3"
+
 start N 0
 r1=$(say N "listen 127.0.0.1 5002")
 r2=$(say N "connect 127.0.0.2 5000 82 127.0.0.1")
-r3=$(say N "open 40003")
-r4=$(say N "open 40004")
+r3=$(say N "open 40003 127.0.0.1")
+r4=$(say N "open 40004 127.0.0.1")
 [[ $r1 == "listen 107 no endpoint open" && $r2 == "connect 107 no endpoint open" &&
     $r3 == "open 0 "* && $r4 == "open 114 endpoint already open" ]]
 check "preload: without an endpoint ENOTCONN; one endpoint per connection (EALREADY)" $? \
@@ -131,7 +142,7 @@ check "preload: a connector's socket gone before the accept: ENOENT, the connect
 
 # a port two processes listen on is ambiguous: TCP
 start X 1
-say X "open 40005" >/dev/null
+say X "open 40005 127.0.0.2" >/dev/null
 say X "listen 127.0.0.2 5000" >/dev/null
 r=$(say C "connect 127.0.0.2 5000 85 127.0.0.1")
 [[ $r == "connect 98 listener shared by several processes" ]]

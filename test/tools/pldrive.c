@@ -4,7 +4,8 @@
  * connection to psid ($PSID_SOCKET) for the whole run; commands on stdin, one answer line
  * each on stdout:
  *
- *   open UDPPORT                   "open ERRNO [node N ep E]"
+ *   open UDPPORT ADDR              a UDP socket bound to ADDR:UDPPORT, PSM_PL_OPEN with it:
+ *                                  "open ERRNO [node N ep E] / [WHY]"
  *   listen ADDR PORT               a listening socket, registered (the socket passed):
  *                                  "listen ERRNO [WHY]"
  *   unlisten PORT                  "unlisten ERRNO [WHY]"
@@ -19,7 +20,7 @@
  *                                  node N ep E udp U addr A key HEX" or "outcome CONN ERRNO
  *                                  WHY", or "event none"
  *   close CONN                     close the connector's socket of CONN: "close 0"
- *   nofd connect|accept|listen     the request without a socket: "nofd ERRNO [WHY]"
+ *   nofd connect|accept|listen|open  the request without a socket: "nofd ERRNO [WHY]"
  *   flood                          a request with more descriptors than psid takes: "flood
  *                                  ERRNO" (the errno of the next request: psid closed us)
  *
@@ -99,9 +100,17 @@ int main(void)
         bool peer = false;
         struct sockaddr_in sa;
         if (sscanf(line, "%31s", cmd) != 1) continue;
-        if (!strcmp(cmd, "open") && sscanf(line, "%*s %u", &a) == 1) {
-            psmsg_begin(&req, PSM_PL_OPEN, 0);
-            psmsg_put_u32(&req, PSF_PORT, a);
+        if (!strcmp(cmd, "open") && sscanf(line, "%*s %u %127s", &a, addr) == 2) {
+            struct sockaddr_in ua = {.sin_family = AF_INET, .sin_port = htons((uint16_t)a)};
+            int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+            if (u < 0 || inet_pton(AF_INET, addr, &ua.sin_addr) != 1 ||
+                bind(u, (struct sockaddr *)&ua, sizeof ua) < 0) {
+                printf("open bind %s\n", strerror(errno));
+                fflush(stdout);
+                continue;
+            }
+            psmsg_begin(&req, PSM_PL_OPEN, 0); /* the endpoint's socket, kept open */
+            pass = u;
         } else if (!strcmp(cmd, "listen") && sscanf(line, "%*s %127s %u", addr, &a) == 2) {
             int one = 1;
             lfd = tcp_socket(addr, a, &sa);
@@ -191,6 +200,7 @@ int main(void)
             psmsg_begin(&req,
                         addr[0] == 'c'   ? PSM_PL_CONNECT
                         : addr[0] == 'a' ? PSM_PL_ACCEPT
+                        : addr[0] == 'o' ? PSM_PL_OPEN
                                          : PSM_PL_LISTEN,
                         0);
             psmsg_put_str(&req, PSF_ADDR, "127.0.0.2");

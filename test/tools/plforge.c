@@ -121,13 +121,11 @@ static int own_key(struct psi *c0, struct psi *c1, const char *a0, const char *a
     int u0 = udp_bound(a0, &p0), u1 = udp_bound(a1, &p1);
     if (u0 < 0 || u1 < 0) return printf("own-key fail udp %s\n", strerror(errno)), -1;
     own_fd = u0;
-    psmsg_begin(&req, PSM_PL_OPEN, 0);
-    psmsg_put_u32(&req, PSF_PORT, p0);
-    if (call(c0, &req, -1, &rep, &e) < 0 || e || psmsg_get_u32(&rep.body, PSF_ENDPOINT, &ep0) < 0)
+    psmsg_begin(&req, PSM_PL_OPEN, 0); /* the endpoint's socket passed: psid reads its port */
+    if (call(c0, &req, u0, &rep, &e) < 0 || e || psmsg_get_u32(&rep.body, PSF_ENDPOINT, &ep0) < 0)
         return printf("own-key fail open on node 0\n"), -1;
     psmsg_begin(&req, PSM_PL_OPEN, 0);
-    psmsg_put_u32(&req, PSF_PORT, p1);
-    if (call(c1, &req, -1, &rep, &e) < 0 || e || psmsg_get_u32(&rep.body, PSF_ENDPOINT, &ep1) < 0)
+    if (call(c1, &req, u1, &rep, &e) < 0 || e || psmsg_get_u32(&rep.body, PSF_ENDPOINT, &ep1) < 0)
         return printf("own-key fail open on node 1\n"), -1;
 
     struct sockaddr_in ls = {.sin_family = AF_INET}, cs = {.sin_family = AF_INET};
