@@ -825,6 +825,8 @@ static struct pl_wait *wait_of(struct psid *d, struct preload *pl,
                                const struct sockaddr_storage *peer)
 {
     char a[INET6_ADDRSTRLEN];
+    addr_text(local, a); /* a socket of this node's address (v4-mapped counts as IPv4) */
+    if (strcmp(a, d->self->addr_str)) return NULL;
     addr_text(peer, a);
     const struct psconf_node *n = node_by_text(d, a);
     uint16_t sport = port_of(peer), dport = port_of(local);

@@ -8,8 +8,8 @@
 #    psids for the victims' key (PSM_PL_ACCEPT naming every endpoint id 1..16, without a
 #    socket and with a plain TCP socket to the victims' listener), and claims a second
 #    connection of root's that waits to be accepted, with a socket of the same connector
-#    address and ports (PSM_PL_ACCEPT): every request refused, the claim as "not the
-#    listener's user", no reply with a key; then sends from its own UDP socket to both victims' RDP ports
+#    address and ports from another local address (PSM_PL_ACCEPT): every request refused,
+#    the claim as "no such connection negotiated", no reply with a key; then sends from its own UDP socket to both victims' RDP ports
 #    SYN, DATA and ACK with the victims' node ids, every endpoint id 1..16, its own key,
 #    and garbage;
 #  - plforge as root sends the same packets with the victim peer's source address and port
@@ -111,7 +111,9 @@ nzero=$(grep -c '^steal accept[^ ]* 0 ' "$CDIR/forge.out")
     [ $rc -ne 3 ]
 check "preload forge: psid refuses the victims' pair key to another uid ($nsteal requests)" $? \
     "$(grep -E '^steal-key|^steal accept[^ ]* 0 ' "$CDIR/forge.out" | head -3 | tr '\n' ' ')"
-grep -q "^steal claim-pending 2 not the listener's user" "$CDIR/forge.out"
+# ENOENT: a socket of another local address names no waiting connection (and the
+# listener's uid is checked after that)
+grep -q "^steal claim-pending 2 no such connection negotiated" "$CDIR/forge.out"
 check "preload forge: psid refuses root's pending connection to another uid's claim" $? \
     "$(grep -m1 '^steal claim-pending' "$CDIR/forge.out")"
 sent=$(sed -n 's/^sent forged \([0-9]*\) garbage \([0-9]*\)$/\1 \2/p' "$CDIR/forge.out")
