@@ -2,7 +2,9 @@
 # bench/preload.sh - unmodified programs under libpspreload against the same programs on
 # kernel TCP, side by side in one run, on 2-node virtual clusters (pslocal): loopback
 # (127.0.0.1 -> 127.0.0.2) and, as root, namespaces (198.18.0.1 -> 198.18.0.2 over veth
-# pairs on a private bridge, MTU 1500). Server on node 1, client on node 0; each row runs
+# pairs on a private bridge) at MTU 1500 (netns) and 9000 (netns9000), where the stream is
+# measured again with LOSS_PCT % of packets dropped each way (nftables numgen in each
+# node's namespace). Server on node 1, client on node 0; each row runs
 # kernel TCP and the library alternately, RUNS times, and reports the medians and the ratio
 # (library / kernel; for latency lower is better, for rates higher is better):
 #  - sockperf ping-pong, TCP, 16 B, 1 KiB and 65000 B (sockperf's largest is 65506)
@@ -17,8 +19,8 @@
 # Tables (markdown) on stdout, progress on stderr.
 #
 # usage: bench/preload.sh [--help]
-# env:   RUNS (3), MODES ("lo netns"), SECONDS_PER_RUN (3), BUSY_US (50: PSP_BUSY_POLL of
-#        the busy-polling ping-pong row)
+# env:   RUNS (3), MODES ("lo netns netns9000"), SECONDS_PER_RUN (3), BUSY_US (50:
+#        PSP_BUSY_POLL of the busy-polling ping-pong row), LOSS_PCT (5: the loss row)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,9 +32,10 @@ bench_no_args "$0" "$@"
 BIN=$ROOT/build/bin
 LIB=$ROOT/build/lib/libpspreload.so
 RUNS=${RUNS:-3}
-MODES=${MODES:-lo netns}
+MODES=${MODES:-lo netns netns9000}
 SECS=${SECONDS_PER_RUN:-3}
 BUSY_US=${BUSY_US:-50}
+LOSS_PCT=${LOSS_PCT:-5}
 for f in "$BIN/pslocal" "$LIB"; do
     [[ -e $f ]] || {
         echo "bench/preload.sh: $f not built (make)" >&2
@@ -120,21 +123,44 @@ pingpong() { # pingpong SIZE [BUSY_US]: with BUSY_US, the library busy-polls (PS
         lower "$tag"
 }
 
-stream() {
-    local lib r
-    : >"$W/ip.no"
-    : >"$W/ip.yes"
+stream() { # stream [TAG LABEL]: one iperf3 stream, kernel TCP and the library
+    local lib r tag=${1:-ip} label=${2:-"iperf3, one stream (Gbit/s)"}
+    : >"$W/$tag.no"
+    : >"$W/$tag.yes"
     for ((r = 1; r <= RUNS; r++)); do
         for lib in no yes; do
             P=$((P + 1))
             serve "$lib" $P iperf3 -s -B "$ADDR" -p $P -1 || return 1
             on 0 "$lib" timeout 60 iperf3 -c "$ADDR" -p $P -t "$SECS" -J |
-                jq '.end.sum_received.bits_per_second / 1e9' >>"$W/ip.$lib" || true
+                jq '.end.sum_received.bits_per_second / 1e9' >>"$W/$tag.$lib" || true
             wait "$SRV" 2>/dev/null || true
             SRV=
         done
     done
-    row "iperf3, one stream (Gbit/s)" Gbit/s higher ip
+    row "$label" Gbit/s higher "$tag"
+}
+
+# loss PERCENT: nftables in every node's namespace drops that share of what arrives on
+# its link (both directions, so), as test/netns/lib/netns.sh's ns_loss does; 0: none
+loss() {
+    local ns thr
+    thr=$(awk -v p="$1" 'BEGIN { printf "%d", p * 10 + 0.5 }')
+    for ns in $(awk '$1 == "netns" { print $2 }' "$CDIR/pslocal.state"); do
+        if ((thr == 0)); then
+            ip netns exec "$ns" nft delete table inet psloss 2>/dev/null || true
+            continue
+        fi
+        ip netns exec "$ns" nft -f - <<EOF || return 1
+table inet psloss
+delete table inet psloss
+table inet psloss {
+    chain in {
+        type filter hook input priority -10; policy accept;
+        iifname != "lo" numgen random mod 1000 < $thr drop
+    }
+}
+EOF
+    done
 }
 
 redis() {
@@ -192,16 +218,17 @@ for MODE in $MODES; do
     args=()
     case $MODE in
     lo) ADDR=127.0.0.2 ;;
-    netns)
+    netns | netns9000)
         if [[ $(id -u) -ne 0 ]]; then
             log "bench/preload.sh: namespaces need root: skipped"
             continue
         fi
         ADDR=198.18.0.2
         args=(--netns)
+        [[ $MODE == netns9000 ]] && args+=(--mtu 9000)
         ;;
     *)
-        echo "bench/preload.sh: unknown mode '$MODE' (lo, netns)" >&2
+        echo "bench/preload.sh: unknown mode '$MODE' (lo, netns, netns9000)" >&2
         exit 2
         ;;
     esac
@@ -219,6 +246,11 @@ for MODE in $MODES; do
     pingpong 16 "$BUSY_US"
     log "  iperf3 (x$RUNS each)"
     stream
+    if [[ $MODE != lo ]]; then
+        log "  iperf3 with ${LOSS_PCT} % loss each way (x$RUNS each)"
+        loss "$LOSS_PCT" && stream ipl "iperf3, one stream, ${LOSS_PCT} % loss each way (Gbit/s)"
+        loss 0
+    fi
     log "  redis-benchmark (x$RUNS each)"
     redis
     log "  memory per idle connection"

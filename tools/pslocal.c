@@ -37,6 +37,7 @@
 #include "../logger/nodetab.h"
 #include "psconf.h"
 #include "psi.h"
+#include "rdp.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -82,7 +83,7 @@
 #define LOG_TAIL_LINES     10
 
 static const char usage_text[] =
-    "usage: pslocal up [-n NODES] [--cpus K] [--netns] --dir DIR [--log-level L]\n"
+    "usage: pslocal up [-n NODES] [--cpus K] [--netns [--mtu M]] --dir DIR [--log-level L]\n"
     "                  [--port P] [--timeout S]\n"
     "       pslocal down --dir DIR [--purge]\n"
     "       pslocal status --dir DIR\n"
@@ -102,6 +103,7 @@ static const char help_text[] =
     "        --netns         one network namespace per node on a private bridge,\n"
     "                        198.18.0.(I+1), multicast heartbeats (root only); default:\n"
     "                        loopback, 127.0.0.(I+1), unicast heartbeats\n"
+    "        --mtu M         with --netns: the links' MTU and RDP's (default 1500)\n"
     "        --port P        RDP port P and heartbeat port P+1 (default: loopback probes\n"
     "                        free ports from 20000 + pid % 10000; namespaces use 4886)\n"
     "        --log-level L   error, warning, notice (default), info or debug\n"
@@ -119,7 +121,7 @@ enum cmd { C_UP = 1, C_DOWN = 2, C_STATUS = 4, C_ENV = 8, C_EXEC = 16 };
 struct opts {
     enum cmd cmd;
     const char *dir;
-    unsigned nodes, cpus, port;
+    unsigned nodes, cpus, port, mtu;
     bool netns, purge, have_port;
     const char *log_level;
     double timeout;
@@ -881,7 +883,8 @@ static void write_config(struct up *u)
     fprintf(f, "cluster = \"pslocal\";\nkey_file = \"" KEY_FILE "\";\n");
     fprintf(f, "log_level = \"%s\";\n", u->o->log_level ? u->o->log_level : "notice");
     /* loopback carries 64 KiB datagrams; the veths have the usual 1500 */
-    fprintf(f, "rdp = {\n  port = %u;\n  mtu = %u;\n};\n", u->port, u->o->netns ? 1500 : 65536);
+    fprintf(f, "rdp = {\n  port = %u;\n  mtu = %u;\n};\n", u->port,
+            u->o->netns ? (u->o->mtu ? u->o->mtu : 1500) : 65536);
     fprintf(f, "heartbeat = {\n  mode = \"%s\";\n  port = %u;\n};\n",
             u->o->netns ? "multicast" : "unicast", u->port + 1);
     /* '%' in DIR must not become a socket_fmt escape */
@@ -962,6 +965,13 @@ static int make_network(struct up *u)
             ip_cmd(false, "-n", ns, "link", "set", NS_IF, "up", NULL) ||
             ip_cmd(false, "-n", ns, "route", "add", "224.0.0.0/4", "dev", NS_IF, NULL))
             return -1;
+        if (u->o->mtu) { /* --mtu: both ends of the veth pair */
+            char m[16];
+            snprintf(m, sizeof m, "%u", u->o->mtu);
+            if (ip_cmd(false, "link", "set", hv, "mtu", m, NULL) ||
+                ip_cmd(false, "-n", ns, "link", "set", NS_IF, "mtu", m, NULL))
+                return -1;
+        }
     }
     return got_signal ? -1 : 0;
 }
@@ -1165,6 +1175,7 @@ static void stop_children(pid_t *pids, unsigned n)
 static int cmd_up(const struct opts *o)
 {
     struct up u = {.o = o, .n = o->nodes};
+    if (o->mtu && !o->netns) usage_error("--mtu: only with --netns (loopback's is its own)");
     if (o->netns && geteuid() != 0) errx(1, "--netns needs root");
     if (o->netns && o->nodes > MAX_NETNS_NODES)
         errx(1, "--netns: at most %d nodes", MAX_NETNS_NODES);
@@ -1408,6 +1419,7 @@ static const struct optdef optdefs[] = {
     {"nodes", 'n', true, C_UP},  {"cpus", 0, true, C_UP},
     {"netns", 0, false, C_UP},   {"log-level", 0, true, C_UP},
     {"port", 0, true, C_UP},     {"timeout", 0, true, C_UP},
+    {"mtu", 0, true, C_UP},
     {"purge", 0, false, C_DOWN}, {"dir", 'd', true, C_UP | C_DOWN | C_STATUS | C_ENV | C_EXEC},
     {"help", 'h', false, ~0u},
 };
@@ -1439,6 +1451,9 @@ static void set_opt(struct opts *o, const struct optdef *d, const char *val)
         o->timeout = strtod(val, &end);
         if (errno || end == val || *end || !(o->timeout > 0 && o->timeout <= 3600))
             usage_error("--timeout: need seconds in (0, 3600], got '%s'", val);
+    } else if (!strcmp(name, "mtu")) {
+        if (!parse_uint(val, RDP_MTU_MIN, 65535, &o->mtu))
+            usage_error("--mtu: need %u..65535, got '%s'", RDP_MTU_MIN, val);
     } else if (!strcmp(name, "netns")) {
         o->netns = true;
     } else if (!strcmp(name, "purge")) {

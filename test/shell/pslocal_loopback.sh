@@ -54,6 +54,10 @@ check "up without --dir: exit 2" \
     bash -c "env -u PSLOCAL_DIR '$PSLOCAL' up 2>/dev/null; [[ \$? == 2 ]]"
 check "up -n 0: exit 2" bash -c "'$PSLOCAL' up -n 0 --dir '$D3' 2>/dev/null; [[ \$? == 2 ]]"
 check "down --cpus: exit 2" bash -c "'$PSLOCAL' down --cpus 2 --dir '$D3' 2>/dev/null; [[ \$? == 2 ]]"
+check "up --mtu without --netns: exit 2" \
+    bash -c "'$PSLOCAL' up --mtu 9000 --dir '$D3' 2>/dev/null; [[ \$? == 2 ]]"
+check "up --netns --mtu 100 (under RDP's least): exit 2" \
+    bash -c "'$PSLOCAL' up --netns --mtu 100 --dir '$D3' 2>/dev/null; [[ \$? == 2 ]]"
 check "exec without a command: exit 2" \
     bash -c "'$PSLOCAL' exec 1 --dir '$D3' -- 2>/dev/null; [[ \$? == 2 ]]"
 if ((EUID == 0)) && command -v setpriv >/dev/null; then
