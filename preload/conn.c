@@ -302,6 +302,7 @@ static void flush_hold_rdp(struct conn *c)
         c->credit -= n;
         c->hold_bytes -= n; /* counted in tx_bytes when the program wrote them */
         psp.rdp_tx += n;
+        psp.rdp_tx_msgs++;
         ch->off += n;
         if (ch->off == ch->len) {
             c->hold = ch->next;
@@ -353,6 +354,7 @@ static bool drain_hold(struct conn *c)
             return true;
         }
         psp.tcp_tx += (uint64_t)w;
+        psp.tcp_tx_msgs++;
         ch->off += (size_t)w;
         c->hold_bytes -= (size_t)w;
         if (ch->off == ch->len) {
@@ -680,6 +682,7 @@ static void on_data(struct conn *c, const struct iovec *iov, int iovcnt, size_t 
     c->rx_bytes += n;
     c->rx_total += n;
     psp.rdp_rx += n;
+    psp.rdp_rx_msgs++;
 }
 
 static void deliver(struct conn *c, const struct plw_msg *m, const struct iovec *iov, int iovcnt,
@@ -1124,6 +1127,7 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
                 if (r == 0) {
                     c->credit -= n;
                     psp.rdp_tx += n;
+                    psp.rdp_tx_msgs++;
                 }
             } else {
                 struct chunk *ch = chunk_new(n);

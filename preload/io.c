@@ -23,15 +23,20 @@ void __chk_fail(void) __attribute__((noreturn)); /* glibc's: "buffer overflow de
 static ssize_t tcp_in(int fd, struct msghdr *mh, int flags)
 {
     ssize_t r = real.recvmsg(fd, mh, flags);
-    if (r > 0 && !(flags & MSG_PEEK))
+    if (r > 0 && !(flags & MSG_PEEK)) {
         __atomic_add_fetch(&psp.tcp_rx, (uint64_t)r, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&psp.tcp_rx_msgs, 1, __ATOMIC_RELAXED);
+    }
     return r;
 }
 
 static ssize_t tcp_out(int fd, const struct msghdr *mh, int flags)
 {
     ssize_t r = real.sendmsg(fd, mh, flags);
-    if (r > 0) __atomic_add_fetch(&psp.tcp_tx, (uint64_t)r, __ATOMIC_RELAXED);
+    if (r > 0) {
+        __atomic_add_fetch(&psp.tcp_tx, (uint64_t)r, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&psp.tcp_tx_msgs, 1, __ATOMIC_RELAXED);
+    }
     return r;
 }
 

@@ -198,7 +198,8 @@ struct psp {
     int hidden_base; /* hidden descriptors are placed at or above this */
     uint64_t stats_tcp[PSP_R__COUNT];
     uint64_t bad_msgs; /* malformed messages from a peer, dropped */
-    uint64_t accelerated, rdp_tx, rdp_rx, tcp_tx, tcp_rx;
+    uint64_t accelerated, rdp_tx, rdp_rx, tcp_tx, tcp_rx;        /* bytes per path */
+    uint64_t rdp_tx_msgs, rdp_rx_msgs, tcp_tx_msgs, tcp_rx_msgs; /* DATA messages; calls */
     char *stats; /* PSP_STATS: NULL, "1" (stderr) or a file */
     struct psp_rule *rules;
     unsigned nrules;

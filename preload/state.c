@@ -207,13 +207,14 @@ void psp_print_stats(void)
         bad_mac = rs.drops[RDP_DROP_MAC];
     }
     pthread_mutex_unlock(&psp.lock);
-    char line[640];
+    char line[800];
     int n = snprintf(
         line, sizeof line,
         "pspreload: pid=%d accelerated=%llu tcp=%llu not_cluster=%llu "
         "no_library=%llu not_accepted=%llu same_node=%llu rule=%llu limit=%llu "
         "error=%llu rdp_tx_bytes=%llu rdp_rx_bytes=%llu tcp_tx_bytes=%llu "
-        "tcp_rx_bytes=%llu rdp_dropped=%llu rdp_bad_mac=%llu bad_msgs=%llu switched=%llu\n",
+        "tcp_rx_bytes=%llu rdp_tx_msgs=%llu rdp_rx_msgs=%llu tcp_tx_msgs=%llu tcp_rx_msgs=%llu "
+        "rdp_dropped=%llu rdp_bad_mac=%llu bad_msgs=%llu switched=%llu\n",
         (int)getpid(), (unsigned long long)psp.accelerated, (unsigned long long)tcp,
         (unsigned long long)psp.stats_tcp[PSP_R_NOT_CLUSTER],
         (unsigned long long)psp.stats_tcp[PSP_R_NO_LIBRARY],
@@ -223,8 +224,11 @@ void psp_print_stats(void)
         (unsigned long long)psp.stats_tcp[PSP_R_LIMIT],
         (unsigned long long)psp.stats_tcp[PSP_R_ERROR], (unsigned long long)psp.rdp_tx,
         (unsigned long long)psp.rdp_rx, (unsigned long long)psp.tcp_tx,
-        (unsigned long long)psp.tcp_rx, (unsigned long long)dropped, (unsigned long long)bad_mac,
-        (unsigned long long)psp.bad_msgs, (unsigned long long)psp.switched);
+        (unsigned long long)psp.tcp_rx, (unsigned long long)psp.rdp_tx_msgs,
+        (unsigned long long)psp.rdp_rx_msgs, (unsigned long long)psp.tcp_tx_msgs,
+        (unsigned long long)psp.tcp_rx_msgs, (unsigned long long)dropped,
+        (unsigned long long)bad_mac, (unsigned long long)psp.bad_msgs,
+        (unsigned long long)psp.switched);
     if (n <= 0) return;
     if (!strcmp(psp.stats, "1")) {
         (void)!real.write(2, line, (size_t)n);
@@ -595,6 +599,7 @@ static void atfork_child(void)
         psp.epfd = psp.timerfd = psp.wakefd = -1;
         psp.thread_running = false;
         psp.accelerated = psp.rdp_tx = psp.rdp_rx = psp.tcp_tx = psp.tcp_rx = 0;
+        psp.rdp_tx_msgs = psp.rdp_rx_msgs = psp.tcp_tx_msgs = psp.tcp_rx_msgs = 0;
         memset(psp.stats_tcp, 0, sizeof psp.stats_tcp);
         if (psp.psi_open) { /* the parent's: the child opens its own when it needs one */
             real.close(psi_fd(&psp.psi));

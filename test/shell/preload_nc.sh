@@ -72,8 +72,10 @@ run_nc() { # run_nc PORT SERVER_LIB CLIENT_LIB
     finish "$c" "$s"
 }
 run_nc "$PORT" yes yes
+# messages per path: at least one DATA message per 64 KiB, the same number on both sides
 [[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 1 &&
-    $(stat 1 accelerated) == 1 && $(stat 1 rdp_rx_bytes) == $((MB << 20)) ]]
+    $(stat 1 accelerated) == 1 && $(stat 1 rdp_rx_bytes) == $((MB << 20)) &&
+    $(stat 1 rdp_rx_msgs) -ge $((MB * 16)) && $(stat 0 rdp_tx_msgs) == $(stat 1 rdp_rx_msgs) ]]
 check "preload nc: ${MB} MB client->server, library on both sides: accelerated, byte-exact" $? \
     "$(cat "$CDIR"/stats.* 2>/dev/null)"
 
@@ -91,7 +93,8 @@ check "preload nc: ${MB} MB server->client (server speaks first): accelerated, b
 
 run_nc $((PORT + 2)) no yes
 [[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 0 &&
-    $(stat 0 no_library) == 1 && $(stat 0 tcp_tx_bytes) == $((MB << 20)) ]]
+    $(stat 0 no_library) == 1 && $(stat 0 tcp_tx_bytes) == $((MB << 20)) &&
+    $(stat 0 tcp_tx_msgs) -ge 1 && $(stat 0 rdp_tx_msgs) == 0 ]]
 check "preload nc: library on the client only: TCP, no_library, its bytes counted, byte-exact" $? \
     "$(cat "$CDIR"/stats.* 2>/dev/null)"
 
