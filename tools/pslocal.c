@@ -1416,11 +1416,15 @@ struct optdef {
 };
 
 static const struct optdef optdefs[] = {
-    {"nodes", 'n', true, C_UP},  {"cpus", 0, true, C_UP},
-    {"netns", 0, false, C_UP},   {"log-level", 0, true, C_UP},
-    {"port", 0, true, C_UP},     {"timeout", 0, true, C_UP},
+    {"nodes", 'n', true, C_UP},
+    {"cpus", 0, true, C_UP},
+    {"netns", 0, false, C_UP},
+    {"log-level", 0, true, C_UP},
+    {"port", 0, true, C_UP},
+    {"timeout", 0, true, C_UP},
     {"mtu", 0, true, C_UP},
-    {"purge", 0, false, C_DOWN}, {"dir", 'd', true, C_UP | C_DOWN | C_STATUS | C_ENV | C_EXEC},
+    {"purge", 0, false, C_DOWN},
+    {"dir", 'd', true, C_UP | C_DOWN | C_STATUS | C_ENV | C_EXEC},
     {"help", 'h', false, ~0u},
 };
 
