@@ -418,6 +418,8 @@ static void replay(int want, double seconds)
         for (int i = 0; i < captured; i++) {
             const struct iphdr *ip = (const void *)cap[i];
             struct sockaddr_in to = {.sin_family = AF_INET, .sin_addr.s_addr = ip->daddr};
+            /* lo leaves the recorded UDP checksum partial (offload): 0 is "no checksum" */
+            ((struct udphdr *)(cap[i] + sizeof *ip))->check = 0;
             if (sendto(spoof_fd, cap[i], caplen[i], 0, (struct sockaddr *)&to, sizeof to) >= 0)
                 replayed++;
         }
