@@ -74,6 +74,10 @@ TTOOLS    := $(patsubst test/tools/%.c,$(BUILD)/test/tools/%,$(TTOOL_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
+# Objects are never removed as intermediates: two goals in one call (make -j2 all
+# build-tests) would otherwise delete a tool's object that the other still links.
+.SECONDARY:
+
 .PHONY: all check soak demo bench fuzz install clean format format-check \
         build-all build-tests build-fuzz
 
