@@ -61,6 +61,8 @@ static struct orphan *orphans, **orphans_tail = &orphans;
 static size_t orphan_bytes;
 static void orphans_adopt(struct conn *c);
 static void kids_tell(struct conn *c, uint8_t err);
+static void to_tcp(struct conn *c);
+static void guard_out(struct conn *c);
 
 static unsigned hash_of(uint32_t peer, uint32_t id, bool connector)
 {
@@ -385,14 +387,10 @@ void conn_fallback(struct conn *c, enum psp_reason r)
         return;
     }
     if (drain_hold(c)) {
-        c->st = CS_TCP;
-        epoll_conn_to_tcp(c);
-        kids_tell(c, 0);
+        to_tcp(c);
     } else {
-        c->st = CS_DRAIN;
-        struct epoll_event ev = {.events = EPOLLOUT | EPOLLONESHOT,
-                                 .data.u64 = 16u + (uint64_t)c->kfd};
-        if (psp.epfd >= 0) real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, c->kfd, &ev);
+        c->st = CS_DRAIN; /* conn_guard_event ends it with to_tcp */
+        guard_out(c);
     }
     conn_changed(c);
 }

@@ -32,6 +32,7 @@ static void before_exec(void)
 {
     if (!psp.inited || psp.disabled || psp.broken || psp.pid != getpid()) return;
     for (int fd = 0; psp.nconns && fd < psp.nbyfd; fd++) {
+        if (!psp_conn_of(fd)) continue; /* no lock for the (many) empty slots */
         pthread_mutex_lock(&psp.lock);
         struct conn *c = psp_conn_of(fd);
         int kfd = -1;

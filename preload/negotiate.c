@@ -281,9 +281,11 @@ static void psi_listen(bool on)
 
 void psi_unlock(void)
 {
+    /* events read along with our reply sit in libpsi's buffers, where no epoll sees them */
+    bool pending = psp.psi_open && psi_event_pending(&psp.psi);
     pthread_mutex_unlock(&psp.psi_lock);
     if (__atomic_exchange_n(&psi_muted, false, __ATOMIC_ACQ_REL)) psi_listen(true);
-    neg_events(false); /* events that came with our reply, or while we held it */
+    if (pending) neg_events(false); /* what is still on the socket wakes the progress thread */
 }
 
 void neg_events(bool progress)

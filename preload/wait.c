@@ -77,26 +77,13 @@ static int progress_wait(int fd, int timeout_ms)
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int r = -1, wait = timeout_ms;
-    /* PSP_BUSY_POLL: look without sleeping for a while first (no wake-up to pay) */
-    for (uint64_t until = psp_busy_until(); until && rdp_now_ns() < until;) {
-        if (real.poll(pf, 2, 0) <= 0) continue;
-        if (pf[1].revents) {
-            pthread_mutex_lock(&psp.lock);
-            rdp_process(psp.rdp);
-            if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
-            pthread_mutex_unlock(&psp.lock);
-        }
-        if (pf[0].revents) {
-            uint64_t x;
-            (void)!real.read(fd, &x, 8);
-            psp_poller_leave();
-            return 0;
-        }
-    }
+    uint64_t busy = psp_busy_until(); /* PSP_BUSY_POLL: look without sleeping until then */
     for (;;) {
-        int p = real.poll(pf, 2, wait);
+        bool spin = busy && rdp_now_ns() < busy;
+        int p = real.poll(pf, 2, spin ? 0 : wait);
         if (p < 0 && errno == EINTR && timeout_ms < 0 && signals_all_restart()) continue;
         if (p < 0) break;
+        if (p == 0 && spin) continue;
         if (p == 0) {
             errno = EAGAIN;
             break;
