@@ -36,7 +36,7 @@ all_up 5000 || {
     exit 1
 }
 SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close fork_unread exec_rdp}
-PORT=$(free_port 40)
+PORT=$(free_port $((2 * $(wc -w <<<"$SCEN"))))
 
 # run TAG PORT MODE SCENARIO LIB: one server and one client; transcripts in $CDIR/TAG.*
 run() {

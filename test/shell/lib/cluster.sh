@@ -70,17 +70,23 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# free_port: a UDP port nobody uses on 127.0.0.1..127.0.0.N
+# free_port N: the first of N consecutive ports that no TCP or UDP socket uses, below the
+# kernel's ephemeral range (32768 and up by default), so that neither a connection of
+# another test nor a listener of this one takes them while the test runs. The cluster
+# uses port and port+1 (RDP, heartbeat); preload tests use TCP ports from there up.
 free_port() {
-    local n=$1 p i
+    local n=$1 p i used low
+    low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    [ "$low" -gt 21000 ] || low=32768
+    used=" $(ss -Htuan 2>/dev/null | awk '{k = split($5, a, ":"); printf "%s ", a[k]}') "
     for _ in $(seq 50); do
-        p=$((20000 + RANDOM % 20000))
-        for i in $(seq "$n"); do
-            if ss -Hlun "sport = :$p" 2>/dev/null | grep -q . ||
-                ss -Hlun "sport = :$((p + 1))" 2>/dev/null | grep -q .; then
+        p=$((20000 + RANDOM % (low - 20000 - n - 1)))
+        for ((i = 0; i <= n; i++)); do
+            case $used in *" $((p + i)) "*)
                 p=
                 break
-            fi
+                ;;
+            esac
         done
         [ -n "$p" ] && {
             echo "$p"
