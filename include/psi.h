@@ -8,6 +8,8 @@
  *    job's ranks started, printed or ended). An event that arrives while psi_call waits for
  *    a reply is queued, never taken for the reply, and psi_next_event hands events out in
  *    the order they came.
+ * Either may come with descriptors psid passes along (SCM_RIGHTS): psi_take_fd takes those of
+ * the message last handed out.
  * To wait for events together with other descriptors: poll psi_fd for POLLIN, but first
  * take every event already read (psi_next_event with timeout 0 until it returns 0), since
  * those no longer make the descriptor readable.
@@ -24,17 +26,33 @@
 #include <sys/types.h>
 
 /* The framed reader every client of psid uses (rx.c). Messages handed out by psi_rx_next
- * point into the buffer and stay valid until the next psi_rx_read. */
+ * point into the buffer and stay valid until the next psi_rx_read. Descriptors psid passes
+ * with a message (SCM_RIGHTS on its first byte) are held until taken (psi_rx_take_fd) or
+ * closed: at most PSI_RX_FDS at a time, more are closed as they come. A zeroed struct is an
+ * empty reader. */
+#define PSI_RX_FDS 8
 struct psi_rx {
     uint8_t *buf;
     size_t len, pos, cap;
+    uint64_t base;   /* stream offset of buf[0] */
+    uint64_t cur_at; /* stream offset of the message last handed out, if cur */
+    bool cur;
+    unsigned nfds;
+    int fds[PSI_RX_FDS];        /* received, close-on-exec, in the order passed */
+    uint64_t fd_at[PSI_RX_FDS]; /* the stream offset each came with */
 };
-/* Read once from fd (EINTR is retried). Bytes read, 0 at end of stream, -1 and errno. */
+/* Read once from fd (EINTR is retried). Bytes read, 0 at end of stream, -1 and errno. The
+ * messages handed out are dropped first, with their descriptors not taken. */
 ssize_t psi_rx_read(struct psi_rx *rx, int fd);
-/* The next whole message: 1 (in *m), 0 (more bytes needed), -1 (malformed, errno EPROTO). */
+/* The next whole message: 1 (in *m), 0 (more bytes needed), -1 (malformed, errno EPROTO).
+ * The previous message's descriptors not taken are closed. */
 int psi_rx_next(struct psi_rx *rx, struct psmsg *m);
+/* The next descriptor passed with the message last handed out by psi_rx_next, in the order
+ * psid passed them, now the caller's (close-on-exec); -1 when none is left. */
+int psi_rx_take_fd(struct psi_rx *rx);
 /* Whether psi_rx_next would return without more bytes. */
 bool psi_rx_whole(const struct psi_rx *rx);
+/* Free the buffer and close the descriptors held. */
 void psi_rx_free(struct psi_rx *rx);
 
 /* Events read ahead of a reply, in arrival order; at most PSI_EVQ_MAX bytes. */
@@ -47,7 +65,7 @@ struct psi {
     struct psi_rx rx;
     struct psi_ev *evq, **evq_tail;
     size_t evq_bytes;
-    struct psi_ev *cur; /* the event last handed out from the queue */
+    struct psi_ev *cur; /* the event last handed out, if it came from the queue */
     char path[108];
 };
 
@@ -77,6 +95,12 @@ uint32_t psi_send(struct psi *c, struct psmsg_buf *req);
 int psi_next_event(struct psi *c, struct psmsg *ev, int timeout_ms);
 /* Whether psi_next_event(c, ev, 0) would return an event without reading. */
 bool psi_event_pending(const struct psi *c);
+/* The next descriptor psid passed with the message last handed out (the reply of psi_call or
+ * psi_call_fd, the event of psi_next_event; also an event queued while a call waited), in
+ * the order psid passed them: the caller's now, to close (close-on-exec is set). -1 when
+ * none is left. Descriptors not taken are closed when the next message is handed out (by
+ * any call that reads on c) and by psi_close. */
+int psi_take_fd(struct psi *c);
 /* The socket path psi_open(NULL) uses. */
 const char *psi_socket_path(void);
 

@@ -7,6 +7,11 @@
  * notifications their NOTIFY request's id, so an id alone does not tell. An event read
  * while waiting for a reply is copied to the queue (c->evq); psi_next_event hands out the
  * queue first, then reads on.
+ *
+ * Descriptors psid passes with a message are held by the psi_rx (see rx.c) until the
+ * message is handed out; a queued event takes its own along. The message last handed out
+ * is c->cur (a queued event) or else the psi_rx's: psi_take_fd takes from that one, and
+ * handing out the next closes what it left.
  */
 #include "psi.h"
 
@@ -22,8 +27,31 @@
 struct psi_ev {
     struct psi_ev *next;
     size_t len;
+    unsigned nfds, taken; /* descriptors passed with it; fds[taken..nfds) not taken yet */
+    int fds[PSI_RX_FDS];
     uint8_t data[];
 };
+
+static void ev_free(struct psi_ev *e)
+{
+    for (unsigned i = e->taken; i < e->nfds; i++) close(e->fds[i]);
+    free(e);
+}
+
+/* The queued event last handed out is no longer the current message. */
+static void drop_cur(struct psi *c)
+{
+    if (c->cur) ev_free(c->cur);
+    c->cur = NULL;
+}
+
+/* The next message read, which becomes the current one: psi_rx_next. */
+static int rx_next(struct psi *c, struct psmsg *m)
+{
+    int r = psi_rx_next(&c->rx, m);
+    if (r > 0) drop_cur(c);
+    return r;
+}
 
 const char *psi_socket_path(void)
 {
@@ -69,9 +97,9 @@ void psi_close(struct psi *c)
     while (c->evq) {
         struct psi_ev *e = c->evq;
         c->evq = e->next;
-        free(e);
+        ev_free(e);
     }
-    free(c->cur);
+    drop_cur(c);
     memset(c, 0, sizeof *c);
     c->fd = -1;
     c->evq_tail = &c->evq;
@@ -144,7 +172,7 @@ uint32_t psi_send(struct psi *c, struct psmsg_buf *req)
     return send_req(c, req, -1);
 }
 
-/* Keep a copy of event m (read from c->rx) for psi_next_event. */
+/* Keep a copy of event m (read from c->rx, its descriptors with it) for psi_next_event. */
 static int queue_event(struct psi *c, const struct psmsg *m)
 {
     /* the frame is the PSMSG_HDR bytes before the body */
@@ -158,7 +186,11 @@ static int queue_event(struct psi *c, const struct psmsg *m)
     if (!e) return -1;
     e->next = NULL;
     e->len = len;
+    e->nfds = e->taken = 0;
+    for (int fd; e->nfds < PSI_RX_FDS && (fd = psi_rx_take_fd(&c->rx)) >= 0;)
+        e->fds[e->nfds++] = fd;
     memcpy(e->data, frame, len);
+    if (!c->evq) c->evq_tail = &c->evq; /* also in a struct psi copied since psi_open */
     *c->evq_tail = e;
     c->evq_tail = &e->next;
     c->evq_bytes += len;
@@ -169,7 +201,7 @@ static int queue_event(struct psi *c, const struct psmsg *m)
 static int read_msg(struct psi *c, struct psmsg *m)
 {
     for (;;) {
-        int r = psi_rx_next(&c->rx, m);
+        int r = rx_next(c, m);
         if (r) return r > 0 ? 0 : -1;
         ssize_t n = psi_rx_read(&c->rx, c->fd);
         if (n == 0) errno = ECONNRESET;
@@ -183,7 +215,7 @@ static int closed_why(struct psi *c, struct psmsg *reply, int e)
 {
     if (e != EPIPE && e != ECONNRESET) return e;
     for (int i = 0; i < 16; i++) {
-        int r = psi_rx_next(&c->rx, reply);
+        int r = rx_next(c, reply);
         if (r < 0) break;
         if (r == 0) {
             if (psi_rx_read(&c->rx, c->fd) <= 0) break; /* the peer closed: no wait */
@@ -243,7 +275,8 @@ static int64_t now_ms(void)
 int psi_next_event(struct psi *c, struct psmsg *ev, int timeout_ms)
 {
     if (c->evq) {
-        free(c->cur);
+        for (int fd; (fd = psi_rx_take_fd(&c->rx)) >= 0;) close(fd); /* the message read last */
+        drop_cur(c);
         c->cur = c->evq;
         c->evq = c->cur->next;
         if (!c->evq) c->evq_tail = &c->evq;
@@ -256,7 +289,7 @@ int psi_next_event(struct psi *c, struct psmsg *ev, int timeout_ms)
     }
     int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
     for (;;) {
-        int r = psi_rx_next(&c->rx, ev);
+        int r = rx_next(c, ev);
         if (r < 0) return -1;
         if (r > 0) {
             if (psm_is_event(ev->type)) return 1;
@@ -275,4 +308,10 @@ int psi_next_event(struct psi *c, struct psmsg *ev, int timeout_ms)
         if (n == 0) errno = ECONNRESET;
         if (n <= 0) return -1;
     }
+}
+
+int psi_take_fd(struct psi *c)
+{
+    if (c->cur) return c->cur->taken < c->cur->nfds ? c->cur->fds[c->cur->taken++] : -1;
+    return psi_rx_take_fd(&c->rx);
 }

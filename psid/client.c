@@ -10,6 +10,13 @@
  * by the output window per rank) is dropped past OUT_BASE plus a window per rank. Request
  * buffers of all clients together stay within IN_BUDGET.
  *
+ * Descriptors go both ways with SCM_RIGHTS on the first byte of their message, sent alone:
+ * the kernel ends a read after a byte that carries descriptors, so the receiver gives them
+ * to the message that starts at the last byte of that read. A client passes one with a
+ * request (psi_call_fd, client_take_fd); psid passes up to CLIENT_OUT_FDS with a message
+ * (client_send_fds), as duplicates kept with the stream offset of its first byte until
+ * that byte is sent.
+ *
  * Limits (psid.conf): max_clients connections in all, of which the last ROOT_RESERVE are
  * root's only, and max_clients_per_uid per uid but root; a connection over a limit gets
  * PSM_ERROR EUSERS with the limit and is closed, and the uid is logged once. A client that
@@ -51,7 +58,15 @@
 /* Request buffers of all clients together (a frame is read whole, up to PSMSG_MAX) */
 #define IN_BUDGET (64u << 20)
 
-#define CLIENT_FDS 4 /* descriptors passed and not yet taken by their message */
+#define CLIENT_FDS      4  /* descriptors passed and not yet taken by their message */
+#define CLIENT_OUT_SETS 64 /* messages with descriptors queued for a client, not yet sent */
+
+/* Descriptors to pass with the byte at stream offset at (the first of their message). */
+struct out_fds {
+    uint64_t at;
+    unsigned n;
+    int fds[CLIENT_OUT_FDS];
+};
 
 struct client {
     struct psid *d;
@@ -62,6 +77,9 @@ struct client {
     size_t inlen, incap;
     uint8_t *out;
     size_t outlen, outoff, outcap;
+    uint64_t out_pos;     /* stream offset of out[0] */
+    struct out_fds *ofds; /* by offset: CLIENT_OUT_SETS once allocated */
+    unsigned nofds;
     bool closing;     /* close once the output is flushed */
     bool in_dispatch; /* handling its requests: replies are flushed after */
     bool dead;        /* connection over; freed by clients_reap */
@@ -77,6 +95,24 @@ struct client {
     struct client *next;
     struct client *next_dead;
 };
+
+/* Close the descriptors queued to be passed with the first k sets, and forget the sets. */
+static void drop_out_fds(struct client *c, unsigned k)
+{
+    if (!k) return;
+    for (unsigned i = 0; i < k; i++)
+        for (unsigned j = 0; j < c->ofds[i].n; j++) close(c->ofds[i].fds[j]);
+    c->nofds -= k;
+    memmove(c->ofds, c->ofds + k, c->nofds * sizeof c->ofds[0]);
+}
+
+/* Nothing more is sent: what waits goes, with its descriptors. */
+static void discard_out(struct client *c)
+{
+    c->out_pos += c->outlen;
+    c->outlen = c->outoff = 0;
+    drop_out_fds(c, c->nofds);
+}
 
 static void close_fds(struct client *c, uint64_t upto)
 {
@@ -152,7 +188,7 @@ static void client_kill(struct client *c)
 {
     if (c->dead) return;
     c->dead = true;
-    c->outlen = c->outoff = 0;
+    discard_out(c);
     loop_fd_del(c->d->loop, c->fd);
     c->next_dead = c->d->clients->dead;
     c->d->clients->dead = c;
@@ -180,6 +216,7 @@ static void client_free(struct client *c)
     close(c->fd);
     free(c->in);
     free(c->out);
+    free(c->ofds);
     free(c);
 }
 
@@ -220,6 +257,27 @@ void client_drop(struct client *c)
 
 static void process_input(struct client *c);
 
+/* Send the byte at out[outoff] with the descriptors of set o (sendmsg, SCM_RIGHTS). */
+static ssize_t send_fds(struct client *c, const struct out_fds *o)
+{
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(CLIENT_OUT_FDS * sizeof(int))];
+    } u;
+    memset(&u, 0, sizeof u);
+    struct iovec iov = {c->out + c->outoff, 1};
+    struct msghdr mh = {.msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = u.buf,
+                        .msg_controllen = CMSG_SPACE(o->n * sizeof(int))};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(o->n * sizeof(int));
+    memcpy(CMSG_DATA(cm), o->fds, o->n * sizeof(int));
+    return sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 /* Send what waits; then handle requests held back while the client read its replies, and
  * send their replies (a bounded number of rounds). Returns false if the client was closed. */
 static bool flush_out(struct client *c)
@@ -227,17 +285,24 @@ static bool flush_out(struct client *c)
     if (c->dead) return false;
     for (int round = 0; round < 64; round++) {
         while (c->outoff < c->outlen) {
-            ssize_t w =
-                send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_DONTWAIT | MSG_NOSIGNAL);
+            /* plain bytes up to the next set's byte, which goes alone with its set */
+            uint64_t pos = c->out_pos + c->outoff;
+            size_t n = c->outlen - c->outoff;
+            bool with_fds = c->nofds && c->ofds[0].at == pos;
+            if (c->nofds && !with_fds && c->ofds[0].at - pos < n) n = c->ofds[0].at - pos;
+            ssize_t w = with_fds ? send_fds(c, &c->ofds[0])
+                                 : send(c->fd, c->out + c->outoff, n, MSG_DONTWAIT | MSG_NOSIGNAL);
             if (w < 0) {
                 if (errno == EAGAIN || errno == EWOULDBLOCK) break;
                 if (errno == EINTR) continue;
                 client_kill(c);
                 return false;
             }
+            if (with_fds && w > 0) drop_out_fds(c, 1); /* the client holds them now */
             c->outoff += (size_t)w;
         }
         if (c->outoff == c->outlen) {
+            c->out_pos += c->outlen;
             c->outoff = c->outlen = 0;
             if (c->closing) {
                 client_kill(c);
@@ -254,24 +319,26 @@ static bool flush_out(struct client *c)
     return true;
 }
 
-static void queue_reply(struct client *c, struct psmsg_buf *b)
+/* Queue finished message b for the client. 0, or -1 if it was not (the client is closed). */
+static int queue_reply(struct client *c, struct psmsg_buf *b)
 {
     if (psmsg_end(b) < 0) {
         log_err("reply to pid %d: %s", (int)c->cred.pid, strerror(errno));
         c->closing = true;
-        return;
+        return -1;
     }
     size_t limit = OUT_BASE + (size_t)jobs_client_ranks(c->d, c) * (PSI_IO_WINDOW + (64u << 10));
     if (unsent(c) + b->len > limit) {
         log_warn("client pid %d does not read what it gets (%zu bytes waiting); dropped",
                  (int)c->cred.pid, unsent(c));
         c->closing = true;
-        c->outlen = c->outoff = 0;
-        return;
+        discard_out(c);
+        return -1;
     }
     if (c->outoff && c->outoff >= c->outlen / 2) { /* sent bytes make room */
         memmove(c->out, c->out + c->outoff, unsent(c));
         c->outlen -= c->outoff;
+        c->out_pos += c->outoff;
         c->outoff = 0;
     }
     if (c->outlen + b->len > c->outcap) {
@@ -280,13 +347,14 @@ static void queue_reply(struct client *c, struct psmsg_buf *b)
         uint8_t *o = realloc(c->out, cap);
         if (!o) {
             c->closing = true;
-            return;
+            return -1;
         }
         c->out = o;
         c->outcap = cap;
     }
     memcpy(c->out + c->outlen, b->data, b->len);
     c->outlen += b->len;
+    return 0;
 }
 
 static void reply_error(struct client *c, uint32_t id, int err, const char *text)
@@ -308,6 +376,35 @@ void client_send(struct client *c, struct psmsg_buf *b)
     if (c->dead) return;
     queue_reply(c, b);
     if (!c->in_dispatch) flush_out(c);
+}
+
+int client_send_fds(struct client *c, struct psmsg_buf *b, const int *fds, unsigned n)
+{
+    if (c->dead || c->closing) {
+        errno = EPIPE;
+        return -1;
+    }
+    if (n > CLIENT_OUT_FDS) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (n && c->nofds == CLIENT_OUT_SETS) {
+        errno = ENOBUFS;
+        return -1;
+    }
+    if (n && !c->ofds && !(c->ofds = malloc(CLIENT_OUT_SETS * sizeof *c->ofds))) return -1;
+    struct out_fds o = {.at = c->out_pos + c->outlen, .n = 0}; /* stays so through compaction */
+    for (; o.n < n; o.n++)
+        if ((o.fds[o.n] = fcntl(fds[o.n], F_DUPFD_CLOEXEC, 0)) < 0) break;
+    int e = errno;
+    if (o.n < n || queue_reply(c, b) < 0) {
+        for (unsigned i = 0; i < o.n; i++) close(o.fds[i]);
+        errno = o.n < n ? e : EPIPE;
+        return -1;
+    }
+    if (n) c->ofds[c->nofds++] = o;
+    if (!c->in_dispatch) flush_out(c);
+    return 0;
 }
 
 void client_error(struct client *c, uint32_t id, int err, const char *text)

@@ -110,6 +110,15 @@ struct pending {
 
 /* client.c */
 void client_send(struct client *c, struct psmsg_buf *b);
+/* client_send with descriptors fds[0..n) passed along with the message's first byte
+ * (SCM_RIGHTS; the client takes them with psi_take_fd, in this order). psid passes
+ * duplicates, closed once sent or with the client: the caller keeps and closes its own.
+ * n is at most CLIENT_OUT_FDS; at most 64 messages with descriptors (client.c's
+ * CLIENT_OUT_SETS) wait unsent for a client. 0 once queued (the client may still go before
+ * it reads them); -1 and errno, nothing queued: EPIPE (the client is gone or closing),
+ * ENOBUFS (too many such messages wait), EINVAL (n too large), EMFILE (no duplicate). */
+#define CLIENT_OUT_FDS 4
+int client_send_fds(struct client *c, struct psmsg_buf *b, const int *fds, unsigned n);
 void client_error(struct client *c, uint32_t id, int err, const char *text);
 uint32_t client_uid(const struct client *c);
 pid_t client_pid(const struct client *c); /* SO_PEERCRED's */
