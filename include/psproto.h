@@ -82,12 +82,21 @@
  *             node), ECONNREFUSED (no process under the library listens there), EADDRINUSE
  *             (several processes listen there), ETIMEDOUT (its psid did not answer), ...
  *             The destination psid keeps the connection by its 4-tuple for the acceptor.
+ *             With {PSF_SAME_NODE 1, PSF_SHM_RING: the ring size wished} the destination is
+ *             an address of this node (loopback, the node's, any local one): the socket
+ *             only needs a local port; the port's one listener is looked up here, and
+ *             the connection waits here for the acceptor.
  *   PSM_PL_ACCEPT + fd (the accepted socket) -> {PSF_NODE_ID, PSF_ENDPOINT, PSF_UDP_PORT,
  *             PSF_ADDR: the connector's endpoint, PSF_KEY: the pair's key, PSF_CONN: the
  *             connector's id for the connection}: RDP; ENOENT: TCP. Any process of the
  *             listener's uid with an endpoint may take it (prefork servers accept in the
  *             child); before answering, the connector's psid checks that the connection
  *             is still the socket the connector registered (sock_diag: its inode).
+ *             A same-node connection (the request says {PSF_SHM_RING 1} when the acceptor
+ *             can take one; else TCP) is answered {PSF_CONN, PSF_SHM_RING} + two
+ *             descriptors (include/psshm.h: the channel's memfd, the acceptor's end of the
+ *             doorbell), and the connector's outcome the same with its own end: the
+ *             shared-memory path instead of RDP.
  *   PSM_PL_DECLINE + fd (an accepted socket) -> {PSF_ERRNO 0}: its holder will not take it
  *             under the library (it is handed to a program through exec); the connector
  *             gets its outcome (ETIMEDOUT: TCP) at once. ENOENT: no such connection waits,
@@ -262,9 +271,11 @@ enum psf_tag {
     PSF_PID = 87,          /* u32: a process id */
     PSF_LOCAL = 88,        /* string: a socket's local address and port, "ADDR:PORT" */
     PSF_REMOTE = 89,       /* string: its peer's */
-    PSF_PATH = 90,         /* string: what carries a connection: "rdp" (later "shm") */
+    PSF_PATH = 90,         /* string: what carries a connection: "rdp" or "shm" */
     PSF_TX_BYTES = 91,     /* u64: bytes sent */
     PSF_RX_BYTES = 92,     /* u64: bytes received */
+    PSF_SAME_NODE = 93,    /* u32 1: PSM_PL_CONNECT to an address of this node */
+    PSF_SHM_RING = 94,     /* u32: a same-node channel's ring bytes (include/psshm.h) */
 
     PSF_NODE = 0x8001,   /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002,   /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */

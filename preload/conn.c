@@ -19,6 +19,7 @@
  * the peer process died: after GUARD_GRACE_NS the connection reads EOF and writes EPIPE.
  */
 #include "psp.h"
+#include "psshm.h"
 #include "wire.h"
 
 #include <arpa/inet.h>
@@ -108,6 +109,8 @@ struct conn *conn_new(int kfd, enum conn_state st)
     c->ret_tail = &c->ret;
     for (int i = 0; i < 4; i++) c->sw_kids[i] = -1;
     c->timeo[0] = c->timeo[1] = -2;
+    c->hold_max = psp.window;
+    c->shm_slot = -1;
     c->lnext = psp.all;
     psp.all = c;
     psp.nconns++;
@@ -190,7 +193,9 @@ static void destroy(struct conn *c)
     psp.nconns--;
     psp_guard_del(c);
     epoll_conn_gone(c);
+    shm_free(c);
     psp_in++;
+    if (c->shm_slot >= 0) real.close(c->shm_slot);
     if (c->kfd >= 0) real.close(c->kfd);
     if (c->bell_in >= 0) real.close(c->bell_in);
     if (c->bell_out >= 0) real.close(c->bell_out);
@@ -230,6 +235,10 @@ static int send_ctl(struct conn *c, uint8_t type, uint32_t aux)
 
 static void send_owed(struct conn *c)
 {
+    if (c->st == CS_SHM && c->tx_fin && !c->tx_fin_sent) { /* flags in the ring */
+        shm_end(c, c->nfds ? PSHM_FIN : (c->linger0 ? PSHM_RST : PSHM_CLOSE));
+        c->tx_fin_sent = true;
+    }
     if (c->st != CS_RDP || !psp.rdp) return;
     if (c->credit_owed && c->rx_unacked) {
         if (send_ctl(c, PLW_CREDIT, (uint32_t)c->rx_unacked) == 0) {
@@ -314,12 +323,69 @@ static void flush_hold_rdp(struct conn *c)
     }
 }
 
+/* What the program wrote while the connection waited for its outcome goes into the ring
+ * first (it fits: a same-node connection holds at most a ring). */
+static void flush_hold_shm(struct conn *c)
+{
+    while (c->hold && c->credit) {
+        struct chunk *ch = c->hold;
+        struct iovec v = {ch->data + ch->off, ch->len - ch->off};
+        size_t n = shm_write(c, &v, 1, 0, v.iov_len);
+        if (!n) return;
+        c->hold_bytes -= n;
+        ch->off += n;
+        if (ch->off == ch->len) {
+            c->hold = ch->next;
+            if (!c->hold) c->hold_tail = &c->hold;
+            chunk_free(ch);
+        }
+    }
+}
+
+/* The same-node path: the channel's descriptors came with the outcome or the reply. */
+static void shm_begin(struct conn *c, const struct neg_peer *p)
+{
+    c->id = p->conn;
+    if (shm_attach(c, c->connector, p->shm_ring, p->shm_fds) == 0) {
+        psp.accelerated++;
+        psp.shm_conns++;
+        epoll_conn_to_shm(c);
+    }
+    psp_guard_add(c);
+}
+
+static void shm_outcome(struct conn *c, const struct neg_peer *p)
+{
+    shm_begin(c, p);
+    flush_hold_shm(c);
+    if (!c->nfds && !c->forked) c->tx_fin = true;
+    send_owed(c);
+    if (c->st == CS_SHM && (c->sw_kids[0] >= 0 || (!c->nfds && c->forked))) {
+        conn_switch(c); /* a child needs it */
+        return;
+    }
+    if (!c->nfds) {
+        shm_free(c);
+        if (!c->users) destroy(c);
+        return;
+    }
+    conn_changed(c);
+}
+
 void conn_outcome(uint32_t id, int err, const struct neg_peer *p)
 {
     struct conn *c;
     for (c = psp.all; c; c = c->lnext)
         if (c->connector && c->id == id && c->st == CS_CONNECTING) break;
-    if (!c) return; /* closed meanwhile; the other side will find no one */
+    if (!c) { /* closed meanwhile; the other side will find no one */
+        if (p && p->shm_ring)
+            for (int i = 0; i < 2; i++) real.close(p->shm_fds[i]);
+        return;
+    }
+    if (!err && p && p->shm_ring) {
+        shm_outcome(c, p);
+        return;
+    }
     if (err || !psp.rdp || add_peer(p, &c->peer) < 0) {
         conn_fallback(c, err == ETIMEDOUT      ? PSP_R_NOT_ACCEPTED
                          : err == ECONNREFUSED ? PSP_R_NO_LIBRARY
@@ -412,7 +478,14 @@ void conn_fallback(struct conn *c, enum psp_reason r)
  *    held, then the program's writes go to the kernel as they come.
  * Both asking at once: each treats the other's SWITCH as the end of its stream and both
  * return. A SHUT_WR the program made before carries over (shutdown of the kernel socket).
- * A switch not over within SWITCH_NS resets the connection. */
+ * A switch not over within SWITCH_NS resets the connection.
+ *
+ * On the same-node path the ring holds what the program did not read, so nothing is
+ * returned by message: SWITCH and SWITCH_ACK are flags after the last byte of each ring
+ * (psshm.h); the side that sees the peer's SWITCH takes back from its own ring what the
+ * peer did not read (the peer reads the ring no more) and writes it to its kernel socket
+ * first. The responder reads its ring to the end, then the kernel socket. While it moves,
+ * the progress thread watches the doorbell, so that an idle program does not stall it. */
 #define SWITCH_NS 5000000000ull
 
 /* the guard's EPOLLOUT, once, for writing held bytes to the kernel socket */
@@ -449,17 +522,83 @@ static void to_tcp(struct conn *c)
 
 static void sw_fail(struct conn *c, int err)
 {
-    c->st = CS_RDP; /* its error is the program's answer from now on */
+    c->st = c->shm ? CS_SHM : CS_RDP; /* its error is the program's answer from now on */
     c->sw_failed = true;
     if (!c->err) c->err = err;
     c->rx_fin = c->peer_closed = true;
     kids_tell(c, EIO);
-    send_ctl(c, PLW_RST, ECONNRESET);
+    if (c->shm)
+        shm_end(c, PSHM_RST);
+    else
+        send_ctl(c, PLW_RST, ECONNRESET);
     conn_changed(c);
+}
+
+/* What the peer did not read of ours, taken back out of the ring: to the kernel socket
+ * first (before anything held). */
+static int shm_return(struct conn *c)
+{
+    size_t n = shm_unread(c), at = 0;
+    if (n == SIZE_MAX) return -1;
+    struct chunk *head = NULL, **tp = &head;
+    while (at < n) {
+        size_t k = n - at > PLW_MAX_DATA ? PLW_MAX_DATA : n - at;
+        struct chunk *ch = chunk_new(k);
+        if (!ch) {
+            free_chunks(head);
+            return -1;
+        }
+        shm_unread_copy(c, at, ch->data, k);
+        *tp = ch;
+        tp = &ch->next;
+        at += k;
+    }
+    if (head) {
+        *tp = c->hold;
+        if (!c->hold) c->hold_tail = tp;
+        c->hold = head;
+        c->hold_bytes += n;
+    }
+    return 0;
+}
+
+/* The same-node path's move (above). */
+static void sw_progress_shm(struct conn *c)
+{
+    uint32_t peer = shm_peer_switch(c);
+    if (!peer) return;                            /* the peer has not seen ours yet */
+    if ((peer & PSHM_SWITCH) && !c->sw_ret_end) { /* it reads no more: take ours back */
+        if (shm_return(c) < 0) {
+            sw_fail(c, ECONNRESET);
+            return;
+        }
+        c->sw_ret_end = true;
+    }
+    if (c->sw == SW_RESP && !c->sw_returned) { /* our answer, after our last byte */
+        shm_end(c, PSHM_SWITCH_ACK);
+        c->sw_returned = true;
+    }
+    shm_sync(c);
+    /* the responder reads its ring to the end (the initiator reads it no more) */
+    if (c->sw == SW_RESP && c->rx_bytes) return;
+    shm_free(c);
+    c->rx_bytes = 0;
+    c->rx_fin = c->fin_seen = c->peer_closed = false; /* the kernel socket says from now on */
+    if (c->hold && !drain_hold(c)) {
+        c->st = CS_DRAIN; /* conn_guard_event ends it with to_tcp */
+        guard_out(c);
+        conn_changed(c);
+        return;
+    }
+    to_tcp(c);
 }
 
 static void sw_progress(struct conn *c)
 {
+    if (c->st == CS_SWITCH && c->shm) {
+        sw_progress_shm(c);
+        return;
+    }
     if (c->st != CS_SWITCH || !psp.rdp) return;
     if (c->sw_ack_owed) {
         if (send_ctl(c, c->sw == SW_INIT ? PLW_SWITCH : PLW_SWITCH_ACK, 0) < 0) return;
@@ -514,8 +653,40 @@ static void sw_begin(struct conn *c, enum conn_sw role)
     psp_kick(); /* its timer: SWITCH_NS */
 }
 
+/* The rings' state into c; a move to TCP goes on (under way, or the peer's SWITCH). */
+static void conn_shm_sync(struct conn *c)
+{
+    if (c->st == CS_SWITCH)
+        sw_progress(c);
+    else
+        shm_sync(c);
+}
+
+void conn_shm_look(struct conn *c)
+{
+    conn_shm_sync(c);
+    if (shm_hup(c)) shm_watch(c, false); /* the peer is gone: the flags or the guard tell */
+    conn_changed(c);
+}
+
+/* The peer's SWITCH came: we answer (SW_RESP). Under psp.lock. */
+void conn_shm_switched(struct conn *c)
+{
+    sw_begin(c, SW_RESP);
+    shm_watch(c, true);
+    sw_progress(c);
+}
+
 void conn_switch(struct conn *c)
 {
+    if (c->st == CS_SHM && c->shm && !c->err) { /* SWITCH after our last byte */
+        sw_begin(c, SW_INIT);
+        shm_end(c, PSHM_SWITCH);
+        shm_watch(c, true);
+        sw_progress(c);
+        conn_changed(c);
+        return;
+    }
     if (c->st != CS_RDP || c->err || !c->peer || !psp.rdp) return;
     sw_begin(c, SW_INIT);
     sw_progress(c);
@@ -572,7 +743,7 @@ void conn_guard_event(struct conn *c, uint32_t events)
         conn_changed(c);
         return;
     }
-    if (c->st != CS_RDP || c->guard_eof) return;
+    if ((c->st != CS_RDP && c->st != CS_SHM) || c->guard_eof) return;
     char b;
     ssize_t r = real.recv(c->kfd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
     if (r > 0) return; /* bytes on TCP: not ours to read */
@@ -591,7 +762,9 @@ void conn_timers(void)
         n = c->lnext;
         if (c->st == CS_SWITCH && now - c->sw_at > SWITCH_NS) sw_fail(c, ECONNRESET);
         if (c->st == CS_SWITCH) continue;
-        if (c->st == CS_RDP && c->guard_eof && !c->rx_fin && now - c->guard_at > GUARD_GRACE_NS) {
+        if (c->st == CS_SHM && c->guard_eof) shm_sync(c); /* a clean end shows there */
+        if ((c->st == CS_RDP || c->st == CS_SHM) && c->guard_eof && !c->rx_fin &&
+            now - c->guard_at > GUARD_GRACE_NS) {
             c->rx_fin = c->peer_closed = true; /* the peer process is gone */
             if (c->guard_rst && !c->err) c->err = ECONNRESET;
             if (!c->guard_rst) c->fin_seen = true;
@@ -605,7 +778,7 @@ void conn_timers(void)
                      (st.state != RDP_ESTABLISHED || !st.queued));
         if ((c->st == CS_CONNECTING || c->st == CS_DRAIN) && now - c->closed_at < LINGER_NS)
             done = false; /* bytes the program wrote are still to go out */
-        if (done) destroy(c);
+        if (done && !c->users) destroy(c);
     }
 }
 
@@ -618,6 +791,18 @@ static void conn_close(struct conn *c)
         return;
     }
     if (c->st == CS_SWITCH) return; /* conn_timers destroys it once it is over */
+    if (c->st == CS_SHM && c->forked && c->shm && !c->err) {
+        conn_switch(c); /* a child holds the socket: it goes on there */
+        return;
+    }
+    if (c->st == CS_SHM) { /* the peer reads the rest from the mapping it holds */
+        c->tx_fin = true;
+        c->tx_fin_sent = false;
+        send_owed(c);
+        shm_free(c);
+        if (!c->users) destroy(c); /* else conn_timers, once the last call is out */
+        return;
+    }
     if (c->st == CS_RDP && c->peer && !c->err) {
         c->tx_fin = true;
         c->tx_fin_sent = false;
@@ -986,6 +1171,7 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
     int tmo = -2;
     pthread_mutex_lock(&psp.lock);
     for (;;) {
+        if (c->shm) conn_shm_sync(c);
         if (c->st == CS_TCP || c->st == CS_DRAIN || c->st == CS_ORPHAN) {
             pthread_mutex_unlock(&psp.lock);
             errno = c->st == CS_ORPHAN ? EIO : EXDEV; /* EXDEV: the caller passes through */
@@ -997,7 +1183,8 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
         if (sw_wait && done) break;
         if (sw_wait) goto wait;
         if (c->rx_bytes && want) {
-            size_t n = copy_out(c, iov, iovcnt, done, want - done, flags);
+            size_t n = c->shm ? shm_read(c, iov, iovcnt, done, want - done, flags)
+                              : copy_out(c, iov, iovcnt, done, want - done, flags);
             done += n;
             if (done == want || !(flags & MSG_WAITALL) || (flags & MSG_PEEK)) break;
             continue;
@@ -1019,6 +1206,7 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
             errno = EAGAIN;
             return -1;
         }
+        if (c->st == CS_SHM && (shm_spin(c, true) || shm_arm(c, POLLIN))) continue;
         if (tmo == -2) tmo = timeout_of(c, SO_RCVTIMEO);
         if (wait_conns(&c, 1, tmo) < 0) {
             int e = errno;
@@ -1051,18 +1239,20 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
     size_t vi_off = 0;
     pthread_mutex_lock(&psp.lock);
     for (;;) {
+        if (c->shm) conn_shm_sync(c);
         if (c->st == CS_TCP || c->st == CS_ORPHAN) {
             pthread_mutex_unlock(&psp.lock);
             errno = c->st == CS_ORPHAN ? EIO : EXDEV;
             return done ? (ssize_t)done : -1;
         }
+        bool on = c->st == CS_RDP || c->st == CS_SHM; /* connected, not negotiating */
         int e = 0;
-        if (c->err && c->st == CS_RDP)
+        if (c->err && on)
             e = c->err_reported || c->err == ECONNRESET ? (c->err_reported ? EPIPE : c->err)
                                                         : c->err;
         else if (c->tx_fin)
             e = EPIPE;
-        else if (c->peer_closed && c->st == CS_RDP) {
+        else if (c->peer_closed && on) {
             /* The kernel takes the first write after the peer closed; the peer's kernel
              * answers it with a reset, which leaves EPIPE pending (a reset in CLOSE_WAIT)
              * and the socket shut both ways. Our peer reads no more: the bytes go nowhere. */
@@ -1090,10 +1280,14 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
         if (c->st == CS_SWITCH && c->sw == SW_INIT)
             room = 0; /* until it is over */
         else if (c->st == CS_CONNECTING || c->st == CS_DRAIN || c->st == CS_SWITCH || c->hold)
-            room = c->st == CS_DRAIN ? 0 : psp.window - c->hold_bytes;
+            room = c->st == CS_DRAIN ? 0 : c->hold_max - c->hold_bytes;
         else
             room = c->credit;
-        if (c->st == CS_CONNECTING && c->hold_bytes >= psp.window) room = 0;
+        if (c->st == CS_CONNECTING && c->hold_bytes >= c->hold_max) room = 0;
+        if (room && c->st == CS_SHM && !c->hold) { /* straight into the ring */
+            done += shm_write(c, iov, iovcnt, done, want - done);
+            continue;
+        }
         if (room) {
             size_t n = want - done;
             if (n > room) n = room;
@@ -1160,13 +1354,14 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
                 return -1;
             }
         }
-        /* no room: credit, RDP's queue, or the hold */
+        /* no room: credit, RDP's queue, the ring, or the hold */
         if (nonblocking(c, fd, flags)) {
             pthread_mutex_unlock(&psp.lock);
             if (done) return (ssize_t)done;
             errno = EAGAIN;
             return -1;
         }
+        if (c->st == CS_SHM && (shm_spin(c, false) || shm_arm(c, POLLOUT))) continue;
         if (tmo == -2) tmo = timeout_of(c, SO_SNDTIMEO);
         if (wait_conns(&c, 1, tmo) < 0) {
             int e2 = errno;
@@ -1185,7 +1380,8 @@ int conn_shutdown(struct conn *c, int how)
     pthread_mutex_lock(&psp.lock);
     /* the kernel's socket is CLOSED once both FINs went (or a reset came): ENOTCONN, after
      * the shutdown flags are set all the same */
-    bool closed = c->st == CS_RDP && ((c->rx_fin && c->tx_fin) || c->err);
+    if (c->shm) conn_shm_sync(c);
+    bool closed = (c->st == CS_RDP || c->st == CS_SHM) && ((c->rx_fin && c->tx_fin) || c->err);
     if (how == SHUT_RD || how == SHUT_RDWR) c->rd_shut = true;
     if ((how == SHUT_WR || how == SHUT_RDWR) && !c->tx_fin) {
         c->tx_fin = true;
@@ -1205,8 +1401,9 @@ short conn_poll(struct conn *c)
     short r = 0;
     if (c->st == CS_CONNECTING) {
         if (!c->kconnected) return (short)(c->kev & POLLERR ? c->kev : 0);
-        return c->hold_bytes < psp.window ? POLLOUT : 0;
+        return c->hold_bytes < c->hold_max ? POLLOUT : 0;
     }
+    if (c->shm) conn_shm_sync(c);
     if (c->st == CS_DRAIN) return 0;
     if (c->st == CS_SWITCH) /* the initiator's program waits; the responder's reads first */
         return c->sw == SW_INIT ? 0
@@ -1243,10 +1440,21 @@ int conn_claim(struct conn *c)
     c->claiming = true;
     pthread_mutex_unlock(&psp.lock);
     struct neg_peer p;
-    int e = psp_endpoint() < 0 ? EIO : neg_accept(c->kfd, &p);
+    int slot = psp.shm_off ? -1 : shm_reserve(c->kfd); /* the same-node path needs one more */
+    int e = psp_endpoint() < 0 ? EIO : neg_accept(c->kfd, slot >= 0, &p);
     pthread_mutex_lock(&psp.lock);
     c->claiming = false;
-    if (!e && add_peer(&p, &c->peer) == 0) {
+    if (c->shm_slot < 0) {
+        c->shm_slot = slot;
+    } else if (slot >= 0) {
+        psp_in++;
+        real.close(slot);
+        psp_in--;
+    }
+    if (!e && p.shm_ring) {
+        c->connector = false;
+        shm_begin(c, &p);
+    } else if (!e && add_peer(&p, &c->peer) == 0) {
         c->st = CS_RDP;
         c->id = p.conn;
         c->connector = false;
@@ -1273,7 +1481,8 @@ void conn_fork_child(void)
         c->waiters = NULL;
         c->forked = false;
         for (int i = 0; i < 4; i++) c->sw_kids[i] = -1;
-        if (c->st == CS_RDP || c->st == CS_CONNECTING || c->st == CS_DRAIN || c->st == CS_SWITCH)
+        if (c->st == CS_RDP || c->st == CS_CONNECTING || c->st == CS_DRAIN || c->st == CS_SWITCH ||
+            c->st == CS_SHM)
             c->st = CS_ORPHAN;
     }
 }

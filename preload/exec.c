@@ -41,7 +41,7 @@ static void before_exec(void)
             c->st = CS_TCP; /* whatever psid says: the new image reads the kernel socket */
             kfd = c->kfd;
         }
-        if (kept && c->st == CS_RDP) conn_switch(c); /* ours: to TCP, and wait for it */
+        if (kept && (c->st == CS_RDP || c->st == CS_SHM)) conn_switch(c); /* ours: to TCP */
         for (int i = 0; kept && c->st == CS_SWITCH && i < 100; i++) wait_conns(&c, 1, 100);
         pthread_mutex_unlock(&psp.lock);
         if (kfd >= 0 && neg_decline(kfd) == 0) psp_count_tcp(PSP_R_NOT_ACCEPTED);

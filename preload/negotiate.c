@@ -10,6 +10,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@ static int psi_ensure(void)
     if (h < 0) return -1;
     fresh.fd = h;
     psp.psi = fresh;
+    psp.psi.evq_tail = &psp.psi.evq; /* the queue's tail pointed into fresh */
     psp.psi_open = true;
     return 0;
 }
@@ -86,6 +89,55 @@ int neg_node_of(const struct sockaddr *sa, uint32_t *node)
             return 0;
         }
     return -1;
+}
+
+/* The addresses of this machine's interfaces, looked up once. */
+static struct sockaddr_storage *local_addrs;
+static unsigned nlocal_addrs;
+static pthread_once_t local_once = PTHREAD_ONCE_INIT;
+
+static void local_lookup(void)
+{
+    struct ifaddrs *ifa;
+    if (getifaddrs(&ifa) < 0) return;
+    unsigned n = 0;
+    for (struct ifaddrs *i = ifa; i; i = i->ifa_next) n++;
+    local_addrs = calloc(n ? n : 1, sizeof *local_addrs);
+    for (struct ifaddrs *i = ifa; i && local_addrs; i = i->ifa_next)
+        if (i->ifa_addr &&
+            (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6))
+            memcpy(&local_addrs[nlocal_addrs++], i->ifa_addr,
+                   i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                     : sizeof(struct sockaddr_in6));
+    freeifaddrs(ifa);
+}
+
+bool neg_local_addr(const struct sockaddr *sa)
+{
+    struct in_addr v4 = {0};
+    const struct in6_addr *x = NULL;
+    if (sa->sa_family == AF_INET) {
+        v4 = ((const struct sockaddr_in *)sa)->sin_addr;
+    } else {
+        x = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(x)) return true;
+        if (IN6_IS_ADDR_V4MAPPED(x)) {
+            memcpy(&v4, x->s6_addr + 12, 4);
+            x = NULL;
+        }
+    }
+    if (!x && (ntohl(v4.s_addr) >> 24) == 127) return true;
+    pthread_once(&local_once, local_lookup);
+    for (unsigned i = 0; i < nlocal_addrs; i++) {
+        const struct sockaddr_storage *l = &local_addrs[i];
+        if (!x && l->ss_family == AF_INET &&
+            ((const struct sockaddr_in *)l)->sin_addr.s_addr == v4.s_addr)
+            return true;
+        if (x && l->ss_family == AF_INET6 &&
+            !memcmp(&((const struct sockaddr_in6 *)l)->sin6_addr, x, sizeof *x))
+            return true;
+    }
+    return false;
 }
 
 /* A request and its reply's errno (0: success); *rep valid until the next request. */
@@ -163,7 +215,8 @@ static enum psp_reason reason_of(int e)
     }
 }
 
-int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, enum psp_reason *why)
+int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, bool same,
+                enum psp_reason *why)
 {
     char a[INET6_ADDRSTRLEN];
     uint16_t port;
@@ -185,6 +238,10 @@ int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, enum psp_r
     psmsg_put_str(&req, PSF_ADDR, a);
     psmsg_put_u32(&req, PSF_PORT, port);
     psmsg_put_u32(&req, PSF_CONN, conn_id);
+    if (same) {
+        psmsg_put_u32(&req, PSF_SAME_NODE, 1);
+        psmsg_put_u32(&req, PSF_SHM_RING, psp.shm_ring);
+    }
     pthread_mutex_lock(&psp.psi_lock);
     int e = call(&req, fd, &rep);
     psi_unlock();
@@ -192,10 +249,26 @@ int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, enum psp_r
     return e;
 }
 
+/* A same-node answer: the ring size and the channel's three descriptors, which came with
+ * the message (taken now: libpsi closes what is not taken before the next message). */
+static int get_shm(const struct psmsg *m, struct neg_peer *p)
+{
+    int n = 0;
+    while (n < 2 && (p->shm_fds[n] = psi_take_fd(&psp.psi)) >= 0) n++;
+    for (int x; (x = psi_take_fd(&psp.psi)) >= 0;) real.close(x); /* more than ours */
+    psmsg_get_u32(&m->body, PSF_CONN, &p->conn);
+    if (n == 2) return 0;
+    while (n > 0) real.close(p->shm_fds[--n]);
+    p->shm_ring = 0;
+    return -1;
+}
+
 static int get_peer(const struct psmsg *m, struct neg_peer *p)
 {
     struct psmsg_field k;
     memset(p, 0, sizeof *p);
+    if (psmsg_get_u32(&m->body, PSF_SHM_RING, &p->shm_ring) == 0 && p->shm_ring)
+        return get_shm(m, p);
     if (psmsg_get_u32(&m->body, PSF_NODE_ID, &p->node) < 0 ||
         psmsg_get_u32(&m->body, PSF_ENDPOINT, &p->ep) < 0 || !p->ep || p->ep > 0xffff ||
         psmsg_get_u32(&m->body, PSF_UDP_PORT, &p->udp_port) < 0 || !p->udp_port ||
@@ -207,16 +280,20 @@ static int get_peer(const struct psmsg *m, struct neg_peer *p)
     return 0;
 }
 
-int neg_accept(int fd, struct neg_peer *p)
+int neg_accept(int fd, bool shm, struct neg_peer *p)
 {
     struct psmsg_buf req = {0};
     struct psmsg rep;
     psmsg_begin(&req, PSM_PL_ACCEPT, 0);
+    psmsg_put_u32(&req, PSF_SHM_RING, shm);
     pthread_mutex_lock(&psp.psi_lock);
     int e = call(&req, fd, &rep);
     if (!e && (get_peer(&rep, p) < 0 ||
-               psmsg_find(&rep.body, PSF_CONN, &(struct psmsg_field){0}) == false))
+               psmsg_find(&rep.body, PSF_CONN, &(struct psmsg_field){0}) == false)) {
+        if (p->shm_ring)
+            for (int i = 0; i < 2; i++) real.close(p->shm_fds[i]);
         e = EPROTO;
+    }
     psi_unlock();
     return e;
 }
@@ -244,7 +321,7 @@ static void report(uint32_t num)
     psmsg_put_u32(&b, PSF_REQ, num);
     pthread_mutex_lock(&psp.lock);
     for (struct conn *c = psp.all; c; c = c->lnext) {
-        if (c->st != CS_RDP || !c->peer || !c->nfds) continue;
+        if (!((c->st == CS_RDP && c->peer) || (c->st == CS_SHM && c->shm)) || !c->nfds) continue;
         struct sockaddr_storage l, r;
         socklen_t ll = sizeof l, rl = sizeof r;
         char ls[80], rs[80];
@@ -256,7 +333,7 @@ static void report(uint32_t num)
         psmsg_record_begin(&b, PSF_SOCKET);
         psmsg_put_str(&b, PSF_LOCAL, ls);
         psmsg_put_str(&b, PSF_REMOTE, rs);
-        psmsg_put_str(&b, PSF_PATH, "rdp");
+        psmsg_put_str(&b, PSF_PATH, c->st == CS_SHM ? "shm" : "rdp");
         psmsg_put_u64(&b, PSF_TX_BYTES, c->tx_bytes);
         psmsg_put_u64(&b, PSF_RX_BYTES, c->rx_total);
         psmsg_record_end(&b);

@@ -48,8 +48,9 @@ struct epreg {
 
 static struct epreg **regs; /* by index (the tag's low bits) */
 static unsigned nregs, capregs;
-#define RDP_IDX 0xffffffffu /* the tag of the RDP socket in a program's epoll set */
-static int *rdp_sets;       /* the program's epoll sets that hold the RDP socket */
+#define RDP_IDX  0xffffffffu  /* the tag of the RDP socket in a program's epoll set */
+#define BELL_BIT (1ull << 32) /* in a tag: the registration's doorbell (same-node path) */
+static int *rdp_sets;         /* the program's epoll sets that hold the RDP socket */
 static unsigned nrdp_sets;
 
 /* An epoll set of the program that holds a doorbell holds the RDP socket too, so that the
@@ -107,7 +108,8 @@ static int conns_in(struct pollfd *fds, nfds_t n, struct conn **cs)
 static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
 {
     struct conn *small[16], **cs = n <= 16 ? small : malloc(n * sizeof *cs);
-    struct pollfd sp[18], *kp = n < 16 ? sp : malloc((n + 2) * sizeof *kp);
+    /* the kernel's: the program's others, our eventfd, the RDP socket, the doorbells */
+    struct pollfd sp[34], *kp = n <= 16 ? sp : malloc((2 * n + 2) * sizeof *kp);
     if (!cs || !kp) {
         if (cs != small) free(cs);
         if (kp != sp) free(kp);
@@ -127,6 +129,8 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
             fds[i].revents = 0;
             if (c && c->st != CS_TCP && c->st != CS_ORPHAN && c->st != CS_ACCEPTED) {
                 short r = conn_poll(c) & (fds[i].events | POLLHUP | POLLERR);
+                if (!r && !ready && timeout && c->st == CS_SHM) /* will sleep: ring me */
+                    r = shm_arm(c, fds[i].events & (POLLIN | POLLOUT));
                 fds[i].revents = r;
                 if (r) ready++;
             } else {
@@ -143,22 +147,36 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
         kp[nk] = (struct pollfd){.fd = wfd, .events = POLLIN};
         /* and the RDP socket: its datagrams are taken by this thread (wait.c) */
         kp[nk + 1] = (struct pollfd){.fd = psp.rdp ? rdp_fd(psp.rdp) : -1, .events = POLLIN};
+        nfds_t nb = 0; /* the doorbells of connections on the same-node path */
+        for (int i = 0; i < ncs; i++)
+            if (shm_bell(cs[i]) >= 0)
+                kp[nk + 2 + nb++] = (struct pollfd){.fd = shm_bell(cs[i]), .events = POLLIN};
         struct waiter ws[ncs > 0 ? ncs : 1];
         waiters_add(cs, ncs, ws, wfd);
         pthread_mutex_unlock(&psp.lock);
         struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
         if (wait) psp_poller_enter();
-        int r = mask || wait >= 0 ? real.ppoll(kp, nk + 2, wait < 0 ? NULL : &ts, mask)
-                                  : real.poll(kp, nk + 2, -1);
+        int r = mask || wait >= 0 ? real.ppoll(kp, nk + 2 + nb, wait < 0 ? NULL : &ts, mask)
+                                  : real.poll(kp, nk + 2 + nb, -1);
         int e = errno;
         if (wait) psp_poller_leave();
         pthread_mutex_lock(&psp.lock);
         waiters_del(cs, ncs, ws);
+        int bells = 0;
+        for (nfds_t b = 0; r > 0 && b < nb; b++)
+            if (kp[nk + 2 + b].revents) bells++;
+        if (bells) /* the peers published: drain the doorbells; the states are looked at */
+            for (int i = 0; i < ncs; i++)
+                if (cs[i]->shm) {
+                    shm_bell_drain(cs[i]);
+                    wake_conn(cs[i]); /* a ring for another thread waiting on it, perhaps */
+                }
         if (r > 0 && kp[nk + 1].revents && psp.rdp) {
             rdp_process(psp.rdp);
             if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
-            if (r == 1) continue; /* only datagrams: look again */
+            if (r == 1 + bells) continue; /* only datagrams (and doorbells): look again */
         }
+        if (r > 0 && r == bells) continue; /* only doorbells: look again */
         if (r < 0) {
             errno = e;
             ret = -1;
@@ -338,6 +356,16 @@ void bells_update(struct conn *c)
 {
     if (c->bell_in < 0) return;
     short s = conn_poll(c);
+    if (c->st == CS_SHM && c->regs) { /* what the sets wait for and is not there: ring me */
+        short want = 0;
+        for (struct epreg *r = c->regs; r; r = r->next)
+            want |= (short)((r->events & (EPOLLIN | EPOLLRDHUP) ? POLLIN : 0) |
+                            (r->events & EPOLLOUT ? POLLOUT : 0));
+        if (want & ~s) {
+            shm_arm(c, want & ~s);
+            s = conn_poll(c);
+        }
+    }
     uint64_t x;
     if (s & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) {
         (void)!real.write(c->bell_in, &(uint64_t){1}, 8); /* an edge for EPOLLET, too */
@@ -421,6 +449,26 @@ static int hup_ctl(int epfd, int op, struct epreg *r)
     return 0;
 }
 
+/* The same-node path: the connection's doorbell is in the set too, so that the thread
+ * waiting there wakes when the peer publishes (translate empties it and rings the bells). */
+static void doorbell_ctl(int epfd, int op, struct epreg *r)
+{
+    int fd = op == EPOLL_CTL_DEL ? shm_bell_fd(r->c) : r->c->st == CS_SHM ? shm_bell(r->c) : -1;
+    if (fd < 0 || op == EPOLL_CTL_MOD) return;
+    struct epoll_event e = {.events = EPOLLIN, .data.u64 = PSP_TAG | BELL_BIT | r->idx};
+    real.epoll_ctl(epfd, op, fd, op == EPOLL_CTL_DEL ? NULL : &e); /* EEXIST: a dup's */
+}
+
+void epoll_conn_unbell(struct conn *c)
+{
+    for (struct epreg *r = c->regs; r; r = r->next) doorbell_ctl(r->epfd, EPOLL_CTL_DEL, r);
+}
+
+void epoll_conn_to_shm(struct conn *c)
+{
+    for (struct epreg *r = c->regs; r; r = r->next) doorbell_ctl(r->epfd, EPOLL_CTL_ADD, r);
+}
+
 static int bell_ctl(int epfd, int op, struct epreg *r)
 {
     struct epoll_event a = {.events = in_mask(r->events), .data.u64 = PSP_TAG | r->idx};
@@ -429,8 +477,10 @@ static int bell_ctl(int epfd, int op, struct epreg *r)
         real.epoll_ctl(epfd, op, r->c->bell_in, NULL);
         real.epoll_ctl(epfd, op, r->c->bell_out, NULL);
         hup_ctl(epfd, op, r);
+        doorbell_ctl(epfd, op, r);
         return 0;
     }
+    doorbell_ctl(epfd, op, r);
     if (real.epoll_ctl(epfd, op, r->c->bell_in, &a) < 0) return -1;
     if (real.epoll_ctl(epfd, op, r->c->bell_out, &b) < 0 || hup_ctl(epfd, op, r) < 0) {
         int e = errno;
@@ -494,6 +544,7 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
         if (idx == nregs) nregs++;
         c->regs = r;
         rdp_in_set(epfd);
+        if (c->st == CS_SHM) bells_update(c); /* the peer rings us from now on */
         ret = 0;
     } else if (op == EPOLL_CTL_MOD || op == EPOLL_CTL_DEL) {
         if (!r) {
@@ -513,6 +564,7 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
             r->data = ev->data;
             r->disarmed = false;
             ret = bell_ctl(epfd, EPOLL_CTL_MOD, r);
+            if (c->st == CS_SHM) bells_update(c); /* what it waits for changed */
         }
     } else {
         errno = EINVAL;
@@ -552,6 +604,13 @@ static int translate(struct epoll_event *ev, int n)
             continue;
         }
         struct epreg *r = idx < nregs ? regs[idx] : NULL;
+        if (t & BELL_BIT) { /* the peer published: the bells it rings show in the next wait */
+            if (r && r->c->st == CS_SHM) {
+                shm_bell_drain(r->c);
+                conn_changed(r->c);
+            }
+            continue;
+        }
         if (!r || r->disarmed) continue;
         bool dup = false; /* the other bell of the same registration, in this batch */
         for (int k = 0; k < out; k++)

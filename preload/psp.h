@@ -10,7 +10,7 @@
  * progress thread, fork, exit, statistics), negotiate.c (the requests to psid), conn.c (a
  * connection: buffers, credit, messages from RDP), wait.c (blocking and waking), and the
  * wrappers: sock.c (socket calls), io.c (reads and writes), poll.c (poll, select, epoll),
- * exec.c (the exec family).
+ * exec.c (the exec family), shm.c (the same-node path: a shared-memory channel).
  */
 #ifndef PSCLUSTER_PRELOAD_PSP_H
 #define PSCLUSTER_PRELOAD_PSP_H
@@ -73,7 +73,7 @@ enum psp_reason {
     PSP_R_NOT_CLUSTER,  /* not a cluster node's address */
     PSP_R_NO_LIBRARY,   /* nobody under the library listens there */
     PSP_R_NOT_ACCEPTED, /* not taken under the library in time */
-    PSP_R_SAME_NODE,    /* until the same-node path */
+    PSP_R_SAME_NODE,    /* the same-node path is off (PSP_SHM=0) */
     PSP_R_RULE,         /* PSP_RULES */
     PSP_R_LIMIT,        /* a resource limit */
     PSP_R_ERROR,        /* anything else */
@@ -89,6 +89,7 @@ enum conn_state {
     CS_TCP,        /* plain TCP from now on */
     CS_ORPHAN,     /* inherited over fork from a process whose endpoint this is not */
     CS_SWITCH,     /* moving back to TCP (fork, exec): see conn.c, "The move to TCP" */
+    CS_SHM,        /* bytes travel through shared memory (same node, shm.c) */
 };
 
 enum conn_sw {
@@ -108,7 +109,8 @@ struct waiter {
     int efd;
 };
 
-struct epreg; /* poll.c: one registration of the connection in an epoll set */
+struct epreg;    /* poll.c: one registration of the connection in an epoll set */
+struct shm_chan; /* shm.c: a same-node channel */
 
 struct conn {
     int kfd;  /* our own descriptor of the kernel socket (hidden): the guard */
@@ -167,6 +169,12 @@ struct conn {
     size_t ret_bytes;
     uint64_t sw_at;
     int sw_kids[4]; /* channels of children waiting for it (fork.c), -1: none */
+    /* the same-node path */
+    struct shm_chan *shm; /* CS_SHM: the channel (NULL: it could not be mapped: reset) */
+    bool same;            /* CS_CONNECTING: to a listener on this node */
+    size_t hold_max;      /* CS_CONNECTING: bytes that may be held (the window, or a ring) */
+    int users;            /* threads inside a call on it without psp.lock (waits, spins) */
+    int shm_slot;         /* a hidden descriptor kept for the doorbell, or -1 */
 };
 
 /* --- state.c --- */
@@ -208,6 +216,10 @@ struct psp {
     unsigned busy_poll_us;
     int app_pollers;   /* program threads waiting on the RDP socket themselves (wait.c) */
     uint64_t switched; /* connections moved back to TCP (fork, exec) */
+    /* the same-node path (PSP_SHM, PSP_SHM_RING, PSP_SHM_SPIN) */
+    bool shm_off;
+    unsigned shm_ring, shm_spin_ns;
+    uint64_t shm_conns, shm_tx, shm_rx, shm_tx_msgs;
 };
 extern struct psp psp;
 
@@ -240,15 +252,21 @@ int neg_listen(int fd);
 /* PSM_PL_DECLINE: an accepted socket we will not take (exec): the connector goes TCP. */
 int neg_decline(int fd);
 void neg_unlisten(uint16_t port);
-/* PSM_PL_CONNECT: 0 pending, or an errno value (TCP); *why set to a reason. */
-int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, enum psp_reason *why);
+/* PSM_PL_CONNECT: 0 pending, or an errno value (TCP); *why set to a reason. same: the
+ * destination is an address of this node (the same-node path). */
+int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, bool same,
+                enum psp_reason *why);
+/* Whether sa is an address of this machine: loopback, or one of its interfaces'. */
+bool neg_local_addr(const struct sockaddr *sa);
 struct neg_peer {
     uint32_t node, ep, udp_port, conn;
     char addr[64];
     uint8_t key[32];
+    uint32_t shm_ring; /* nonzero: the same-node path, with the channel's descriptors */
+    int shm_fds[2];    /* the memfd, our end of the doorbell */
 };
-/* PSM_PL_ACCEPT: 0 and *p, or an errno value (TCP). */
-int neg_accept(int fd, struct neg_peer *p);
+/* PSM_PL_ACCEPT: 0 and *p, or an errno value (TCP). shm: we can take the same-node path. */
+int neg_accept(int fd, bool shm, struct neg_peer *p);
 /* Take the events psid sent (outcomes): under psi_lock, then psp.lock inside. The progress
  * thread (progress: true) stops listening to psid while another thread holds it. */
 void neg_events(bool progress);
@@ -290,11 +308,48 @@ void conn_fork_child(void);
  * use asks the owner through fork.c (psp.lock not held). */
 void conn_switch(struct conn *c);
 bool conn_switched(const struct conn *c);
+void conn_shm_look(struct conn *c);     /* a same-node connection's rings changed (progress) */
+void conn_shm_switched(struct conn *c); /* the peer's SWITCH came: our answer starts */
 void conn_switch_notify(struct conn *c, int kid);
 void conn_kid_gone(int kid);
 
+/* --- shm.c: the same-node path (under psp.lock) --- */
+/* A hidden descriptor slot for a channel's doorbell, kept from before the negotiation (so
+ * that a process at its descriptor limit stays on TCP instead of failing later), or -1. */
+int shm_reserve(int any); /* any: an open descriptor to duplicate there */
+/* Map the channel psid made (fds: the memfd, our end of the doorbell; both taken; the
+ * doorbell goes to c->shm_slot) and make c CS_SHM. -1: it could not be used; c is reset
+ * (and the peer told through the memfd). */
+int shm_attach(struct conn *c, bool connector, uint32_t ring, const int fds[2]);
+void shm_free(struct conn *c);
+void shm_sync(struct conn *c); /* the rings' state into c's fields */
+/* The peer's SWITCH or SWITCH_ACK flag (0: none yet). */
+uint32_t shm_peer_switch(const struct conn *c);
+/* The bytes of ours in the ring the peer did not read (it switched: it reads no more),
+ * SIZE_MAX when the ring is broken; and a copy of n of them from the at-th on. */
+size_t shm_unread(const struct conn *c);
+void shm_unread_copy(const struct conn *c, size_t at, uint8_t *out, size_t n);
+/* The progress thread watches the doorbell (on) while the connection moves to TCP. */
+void shm_watch(struct conn *c, bool on);
+bool shm_hup(const struct conn *c); /* the peer's end of the doorbell is closed */
+/* Copy up to want bytes out (MSG_PEEK, MSG_TRUNC) into iov at offset done; bytes. */
+size_t shm_read(struct conn *c, const struct iovec *iov, int iovcnt, size_t done, size_t want,
+                int flags);
+/* Copy up to n bytes (at most the ring's room) in from iov at offset done; bytes. */
+size_t shm_write(struct conn *c, const struct iovec *iov, int iovcnt, size_t done, size_t n);
+void shm_end(struct conn *c, uint32_t flag); /* PSHM_FIN, PSHM_CLOSE, PSHM_RST */
+/* Ask the peer to ring our doorbell on what events (POLLIN, POLLOUT) wait for; what of
+ * them is ready already (then the caller need not sleep). */
+short shm_arm(struct conn *c, short events);
+int shm_bell(const struct conn *c);    /* the doorbell to sleep on, or -1 */
+int shm_bell_fd(const struct conn *c); /* the doorbell, to take out of epoll sets, or -1 */
+void shm_bell_drain(struct conn *c);
+/* Spin a while (adaptive) for bytes (data) or room, without psp.lock; whether they came. */
+bool shm_spin(struct conn *c, bool data);
+
 /* --- fork.c: the channel between a process and its forked children --- */
 #define PSP_TAG_KID (1ull << 40) /* + a child's channel: its tag in the progress thread's epoll */
+#define PSP_TAG_SHM (1ull << 41) /* + the kernel socket of a same-node connection moving to TCP */
 void fork_prepare(void);         /* under both locks: a channel when a child may need it */
 void fork_parent(void);
 void fork_child(void);
@@ -325,6 +380,8 @@ void epoll_conn_gone(struct conn *c);
 void epoll_set_closed(int epfd); /* the program closed a descriptor: if an epoll set, forget it */
 void epoll_fd_closed(struct conn *c, int fd); /* the program closed fd: its registrations go */
 void epoll_conn_to_tcp(struct conn *c);
+void epoll_conn_to_shm(struct conn *c); /* its doorbell joins the sets it is in */
+void epoll_conn_unbell(struct conn *c); /* and leaves them (before it is closed) */
 void bells_update(struct conn *c);
 
 #endif

@@ -42,17 +42,23 @@ static bool inet_tcp(int fd, const struct sockaddr *sa, socklen_t len)
     return true;
 }
 
+/* The socket's local port (0: not bound yet), or -1; its address in *ss. */
+static int local_port(int fd, struct sockaddr_storage *ss)
+{
+    socklen_t l = sizeof *ss;
+    if (getsockname(fd, (struct sockaddr *)ss, &l) < 0) return -1;
+    return ntohs(ss->ss_family == AF_INET ? ((struct sockaddr_in *)ss)->sin_port
+                                          : ((struct sockaddr_in6 *)ss)->sin6_port);
+}
+
 /* Bind an unbound socket to the node's address (port chosen by the kernel), so that psid
  * and the peer see the connection as coming from this node. */
 static int bind_node(int fd)
 {
-    struct sockaddr_storage ss;
-    socklen_t l = sizeof ss;
-    if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0) return -1;
-    uint16_t port = ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                            : ((struct sockaddr_in6 *)&ss)->sin6_port;
-    if (port) return 0; /* the program bound it: psid checks the address */
-    struct sockaddr_storage b;
+    struct sockaddr_storage ss, b;
+    int port = local_port(fd, &ss);
+    if (port) return port < 0 ? -1 : 0; /* the program bound it: psid checks the address */
+    socklen_t l;
     memset(&b, 0, sizeof b);
     if (ss.ss_family == psp.node_addr.ss_family) {
         memcpy(&b, &psp.node_addr, psp.node_addr_len);
@@ -68,6 +74,19 @@ static int bind_node(int fd)
         return -1;
     }
     return bind(fd, (struct sockaddr *)&b, l);
+}
+
+/* A same-node connection needs only a local port, known before the SYN: an unbound
+ * socket gets one from the kernel (the wildcard address; the connect picks the source). */
+static int bind_port(int fd)
+{
+    struct sockaddr_storage ss, b;
+    int port = local_port(fd, &ss);
+    if (port) return port < 0 ? -1 : 0;
+    memset(&b, 0, sizeof b);
+    b.ss_family = ss.ss_family;
+    return bind(fd, (struct sockaddr *)&b,
+                ss.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
 }
 
 static struct conn *track(int fd, enum conn_state st)
@@ -103,13 +122,15 @@ int connect(int fd, const struct sockaddr *sa, socklen_t len)
         return real.connect(fd, sa, len); /* connected, or connecting: the kernel answers */
     uint32_t node;
     enum psp_reason why = PSP_R__COUNT;
-    if (neg_node_of(sa, &node) < 0)
+    /* same node: by the node table, or any address of this machine */
+    bool same = neg_node_of(sa, &node) == 0 ? node == psp.node : neg_local_addr(sa);
+    if (!same && neg_node_of(sa, &node) < 0)
         why = PSP_R_NOT_CLUSTER;
-    else if (node == psp.node)
+    else if (same && psp.shm_off)
         why = PSP_R_SAME_NODE;
     else if (!psp_rules_allow(sa))
         why = PSP_R_RULE;
-    else if (psp_endpoint() < 0 || bind_node(fd) < 0)
+    else if (psp_endpoint() < 0 || (same ? bind_port(fd) : bind_node(fd)) < 0)
         why = PSP_R_ERROR;
     if (why == PSP_R__COUNT) {
         pthread_mutex_lock(&psp.lock);
@@ -121,7 +142,11 @@ int connect(int fd, const struct sockaddr *sa, socklen_t len)
         } else {
             c->connector = true;
             c->id = id;
-            int e = neg_connect(fd, sa, id, &why);
+            c->same = same;
+            if (same) c->hold_max = psp.shm_ring; /* what the ring takes at the outcome */
+            if (same) c->shm_slot = shm_reserve(c->kfd);
+            int e = same && c->shm_slot < 0 ? ENFILE : neg_connect(fd, sa, id, same, &why);
+            if (e == ENFILE) why = PSP_R_LIMIT;
             if (!e) {
                 int r = real.connect(fd, sa, len);
                 int ce = errno;
@@ -144,7 +169,11 @@ int connect(int fd, const struct sockaddr *sa, socklen_t len)
             untrack(fd);
         }
     }
-    if (why != PSP_R_NOT_CLUSTER && psp.strict) {
+    /* strict: a connection to a cluster node's address, or one to this machine whose
+     * listener runs under the library, that stays on TCP (a local service without the
+     * library, on a loopback address, is not a cluster connection) */
+    bool cluster = neg_node_of(sa, &node) == 0 || why != PSP_R_NO_LIBRARY;
+    if (why != PSP_R_NOT_CLUSTER && cluster && psp.strict) {
         fprintf(stderr, "pspreload: strict: a connection between nodes would stay on TCP\n");
         psp_count_tcp(why);
         errno = ENETUNREACH;
@@ -368,9 +397,10 @@ int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
 int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 {
     struct conn *c = psp_conn_of(fd);
-    if (c && c->st == CS_RDP && level == SOL_SOCKET && opt == SO_ERROR && val && len &&
-        *len >= sizeof(int)) {
+    if (c && (c->st == CS_RDP || c->st == CS_SHM) && level == SOL_SOCKET && opt == SO_ERROR &&
+        val && len && *len >= sizeof(int)) {
         pthread_mutex_lock(&psp.lock);
+        if (c->st == CS_SHM) shm_sync(c);
         int e = c->err && !c->err_reported ? c->err : 0;
         if (e) c->err_reported = true;
         pthread_mutex_unlock(&psp.lock);
@@ -388,8 +418,9 @@ int ioctl(int fd, unsigned long req, ...)
     void *arg = va_arg(ap, void *);
     va_end(ap);
     struct conn *c = psp_conn_of(fd);
-    if (c && c->st == CS_RDP && (req == FIONREAD || req == SIOCOUTQ)) {
+    if (c && (c->st == CS_RDP || c->st == CS_SHM) && (req == FIONREAD || req == SIOCOUTQ)) {
         pthread_mutex_lock(&psp.lock);
+        if (c->st == CS_SHM) shm_sync(c);
         *(int *)arg = req == FIONREAD ? (int)c->rx_bytes : 0;
         pthread_mutex_unlock(&psp.lock);
         return 0;

@@ -18,6 +18,7 @@
  *    it queued, since unlike the kernel's socket buffers ours end with the process.
  */
 #include "psp.h"
+#include "psshm.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,6 +41,8 @@ extern __thread int psp_in;
 #define PSP_EXIT_WAIT_MS  5000
 #define PSP_RULES_DEFAULT "/etc/pscluster/preload.rules"
 #define PSP_WINDOW        (1u << 20) /* per-connection credit */
+#define PSP_SHM_RING      (1u << 20) /* same node: ring bytes per direction (the window) */
+#define PSP_SHM_SPIN_US   20u        /* same node: a wait spins at most this long first */
 /* RDP's delayed ACK for a process's endpoint: a request/response program answers within a
  * millisecond, and the answer carries the ACK. RDP's default (100 us) made an ACK of its
  * own, and a wake-up of the progress thread, for most requests of redis-benchmark -c 50
@@ -214,7 +217,8 @@ void psp_print_stats(void)
         "no_library=%llu not_accepted=%llu same_node=%llu rule=%llu limit=%llu "
         "error=%llu rdp_tx_bytes=%llu rdp_rx_bytes=%llu tcp_tx_bytes=%llu "
         "tcp_rx_bytes=%llu rdp_tx_msgs=%llu rdp_rx_msgs=%llu tcp_tx_msgs=%llu tcp_rx_msgs=%llu "
-        "rdp_dropped=%llu rdp_bad_mac=%llu bad_msgs=%llu switched=%llu\n",
+        "rdp_dropped=%llu rdp_bad_mac=%llu bad_msgs=%llu switched=%llu shm=%llu "
+        "shm_tx_bytes=%llu shm_rx_bytes=%llu shm_tx_msgs=%llu\n",
         (int)getpid(), (unsigned long long)psp.accelerated, (unsigned long long)tcp,
         (unsigned long long)psp.stats_tcp[PSP_R_NOT_CLUSTER],
         (unsigned long long)psp.stats_tcp[PSP_R_NO_LIBRARY],
@@ -228,7 +232,9 @@ void psp_print_stats(void)
         (unsigned long long)psp.rdp_rx_msgs, (unsigned long long)psp.tcp_tx_msgs,
         (unsigned long long)psp.tcp_rx_msgs, (unsigned long long)dropped,
         (unsigned long long)bad_mac, (unsigned long long)psp.bad_msgs,
-        (unsigned long long)psp.switched);
+        (unsigned long long)psp.switched, (unsigned long long)psp.shm_conns,
+        (unsigned long long)psp.shm_tx, (unsigned long long)psp.shm_rx,
+        (unsigned long long)psp.shm_tx_msgs);
     if (n <= 0) return;
     if (!strcmp(psp.stats, "1")) {
         (void)!real.write(2, line, (size_t)n);
@@ -298,6 +304,22 @@ __attribute__((constructor)) static void psp_ctor(void)
         psp.busy_poll_us = us > PSP_BUSY_POLL_MAX_US ? PSP_BUSY_POLL_MAX_US : (unsigned)us;
     }
     psp.window = PSP_WINDOW;
+    /* the same-node path: on unless PSP_SHM=0; ring bytes per direction; spin bound */
+    v = getenv("PSP_SHM");
+    psp.shm_off = v && !strcmp(v, "0");
+    psp.shm_ring = PSP_SHM_RING;
+    v = getenv("PSP_SHM_RING");
+    if (v && *v) {
+        unsigned long r = strtoul(v, NULL, 0), p2 = PSHM_RING_MIN;
+        while (p2 < r && p2 < PSHM_RING_MAX) p2 <<= 1; /* a power of two, within bounds */
+        psp.shm_ring = (unsigned)p2;
+    }
+    unsigned long spin = PSP_SHM_SPIN_US;
+    v = getenv("PSP_SHM_SPIN");
+    if (v && *v) spin = strtoul(v, NULL, 10);
+    if (spin > PSP_BUSY_POLL_MAX_US) spin = PSP_BUSY_POLL_MAX_US;
+    if (psp.busy_poll_us > spin) spin = psp.busy_poll_us;
+    psp.shm_spin_ns = (unsigned)spin * 1000u;
     atexit(psp_exit);
     signals_init();
 }
@@ -418,7 +440,7 @@ void psp_arm_timer(void)
     uint64_t d = rdp_next_deadline(psp.rdp);
     bool guards = false;
     for (struct conn *c = psp.all; c && !guards; c = c->lnext)
-        guards = c->guard_eof && c->st == CS_RDP && !c->rx_fin;
+        guards = c->guard_eof && (c->st == CS_RDP || c->st == CS_SHM) && !c->rx_fin;
     if (guards) {
         uint64_t g = rdp_now_ns() + 50000000ull;
         if (g < d) d = g;
@@ -463,6 +485,14 @@ static void *progress(void *arg)
                 (void)!real.read(psp.wakefd, &x, 8);
             } else if (tag == TAG_PSI) {
                 psi_ready = true;
+            } else if (tag >= PSP_TAG_SHM) { /* a same-node connection moving to TCP */
+                int kfd = (int)(tag - PSP_TAG_SHM);
+                for (struct conn *c = psp.all; c; c = c->lnext)
+                    if (c->kfd == kfd && c->shm) {
+                        shm_bell_drain(c);
+                        conn_shm_look(c);
+                        break;
+                    }
             } else if (tag >= PSP_TAG_KID) {
                 fork_kid_ready((int)(tag - PSP_TAG_KID));
             } else if (tag >= TAG_GUARD) {

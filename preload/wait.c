@@ -7,6 +7,9 @@
  * socket with a timeout. Wakers (the progress thread, or another program thread) write to
  * the eventfd of every thread waiting on the connection that changed.
  *
+ * A connection on the same-node path has a doorbell of its own (shm.c), which the peer
+ * process rings when it publishes what a sleeper armed for: the wait sleeps on it too.
+ *
  * Busy polling (PSP_BUSY_POLL=MICROSECONDS, opt-in, as VMA's): before sleeping, a waiting
  * thread looks for its datagrams and its wake-up without sleeping for that long, so that
  * an answer arriving meanwhile costs no wake-up. Signals during the spin run their handlers
@@ -68,19 +71,24 @@ static int plain_wait(int fd, int timeout_ms)
     return 0;
 }
 
-/* Sleep on our eventfd and the RDP socket: a datagram for us is taken by this thread, with
- * no hop through the progress thread (which leaves the socket to us meanwhile). */
-static int progress_wait(int fd, int timeout_ms)
+/* Sleep on our eventfd, the RDP socket and the doorbells of cs[0..n) on the same-node path:
+ * a datagram for us is taken by this thread, with no hop through the progress thread
+ * (which leaves the socket to us meanwhile); a doorbell is emptied. */
+static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n)
 {
-    psp_poller_enter();
-    struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = rdp_fd(psp.rdp), .events = POLLIN}};
+    if (psp.rdp) psp_poller_enter();
+    struct pollfd pf[2 + n];
+    pf[0] = (struct pollfd){.fd = fd, .events = POLLIN};
+    pf[1] = (struct pollfd){.fd = psp.rdp ? rdp_fd(psp.rdp) : -1, .events = POLLIN};
+    for (int i = 0; i < n; i++)
+        pf[2 + i] = (struct pollfd){.fd = shm_bell(cs[i]), .events = POLLIN};
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int r = -1, wait = timeout_ms;
     uint64_t busy = psp_busy_until(); /* PSP_BUSY_POLL: look without sleeping until then */
     for (;;) {
         bool spin = busy && rdp_now_ns() < busy;
-        int p = real.poll(pf, 2, spin ? 0 : wait);
+        int p = real.poll(pf, (nfds_t)(2 + n), spin ? 0 : wait);
         if (p < 0 && errno == EINTR && timeout_ms < 0 && signals_all_restart()) continue;
         if (p < 0) break;
         if (p == 0 && spin) continue;
@@ -88,7 +96,23 @@ static int progress_wait(int fd, int timeout_ms)
             errno = EAGAIN;
             break;
         }
-        if (pf[1].revents) {
+        bool bell = false;
+        for (int i = 0; i < n; i++) bell |= pf[2 + i].revents != 0;
+        if (bell) { /* the peer published: drain, and the caller looks */
+            pthread_mutex_lock(&psp.lock);
+            for (int i = 0; i < n; i++)
+                if (pf[2 + i].revents && cs[i]->shm) {
+                    shm_bell_drain(cs[i]);
+                    /* the ring may have been for another thread waiting on it (a reader
+                     * and a writer): it looks again too */
+                    for (struct waiter *w = cs[i]->waiters; w; w = w->next)
+                        if (w->efd != fd) (void)!real.write(w->efd, &(uint64_t){1}, 8);
+                }
+            pthread_mutex_unlock(&psp.lock);
+            r = 0;
+            if (!pf[0].revents) break;
+        }
+        if (pf[1].revents && psp.rdp) {
             pthread_mutex_lock(&psp.lock);
             rdp_process(psp.rdp);
             if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
@@ -108,8 +132,9 @@ static int progress_wait(int fd, int timeout_ms)
         }
     }
     int e = errno;
-    psp_poller_leave(); /* the progress thread listens again: a datagram that came after
-                         * our last look is reported to it at once */
+    if (psp.rdp)
+        psp_poller_leave(); /* the progress thread listens again: a datagram that
+                             * came after our last look is reported to it at once */
     errno = e;
     return r;
 }
@@ -125,10 +150,16 @@ int wait_conns(struct conn **cs, int n, int timeout_ms)
     if (fd < 0) return -1;
     struct waiter w[n > 0 ? n : 1];
     waiters_add(cs, n, w, fd);
+    bool shm = false;
+    for (int i = 0; i < n; i++) {
+        shm |= cs[i]->shm != NULL;
+        cs[i]->users++; /* it stays while we sleep, closed or not */
+    }
     pthread_mutex_unlock(&psp.lock);
-    int r = psp.rdp ? progress_wait(fd, timeout_ms) : plain_wait(fd, timeout_ms);
+    int r = psp.rdp || shm ? progress_wait(fd, timeout_ms, cs, n) : plain_wait(fd, timeout_ms);
     int e = errno;
     pthread_mutex_lock(&psp.lock);
+    for (int i = 0; i < n; i++) cs[i]->users--;
     waiters_del(cs, n, w);
     errno = e;
     return r;

@@ -20,6 +20,7 @@
  *   notify.c      death notifications: registrations on both sides, firing, node loss
  *   preload.c     the preload library's negotiation: endpoints, listening ports, the
  *                 decision per TCP connection, pair keys
+ *   shmchan.c     the shared memory and doorbells of a same-node connection
  */
 #ifndef PSCLUSTER_PSID_DAEMON_H
 #define PSCLUSTER_PSID_DAEMON_H

@@ -27,6 +27,8 @@
 #include "daemon.h"
 #include "log.h"
 #include "psmsg.h"
+#include "psshm.h"
+#include "shmchan.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -68,6 +70,12 @@ struct pl_wait {           /* listener's side: a connection registered before it
     uint64_t timer;
     struct psid *d;
     struct pl_wait *next;
+    /* same node: the connector is a client of ours (NULL once gone), its socket's inode,
+     * the ring size it wished */
+    bool same;
+    struct client *cc;
+    uint64_t ino;
+    uint32_t ring;
 };
 
 struct pl_ask { /* connector's side: a PSM_PL_CONNECT waiting for the other psid */
@@ -483,6 +491,65 @@ static void pend_expired(void *ctx)
     pend_done(p->d->preload, p);
 }
 
+static void wait_expired(void *ctx);
+static void wait_unlink(struct preload *pl, struct pl_wait *w);
+static struct pl_local *port_listener(struct preload *pl, uint16_t port, int *err,
+                                      const char **why);
+
+/* PSM_PL_CONNECT to an address of this node: the port's one listener is ours to look up,
+ * and the connection waits here, with its socket's inode, for the acceptor's claim. */
+static void connect_same(struct psid *d, struct preload *pl, struct client *c,
+                         const struct psmsg *m, uint16_t port, uint16_t sport, uint32_t conn,
+                         uint64_t ino)
+{
+    int err = 0;
+    const char *why = NULL;
+    uint32_t ring = 0;
+    psmsg_get_u32(&m->body, PSF_SHM_RING, &ring);
+    struct pl_local *found = NULL;
+    if (!sport) {
+        err = EADDRNOTAVAIL;
+        why = "the socket has no local port";
+    } else if (ring < PSHM_RING_MIN || ring > PSHM_RING_MAX || (ring & (ring - 1))) {
+        err = EINVAL;
+        why = "ring size not a power of two within the bounds";
+    } else {
+        found = port_listener(pl, port, &err, &why);
+    }
+    struct pl_wait *w = found ? calloc(1, sizeof *w) : NULL;
+    if (found && !w) {
+        err = ENOMEM;
+        why = "out of memory";
+    }
+    if (err) {
+        reply(c, m->id, err, why);
+        return;
+    }
+    for (struct pl_wait *o = pl->waits, *next; o; o = next) { /* a stale one of its ports */
+        next = o->next;
+        if (o->same && o->sport == sport && o->dport == port) {
+            wait_unlink(pl, o);
+            free(o);
+        }
+    }
+    *w = (struct pl_wait){.node = d->self->id,
+                          .sport = sport,
+                          .dport = port,
+                          .conn = conn,
+                          .connector = local_of(pl, c)->ep,
+                          .uid = found->ep.uid,
+                          .d = d,
+                          .next = pl->waits,
+                          .same = true,
+                          .cc = c,
+                          .ino = ino,
+                          .ring = ring};
+    w->timer = loop_timer(d->loop, loop_now() + PL_KEEP_NS, wait_expired, w);
+    pl->waits = w;
+    pl->nwaits++;
+    reply(c, m->id, 0, NULL);
+}
+
 static void pl_connect(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
     struct pl_local *l = local_of(pl, c);
@@ -505,9 +572,14 @@ static void pl_connect(struct psid *d, struct preload *pl, struct client *c, con
         why = "need an address, a port and a connection id";
     }
     if (!err) addr_text(&local, mine);
+    uint32_t same = 0;
+    psmsg_get_u32(&m->body, PSF_SAME_NODE, &same);
     if (!err && (listening || peer.ss_family != AF_UNSPEC)) {
         err = EISCONN;
         why = "the socket is connected or listening";
+    } else if (!err && same) {
+        connect_same(d, pl, c, m, port, port_of(&local), conn, ino);
+        return;
     } else if (!err && (strcmp(mine, d->self->addr_str) || !port_of(&local))) {
         err = EADDRNOTAVAIL;
         why = "not bound to the node's address";
@@ -601,17 +673,38 @@ static struct pl_pend *pend_find(struct preload *pl, uint32_t node, const struct
     return NULL;
 }
 
-/* The inode of the TCP socket from local (this node's address, lport) to remote, or 0:
- * sock_diag's exact lookup, for IPv4 and then for an IPv6 socket with v4-mapped addresses. */
-static uint64_t diag_inode(const struct sockaddr_storage *local,
-                           const struct sockaddr_storage *remote)
+/* An IPv4 address as itself; a v4-mapped IPv6 address as the IPv4 address. */
+static void unmap(const struct sockaddr_storage *in, struct sockaddr_storage *out)
 {
+    const struct sockaddr_in6 *a6 = (const void *)in;
+    if (in->ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) {
+        struct sockaddr_in *a4 = (void *)out;
+        memset(out, 0, sizeof *out);
+        a4->sin_family = AF_INET;
+        a4->sin_port = a6->sin6_port;
+        memcpy(&a4->sin_addr, a6->sin6_addr.s6_addr + 12, 4);
+    } else {
+        *out = *in;
+    }
+}
+
+/* The inode of the TCP socket from local to remote, or 0: sock_diag's exact lookup. IPv4
+ * addresses (v4-mapped ones count as IPv4) are looked for in an IPv4 socket and then in an
+ * IPv6 socket with v4-mapped addresses; IPv6 addresses in an IPv6 socket. */
+static uint64_t diag_inode(const struct sockaddr_storage *local_in,
+                           const struct sockaddr_storage *remote_in)
+{
+    struct sockaddr_storage local, remote;
+    unmap(local_in, &local);
+    unmap(remote_in, &remote);
+    if (local.ss_family != remote.ss_family) return 0;
     int s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     if (s < 0) return 0;
     struct timeval tv = {0, 200000};
     setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     uint64_t ino = 0;
-    for (int fam = 0; fam < 2 && !ino; fam++) {
+    bool v4 = local.ss_family == AF_INET;
+    for (int fam = v4 ? 0 : 1; fam < 2 && !ino; fam++) {
         struct {
             struct nlmsghdr nh;
             struct inet_diag_req_v2 r;
@@ -623,19 +716,27 @@ static uint64_t diag_inode(const struct sockaddr_storage *local,
         q.r.sdiag_protocol = IPPROTO_TCP;
         q.r.idiag_states = ~0u;
         q.r.id.idiag_cookie[0] = q.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-        const struct sockaddr_in *l4 = (const void *)local, *r4 = (const void *)remote;
-        if (local->ss_family != AF_INET || remote->ss_family != AF_INET) break;
-        q.r.id.idiag_sport = l4->sin_port;
-        q.r.id.idiag_dport = r4->sin_port;
-        if (fam == 0) {
-            q.r.sdiag_family = AF_INET;
-            memcpy(q.r.id.idiag_src, &l4->sin_addr, 4);
-            memcpy(q.r.id.idiag_dst, &r4->sin_addr, 4);
-        } else { /* ::ffff:a.b.c.d */
+        if (v4) {
+            const struct sockaddr_in *l4 = (const void *)&local, *r4 = (const void *)&remote;
+            q.r.id.idiag_sport = l4->sin_port;
+            q.r.id.idiag_dport = r4->sin_port;
+            if (fam == 0) {
+                q.r.sdiag_family = AF_INET;
+                memcpy(q.r.id.idiag_src, &l4->sin_addr, 4);
+                memcpy(q.r.id.idiag_dst, &r4->sin_addr, 4);
+            } else { /* ::ffff:a.b.c.d */
+                q.r.sdiag_family = AF_INET6;
+                q.r.id.idiag_src[2] = q.r.id.idiag_dst[2] = htonl(0xffff);
+                memcpy(&q.r.id.idiag_src[3], &l4->sin_addr, 4);
+                memcpy(&q.r.id.idiag_dst[3], &r4->sin_addr, 4);
+            }
+        } else {
+            const struct sockaddr_in6 *l6 = (const void *)&local, *r6 = (const void *)&remote;
             q.r.sdiag_family = AF_INET6;
-            q.r.id.idiag_src[2] = q.r.id.idiag_dst[2] = htonl(0xffff);
-            memcpy(&q.r.id.idiag_src[3], &l4->sin_addr, 4);
-            memcpy(&q.r.id.idiag_dst[3], &r4->sin_addr, 4);
+            q.r.id.idiag_sport = l6->sin6_port;
+            q.r.id.idiag_dport = r6->sin6_port;
+            memcpy(q.r.id.idiag_src, &l6->sin6_addr, 16);
+            memcpy(q.r.id.idiag_dst, &r6->sin6_addr, 16);
         }
         struct sockaddr_nl k = {.nl_family = AF_NETLINK};
         if (sendto(s, &q, sizeof q, 0, (struct sockaddr *)&k, sizeof k) < 0) break;
@@ -704,6 +805,11 @@ static void d_expired(struct psid *d, struct preload *pl, uint32_t from, const s
 
 static void expired_msg(struct psid *d, const struct pl_wait *w, int err)
 {
+    if (w->same) { /* the connector is ours */
+        outcome(d, w->cc, w->conn, err,
+                err == ETIMEDOUT ? "not accepted in time" : "the listener went away", NULL, NULL);
+        return;
+    }
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_PL_EXPIRED, 0);
     psmsg_put_u32(&b, PSF_SRC_PORT, w->sport);
@@ -734,6 +840,31 @@ static void wait_expired(void *ctx)
     free(w);
 }
 
+/* The one process under the library that listens on port, or NULL with *err and *why
+ * (none, several) or when too many connections wait already. */
+static struct pl_local *port_listener(struct preload *pl, uint16_t port, int *err, const char **why)
+{
+    unsigned n = 0;
+    struct pl_local *found = NULL;
+    for (struct pl_local *l = pl->locals; l; l = l->next)
+        for (unsigned i = 0; i < l->nports; i++)
+            if (l->ports[i] == port) {
+                found = l;
+                n++;
+            }
+    if (n != 1) {
+        *err = n ? EADDRINUSE : ECONNREFUSED;
+        *why = n ? "listener shared by several processes" : "listener not registered";
+        return NULL;
+    }
+    if (pl->nwaits >= PL_WAIT_MAX) {
+        *err = ENOBUFS;
+        *why = "too many connections waiting for an accept";
+        return NULL;
+    }
+    return found;
+}
+
 /* A PSM_D_PL_CONNECT: the port's one listener, and the wait. */
 static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)
 {
@@ -749,20 +880,7 @@ static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const s
         err = EINVAL;
         why = "malformed request";
     } else {
-        unsigned n = 0;
-        for (struct pl_local *l = pl->locals; l; l = l->next)
-            for (unsigned i = 0; i < l->nports; i++)
-                if (l->ports[i] == port) {
-                    found = l;
-                    n++;
-                }
-        if (n != 1) {
-            err = n ? EADDRINUSE : ECONNREFUSED;
-            why = n ? "listener shared by several processes" : "listener not registered";
-        } else if (pl->nwaits >= PL_WAIT_MAX) {
-            err = ENOBUFS;
-            why = "too many connections waiting for an accept";
-        }
+        found = port_listener(pl, port, &err, &why);
     }
     struct pl_wait *w = err ? NULL : calloc(1, sizeof *w);
     if (!err && !w) {
@@ -825,6 +943,10 @@ static struct pl_wait *wait_of(struct psid *d, struct preload *pl,
                                const struct sockaddr_storage *peer)
 {
     char a[INET6_ADDRSTRLEN];
+    for (struct pl_wait *w = pl->waits; w; w = w->next) /* same node: the very socket */
+        if (w->same && w->sport == port_of(peer) && w->dport == port_of(local) &&
+            diag_inode(peer, local) == w->ino)
+            return w;
     addr_text(local, a); /* a socket of this node's address (v4-mapped counts as IPv4) */
     if (strcmp(a, d->self->addr_str)) return NULL;
     addr_text(peer, a);
@@ -865,6 +987,60 @@ static void pl_decline(struct psid *d, struct preload *pl, struct client *c, con
     reply(c, m->id, 0, NULL);
 }
 
+/* A same-node connection's acceptor claimed it: the channel, its part to each end. A
+ * connector that is gone, or a channel that cannot be made or sent: TCP on both sides. */
+static void accept_same(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m,
+                        struct pl_wait *w)
+{
+    struct shmchan ch;
+    int err = 0;
+    const char *why = NULL;
+    uint32_t can = 0; /* the acceptor has room for the channel's descriptors */
+    psmsg_get_u32(&m->body, PSF_SHM_RING, &can);
+    if (!w->cc) {
+        err = ENOENT;
+        why = "the connector is gone";
+    } else if (!can) {
+        err = EMFILE;
+        why = "the acceptor has no descriptors to spare";
+    } else if (shmchan_make(w->ring, &ch) < 0) {
+        err = errno;
+        why = "no shared memory for the channel";
+        log_warn("same-node channel of %u bytes: %s", w->ring, strerror(err));
+    }
+    if (!err) {
+        struct psmsg_buf b = {0};
+        psmsg_begin(&b, PSM_PL_OUTCOME, 0);
+        psmsg_put_u32(&b, PSF_CONN, w->conn);
+        psmsg_put_u32(&b, PSF_ERRNO, 0);
+        psmsg_put_u32(&b, PSF_SHM_RING, ch.ring);
+        if (client_send_fds(w->cc, &b, ch.connector, 2) < 0) {
+            err = ENOBUFS;
+            why = "the connector cannot take more descriptors";
+        }
+        psmsg_buf_free(&b);
+        if (!err) {
+            psmsg_begin(&b, PSM_PL_REPLY, m->id);
+            psmsg_put_u32(&b, PSF_ERRNO, 0);
+            psmsg_put_u32(&b, PSF_CONN, w->conn);
+            psmsg_put_u32(&b, PSF_SHM_RING, ch.ring);
+            if (client_send_fds(c, &b, ch.acceptor, 2) < 0) {
+                /* the connector has its end already: the channel is reset under it */
+                shmchan_reset(&ch);
+                reply(c, m->id, ENOENT, "the acceptor cannot take more descriptors");
+            }
+            psmsg_buf_free(&b);
+        }
+        shmchan_close(&ch);
+    }
+    if (err) { /* TCP on both sides */
+        outcome(d, w->cc, w->conn, ECONNRESET, why, NULL, NULL);
+        reply(c, m->id, ENOENT, why);
+    }
+    wait_unlink(pl, w);
+    free(w);
+}
+
 static void pl_accept(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
     struct pl_local *l = local_of(pl, c);
@@ -888,6 +1064,10 @@ static void pl_accept(struct psid *d, struct preload *pl, struct client *c, cons
     struct pl_wait *w = wait_of(d, pl, &local, &peer);
     if (!w || w->uid != l->ep.uid) {
         reply(c, m->id, ENOENT, w ? "not the listener's user" : "no such connection negotiated");
+        return;
+    }
+    if (w->same) {
+        accept_same(d, pl, c, m, w);
         return;
     }
     struct pl_claim *k = pl->nclaims < PL_WAIT_MAX ? calloc(1, sizeof *k) : NULL;
@@ -1111,6 +1291,8 @@ void preload_client_gone(struct psid *d, struct client *c)
         next = p->next;
         if (p->c == c) pend_done(pl, p);
     }
+    for (struct pl_wait *w = pl->waits; w; w = w->next)
+        if (w->same && w->cc == c) w->cc = NULL; /* its claim finds the connector gone */
     for (struct pl_local **pp = &pl->locals; *pp; pp = &(*pp)->next)
         if ((*pp)->c == c) {
             struct pl_local *l = *pp;

@@ -5,7 +5,7 @@
 #    bytes carried by RDP;
 #  - on one side only: the connection stays on TCP, and the side with the library says why
 #    (no_library);
-#  - to an address outside the cluster: TCP, not_cluster;
+#  - to another address of this machine, a listener without the library: TCP, no_library;
 #  - PSP_STRICT=1 to a peer without the library: the connect fails with a clear error;
 #  - PSP_DISABLE=1: the library stays out of the way;
 #  - psrun --preload: ranks on both nodes run under the library (a listener rank on node 1,
@@ -127,7 +127,8 @@ finish $! "$s"
 check "preload nc: socat ${MB} MB the other way: accelerated, byte-exact" $? \
     "$(cat "$CDIR"/stats.* 2>/dev/null)"
 
-# an address outside the cluster: a plain listener on 127.0.0.9 (no psid there)
+# another address of this machine (127.0.0.9, no node's): the same-node path is asked, and
+# the plain listener there is not under the library: TCP
 fresh
 nc -l 127.0.0.9 $((PORT + 6)) >"$CDIR/out.bin" &
 s=$!
@@ -136,8 +137,8 @@ wait_until 3000 listening $((PORT + 6))
 echo hello >"$CDIR/hello"
 on 0 yes "$CDIR/hello" nc -N 127.0.0.9 $((PORT + 6))
 finish $! "$s"
-[[ $(cat "$CDIR/out.bin") == hello && $(stat 0 not_cluster) == 1 ]]
-check "preload nc: an address outside the cluster: TCP, not_cluster" $? \
+[[ $(cat "$CDIR/out.bin") == hello && $(stat 0 no_library) == 1 && $(stat 0 shm) == 0 ]]
+check "preload nc: another address of this machine, no library there: TCP, no_library" $? \
     "$(cat "$CDIR"/stats.* 2>/dev/null)"
 
 # PSP_STRICT: a connection between nodes that would stay on TCP fails

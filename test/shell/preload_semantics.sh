@@ -25,14 +25,19 @@
 # by the parent in part and the child the rest), exec_rdp (the program execs itself with
 # the connection): each moves the connection back to TCP (PSP_STATS switched=1), with the
 # kernel's transcript. PRELOAD_SCENARIOS="..." runs only the scenarios named;
-# PRELOAD_SEM_KEEP=DIR keeps the transcripts there.
+# PRELOAD_SEM_KEEP=DIR keeps the transcripts there. PRELOAD_SAME_NODE=1 runs the server on
+# the client's node too (127.0.0.1, node 0's psid): the same-node path (shm), whose
+# connections are counted as shm= in PSP_STATS (preload_same.sh).
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
 LIB=$TOP/build/lib/libpspreload.so
 SEM=$TOP/build/test/tools/plsem
+SAME=${PRELOAD_SAME_NODE:-0}
+SRV_NODE=1 SRV_ADDR=127.0.0.2 NAME="preload semantics"
+[ "$SAME" = 1 ] && SRV_NODE=0 SRV_ADDR=127.0.0.1 NAME="preload same-node semantics"
 cluster_up 2
 all_up 5000 || {
-    fail "preload semantics: cluster up" "not all up"
+    fail "$NAME: cluster up" "not all up"
     exit 1
 }
 SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close fork_unread exec_rdp}
@@ -42,12 +47,12 @@ PORT=$(free_port $((2 * $(wc -w <<<"$SCEN"))))
 run() {
     local tag=$1 port=$2 mode=$3 scen=$4 lib=$5 env=()
     [ "$lib" = yes ] && env=(LD_PRELOAD="$LIB" PSP_STATS="$CDIR/$tag.stats")
-    env PSID_SOCKET="$CDIR/psid-1.sock" "${env[@]}" "$SEM" server 127.0.0.2 "$port" \
+    env PSID_SOCKET="$CDIR/psid-$SRV_NODE.sock" "${env[@]}" "$SEM" server "$SRV_ADDR" "$port" \
         "$mode" >"$CDIR/$tag.srv" 2>&1 &
     local s=$!
     PIDS+=("$s")
     wait_line "$CDIR/$tag.srv" '^ready' 3000
-    env PSID_SOCKET="$CDIR/psid-0.sock" "${env[@]}" timeout 30 "$SEM" client 127.0.0.2 "$port" \
+    env PSID_SOCKET="$CDIR/psid-0.sock" "${env[@]}" timeout 30 "$SEM" client "$SRV_ADDR" "$port" \
         "$scen" >"$CDIR/$tag.cli" 2>&1
     echo "exit $?" >>"$CDIR/$tag.cli"
     sleep 0.2 # the server's last lines
@@ -56,7 +61,7 @@ run() {
 }
 
 if [ ! -f "$LIB" ]; then
-    for s in $SCEN; do fail "preload semantics: $s" "library not built"; done
+    for s in $SCEN; do fail "$NAME: $s" "library not built"; done
     exit 1
 fi
 i=0
@@ -69,28 +74,30 @@ for s in $SCEN; do
     # the client's connections that went over RDP: every one the scenario opens
     want=1
     case $s in reuseport | relisten | epoll0) want=2 ;; inetd) want=0 ;; esac
-    acc=$(grep -o 'accelerated=[0-9]*' "$CDIR/$s.lib.stats" 2>/dev/null | cut -d= -f2 | sort -n |
+    key=accelerated
+    [ "$SAME" = 1 ] && key=shm
+    acc=$(grep -o " $key=[0-9]*" "$CDIR/$s.lib.stats" 2>/dev/null | cut -d= -f2 | sort -n |
         tail -1)
     [ -n "${PRELOAD_SEM_KEEP:-}" ] && mkdir -p "$PRELOAD_SEM_KEEP" &&
         cp "$CDIR/$s".* "$PRELOAD_SEM_KEEP/"
     if ! d=$(diff "$CDIR/$s.tcp.cli" "$CDIR/$s.lib.cli"); then
-        fail "preload semantics: $s" "client transcripts differ (< kernel, > library): $d"
+        fail "$NAME: $s" "client transcripts differ (< kernel, > library): $d"
     elif ! d=$(diff "$CDIR/$s.tcp.srv" "$CDIR/$s.lib.srv"); then
-        fail "preload semantics: $s" "server transcripts differ: $d"
+        fail "$NAME: $s" "server transcripts differ: $d"
     elif [ "$s" != names ] && [ "${acc:-0}" -lt "$want" ]; then
         # the client's line (the server is killed, and prints none): accelerated, so the
         # server took it under the library too; names sends no byte, so its outcome may
         # come after the client is gone
-        fail "preload semantics: $s" "not accelerated: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
+        fail "$NAME: $s" "not accelerated: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
     elif [[ $s == fork_* || $s == exec_rdp ]] && ! grep -q 'switched=1' "$CDIR/$s.lib.stats"; then
-        fail "preload semantics: $s" "not moved to TCP: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
+        fail "$NAME: $s" "not moved to TCP: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
     elif [ "$s" = inetd ] && ! grep -q 'accelerated=0 tcp=1 .*not_accepted=1' \
         "$CDIR/$s.lib.stats"; then
-        fail "preload semantics: $s" "not declined: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
+        fail "$NAME: $s" "not declined: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
     elif ! grep -q '^exit 0' "$CDIR/$s.tcp.cli"; then
-        fail "preload semantics: $s" "the kernel run failed: $(cat "$CDIR/$s.tcp.cli")"
+        fail "$NAME: $s" "the kernel run failed: $(cat "$CDIR/$s.tcp.cli")"
     else
-        pass "preload semantics: $s"
+        pass "$NAME: $s"
     fi
 done
 exit $((FAILS > 0))

@@ -1,0 +1,397 @@
+/*
+ * shm.c - the same-node path: a connection between two processes of one node carried by
+ * a shared-memory channel (include/psshm.h) instead of RDP.
+ *
+ * psid makes the channel when the acceptor claims the connection and hands each end the
+ * memfd and its end of the doorbell, a SOCK_SEQPACKET socketpair (psid/shmchan.c);
+ * shm_attach maps it. The doorbell goes into a hidden descriptor kept since before the
+ * negotiation (shm_reserve), so that a process at its descriptor limit stays on TCP. Then each
+ * direction is a byte ring with one producer and one consumer: a write copies the program's bytes
+ * in and publishes the head, a read copies them out and publishes the tail; no system call and no
+ * thread of ours in between. The connection's state in struct conn (rx_bytes, credit, rx_fin,
+ * peer_closed, err) is refreshed from the rings by shm_sync, so conn.c's reads, writes and
+ * readiness serve this path as they serve RDP's.
+ *
+ * Waking: a thread that would sleep (a blocking read or write, poll, select, an epoll set
+ * where the connection is not ready) arms the ring (want_data, want_room), looks once more,
+ * and sleeps on its end of the doorbell with whatever else it waits for; the other side,
+ * after publishing, takes the flag and rings (sends a byte on its end). A doorbell whose
+ * other end is closed (POLLHUP) is not slept on again: the flags, or the guard's FIN for a
+ * crashed peer, tell the rest. Before arming, a blocking read or write
+ * spins on the ring for a while (shm_spin): the answer of a request/response peer comes
+ * within microseconds, sooner than a sleep and a wake-up. The spin adapts per connection:
+ * it doubles (up to PSP_SHM_SPIN microseconds, 20 by default, or PSP_BUSY_POLL's) when the
+ * bytes came within it and halves when they did not, so an idle connection costs nothing.
+ *
+ * Everything the other process writes to the mapping is untrusted input: a head or tail
+ * out of bounds resets the connection, and no length read from the mapping decides a copy
+ * beyond the ring.
+ *
+ * Ending: shutdown(SHUT_WR) sets FIN, close CLOSE (RST with SO_LINGER 0), each after the
+ * last byte; the doorbell is rung. A crashed peer sets nothing: the guard's FIN does it.
+ */
+#include "psp.h"
+#include "psshm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct shm_chan {
+    struct pshm_hdr *h;
+    size_t len;
+    struct pshm_ring *tx, *rx;
+    uint8_t *txd, *rxd;
+    uint32_t ring;
+    uint64_t tx_head; /* ours: what we published */
+    uint64_t rx_tail;
+    int bell;  /* our end of the doorbell: we sleep on it, and ring the peer on it */
+    bool hup;  /* the peer's end is closed */
+    int pins;  /* threads spinning on it without psp.lock */
+    bool dead; /* freed while pinned: the last pin unmaps */
+    unsigned spin_ns;
+};
+
+#define SPIN_MIN_NS 2000u
+
+extern __thread int psp_in;
+
+static void unmap(struct shm_chan *s)
+{
+    if (s->h) munmap(s->h, s->len);
+    free(s);
+}
+
+static void ring_bell(int fd)
+{
+    if (fd >= 0) (void)!real.send(fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL); /* full: it rings */
+}
+
+/* Reset a channel we could not map: both rings say RST, through the descriptor. */
+static void reset_unmapped(int memfd, int bell)
+{
+    uint32_t f = PSHM_RST | PSHM_CLOSE;
+    for (int i = 0; i < 2; i++)
+        (void)!pwrite(memfd, &f, sizeof f,
+                      (off_t)(offsetof(struct pshm_hdr, dir) + i * sizeof(struct pshm_ring) +
+                              offsetof(struct pshm_ring, pflags)));
+    ring_bell(bell);
+}
+
+int shm_reserve(int any)
+{
+    return real.fcntl(any, F_DUPFD_CLOEXEC, psp.hidden_base);
+}
+
+int shm_attach(struct conn *c, bool connector, uint32_t ring, const int fds[2])
+{
+    struct shm_chan *s = calloc(1, sizeof *s);
+    struct stat st;
+    void *m = MAP_FAILED;
+    size_t len = (size_t)PSHM_SIZE(ring);
+    int bell = -1;
+    if (s && fstat(fds[0], &st) == 0 && (uint64_t)st.st_size == PSHM_SIZE(ring) &&
+        ring >= PSHM_RING_MIN && ring <= PSHM_RING_MAX && !(ring & (ring - 1)))
+        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+    const struct pshm_hdr *h = m;
+    bool ok =
+        m != MAP_FAILED && h->magic == PSHM_MAGIC && h->version == PSHM_VERSION && h->ring == ring;
+    if (ok && c->shm_slot >= 0 && real.dup3(fds[1], c->shm_slot, O_CLOEXEC) == c->shm_slot) {
+        bell = c->shm_slot; /* the slot kept for it */
+        c->shm_slot = -1;
+        real.close(fds[1]);
+    } else if (ok) {
+        bell = psp_hide(fds[1]);
+    }
+    ok = ok && bell >= 0;
+    psp_in++;
+    if (!ok) {
+        reset_unmapped(fds[0], bell >= 0 ? bell : fds[1]);
+        if (m != MAP_FAILED) munmap(m, len);
+        free(s);
+        real.close(fds[0]);
+        real.close(bell >= 0 ? bell : fds[1]);
+        psp_in--;
+        c->shm = NULL;
+        c->st = CS_SHM;
+        c->err = ECONNRESET;
+        c->rx_fin = c->peer_closed = true;
+        return -1;
+    }
+    real.close(fds[0]); /* the mapping keeps the memory */
+    psp_in--;
+    s->h = m;
+    s->len = len;
+    s->ring = ring;
+    int t = connector ? 0 : 1;
+    s->tx = &s->h->dir[t];
+    s->rx = &s->h->dir[1 - t];
+    s->txd = (uint8_t *)m + PSHM_HDR + (size_t)t * ring;
+    s->rxd = (uint8_t *)m + PSHM_HDR + (size_t)(1 - t) * ring;
+    /* psid made it zeroed: the counters start at 0, and only we move ours */
+    s->bell = bell;
+    s->spin_ns = psp.shm_spin_ns;
+    c->shm = s;
+    c->st = CS_SHM;
+    c->credit = ring;
+    shm_sync(c);
+    return 0;
+}
+
+static void broken(struct conn *c)
+{
+    if (!c->err) c->err = ECONNRESET;
+    c->rx_fin = c->peer_closed = true;
+    c->rx_bytes = 0;
+    c->credit = 0;
+    psp.bad_msgs++;
+}
+
+uint32_t shm_peer_switch(const struct conn *c)
+{
+    return c->shm ? __atomic_load_n(&c->shm->rx->pflags, __ATOMIC_ACQUIRE) &
+                        (PSHM_SWITCH | PSHM_SWITCH_ACK)
+                  : 0;
+}
+
+size_t shm_unread(const struct conn *c)
+{
+    const struct shm_chan *s = c->shm;
+    if (!s) return 0;
+    /* the peer published its last tail before its SWITCH, which we saw */
+    uint64_t tail = __atomic_load_n(&s->tx->tail, __ATOMIC_ACQUIRE);
+    return s->tx_head - tail > s->ring ? SIZE_MAX : (size_t)(s->tx_head - tail);
+}
+
+void shm_unread_copy(const struct conn *c, size_t at, uint8_t *out, size_t n)
+{
+    const struct shm_chan *s = c->shm;
+    uint64_t from = s->tx_head - shm_unread(c) + at;
+    for (size_t done = 0; done < n;) {
+        size_t off = (size_t)(from & (s->ring - 1)), m = s->ring - off;
+        if (m > n - done) m = n - done;
+        memcpy(out + done, s->txd + off, m);
+        done += m;
+        from += m;
+    }
+}
+
+void shm_watch(struct conn *c, bool on)
+{
+    if (!c->shm || psp.epfd < 0) return;
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = PSP_TAG_SHM + (uint64_t)c->kfd};
+    real.epoll_ctl(psp.epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, c->shm->bell, on ? &ev : NULL);
+}
+
+bool shm_hup(const struct conn *c)
+{
+    return c->shm && c->shm->hup;
+}
+
+void shm_sync(struct conn *c)
+{
+    struct shm_chan *s = c->shm;
+    if (!s || c->err == ECONNRESET) return;
+    /* flags first: bytes published before them are all there when we read head */
+    uint32_t pf = __atomic_load_n(&s->rx->pflags, __ATOMIC_ACQUIRE);
+    uint64_t head = __atomic_load_n(&s->rx->head, __ATOMIC_ACQUIRE);
+    uint64_t tail = __atomic_load_n(&s->tx->tail, __ATOMIC_ACQUIRE);
+    if (head - s->rx_tail > s->ring || s->tx_head - tail > s->ring) {
+        broken(c);
+        return;
+    }
+    c->rx_bytes = (size_t)(head - s->rx_tail);
+    c->credit = (size_t)(s->ring - (s->tx_head - tail));
+    if (pf & PSHM_RST) {
+        c->rx_fin = c->peer_closed = true;
+        if (!c->err) c->err = ECONNRESET;
+    } else if (pf & (PSHM_FIN | PSHM_CLOSE)) {
+        c->rx_fin = c->fin_seen = true;
+        if (pf & PSHM_CLOSE) c->peer_closed = true;
+    }
+    if ((pf & PSHM_SWITCH) && c->st == CS_SHM && !c->err) conn_shm_switched(c); /* we answer */
+}
+
+/* Publish our side of a ring (a release store), then wake the peer if it sleeps on it. */
+static void publish(struct shm_chan *s, uint64_t *field, uint64_t v, uint32_t *want)
+{
+    __atomic_store_n(field, v, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* against the peer's arm-then-look */
+    if (__atomic_load_n(want, __ATOMIC_RELAXED) && __atomic_exchange_n(want, 0, __ATOMIC_ACQ_REL))
+        ring_bell(s->bell);
+}
+
+size_t shm_read(struct conn *c, const struct iovec *iov, int iovcnt, size_t done, size_t want,
+                int flags)
+{
+    struct shm_chan *s = c->shm;
+    if (!s) return 0;
+    size_t avail = c->rx_bytes, got = 0, vi_off = done;
+    int vi = 0;
+    while (vi < iovcnt && vi_off >= iov[vi].iov_len) vi_off -= iov[vi++].iov_len;
+    uint64_t at = s->rx_tail;
+    while (got < want && got < avail && vi < iovcnt) {
+        size_t off = (size_t)(at & (s->ring - 1)), n = s->ring - off;
+        if (n > avail - got) n = avail - got;
+        if (n > want - got) n = want - got;
+        if (n > iov[vi].iov_len - vi_off) n = iov[vi].iov_len - vi_off;
+        if (!(flags & MSG_TRUNC)) memcpy((uint8_t *)iov[vi].iov_base + vi_off, s->rxd + off, n);
+        got += n;
+        at += n;
+        vi_off += n;
+        if (vi_off == iov[vi].iov_len) {
+            vi++;
+            vi_off = 0;
+        }
+    }
+    if (got && !(flags & MSG_PEEK)) {
+        s->rx_tail = at;
+        c->rx_bytes -= got;
+        c->rx_total += got;
+        psp.shm_rx += got;
+        publish(s, &s->rx->tail, at, &s->rx->want_room);
+    }
+    return got;
+}
+
+size_t shm_write(struct conn *c, const struct iovec *iov, int iovcnt, size_t done, size_t n)
+{
+    struct shm_chan *s = c->shm;
+    if (!s) return 0;
+    if (n > c->credit) n = c->credit;
+    size_t put = 0, vi_off = done;
+    int vi = 0;
+    while (vi < iovcnt && vi_off >= iov[vi].iov_len) vi_off -= iov[vi++].iov_len;
+    uint64_t at = s->tx_head;
+    while (put < n && vi < iovcnt) {
+        size_t off = (size_t)(at & (s->ring - 1)), k = s->ring - off;
+        if (k > n - put) k = n - put;
+        if (k > iov[vi].iov_len - vi_off) k = iov[vi].iov_len - vi_off;
+        memcpy(s->txd + off, (const uint8_t *)iov[vi].iov_base + vi_off, k);
+        put += k;
+        at += k;
+        vi_off += k;
+        if (vi_off == iov[vi].iov_len) {
+            vi++;
+            vi_off = 0;
+        }
+    }
+    if (put) {
+        s->tx_head = at;
+        c->credit -= put;
+        psp.shm_tx += put;
+        psp.shm_tx_msgs++;
+        publish(s, &s->tx->head, at, &s->tx->want_data);
+    }
+    return put;
+}
+
+void shm_end(struct conn *c, uint32_t flag)
+{
+    struct shm_chan *s = c->shm;
+    if (!s) return;
+    __atomic_fetch_or(&s->tx->pflags, flag, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->tx->want_data, 0, __ATOMIC_RELAXED);
+    ring_bell(s->bell); /* whether it sleeps on data or on room */
+}
+
+int shm_bell_fd(const struct conn *c)
+{
+    return c->shm ? c->shm->bell : -1;
+}
+
+int shm_bell(const struct conn *c)
+{
+    return c->shm && !c->shm->hup ? c->shm->bell : -1;
+}
+
+void shm_bell_drain(struct conn *c)
+{
+    char b[8];
+    for (int i = 0; c->shm && i < 64; i++) { /* one packet per ring; a few at most */
+        ssize_t r = real.recv(c->shm->bell, b, sizeof b, MSG_DONTWAIT);
+        if (r == 0) c->shm->hup = true; /* the peer's end is closed: never readable again */
+        if (r <= 0) break;
+    }
+}
+
+short shm_arm(struct conn *c, short events)
+{
+    struct shm_chan *s = c->shm;
+    short r = conn_poll(c) & events;
+    if (!s || r) return r;
+    if (events & POLLIN) __atomic_store_n(&s->rx->want_data, 1, __ATOMIC_RELAXED);
+    if (events & POLLOUT) __atomic_store_n(&s->tx->want_room, 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* against the peer's publish-then-look */
+    return conn_poll(c) & events;
+}
+
+/* What a spin waits for has come: bytes or flags to read, or room to write. */
+static bool spin_ready(const struct shm_chan *s, bool data)
+{
+    if (data)
+        return __atomic_load_n(&s->rx->head, __ATOMIC_ACQUIRE) != s->rx_tail ||
+               __atomic_load_n(&s->rx->pflags, __ATOMIC_ACQUIRE);
+    return s->tx_head - __atomic_load_n(&s->tx->tail, __ATOMIC_ACQUIRE) < s->ring ||
+           __atomic_load_n(&s->rx->pflags, __ATOMIC_ACQUIRE);
+}
+
+bool shm_spin(struct conn *c, bool data)
+{
+    struct shm_chan *s = c->shm;
+    if (!s || !s->spin_ns) return false;
+    unsigned budget = s->spin_ns;
+    s->pins++;
+    c->users++; /* c and s stay while we spin (conn_timers, shm_free) */
+    pthread_mutex_unlock(&psp.lock);
+    uint64_t t0 = rdp_now_ns(), end = t0 + budget;
+    bool ok = false;
+    for (unsigned i = 0;; i++) {
+        if (spin_ready(s, data)) {
+            ok = true;
+            break;
+        }
+        __builtin_ia32_pause();
+        if ((i & 63) == 63 && rdp_now_ns() >= end) break;
+    }
+    pthread_mutex_lock(&psp.lock);
+    c->users--;
+    s->pins--;
+    if (s->dead) { /* closed meanwhile */
+        if (!s->pins) unmap(s);
+        return true;
+    }
+    unsigned max = psp.shm_spin_ns;
+    if (ok) {
+        s->spin_ns = budget * 2 > max ? max : budget * 2;
+    } else {
+        s->spin_ns = budget / 2 < SPIN_MIN_NS ? SPIN_MIN_NS : budget / 2;
+        if (s->spin_ns > max) s->spin_ns = max;
+    }
+    if (ok) shm_sync(c);
+    return ok;
+}
+
+void shm_free(struct conn *c)
+{
+    struct shm_chan *s = c->shm;
+    if (!s) return;
+    /* out of every epoll set first: a fork's child may hold the doorbell open */
+    shm_watch(c, false);
+    epoll_conn_unbell(c);
+    c->shm = NULL;
+    c->rx_bytes = c->credit = 0; /* a call still inside sees the end */
+    c->rx_fin = true;
+    psp_in++;
+    real.close(s->bell);
+    psp_in--;
+    s->bell = -1;
+    if (s->pins)
+        s->dead = true;
+    else
+        unmap(s);
+}
