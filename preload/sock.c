@@ -172,7 +172,7 @@ int connect(int fd, const struct sockaddr *sa, socklen_t len)
     /* strict: a connection to a cluster node's address, or one to this machine whose
      * listener runs under the library, that stays on TCP (a local service without the
      * library, on a loopback address, is not a cluster connection) */
-    bool cluster = neg_node_of(sa, &node) == 0 || why != PSP_R_NO_LIBRARY;
+    bool cluster = (neg_node_of(sa, &node) == 0 && node != psp.node) || why != PSP_R_NO_LIBRARY;
     if (why != PSP_R_NOT_CLUSTER && cluster && psp.strict) {
         fprintf(stderr, "pspreload: strict: a connection between nodes would stay on TCP\n");
         psp_count_tcp(why);

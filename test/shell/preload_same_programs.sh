@@ -333,12 +333,8 @@ strict_plain() {
     check "$N strict: PSP_STRICT=1 to a listener on $1 without the library: allowed, on TCP" \
         $? "rc $rc: $(cat "$CDIR/strict.err") $(stats "$CDIR/stats.strict")"
 }
-# LIBRARY BUG, this check fails today: 127.0.0.1 is node 0's own address in the node table,
-# and preload/sock.c's connect counts any address of the node table as a cluster connection
-# ("cluster = neg_node_of(sa, &node) == 0 || ..."), its own node's too, so the strict client
-# gets ENETUNREACH ("pspreload: strict: a connection between nodes would stay on TCP"),
-# against its own comment (a local service without the library is not a cluster
-# connection). Another address of this machine (127.0.0.9, below) is allowed.
+# the node's own address (127.0.0.1 is node 0's in the node table) and another address of
+# this machine: a local service without the library is not a cluster connection
 strict_plain 127.0.0.1 $((PORT + 13))
 strict_plain 127.0.0.9 $((PORT + 15))
 on strs /dev/null nc -l 127.0.0.1 $((PORT + 14))
