@@ -193,6 +193,7 @@ static void destroy(struct conn *c)
     psp.nconns--;
     psp_guard_del(c);
     epoll_conn_gone(c);
+    bells_forget(c);
     shm_free(c);
     psp_in++;
     if (c->shm_slot >= 0) real.close(c->shm_slot);

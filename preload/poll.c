@@ -42,6 +42,10 @@ struct epreg {
     struct conn *c;
     unsigned idx;
     bool disarmed; /* EPOLLONESHOT fired */
+    bool dormant;  /* the program deleted it: its bells stay in the set with no events, to
+                    * be taken up again by the next ADD (event loops that delete and add a
+                    * descriptor per request, as redis-benchmark's, cost one call each) */
+    uint32_t in_ev, out_ev; /* the events its bell_in and bell_out are in the set with */
     bool hup;      /* bell_hup is in the set for it (events without EPOLLIN and EPOLLOUT) */
     struct epreg *next;
 };
@@ -352,6 +356,53 @@ static int bells(struct conn *c)
     return 0;
 }
 
+/* A doorbell's event is reported by translate at once; the connection's own bells are
+ * brought up to date before the program's next wait (bells_due), which for a request
+ * the program answered at once costs nothing: its bell never went up. A connection in
+ * several epoll sets has its bells rung at once (the other sets wait on them). */
+static struct conn **later;
+static unsigned nlater, caplater;
+
+static bool grow_later(void)
+{
+    unsigned cap = caplater ? caplater * 2 : 64;
+    struct conn **v = realloc(later, cap * sizeof *v);
+    if (!v) return false;
+    later = v;
+    caplater = cap;
+    return true;
+}
+
+static void bells_later(struct conn *c)
+{
+    bool other = false;
+    for (struct epreg *r = c->regs; r && !other; r = r->next) other = r->epfd != c->regs->epfd;
+    if (c->bells_later) return;
+    if (other || (nlater == caplater && !grow_later())) {
+        bells_update(c);
+        return;
+    }
+    later[nlater++] = c;
+    c->bells_later = true;
+}
+
+static void bells_due(void)
+{
+    for (unsigned i = 0; i < nlater; i++) {
+        later[i]->bells_later = false;
+        bells_update(later[i]);
+    }
+    nlater = 0;
+}
+
+void bells_forget(struct conn *c)
+{
+    if (!c->bells_later) return;
+    for (unsigned i = 0; i < nlater; i++)
+        if (later[i] == c) later[i--] = later[--nlater];
+    c->bells_later = false;
+}
+
 void bells_update(struct conn *c)
 {
     if (c->bell_in < 0) return;
@@ -368,7 +419,9 @@ void bells_update(struct conn *c)
     }
     uint64_t x;
     if (s & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) {
-        (void)!real.write(c->bell_in, &(uint64_t){1}, 8); /* an edge for EPOLLET, too */
+        /* an edge for EPOLLET too, for RDP's data (the same-node path's come from its
+         * doorbell) */
+        if (!c->bell_in_on || c->st != CS_SHM) (void)!real.write(c->bell_in, &(uint64_t){1}, 8);
         c->bell_in_on = true;
     } else if (c->bell_in_on) {
         (void)!real.read(c->bell_in, &x, 8);
@@ -429,7 +482,8 @@ static void reg_free(struct conn *c, struct epreg *r)
 static int hup_ctl(int epfd, int op, struct epreg *r)
 {
     struct conn *c = r->c;
-    bool want = op != EPOLL_CTL_DEL && !(r->events & (EPOLLIN | EPOLLRDHUP | EPOLLPRI | EPOLLOUT));
+    bool want = op != EPOLL_CTL_DEL && !r->dormant &&
+                !(r->events & (EPOLLIN | EPOLLRDHUP | EPOLLPRI | EPOLLOUT));
     if (!want) {
         if (r->hup) real.epoll_ctl(epfd, EPOLL_CTL_DEL, c->bell_hup, NULL);
         r->hup = false;
@@ -481,8 +535,16 @@ static int bell_ctl(int epfd, int op, struct epreg *r)
         return 0;
     }
     doorbell_ctl(epfd, op, r);
-    if (real.epoll_ctl(epfd, op, r->c->bell_in, &a) < 0) return -1;
-    if (real.epoll_ctl(epfd, op, r->c->bell_out, &b) < 0 || hup_ctl(epfd, op, r) < 0) {
+    /* a MOD that changes nothing for a bell leaves it (level-triggered, not one-shot: the
+     * kernel's MOD would change nothing either) */
+    bool keep = op == EPOLL_CTL_MOD && !(r->events & (EPOLLET | EPOLLONESHOT));
+    if (!(keep && a.events == r->in_ev) && real.epoll_ctl(epfd, op, r->c->bell_in, &a) < 0)
+        return -1;
+    r->in_ev = a.events;
+    bool b_ok = keep && b.events == r->out_ev;
+    if (!b_ok) b_ok = real.epoll_ctl(epfd, op, r->c->bell_out, &b) == 0;
+    if (b_ok) r->out_ev = b.events;
+    if (!b_ok || hup_ctl(epfd, op, r) < 0) {
         int e = errno;
         if (op == EPOLL_CTL_ADD) {
             real.epoll_ctl(epfd, EPOLL_CTL_DEL, r->c->bell_in, NULL);
@@ -506,6 +568,16 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
     pthread_mutex_lock(&psp.lock);
     int ret = -1;
     struct epreg *r = reg_find(c, epfd, fd);
+    if (op == EPOLL_CTL_ADD && r && r->dormant && ev) { /* deleted before: taken up again */
+        r->dormant = false;
+        r->events = ev->events;
+        r->data = ev->data;
+        r->disarmed = false;
+        ret = bell_ctl(epfd, EPOLL_CTL_MOD, r);
+        if (c->st == CS_SHM) bells_update(c);
+        goto out;
+    }
+    if (r && r->dormant) r = NULL; /* deleted, as far as the program knows */
     if (op == EPOLL_CTL_ADD) {
         if (r) {
             errno = EEXIST;
@@ -551,9 +623,14 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
             errno = ENOENT;
             goto out;
         }
-        if (op == EPOLL_CTL_DEL) {
-            bell_ctl(epfd, EPOLL_CTL_DEL, r);
-            reg_free(c, r);
+        if (op == EPOLL_CTL_DEL) { /* dormant: no events, until an ADD or the close */
+            r->dormant = true;
+            r->events = 0;
+            r->disarmed = false;
+            if (bell_ctl(epfd, EPOLL_CTL_MOD, r) < 0) {
+                bell_ctl(epfd, EPOLL_CTL_DEL, r);
+                reg_free(c, r);
+            }
             ret = 0;
         } else {
             if (!ev) {
@@ -604,14 +681,14 @@ static int translate(struct epoll_event *ev, int n)
             continue;
         }
         struct epreg *r = idx < nregs ? regs[idx] : NULL;
-        if (t & BELL_BIT) { /* the peer published: the bells it rings show in the next wait */
-            if (r && r->c->st == CS_SHM) {
-                shm_bell_drain(r->c);
-                conn_changed(r->c);
-            }
-            continue;
+        if (t & BELL_BIT) { /* the peer published: reported now, as its bells would be */
+            if (!r || r->c->st != CS_SHM) continue;
+            shm_bell_drain(r->c);
+            if (shm_hup(r->c)) epoll_conn_unbell(r->c); /* the peer is gone: never again */
+            wake_conn(r->c); /* threads waiting on it elsewhere look too */
+            bells_later(r->c);
         }
-        if (!r || r->disarmed) continue;
+        if (!r || r->disarmed || r->dormant) continue;
         bool dup = false; /* the other bell of the same registration, in this batch */
         for (int k = 0; k < out; k++)
             if (ev[k].data.u64 == r->data.u64 && ev[k].events & 0x80000000u) dup = true;
@@ -620,7 +697,7 @@ static int translate(struct epoll_event *ev, int n)
         if (!ready) continue;
         if (r->events & EPOLLONESHOT) {
             r->disarmed = true;
-            struct epoll_event off = {.events = 0, .data.u64 = t};
+            struct epoll_event off = {.events = 0, .data.u64 = PSP_TAG | r->idx};
             real.epoll_ctl(r->epfd, EPOLL_CTL_MOD, r->c->bell_in, &off);
             real.epoll_ctl(r->epfd, EPOLL_CTL_MOD, r->c->bell_out, &off);
             if (r->hup) real.epoll_ctl(r->epfd, EPOLL_CTL_MOD, r->c->bell_hup, &off);
@@ -636,6 +713,11 @@ static int translate(struct epoll_event *ev, int n)
 static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *m,
                    bool pwait)
 {
+    if (nlater) { /* what a doorbell reported and the program left unread rings its bell */
+        pthread_mutex_lock(&psp.lock);
+        bells_due();
+        pthread_mutex_unlock(&psp.lock);
+    }
     uint64_t deadline = timeout > 0 ? now_ms() + (uint64_t)timeout : 0;
     uint64_t busy = nregs ? psp_busy_until() : 0; /* PSP_BUSY_POLL */
     for (;;) {
@@ -709,7 +791,7 @@ void epoll_conn_to_tcp(struct conn *c)
         struct epreg *r = c->regs;
         bell_ctl(r->epfd, EPOLL_CTL_DEL, r);
         struct epoll_event ev = {.events = r->events, .data = r->data};
-        real.epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->fd, &ev);
+        if (!r->dormant) real.epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->fd, &ev);
         reg_free(c, r);
     }
 }

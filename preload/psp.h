@@ -175,6 +175,7 @@ struct conn {
     size_t hold_max;      /* CS_CONNECTING: bytes that may be held (the window, or a ring) */
     int users;            /* threads inside a call on it without psp.lock (waits, spins) */
     int shm_slot;         /* a hidden descriptor kept for the doorbell, or -1 */
+    bool bells_later;     /* poll.c: its bells are brought up to date at the next epoll wait */
 };
 
 /* --- state.c --- */
@@ -383,5 +384,6 @@ void epoll_conn_to_tcp(struct conn *c);
 void epoll_conn_to_shm(struct conn *c); /* its doorbell joins the sets it is in */
 void epoll_conn_unbell(struct conn *c); /* and leaves them (before it is closed) */
 void bells_update(struct conn *c);
+void bells_forget(struct conn *c); /* it is destroyed: not due any more */
 
 #endif

@@ -518,6 +518,15 @@ static void s_epoll(void)
     printf("deleted %d\n", ewait(lt, 100, NULL));
     rc = epoll_ctl(lt, EPOLL_CTL_DEL, fd, NULL);
     printf("del again %d %s\n", rc, en(errno));
+    rc = epoll_ctl(lt, EPOLL_CTL_MOD, fd, &ev);
+    printf("mod deleted %d %s\n", rc, en(errno));
+    ev = (struct epoll_event){.events = EPOLLOUT, .data.u64 = 45}; /* added anew: other events */
+    rc = epoll_ctl(lt, EPOLL_CTL_ADD, fd, &ev);
+    n = epoll_wait(lt, got, 4, 1000);
+    printf("added again %d: %d %x data %llu\n", rc, n, n > 0 ? got[0].events : 0,
+           (unsigned long long)(n > 0 ? got[0].data.u64 : 0));
+    rc = epoll_ctl(lt, EPOLL_CTL_ADD, fd, &ev);
+    printf("add twice %d %s\n", rc, en(errno));
     close(fd);
 }
 
