@@ -89,6 +89,8 @@ int psi_call_fd(struct psi *c, struct psmsg_buf *req, int fd, struct psmsg *repl
 /* Send a request and do not wait (its reply will be dropped when it comes). Returns the
  * request id, or 0 and errno. */
 uint32_t psi_send(struct psi *c, struct psmsg_buf *req);
+/* psi_send with descriptor fd passed along (as psi_call_fd). */
+uint32_t psi_send_fd(struct psi *c, struct psmsg_buf *req, int fd);
 /* The next event into *ev (valid until the next call on c): 1; 0 when none came within
  * timeout_ms (0: do not wait, -1: wait as long as it takes); -1 and errno (EINTR: a signal
  * arrived; ECONNRESET: psid closed the connection; EPROTO). */

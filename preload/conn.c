@@ -70,6 +70,11 @@ static unsigned hash_of(uint32_t peer, uint32_t id, bool connector)
     return ((peer * 0x9e3779b1u) ^ (id * 0x85ebca6bu) ^ connector) & (HASH_SIZE - 1);
 }
 
+bool conn_rdp_peers(void)
+{
+    return __atomic_load_n(&peers, __ATOMIC_ACQUIRE) != NULL;
+}
+
 struct conn *conn_find(uint32_t peer, uint32_t id, bool connector)
 {
     if (!psp.hash) return NULL;
@@ -388,9 +393,7 @@ void conn_outcome(uint32_t id, int err, const struct neg_peer *p)
         return;
     }
     if (err || !psp.rdp || add_peer(p, &c->peer) < 0) {
-        conn_fallback(c, err == ETIMEDOUT      ? PSP_R_NOT_ACCEPTED
-                         : err == ECONNREFUSED ? PSP_R_NO_LIBRARY
-                                               : PSP_R_ERROR);
+        conn_fallback(c, err ? neg_reason(err) : PSP_R_ERROR);
         return;
     }
     c->st = CS_RDP;
@@ -438,7 +441,8 @@ static bool drain_hold(struct conn *c)
 void conn_fallback(struct conn *c, enum psp_reason r)
 {
     psp_count_tcp(r);
-    if (psp.strict) {
+    /* strict: but a local service without the library is no cluster connection */
+    if (psp.strict && !(c->same && r == PSP_R_NO_LIBRARY)) {
         static const char *why[] = {"not a cluster address",
                                     "no library there",
                                     "not accepted in time",
@@ -513,10 +517,9 @@ static void to_tcp(struct conn *c)
     psp_guard_del(c);
     c->st = CS_TCP;
     epoll_conn_to_tcp(c);
-    if (c->sw != SW_NONE) {
-        if (c->tx_fin && c->nfds) real.shutdown(c->kfd, SHUT_WR);
-        psp.switched++;
-    }
+    /* a SHUT_WR made before (while it moved, or waited for its outcome) carries over */
+    if (c->tx_fin && c->nfds) real.shutdown(c->kfd, SHUT_WR);
+    if (c->sw != SW_NONE) psp.switched++;
     kids_tell(c, 0);
     conn_changed(c);
 }

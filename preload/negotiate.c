@@ -207,12 +207,18 @@ static enum psp_reason reason_of(int e)
     case ETIMEDOUT:
         return PSP_R_NOT_ACCEPTED;
     case ENOBUFS:
+    case EMFILE:
     case EUSERS:
     case EAGAIN:
         return PSP_R_LIMIT;
     default:
         return PSP_R_ERROR;
     }
+}
+
+enum psp_reason neg_reason(int e)
+{
+    return reason_of(e);
 }
 
 int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, bool same,
@@ -238,9 +244,15 @@ int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, bool same,
     psmsg_put_str(&req, PSF_ADDR, a);
     psmsg_put_u32(&req, PSF_PORT, port);
     psmsg_put_u32(&req, PSF_CONN, conn_id);
-    if (same) {
+    if (same) { /* psid answers with the outcome (a refusal too): no wait here */
         psmsg_put_u32(&req, PSF_SAME_NODE, 1);
         psmsg_put_u32(&req, PSF_SHM_RING, psp.shm_ring);
+        pthread_mutex_lock(&psp.psi_lock);
+        int e = psi_ensure() < 0 || !psi_send_fd(&psp.psi, &req, fd) ? (errno ? errno : EIO) : 0;
+        psi_unlock();
+        psmsg_buf_free(&req);
+        if (e) *why = PSP_R_ERROR;
+        return e;
     }
     pthread_mutex_lock(&psp.psi_lock);
     int e = call(&req, fd, &rep);

@@ -41,18 +41,19 @@ struct epreg {
     epoll_data_t data;
     struct conn *c;
     unsigned idx;
-    bool disarmed; /* EPOLLONESHOT fired */
-    bool dormant;  /* the program deleted it: its bells stay in the set with no events, to
-                    * be taken up again by the next ADD (event loops that delete and add a
-                    * descriptor per request, as redis-benchmark's, cost one call each) */
+    bool disarmed;          /* EPOLLONESHOT fired */
+    bool dormant;           /* the program deleted it: its bells stay in the set with no events, to
+                             * be taken up again by the next ADD (event loops that delete and add a
+                             * descriptor per request, as redis-benchmark's, cost one call each) */
     uint32_t in_ev, out_ev; /* the events its bell_in and bell_out are in the set with */
-    bool hup;      /* bell_hup is in the set for it (events without EPOLLIN and EPOLLOUT) */
+    bool hup; /* bell_hup is in the set for it (events without EPOLLIN and EPOLLOUT) */
     struct epreg *next;
 };
 
 static struct epreg **regs; /* by index (the tag's low bits) */
 static unsigned nregs, capregs;
 #define RDP_IDX  0xffffffffu  /* the tag of the RDP socket in a program's epoll set */
+#define PSI_IDX  0xfffffffeu  /* the tag of the psid connection in a program's epoll set */
 #define BELL_BIT (1ull << 32) /* in a tag: the registration's doorbell (same-node path) */
 static int *rdp_sets;         /* the program's epoll sets that hold the RDP socket */
 static unsigned nrdp_sets;
@@ -70,6 +71,11 @@ static void rdp_in_set(int epfd)
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = PSP_TAG | RDP_IDX};
     if (real.epoll_ctl(epfd, EPOLL_CTL_ADD, rdp_fd(psp.rdp), &ev) == 0 || errno == EEXIST)
         rdp_sets[nrdp_sets++] = epfd;
+    /* and the psid connection, edge-triggered: an outcome wakes the thread that waits for
+     * it (a connect's first bytes are held until then), not only the progress thread;
+     * while another thread holds it, its holder takes what came (psi_unlock) */
+    ev = (struct epoll_event){.events = EPOLLIN | EPOLLET, .data.u64 = PSP_TAG | PSI_IDX};
+    if (psp.psi_open) real.epoll_ctl(epfd, EPOLL_CTL_ADD, psi_fd(&psp.psi), &ev);
 }
 
 static bool set_has_rdp(int epfd)
@@ -112,11 +118,13 @@ static int conns_in(struct pollfd *fds, nfds_t n, struct conn **cs)
 static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
 {
     struct conn *small[16], **cs = n <= 16 ? small : malloc(n * sizeof *cs);
+    bool kern_small[16], *kern = n <= 16 ? kern_small : malloc(n * sizeof *kern);
     /* the kernel's: the program's others, our eventfd, the RDP socket, the doorbells */
     struct pollfd sp[34], *kp = n <= 16 ? sp : malloc((2 * n + 2) * sizeof *kp);
-    if (!cs || !kp) {
+    if (!cs || !kp || !kern) {
         if (cs != small) free(cs);
         if (kp != sp) free(kp);
+        if (kern != kern_small) free(kern);
         errno = ENOMEM;
         return -1;
     }
@@ -131,6 +139,7 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
         for (nfds_t i = 0; i < n; i++) {
             struct conn *c = psp_conn_of(fds[i].fd);
             fds[i].revents = 0;
+            kern[i] = false;
             if (c && c->st != CS_TCP && c->st != CS_ORPHAN && c->st != CS_ACCEPTED) {
                 short r = conn_poll(c) & (fds[i].events | POLLHUP | POLLERR);
                 if (!r && !ready && timeout && c->st == CS_SHM) /* will sleep: ring me */
@@ -138,6 +147,7 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
                 fds[i].revents = r;
                 if (r) ready++;
             } else {
+                kern[i] = true; /* the kernel's, in kp[nk] */
                 kp[nk++] = fds[i];
             }
         }
@@ -159,11 +169,11 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
         waiters_add(cs, ncs, ws, wfd);
         pthread_mutex_unlock(&psp.lock);
         struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
-        if (wait) psp_poller_enter();
+        bool entered = wait && psp_poller_enter();
         int r = mask || wait >= 0 ? real.ppoll(kp, nk + 2 + nb, wait < 0 ? NULL : &ts, mask)
                                   : real.poll(kp, nk + 2 + nb, -1);
         int e = errno;
-        if (wait) psp_poller_leave();
+        psp_poller_leave(entered);
         pthread_mutex_lock(&psp.lock);
         waiters_del(cs, ncs, ws);
         int bells = 0;
@@ -191,9 +201,8 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
             (void)!real.read(wfd, &x, 8);
         }
         nk = 0;
-        for (nfds_t i = 0; i < n; i++) {
-            struct conn *c = psp_conn_of(fds[i].fd);
-            if (c && c->st != CS_TCP && c->st != CS_ORPHAN && c->st != CS_ACCEPTED) continue;
+        for (nfds_t i = 0; i < n; i++) { /* the kernel's answer for what was the kernel's */
+            if (!kern[i]) continue;      /* (a connection that went TCP meanwhile: next round) */
             fds[i].revents = kp[nk++].revents;
             if (fds[i].revents) ready++;
         }
@@ -215,6 +224,7 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
     pthread_mutex_unlock(&psp.lock);
     if (cs != small) free(cs);
     if (kp != sp) free(kp);
+    if (kern != kern_small) free(kern);
     return ret;
 }
 
@@ -726,15 +736,20 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
         /* a thread that will sleep on the RDP socket takes its datagrams (not when it
          * only looks: the progress thread keeps listening meanwhile) */
         bool mine = wait && nrdp_sets && set_has_rdp(epfd);
-        if (mine) psp_poller_enter();
+        mine = mine && psp_poller_enter();
         int n =
             pwait ? real.epoll_pwait(epfd, ev, max, wait, m) : real.epoll_wait(epfd, ev, max, wait);
         if (mine) {
             int e = errno;
-            psp_poller_leave();
+            psp_poller_leave(true);
             errno = e;
         }
         if (n < 0 || (n == 0 && wait == timeout) || !nregs) return n;
+        for (int i = 0; i < n; i++) /* psid's events first (psi_lock comes before psp.lock) */
+            if (ev[i].data.u64 == (PSP_TAG | PSI_IDX)) {
+                ev[i--] = ev[--n];
+                neg_events(false);
+            }
         int k = 0;
         if (n > 0) {
             pthread_mutex_lock(&psp.lock);

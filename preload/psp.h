@@ -236,9 +236,10 @@ struct conn *psp_conn_of(int fd);
 int psp_hide(int fd);
 /* Whether fd is one of ours (the program must not close or replace it). */
 bool psp_is_hidden(int fd);
-void psp_kick(void);         /* wake the progress thread */
-void psp_poller_enter(void); /* a program thread waits on the RDP socket itself */
-void psp_poller_leave(void);
+void psp_kick(void); /* wake the progress thread */
+/* A program thread waits on the RDP socket itself: whether it counted (to leave then). */
+bool psp_poller_enter(void);
+void psp_poller_leave(bool entered);
 void psp_arm_timer(void); /* its timer at RDP's next deadline (under psp.lock) */
 void psp_guard_add(struct conn *c);
 void psp_guard_del(struct conn *c);
@@ -257,6 +258,7 @@ void neg_unlisten(uint16_t port);
  * destination is an address of this node (the same-node path). */
 int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, bool same,
                 enum psp_reason *why);
+enum psp_reason neg_reason(int e); /* why an outcome's errno value means TCP */
 /* Whether sa is an address of this machine: loopback, or one of its interfaces'. */
 bool neg_local_addr(const struct sockaddr *sa);
 struct neg_peer {
@@ -287,6 +289,7 @@ void conn_detach(int fd);                 /* the program closed fd */
 int conn_set_peer(struct conn *c, const struct neg_peer *p);
 void conn_outcome(uint32_t conn_id, int err, const struct neg_peer *p);
 struct conn *conn_find(uint32_t peer, uint32_t id, bool connector);
+bool conn_rdp_peers(void); /* whether any RDP peer was added (a connection between nodes) */
 void conn_fallback(struct conn *c, enum psp_reason r); /* to TCP, held bytes first */
 void conn_changed(struct conn *c);                     /* wake waiters, ring bells */
 int conn_claim(struct conn *c);                        /* CS_ACCEPTED -> RDP or TCP */
@@ -323,6 +326,10 @@ int shm_reserve(int any); /* any: an open descriptor to duplicate there */
  * (and the peer told through the memfd). */
 int shm_attach(struct conn *c, bool connector, uint32_t ring, const int fds[2]);
 void shm_free(struct conn *c);
+/* The mappings closed connections left (under psp.lock), for the progress thread to unmap
+ * with shm_unmap_all after it let the lock go. */
+struct shm_chan *shm_reap(void);
+void shm_unmap_all(struct shm_chan *s);
 void shm_sync(struct conn *c); /* the rings' state into c's fields */
 /* The peer's SWITCH or SWITCH_ACK flag (0: none yet). */
 uint32_t shm_peer_switch(const struct conn *c);

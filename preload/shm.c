@@ -49,8 +49,10 @@ struct shm_chan {
     uint32_t ring;
     uint64_t tx_head; /* ours: what we published */
     uint64_t rx_tail;
-    int bell;  /* our end of the doorbell: we sleep on it, and ring the peer on it */
-    bool hup;  /* the peer's end is closed */
+    int bell;     /* our end of the doorbell: we sleep on it, and ring the peer on it */
+    bool hup;     /* the peer's end is closed */
+    bool watched; /* in the progress thread's epoll (a move to TCP) */
+    struct shm_chan *next_dead;
     int pins;  /* threads spinning on it without psp.lock */
     bool dead; /* freed while pinned: the last pin unmaps */
     unsigned spin_ns;
@@ -64,6 +66,41 @@ static void unmap(struct shm_chan *s)
 {
     if (s->h) munmap(s->h, s->len);
     free(s);
+}
+
+/* Mappings of closed connections, unmapped by the progress thread (shm_reap): munmap of
+ * a mapping the other threads may have touched costs a TLB shootdown, which a program
+ * that opens and closes connections in a loop should not wait for. */
+#define DEAD_MAX 64u
+static struct shm_chan *dead;
+static unsigned ndead;
+
+struct shm_chan *shm_reap(void)
+{
+    struct shm_chan *s = dead;
+    dead = NULL;
+    ndead = 0;
+    return s;
+}
+
+void shm_unmap_all(struct shm_chan *s)
+{
+    while (s) {
+        struct shm_chan *n = s->next_dead;
+        unmap(s);
+        s = n;
+    }
+}
+
+static void bury(struct shm_chan *s)
+{
+    if (ndead >= DEAD_MAX) { /* the progress thread has not come by: this one now */
+        unmap(s);
+        return;
+    }
+    s->next_dead = dead;
+    dead = s;
+    if (ndead++ == 0) psp_kick(); /* it unmaps outside the lock */
 }
 
 static void ring_bell(int fd)
@@ -182,7 +219,8 @@ void shm_unread_copy(const struct conn *c, size_t at, uint8_t *out, size_t n)
 
 void shm_watch(struct conn *c, bool on)
 {
-    if (!c->shm || psp.epfd < 0) return;
+    if (!c->shm || psp.epfd < 0 || c->shm->watched == on) return;
+    c->shm->watched = on;
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = PSP_TAG_SHM + (uint64_t)c->kfd};
     real.epoll_ctl(psp.epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, c->shm->bell, on ? &ev : NULL);
 }
@@ -391,5 +429,5 @@ void shm_free(struct conn *c)
     if (s->pins)
         s->dead = true;
     else
-        unmap(s);
+        bury(s);
 }

@@ -76,19 +76,6 @@ static int bind_node(int fd)
     return bind(fd, (struct sockaddr *)&b, l);
 }
 
-/* A same-node connection needs only a local port, known before the SYN: an unbound
- * socket gets one from the kernel (the wildcard address; the connect picks the source). */
-static int bind_port(int fd)
-{
-    struct sockaddr_storage ss, b;
-    int port = local_port(fd, &ss);
-    if (port) return port < 0 ? -1 : 0;
-    memset(&b, 0, sizeof b);
-    b.ss_family = ss.ss_family;
-    return bind(fd, (struct sockaddr *)&b,
-                ss.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
-}
-
 static struct conn *track(int fd, enum conn_state st)
 {
     int kfd = real.fcntl(fd, F_DUPFD_CLOEXEC, psp.hidden_base);
@@ -130,7 +117,7 @@ int connect(int fd, const struct sockaddr *sa, socklen_t len)
         why = PSP_R_SAME_NODE;
     else if (!psp_rules_allow(sa))
         why = PSP_R_RULE;
-    else if (psp_endpoint() < 0 || (same ? bind_port(fd) : bind_node(fd)) < 0)
+    else if (psp_endpoint() < 0 || (!same && bind_node(fd) < 0))
         why = PSP_R_ERROR;
     if (why == PSP_R__COUNT) {
         pthread_mutex_lock(&psp.lock);

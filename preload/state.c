@@ -400,14 +400,18 @@ static void poller_sync(void)
     pthread_mutex_unlock(&poller_lock);
 }
 
-void psp_poller_enter(void)
+bool psp_poller_enter(void)
 {
+    /* no RDP peer yet (only same-node connections): no datagram is ours to take, and the
+     * two epoll_ctl calls per wait are saved */
+    if (!psp.rdp || !conn_rdp_peers()) return false;
     if (__atomic_add_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL) == 1) poller_sync();
+    return true;
 }
 
-void psp_poller_leave(void)
+void psp_poller_leave(bool entered)
 {
-    if (__atomic_sub_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL) == 0) poller_sync();
+    if (entered && __atomic_sub_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL) == 0) poller_sync();
 }
 
 void psp_kick(void)
@@ -507,7 +511,9 @@ static void *progress(void *arg)
         rdp_process(psp.rdp);
         conn_timers();
         psp_arm_timer();
+        struct shm_chan *dead = shm_reap();
         pthread_mutex_unlock(&psp.lock);
+        shm_unmap_all(dead); /* not under the lock: munmap may wait for other CPUs */
         if (psi_ready) neg_events(true);
     }
     return NULL;

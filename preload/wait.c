@@ -76,19 +76,25 @@ static int plain_wait(int fd, int timeout_ms)
  * (which leaves the socket to us meanwhile); a doorbell is emptied. */
 static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n)
 {
-    if (psp.rdp) psp_poller_enter();
-    struct pollfd pf[2 + n];
+    bool entered = psp_poller_enter();
+    struct pollfd pf[3 + n];
     pf[0] = (struct pollfd){.fd = fd, .events = POLLIN};
     pf[1] = (struct pollfd){.fd = psp.rdp ? rdp_fd(psp.rdp) : -1, .events = POLLIN};
     for (int i = 0; i < n; i++)
         pf[2 + i] = (struct pollfd){.fd = shm_bell(cs[i]), .events = POLLIN};
+    /* a connection waiting for its outcome: psid's event is taken here too, without the
+     * hop through the progress thread */
+    bool outcome = false;
+    for (int i = 0; i < n; i++) outcome |= cs[i]->st == CS_CONNECTING;
+    pf[2 + n] =
+        (struct pollfd){.fd = outcome && psp.psi_open ? psi_fd(&psp.psi) : -1, .events = POLLIN};
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int r = -1, wait = timeout_ms;
     uint64_t busy = psp_busy_until(); /* PSP_BUSY_POLL: look without sleeping until then */
     for (;;) {
         bool spin = busy && rdp_now_ns() < busy;
-        int p = real.poll(pf, (nfds_t)(2 + n), spin ? 0 : wait);
+        int p = real.poll(pf, (nfds_t)(3 + n), spin ? 0 : wait);
         if (p < 0 && errno == EINTR && timeout_ms < 0 && signals_all_restart()) continue;
         if (p < 0) break;
         if (p == 0 && spin) continue;
@@ -112,6 +118,10 @@ static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n)
             r = 0;
             if (!pf[0].revents) break;
         }
+        if (pf[2 + n].revents) {
+            neg_events(false); /* an outcome wakes us through conn_changed */
+            pf[2 + n].fd = -1; /* once: the progress thread has it if we could not */
+        }
         if (pf[1].revents && psp.rdp) {
             pthread_mutex_lock(&psp.lock);
             rdp_process(psp.rdp);
@@ -132,9 +142,8 @@ static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n)
         }
     }
     int e = errno;
-    if (psp.rdp)
-        psp_poller_leave(); /* the progress thread listens again: a datagram that
-                             * came after our last look is reported to it at once */
+    psp_poller_leave(entered); /* the progress thread listens again: a datagram that came
+                                * after our last look is reported to it at once */
     errno = e;
     return r;
 }

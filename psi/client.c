@@ -172,6 +172,11 @@ uint32_t psi_send(struct psi *c, struct psmsg_buf *req)
     return send_req(c, req, -1);
 }
 
+uint32_t psi_send_fd(struct psi *c, struct psmsg_buf *req, int fd)
+{
+    return send_req(c, req, fd);
+}
+
 /* Keep a copy of event m (read from c->rx, its descriptors with it) for psi_next_event. */
 static int queue_event(struct psi *c, const struct psmsg *m)
 {

@@ -126,10 +126,12 @@ struct preload {
     uint32_t next_query;
     struct pl_local *locals;
     struct pl_wait *waits;
-    unsigned nwaits, npends, nclaims;
+    unsigned nwaits, npends, nclaims, nlates;
+    unsigned nsame; /* of the waits, same-node ones */
     struct pl_ask *asks;
     struct pl_pend *pends;
     struct pl_claim *claims;
+    struct pl_late *lates; /* claims looked at again after this pass of the loop */
     uint16_t next_id;
 };
 
@@ -496,21 +498,27 @@ static void wait_unlink(struct preload *pl, struct pl_wait *w);
 static struct pl_local *port_listener(struct preload *pl, uint16_t port, int *err,
                                       const char **why);
 
+/* A same-node connector does not wait for the reply (its connect goes on at once): a
+ * refusal is an outcome too. */
+static void refuse_same(struct psid *d, struct client *c, uint32_t id, uint32_t conn, int err,
+                        const char *why)
+{
+    reply(c, id, err, why);
+    outcome(d, c, conn, err, why, NULL, NULL);
+}
+
 /* PSM_PL_CONNECT to an address of this node: the port's one listener is ours to look up,
- * and the connection waits here, with its socket's inode, for the acceptor's claim. */
+ * and the connection waits here, by its socket's inode, for the acceptor's claim (the
+ * socket needs no port yet: the kernel's connect picks it, as without the library). */
 static void connect_same(struct psid *d, struct preload *pl, struct client *c,
-                         const struct psmsg *m, uint16_t port, uint16_t sport, uint32_t conn,
-                         uint64_t ino)
+                         const struct psmsg *m, uint16_t port, uint32_t conn, uint64_t ino)
 {
     int err = 0;
     const char *why = NULL;
     uint32_t ring = 0;
     psmsg_get_u32(&m->body, PSF_SHM_RING, &ring);
     struct pl_local *found = NULL;
-    if (!sport) {
-        err = EADDRNOTAVAIL;
-        why = "the socket has no local port";
-    } else if (ring < PSHM_RING_MIN || ring > PSHM_RING_MAX || (ring & (ring - 1))) {
+    if (ring < PSHM_RING_MIN || ring > PSHM_RING_MAX || (ring & (ring - 1))) {
         err = EINVAL;
         why = "ring size not a power of two within the bounds";
     } else {
@@ -522,18 +530,17 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
         why = "out of memory";
     }
     if (err) {
-        reply(c, m->id, err, why);
+        refuse_same(d, c, m->id, conn, err, why);
         return;
     }
-    for (struct pl_wait *o = pl->waits, *next; o; o = next) { /* a stale one of its ports */
+    for (struct pl_wait *o = pl->waits, *next; o; o = next) { /* the socket asked again */
         next = o->next;
-        if (o->same && o->sport == sport && o->dport == port) {
+        if (o->same && o->ino == ino) {
             wait_unlink(pl, o);
             free(o);
         }
     }
     *w = (struct pl_wait){.node = d->self->id,
-                          .sport = sport,
                           .dport = port,
                           .conn = conn,
                           .connector = local_of(pl, c)->ep,
@@ -547,6 +554,7 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
     w->timer = loop_timer(d->loop, loop_now() + PL_KEEP_NS, wait_expired, w);
     pl->waits = w;
     pl->nwaits++;
+    pl->nsame++;
     reply(c, m->id, 0, NULL);
 }
 
@@ -559,7 +567,9 @@ static void pl_connect(struct psid *d, struct preload *pl, struct client *c, con
     const char *why = NULL;
     char addr[64], mine[INET6_ADDRSTRLEN];
     uint16_t port;
-    uint32_t conn;
+    uint32_t conn = 0, same = 0;
+    psmsg_get_u32(&m->body, PSF_CONN, &conn);
+    psmsg_get_u32(&m->body, PSF_SAME_NODE, &same);
     int err = passed_socket(c, &local, &peer, &listening, &ino, &why);
     if (!l && !err) {
         err = ENOTCONN;
@@ -572,15 +582,19 @@ static void pl_connect(struct psid *d, struct preload *pl, struct client *c, con
         why = "need an address, a port and a connection id";
     }
     if (!err) addr_text(&local, mine);
-    uint32_t same = 0;
-    psmsg_get_u32(&m->body, PSF_SAME_NODE, &same);
-    if (!err && (listening || peer.ss_family != AF_UNSPEC)) {
+    /* a same-node connector's connect goes on while psid reads this: connected is fine */
+    if (!err && (listening || (peer.ss_family != AF_UNSPEC && !same))) {
         err = EISCONN;
         why = "the socket is connected or listening";
-    } else if (!err && same) {
-        connect_same(d, pl, c, m, port, port_of(&local), conn, ino);
+    }
+    if (same) { /* the connector does not wait for the reply */
+        if (err)
+            refuse_same(d, c, m->id, conn, err, why);
+        else
+            connect_same(d, pl, c, m, port, conn, ino);
         return;
-    } else if (!err && (strcmp(mine, d->self->addr_str) || !port_of(&local))) {
+    }
+    if (!err && (strcmp(mine, d->self->addr_str) || !port_of(&local))) {
         err = EADDRNOTAVAIL;
         why = "not bound to the node's address";
     }
@@ -827,6 +841,7 @@ static void wait_unlink(struct preload *pl, struct pl_wait *w)
             break;
         }
     pl->nwaits--;
+    if (w->same) pl->nsame--;
     loop_timer_cancel(w->d->loop, w->timer);
     w->timer = 0;
 }
@@ -943,10 +958,11 @@ static struct pl_wait *wait_of(struct psid *d, struct preload *pl,
                                const struct sockaddr_storage *peer)
 {
     char a[INET6_ADDRSTRLEN];
-    for (struct pl_wait *w = pl->waits; w; w = w->next) /* same node: the very socket */
-        if (w->same && w->sport == port_of(peer) && w->dport == port_of(local) &&
-            diag_inode(peer, local) == w->ino)
-            return w;
+    if (pl->nsame) { /* same node: the very socket, by its inode */
+        uint64_t ino = diag_inode(peer, local);
+        for (struct pl_wait *w = pl->waits; w && ino; w = w->next)
+            if (w->same && w->ino == ino && w->dport == port_of(local)) return w;
+    }
     addr_text(local, a); /* a socket of this node's address (v4-mapped counts as IPv4) */
     if (strcmp(a, d->self->addr_str)) return NULL;
     addr_text(peer, a);
@@ -989,14 +1005,12 @@ static void pl_decline(struct psid *d, struct preload *pl, struct client *c, con
 
 /* A same-node connection's acceptor claimed it: the channel, its part to each end. A
  * connector that is gone, or a channel that cannot be made or sent: TCP on both sides. */
-static void accept_same(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m,
+static void accept_same(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
                         struct pl_wait *w)
 {
     struct shmchan ch;
     int err = 0;
     const char *why = NULL;
-    uint32_t can = 0; /* the acceptor has room for the channel's descriptors */
-    psmsg_get_u32(&m->body, PSF_SHM_RING, &can);
     if (!w->cc) {
         err = ENOENT;
         why = "the connector is gone";
@@ -1020,14 +1034,14 @@ static void accept_same(struct psid *d, struct preload *pl, struct client *c, co
         }
         psmsg_buf_free(&b);
         if (!err) {
-            psmsg_begin(&b, PSM_PL_REPLY, m->id);
+            psmsg_begin(&b, PSM_PL_REPLY, id);
             psmsg_put_u32(&b, PSF_ERRNO, 0);
             psmsg_put_u32(&b, PSF_CONN, w->conn);
             psmsg_put_u32(&b, PSF_SHM_RING, ch.ring);
             if (client_send_fds(c, &b, ch.acceptor, 2) < 0) {
                 /* the connector has its end already: the channel is reset under it */
                 shmchan_reset(&ch);
-                reply(c, m->id, ENOENT, "the acceptor cannot take more descriptors");
+                reply(c, id, ENOENT, "the acceptor cannot take more descriptors");
             }
             psmsg_buf_free(&b);
         }
@@ -1035,11 +1049,15 @@ static void accept_same(struct psid *d, struct preload *pl, struct client *c, co
     }
     if (err) { /* TCP on both sides */
         outcome(d, w->cc, w->conn, ECONNRESET, why, NULL, NULL);
-        reply(c, m->id, ENOENT, why);
+        reply(c, id, ENOENT, why);
     }
     wait_unlink(pl, w);
     free(w);
 }
+
+static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
+                  const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
+                  bool first);
 
 static void pl_accept(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
@@ -1061,23 +1079,83 @@ static void pl_accept(struct psid *d, struct preload *pl, struct client *c, cons
         reply(c, m->id, err, why);
         return;
     }
-    struct pl_wait *w = wait_of(d, pl, &local, &peer);
+    uint32_t can = 0; /* the acceptor has room for a same-node channel's descriptors */
+    psmsg_get_u32(&m->body, PSF_SHM_RING, &can);
+    claim(d, pl, c, m->id, can != 0, &local, &peer, true);
+}
+
+/* A claim that found no connection waits for one pass of the loop: a same-node connector
+ * does not wait for psid's answer before its connect (it sent its request before its SYN),
+ * so its request may be among the messages read in the same pass, after the claim. */
+struct pl_late {
+    struct client *c; /* the acceptor (NULL once gone) */
+    uint32_t id;
+    bool can;
+    struct sockaddr_storage local, peer;
+    uint64_t timer;
+    struct psid *d;
+    struct pl_late *next;
+};
+
+static void late_done(struct preload *pl, struct pl_late *t)
+{
+    for (struct pl_late **pp = &pl->lates; *pp; pp = &(*pp)->next)
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    pl->nlates--;
+    loop_timer_cancel(t->d->loop, t->timer);
+    free(t);
+}
+
+static void late_again(void *ctx)
+{
+    struct pl_late *t = ctx;
+    t->timer = 0;
+    if (t->c) claim(t->d, t->d->preload, t->c, t->id, t->can, &t->local, &t->peer, false);
+    late_done(t->d->preload, t);
+}
+
+/* The acceptor's socket (local, peer): the connection it is, and its outcome to both. */
+static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
+                  const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
+                  bool first)
+{
+    struct pl_local *l = local_of(pl, c);
+    struct pl_wait *w = l ? wait_of(d, pl, local, peer) : NULL;
+    if (!w && first && l && pl->nlates < PL_WAIT_MAX) {
+        struct pl_late *t = calloc(1, sizeof *t);
+        if (t) {
+            *t = (struct pl_late){.c = c,
+                                  .id = id,
+                                  .can = can,
+                                  .local = *local,
+                                  .peer = *peer,
+                                  .d = d,
+                                  .next = pl->lates};
+            pl->lates = t;
+            pl->nlates++;
+            t->timer = loop_timer(d->loop, loop_now(), late_again, t);
+            return;
+        }
+    }
     if (!w || w->uid != l->ep.uid) {
-        reply(c, m->id, ENOENT, w ? "not the listener's user" : "no such connection negotiated");
+        reply(c, id, ENOENT, w ? "not the listener's user" : "no such connection negotiated");
         return;
     }
     if (w->same) {
-        accept_same(d, pl, c, m, w);
+        accept_same(d, pl, c, id, can, w);
         return;
     }
     struct pl_claim *k = pl->nclaims < PL_WAIT_MAX ? calloc(1, sizeof *k) : NULL;
     if (!k) {
-        reply(c, m->id, ENOBUFS, "too many accepts in flight");
+        reply(c, id, ENOBUFS, "too many accepts in flight");
         return;
     }
     wait_unlink(pl, w);
     *k = (struct pl_claim){.req = ++d->next_req,
-                           .client_id = m->id,
+                           .client_id = id,
                            .c = c,
                            .acceptor = l->ep,
                            .w = *w,
@@ -1285,6 +1363,8 @@ void preload_client_gone(struct psid *d, struct client *c)
         if (a->c == c) a->c = NULL;
     for (struct pl_claim *k = pl->claims; k; k = k->next)
         if (k->c == c) k->c = NULL;
+    for (struct pl_late *t = pl->lates; t; t = t->next)
+        if (t->c == c) t->c = NULL;
     for (struct pl_query *q = pl->queries; q; q = q->next)
         if (q->c == c) q->c = NULL;
     for (struct pl_pend *p = pl->pends, *next; p; p = next) {
@@ -1355,6 +1435,7 @@ void preload_free(struct psid *d)
     while (pl->asks) ask_done(pl, pl->asks);
     while (pl->pends) pend_done(pl, pl->pends);
     while (pl->claims) claim_done(pl, pl->claims);
+    while (pl->lates) late_done(pl, pl->lates);
     while (pl->queries) {
         pl->queries->c = NULL;
         query_done(pl, pl->queries);
