@@ -16,10 +16,16 @@
 #  - memory per idle accelerated connection: the client's RSS growth over 1000 idle
 #    connections (test/tools/plsem-like load via redis-benchmark is not idle; measured with
 #    python3 opening 1000 sockets), kB per connection
+# Mode same: both ends on one node (127.0.0.1, a 1-node pslocal cluster), the library's
+# same-node path (shared memory) against kernel TCP over loopback, and against a UNIX
+# domain socket where the program can use one (ping-pong: test/tools/uxpp over a
+# socketpair; redis-benchmark -s): sockperf ping-pong 16 B, 1 KiB, 65000 B and 16 B
+# busy-polling; iperf3 one and four streams; redis-benchmark -c 50 SET and GET;
+# connection setup; and the CPU time of client and server per ping-pong round trip.
 # Tables (markdown) on stdout, progress on stderr.
 #
 # usage: bench/preload.sh [--help]
-# env:   RUNS (3), MODES ("lo netns netns9000"), SECONDS_PER_RUN (3), BUSY_US (50:
+# env:   RUNS (3), MODES ("lo netns netns9000 same"), SECONDS_PER_RUN (3), BUSY_US (50:
 #        PSP_BUSY_POLL of the busy-polling ping-pong row), LOSS_PCT (5: the loss row)
 set -euo pipefail
 
@@ -32,7 +38,7 @@ bench_no_args "$0" "$@"
 BIN=$ROOT/build/bin
 LIB=$ROOT/build/lib/libpspreload.so
 RUNS=${RUNS:-3}
-MODES=${MODES:-lo netns netns9000}
+MODES=${MODES:-lo netns netns9000 same}
 SECS=${SECONDS_PER_RUN:-3}
 BUSY_US=${BUSY_US:-50}
 LOSS_PCT=${LOSS_PCT:-5}
@@ -73,11 +79,12 @@ on() { # on NODE LIB CMD...: in the foreground
     shift 2
     "${CMD[@]}" "$@"
 }
-listening() { on 1 no ss -Hltn "sport = :$1" | grep -q .; }
-serve() { # serve LIB PORT CMD...: a server on node 1 in the background (SRV)
+SN=1                                                       # the server's node: 0 in mode same
+listening() { on "$SN" no ss -Hltn "sport = :$1" | grep -q .; }
+serve() { # serve LIB PORT CMD...: a server on node SN in the background (SRV)
     local lib=$1 port=$2
     shift 2
-    prefix 1 "$lib"
+    prefix "$SN" "$lib"
     "${CMD[@]}" "$@" >"$W/server.log" 2>&1 &
     SRV=$!
     for _ in $(seq 100); do
@@ -94,12 +101,29 @@ unserve() {
 }
 
 ROWS=()
-# row LABEL UNIT BETTER(lower|higher) FILE-PREFIX: the medians of $W/PREFIX.{no,yes}
+# row LABEL UNIT BETTER(lower|higher) FILE-PREFIX: the medians of $W/PREFIX.{no,yes} and,
+# where measured, of the UNIX socket's $W/PREFIX.unix
 row() {
-    local k l
+    local k l u=- ur=-
     k=$(median <"$W/$4.no")
     l=$(median <"$W/$4.yes")
-    ROWS+=("| $MODE | $1 | $k | $l | $(ratio "$l" "$k") | $3 is better |")
+    if [[ -s $W/$4.unix ]]; then
+        u=$(median <"$W/$4.unix")
+        ur=$(ratio "$l" "$u")
+    fi
+    ROWS+=("| $MODE | $1 | $k | $l | $(ratio "$l" "$k") | $u | $ur | $3 is better |")
+}
+
+# cpu_of PID: its user + system CPU time so far, seconds
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / hz }' "/proc/$1/stat"; }
+# cpu_per_rt SERVER_SECONDS < sockperf's output with `times` after it: microseconds of
+# CPU (client and server) per round trip
+cpu_per_rt() {
+    awk -v s="$1" '/ReceivedMessages=/ { for (i = 1; i <= NF; i++) if ($i ~ /^ReceivedMessages=/) {
+            split($i, a, "[=;]"); n = a[2] } }
+        /^[0-9]+m[0-9.]+s [0-9]+m[0-9.]+s$/ { k++; if (k == 2) { c = 0
+            for (i = 1; i <= 2; i++) { split($i, b, "[ms]"); c += b[1] * 60 + b[2] } } }
+        END { if (n > 0) printf "%.2f\n", (s + c) * 1e6 / n }'
 }
 
 P=12000 # a fresh port for every server (a killed server's port may be in TIME_WAIT)
@@ -109,29 +133,43 @@ pingpong() { # pingpong SIZE [BUSY_US]: with BUSY_US, the library busy-polls (PS
     BUSY=${2:-0}
     : >"$W/$tag.no"
     : >"$W/$tag.yes"
+    : >"$W/$tag.unix"
+    : >"$W/cpu$tag.no"
+    : >"$W/cpu$tag.yes"
     for ((r = 1; r <= RUNS; r++)); do
         for lib in no yes; do
             P=$((P + 1))
             serve "$lib" $P sockperf sr --tcp -i "$ADDR" -p $P || return 1
-            on 0 "$lib" timeout 60 sockperf pp --tcp -i "$ADDR" -p $P -m "$1" -t "$SECS" 2>&1 |
-                sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' >>"$W/$tag.$lib" || true
+            on 0 "$lib" bash -c 'timeout 60 sockperf pp --tcp -i "$0" -p "$1" -m "$2" -t "$3"; times' \
+                "$ADDR" $P "$1" "$SECS" >"$W/pp.out" 2>&1 || true
+            sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' "$W/pp.out" >>"$W/$tag.$lib"
+            if [[ $MODE == same ]]; then # CPU of both per round trip, us: client + server
+                cpu_per_rt "$(cpu_of "$SRV")" <"$W/pp.out" >>"$W/cpu$tag.$lib" || true
+            fi
             unserve
         done
+        if [[ $MODE == same && -z ${2:-} ]]; then
+            "$ROOT/build/test/tools/uxpp" "$1" "$SECS" >>"$W/$tag.unix" || true
+        fi
     done
     BUSY=0
     row "sockperf ping-pong $1 B${2:+, library with PSP_BUSY_POLL=$2}, median latency (us)" us \
         lower "$tag"
+    if [[ $MODE == same ]]; then
+        row "  CPU per round trip, client and server (us)" us lower "cpu$tag"
+    fi
 }
 
-stream() { # stream [TAG LABEL]: one iperf3 stream, kernel TCP and the library
-    local lib r tag=${1:-ip} label=${2:-"iperf3, one stream (Gbit/s)"}
+stream() { # stream [TAG LABEL [IPERF3-ARGS]]: one iperf3 stream, kernel TCP and the library
+    local lib r tag=${1:-ip} label=${2:-"iperf3, one stream (Gbit/s)"} extra=${3:-}
     : >"$W/$tag.no"
     : >"$W/$tag.yes"
     for ((r = 1; r <= RUNS; r++)); do
         for lib in no yes; do
             P=$((P + 1))
             serve "$lib" $P iperf3 -s -B "$ADDR" -p $P -1 || return 1
-            on 0 "$lib" timeout 60 iperf3 -c "$ADDR" -p $P -t "$SECS" -J |
+            # shellcheck disable=SC2086 # extra: words
+            on 0 "$lib" timeout 60 iperf3 -c "$ADDR" -p $P -t "$SECS" $extra -J |
                 jq '.end.sum_received.bits_per_second / 1e9' >>"$W/$tag.$lib" || true
             wait "$SRV" 2>/dev/null || true
             SRV=
@@ -171,11 +209,23 @@ redis() {
     done
     : >"$W/cs.no"
     : >"$W/cs.yes"
+    : >"$W/rbset.unix"
+    : >"$W/rbget.unix"
+    : >"$W/cs.unix"
     for ((r = 1; r <= RUNS; r++)); do
         for lib in no yes; do
             P=$((P + 1))
             serve "$lib" $P redis-server --bind "$ADDR" --port $P --save '' \
-                --appendonly no --protected-mode no || return 1
+                --appendonly no --protected-mode no --unixsocket "$W/redis.sock" || return 1
+            if [[ $MODE == same && $lib == no ]]; then # the UNIX socket, for reference
+                on 0 no timeout 120 redis-benchmark -s "$W/redis.sock" -q -c 50 -n 50000 \
+                    -t set,get 2>/dev/null | tr '\r' '\n' >"$W/rb.out" || true
+                sed -n 's/^SET: \([0-9.]*\) requests per second.*/\1/p' "$W/rb.out" >>"$W/rbset.unix"
+                sed -n 's/^GET: \([0-9.]*\) requests per second.*/\1/p' "$W/rb.out" >>"$W/rbget.unix"
+                on 0 no timeout 120 redis-benchmark -s "$W/redis.sock" -q -c 1 -k 0 -n 2000 \
+                    -t ping 2>/dev/null | tr '\r' '\n' |
+                    sed -n 's/^PING_INLINE: \([0-9.]*\) requests per second.*/\1/p' >>"$W/cs.unix" || true
+            fi
             on 0 "$lib" timeout 120 redis-benchmark -h "$ADDR" -p $P -q -c 50 -n 50000 \
                 -t set,get 2>/dev/null | tr '\r' '\n' >"$W/rb.out" || true
             sed -n 's/^SET: \([0-9.]*\) requests per second.*/\1/p' "$W/rb.out" >>"$W/rbset.$lib"
@@ -211,30 +261,33 @@ for i in range(1000):
 print((rss() - base) / 1000.0)" >"$W/mem.$lib"
         unserve
     done
-    ROWS+=("| $MODE | memory per idle connection, client RSS (kB) | $(cat "$W/mem.no") | $(cat "$W/mem.yes") | $(ratio "$(cat "$W/mem.yes")" "$(cat "$W/mem.no")") | lower is better |")
+    ROWS+=("| $MODE | memory per idle connection, client RSS (kB) | $(cat "$W/mem.no") | $(cat "$W/mem.yes") | $(ratio "$(cat "$W/mem.yes")" "$(cat "$W/mem.no")") | - | - | lower is better |")
 }
 
 for MODE in $MODES; do
     args=()
     case $MODE in
-    lo) ADDR=127.0.0.2 ;;
+    lo) ADDR=127.0.0.2 SN=1 ;;
+    same) ADDR=127.0.0.1 SN=0 ;;
     netns | netns9000)
         if [[ $(id -u) -ne 0 ]]; then
             log "bench/preload.sh: namespaces need root: skipped"
             continue
         fi
-        ADDR=198.18.0.2
+        ADDR=198.18.0.2 SN=1
         args=(--netns)
         [[ $MODE == netns9000 ]] && args+=(--mtu 9000)
         ;;
     *)
-        echo "bench/preload.sh: unknown mode '$MODE' (lo, netns, netns9000)" >&2
+        echo "bench/preload.sh: unknown mode '$MODE' (lo, netns, netns9000, same)" >&2
         exit 2
         ;;
     esac
     CDIR=$W/$MODE
-    log "== $MODE: pslocal up -n 2 ${args[*]}"
-    "$BIN/pslocal" up -n 2 --dir "$CDIR" --timeout 20 "${args[@]}" >"$W/up.log" 2>&1 || {
+    nodes=2
+    [[ $MODE == same ]] && nodes=1
+    log "== $MODE: pslocal up -n $nodes ${args[*]}"
+    "$BIN/pslocal" up -n $nodes --dir "$CDIR" --timeout 20 "${args[@]}" >"$W/up.log" 2>&1 || {
         cat "$W/up.log" >&2
         exit 1
     }
@@ -246,7 +299,11 @@ for MODE in $MODES; do
     pingpong 16 "$BUSY_US"
     log "  iperf3 (x$RUNS each)"
     stream
-    if [[ $MODE != lo ]]; then
+    if [[ $MODE == same ]]; then
+        log "  iperf3, four streams (x$RUNS each)"
+        stream ip4 "iperf3, four streams (Gbit/s)" "-P 4"
+    fi
+    if [[ $MODE == netns* ]]; then
         log "  iperf3 with ${LOSS_PCT} % loss each way (x$RUNS each)"
         loss "$LOSS_PCT" && stream ipl "iperf3, one stream, ${LOSS_PCT} % loss each way (Gbit/s)"
         loss 0
@@ -264,6 +321,6 @@ acc=$(grep -c 'accelerated=[1-9]' "$W/stats" 2>/dev/null || true)
 tcp=$(grep -c ' tcp=[1-9]' "$W/stats" 2>/dev/null || true)
 log "library processes: ${acc:-0} with accelerated connections, ${tcp:-0} with connections on TCP"
 [[ ${tcp:-0} -eq 0 ]] || grep ' tcp=[1-9]' "$W/stats" | head -5 >&2
-echo "| path | what | kernel TCP | libpspreload | ratio | |"
-echo "|---|---|---:|---:|---:|---|"
+echo "| path | what | kernel TCP | libpspreload | ratio | UNIX socket | ratio to UNIX | |"
+echo "|---|---|---:|---:|---:|---:|---:|---|"
 printf '%s\n' "${ROWS[@]}"
