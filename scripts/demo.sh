@@ -165,6 +165,38 @@ wait "$HTTP" "$HTTP2" 2>/dev/null || true
 HTTP=""
 HTTP2=""
 
+step "4b. two processes of one node: a TCP connection through shared memory"
+# sockperf ping-pong, 16 B, on node 0 (127.0.0.1): kernel TCP, then both under the library
+PP=$((PORT + 1))
+pp_listening() { ss -Hltn "sport = :$PP" | grep -q .; }
+# pp PREFIX...: the median one-way latency (us) of a 1 s ping-pong, in PPR; the client's
+# stats, if under the library, in $DIR/pp.stats
+pp() {
+    "$@" sockperf sr --tcp -i 127.0.0.1 -p $PP >"$DIR/sr.log" 2>&1 &
+    SRV=$!
+    until_ok 5 pp_listening || fail "sockperf's server did not start: $(cat "$DIR/sr.log")"
+    # --mps: sockperf sizes its table of round trips by a rate it assumes (600 k/s)
+    "$@" sockperf pp --tcp -i 127.0.0.1 -p $PP -m 16 -t 1 --mps 5000000 >"$DIR/pp.out" \
+        2>"$DIR/pp.stats" ||
+        fail "sockperf ping-pong failed: $(tail -3 "$DIR/pp.out")"
+    kill "$SRV"
+    wait "$SRV" 2>/dev/null || true
+    SRV=""
+    PP=$((PP + 1))
+    PPR=$(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' "$DIR/pp.out")
+}
+echo "\$ sockperf sr --tcp -i 127.0.0.1 -p PORT &  sockperf pp --tcp -i 127.0.0.1 -p PORT -m 16 -t 1 --mps 5000000"
+pp env
+k=$PPR
+echo "\$ the same, both under pspreload --stats"
+pp "$B/pspreload" --stats
+l=$PPR
+grep '^pspreload:' "$DIR/pp.stats" || true
+grep -q ' shm=1 ' "$DIR/pp.stats" || fail "the connection did not take the same-node path"
+[[ -n $k && -n $l ]] || fail "no latency in sockperf's output"
+echo "same node, 16 B, one-way latency (median): kernel TCP $k us, libpspreload $l us" \
+    "($(awk -v a="$l" -v b="$k" 'BEGIN { printf "%.2f", a / b }')x)"
+
 step "5. a node fails: psid on node 1 is killed; the others notice, the job hears it"
 t0=$(date +%s%N)
 run kill -KILL "$(cat "$DIR/psid-1.pid")" || fail "could not kill psid 1"

@@ -7,7 +7,7 @@
 #   --check   the tests and checks: CUnit, clang and libFuzzer, clang-format, shellcheck,
 #             iproute2, nftables, ping, procps, jq, and the real programs of the preload
 #             tests (make check, make fuzz)
-#   --demo    what the demo needs beyond the build; nothing today (make demo)
+#   --demo    what the demo needs beyond the build: curl, python3, sockperf (make demo)
 #   --bench   the benchmark peers and the namespace tools the benchmarks use (make bench)
 #
 # usage: scripts/install-deps.sh [--check] [--demo] [--bench] [--list] [PKG...]
@@ -54,9 +54,10 @@ check_pkgs=(
     clang-format shellcheck
     netcat-openbsd socat curl python3 redis-server redis-tools iperf3 sockperf
 )
-# make demo: scripts/demo.sh uses the built tools, and curl and python3's http.server for
-# the step that shows an unmodified program under the preload library.
-demo_pkgs=(curl python3)
+# make demo: scripts/demo.sh uses the built tools, curl and python3's http.server for the
+# step that shows an unmodified program under the preload library, and sockperf for the
+# same-node round trip.
+demo_pkgs=(curl python3 sockperf)
 # make bench: the peers, and the tools of the namespace paths (bench/rdp.sh, bench/psid.sh).
 bench_pkgs=(
     sockperf iperf3 hyperfine mpich linux-perf valgrind

@@ -58,6 +58,8 @@ for re in '^pslocal: 4 nodes up in ' \
     '^pskill: 9:1: no node 9' \
     '^pspreload: pid=[0-9]+ accelerated=1 tcp=0 ' \
     '^pspreload: pid=[0-9]+ accelerated=0 tcp=1 not_cluster=0 no_library=1 ' \
+    '^pspreload: pid=[0-9]+ accelerated=1 .* shm=1 ' \
+    '^same node, 16 B, one-way latency \(median\): kernel TCP [0-9.]+ us, libpspreload [0-9.]+ us' \
     '^node 1 declared down after [0-9]+ ms$' \
     '^psrun: rank 1 \(node n1, task 1:[0-9]+\): node lost$' \
     '^rdp stream: 300 messages \([0-9]+ payload bytes\) verified ' \

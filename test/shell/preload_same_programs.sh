@@ -347,5 +347,33 @@ finish 5000 "$s"
 [[ $rc == 0 && $(cat "$CDIR/strs.out") == hello ]] && on_shm strictc && on_shm strs
 check "$N strict: PSP_STRICT=1 to a listener on 127.0.0.1 under the library: shm" $? \
     "rc $rc: $(cat "$CDIR/strict.err") $(stats "$CDIR/stats.strictc" "$CDIR/stats.strs")"
+# psstat sockets lists both ends of a live same-node connection (path shm); a process of
+# another uid can read neither end's descriptors nor its mappings (as root only)
+mkfifo "$CDIR/hold.fifo"
+on holds /dev/null nc -l 127.0.0.1 $((PORT + 16))
+s=$!
+wait_until 5000 listening $((PORT + 16))
+on holdc "$CDIR/hold.fifo" nc -N 127.0.0.1 $((PORT + 16))
+c=$!
+exec {hold}>"$CDIR/hold.fifo"
+echo hi >&"$hold"
+wait_until 5000 grep -q hi "$CDIR/holds.out"
+j=$(PSID_SOCKET=$SOCK "$BIN/psstat" --json sockets)
+json_true "$j" ".sockets | length == 2 and all(.path == \"shm\") and
+    any(.remote == \"127.0.0.1:$((PORT + 16))\") and any(.local == \"127.0.0.1:$((PORT + 16))\")"
+check "$N psstat sockets: both ends of a live connection, path shm" $? "$j"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    bell=$(ls -l "/proc/$c/fd" 2>/dev/null | awk '$NF ~ /^socket:/ && $9 >= 1000 { print $9 }' |
+        tail -1)
+    other() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@" >/dev/null 2>&1; }
+    ! other cat "/proc/$c/maps" && ! other cat "/proc/$s/maps" && [ -n "$bell" ] &&
+        ! other sh -c "exec 3<>/proc/$c/fd/$bell" && grep -q pscluster-shm "/proc/$c/maps"
+    check "$N another uid can open neither the maps nor the doorbell of a connection" $? \
+        "bell fd ${bell:-none}"
+else
+    echo "SKIP: $N another uid can open neither the maps nor the doorbell (needs root, setpriv)"
+fi
+exec {hold}>&-
+finish 5000 "$c" "$s"
 echo "($N programs: $((($(now_ms) - T0) / 1000)) s)"
 exit $((FAILS > 0))
