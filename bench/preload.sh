@@ -315,7 +315,7 @@ for MODE in $MODES; do
     redis
     log "  memory per idle connection"
     idle_memory
-    "$BIN/pslocal" down --dir "$CDIR" >/dev/null 2>&1
+    "$BIN/pslocal" down --dir "$CDIR" >/dev/null 2>&1 || log "bench/preload.sh: pslocal down failed"
     CDIR=
 done
 

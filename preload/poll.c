@@ -142,8 +142,14 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
             kern[i] = false;
             if (c && c->st != CS_TCP && c->st != CS_ORPHAN && c->st != CS_ACCEPTED) {
                 short r = conn_poll(c) & (fds[i].events | POLLHUP | POLLERR);
-                if (!r && !ready && timeout && c->st == CS_SHM) /* will sleep: ring me */
-                    r = shm_arm(c, fds[i].events & (POLLIN | POLLOUT));
+                if (!r && !ready && timeout && c->st == CS_SHM) { /* would sleep */
+                    /* a poll on this one connection alone spins first, as a read does
+                     * (its answer comes within microseconds); then: ring me */
+                    if (n == 1 && (fds[i].events & (POLLIN | POLLOUT)) &&
+                        shm_spin(c, fds[i].events & POLLIN))
+                        r = conn_poll(c) & (fds[i].events | POLLHUP | POLLERR);
+                    if (!r) r = shm_arm(c, fds[i].events & (POLLIN | POLLOUT));
+                }
                 fds[i].revents = r;
                 if (r) ready++;
             } else {

@@ -55,10 +55,11 @@ struct shm_chan {
     struct shm_chan *next_dead;
     int pins;  /* threads spinning on it without psp.lock */
     bool dead; /* freed while pinned: the last pin unmaps */
-    unsigned spin_ns;
+    unsigned spin_ns, misses;
 };
 
 #define SPIN_MIN_NS 2000u
+#define SPIN_MISSES 4u
 
 extern __thread int psp_in;
 
@@ -401,10 +402,15 @@ bool shm_spin(struct conn *c, bool data)
         if (!s->pins) unmap(s);
         return true;
     }
+    /* one wait that outlasts the spin (the peer slept, and its wake-up took longer) says
+     * little: both sides spinning answers within it, so the spin shrinks only after
+     * SPIN_MISSES in a row (a connection that is idle, or whose peer computes) */
     unsigned max = psp.shm_spin_ns;
     if (ok) {
+        s->misses = 0;
         s->spin_ns = budget * 2 > max ? max : budget * 2;
-    } else {
+    } else if (++s->misses >= SPIN_MISSES) {
+        s->misses = 0;
         s->spin_ns = budget / 2 < SPIN_MIN_NS ? SPIN_MIN_NS : budget / 2;
         if (s->spin_ns > max) s->spin_ns = max;
     }
