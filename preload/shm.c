@@ -21,7 +21,8 @@
  * spins on the ring for a while (shm_spin): the answer of a request/response peer comes
  * within microseconds, sooner than a sleep and a wake-up. The spin adapts per connection:
  * it doubles (up to PSP_SHM_SPIN microseconds, 20 by default, or PSP_BUSY_POLL's) when the
- * bytes came within it and halves when they did not, so an idle connection costs nothing.
+ * bytes came within it and halves after four misses in a row, so an idle connection costs
+ * nothing.
  *
  * Everything the other process writes to the mapping is untrusted input: a head or tail
  * out of bounds resets the connection, and no length read from the mapping decides a copy
