@@ -117,7 +117,7 @@ state amd64
 deps --list
 same_set "--list (build) on amd64: the build set and libipsec-mb-dev" "$BUILD libipsec-mb-dev"
 deps --list --demo
-same_set "--list --demo: the build set, curl and python3" "$BUILD libipsec-mb-dev curl python3"
+same_set "--list --demo: the build set, curl, python3 and sockperf" "$BUILD libipsec-mb-dev curl python3 sockperf"
 deps --list --check
 same_set "--list --check: the build and check sets" "$BUILD libipsec-mb-dev $CHECK"
 deps --list --bench
