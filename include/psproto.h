@@ -84,8 +84,10 @@
  *             The destination psid keeps the connection by its 4-tuple for the acceptor.
  *             With {PSF_SAME_NODE 1, PSF_SHM_RING: the ring size wished} the destination is
  *             an address of this node (loopback, the node's, any local one): the socket
- *             only needs a local port; the port's one listener is looked up here, and
- *             the connection waits here for the acceptor.
+ *             may be unbound or already connected (the connector does not wait for the
+ *             reply: any refusal also comes as its PSM_PL_OUTCOME); the port's one
+ *             listener is looked up here, and the connection waits here, by its socket's
+ *             inode, for the acceptor.
  *   PSM_PL_ACCEPT + fd (the accepted socket) -> {PSF_NODE_ID, PSF_ENDPOINT, PSF_UDP_PORT,
  *             PSF_ADDR: the connector's endpoint, PSF_KEY: the pair's key, PSF_CONN: the
  *             connector's id for the connection}: RDP; ENOENT: TCP. Any process of the
