@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -251,13 +252,29 @@ void psp_count_tcp(enum psp_reason r)
     psp.stats_tcp[r]++;
 }
 
+/* psp.lock, or false: _exit may come from a signal handler that interrupted its holder,
+ * so there it is only tried (for at most 100 ms). */
+static bool exit_lock(bool may_block)
+{
+    if (may_block) return pthread_mutex_lock(&psp.lock) == 0;
+    for (int i = 0; i < 100; i++) {
+        if (pthread_mutex_trylock(&psp.lock) == 0) return true;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+static bool exited; /* the exit wait ran (exit, or _exit) */
+
 /* Connections the program left open end as the kernel would end them at exit; then wait
  * until RDP delivered what is queued (bounded). */
-static void psp_exit(void)
+static void exit_wait(bool may_block)
 {
-    if (psp.pid != getpid()) return;
+    if (psp.pid != getpid() || exited) return;
+    exited = true;
     if (psp.rdp) {
-        pthread_mutex_lock(&psp.lock);
+        if (!exit_lock(may_block)) return;
         for (int fd = 0; fd < psp.nbyfd; fd++)
             if (psp.byfd[fd]) conn_detach(fd);
         uint64_t until = rdp_now_ns() + PSP_EXIT_WAIT_MS * 1000000ull;
@@ -275,12 +292,27 @@ static void psp_exit(void)
             pthread_mutex_unlock(&psp.lock);
             struct timespec ts = {0, 2000000};
             nanosleep(&ts, NULL);
-            pthread_mutex_lock(&psp.lock);
+            if (!exit_lock(may_block)) return;
         }
         pthread_mutex_unlock(&psp.lock);
     }
     psp_print_stats();
 }
+
+static void psp_exit(void)
+{
+    exit_wait(true);
+}
+
+/* _exit and _Exit end the process without atexit handlers; the kernel would still deliver
+ * what the program wrote to its sockets, so the library's buffers are delivered first, as
+ * at exit (a forked child's _exit, or a vfork child's, is not ours: it passes through). */
+void _exit(int status)
+{
+    if (psp.inited && !psp.disabled && !psp.broken) exit_wait(false);
+    for (;;) syscall(SYS_exit_group, status);
+}
+void _Exit(int status) __attribute__((alias("_exit")));
 
 __attribute__((constructor)) static void psp_ctor(void)
 {
@@ -636,6 +668,7 @@ static void atfork_child(void)
         psp.thread_running = false;
         psp.accelerated = psp.rdp_tx = psp.rdp_rx = psp.tcp_tx = psp.tcp_rx = 0;
         psp.rdp_tx_msgs = psp.rdp_rx_msgs = psp.tcp_tx_msgs = psp.tcp_rx_msgs = 0;
+        psp.shm_conns = psp.shm_tx = psp.shm_rx = psp.shm_tx_msgs = 0;
         memset(psp.stats_tcp, 0, sizeof psp.stats_tcp);
         if (psp.psi_open) { /* the parent's: the child opens its own when it needs one */
             real.close(psi_fd(&psp.psi));

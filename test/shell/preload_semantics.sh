@@ -24,7 +24,9 @@
 # parent closes it, the child goes on), fork_unread (bytes received before the fork, read
 # by the parent in part and the child the rest), exec_rdp (the program execs itself with
 # the connection): each moves the connection back to TCP (PSP_STATS switched=1), with the
-# kernel's transcript. PRELOAD_SCENARIOS="..." runs only the scenarios named;
+# kernel's transcript; exitw (the server writes 4 MiB and ends with _exit: all of it
+# arrives, then EOF, and the server's _exit ran the library's exit wait: its PSP_STATS
+# line is there). PRELOAD_SCENARIOS="..." runs only the scenarios named;
 # PRELOAD_SEM_KEEP=DIR keeps the transcripts there. PRELOAD_SAME_NODE=1 runs the server on
 # the client's node too (127.0.0.1, node 0's psid): the same-node path (shm), whose
 # connections are counted as shm= in PSP_STATS (preload_same.sh).
@@ -40,7 +42,7 @@ all_up 5000 || {
     fail "$NAME: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close fork_unread exec_rdp}
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close fork_unread exec_rdp exitw}
 PORT=$(free_port $((2 * $(wc -w <<<"$SCEN"))))
 
 # run TAG PORT MODE SCENARIO LIB: one server and one client; transcripts in $CDIR/TAG.*
@@ -91,6 +93,9 @@ for s in $SCEN; do
         fail "$NAME: $s" "not accelerated: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
     elif [[ $s == fork_* || $s == exec_rdp ]] && ! grep -q 'switched=1' "$CDIR/$s.lib.stats"; then
         fail "$NAME: $s" "not moved to TCP: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
+    elif [ "$s" = exitw ] && [ "$(grep -c . "$CDIR/$s.lib.stats")" -lt 2 ]; then
+        # the server ends with _exit: its exit wait (delivery, then PSP_STATS) ran too
+        fail "$NAME: $s" "no PSP_STATS line from the server's _exit: $(cat "$CDIR/$s.lib.stats")"
     elif [ "$s" = inetd ] && ! grep -q 'accelerated=0 tcp=1 .*not_accepted=1' \
         "$CDIR/$s.lib.stats"; then
         fail "$NAME: $s" "not declined: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"

@@ -173,6 +173,12 @@ static void serve_cmds(int fd)
         case 's':
             shutdown(fd, SHUT_WR);
             break;
+        case 'X': { /* write 4 MiB and end with _exit, closing nothing: the kernel delivers */
+            static char big[4 << 20];
+            for (size_t i = 0; i < sizeof big; i++) big[i] = (char)(i * 31);
+            write_full(fd, big, sizeof big);
+            _exit(0);
+        }
         case 'k': /* a crash */
             raise(SIGKILL);
             break;
@@ -963,6 +969,19 @@ static void eof_close(int fd)
     close(fd);
 }
 
+/* The server writes 4 MiB and ends with _exit: every byte arrives, then EOF. */
+static void s_exitw(void)
+{
+    int fd = dial();
+    write_full(fd, "X", 1);
+    static char in[1 << 16];
+    size_t got = 0, bad = 0;
+    for (ssize_t r; (r = read(fd, in, sizeof in)) > 0; got += (size_t)r)
+        for (ssize_t i = 0; i < r; i++) bad += in[i] != (char)((got + (size_t)i) * 31);
+    printf("after _exit: %zu bytes, %zu wrong, then eof\n", got, bad);
+    close(fd);
+}
+
 /* The server listens on AF_INET6 :: with IPV6_V6ONLY 0; the client is IPv4. */
 static void s_v6mapped(void)
 {
@@ -1410,7 +1429,8 @@ int main(int argc, char **argv)
               {"inetd", s_inetd},
               {"fork_close", s_fork_close},
               {"fork_unread", s_fork_unread},
-              {"exec_rdp", s_exec_rdp}};
+              {"exec_rdp", s_exec_rdp},
+              {"exitw", s_exitw}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();
