@@ -78,6 +78,7 @@ enum conf_key_id {
     CK_MAX_CLIENTS,
     CK_MAX_CLIENTS_UID,
     CK_CLIENT_IDLE,
+    CK_MAX_TASKS_UID,
     CK_NODES,
     CK__COUNT
 };

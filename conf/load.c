@@ -53,6 +53,7 @@ void psconf_defaults(struct psconf *c)
     c->kill_delay_ms = 10000;
     c->max_clients = 4096;
     c->max_clients_uid = 256;
+    c->max_tasks_uid = 1024;
     c->client_idle_s = 300;
 }
 

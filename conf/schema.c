@@ -241,6 +241,7 @@ static const struct conf_key psid_keys[] = {
     UINT_KEY("max_clients", CK_MAX_CLIENTS, 16, 1000000, max_clients),
     UINT_KEY("max_clients_per_uid", CK_MAX_CLIENTS_UID, 1, 1000000, max_clients_uid),
     UINT_KEY("client_idle_s", CK_CLIENT_IDLE, 0, 86400, client_idle_s),
+    UINT_KEY("max_tasks_per_uid", CK_MAX_TASKS_UID, 1, 1000000, max_tasks_uid),
     {0},
 };
 

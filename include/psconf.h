@@ -73,6 +73,7 @@ struct psconf {
     unsigned kill_delay_ms;    /* SIGTERM -> SIGKILL delay for orphaned tasks */
     unsigned max_clients;      /* client connections in all (root keeps a share) */
     unsigned max_clients_uid;  /* client connections of one uid (root: no limit) */
+    unsigned max_tasks_uid;    /* tasks of one uid on a node, started and queued (root: none) */
     unsigned client_idle_s;    /* a client that sends nothing and holds nothing: closed
                                 * after this long; 0: never */
 

@@ -29,7 +29,7 @@
  *             PSM_INPUT_ACK {PSF_RANK, PSF_BYTES} when the data has been written to the
  *             task(s), so the client can keep at most PSI_IO_WINDOW bytes in flight.
  *   psid   -> PSM_EXIT {PSF_RANK, PSF_TID, PSF_STATUS (wait(2) status)} or
- *             PSM_EXIT {PSF_RANK, PSF_TID, PSF_LOST} when the rank's node was lost;
+ *             PSM_EXIT {PSF_RANK, PSF_TID, PSF_NODE_ID, PSF_LOST} when the rank's node was lost;
  *             a rank's PSM_EXIT comes after all its output
  *   When the client's connection closes (psrun exits or dies) every task of the job gets
  *   SIGTERM, and SIGKILL kill_delay_ms later if it is still there.

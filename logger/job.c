@@ -233,6 +233,7 @@ static int on_exit_msg(struct lg_job *j, const struct psmsg *m)
     if (r->state == LG_R_WAIT) j->reported++;
     uint64_t tid = 0;
     if (psmsg_get_u64(&m->body, PSF_TID, &tid) == 0 && tid) r->tid = tid;
+    if (r->state == LG_R_WAIT) psmsg_get_u32(&m->body, PSF_NODE_ID, &r->node); /* lost unstarted */
     /* whatever is left of its output comes first */
     for (int s = 0; s < 2; s++) {
         r->eos[s] = true;

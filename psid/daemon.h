@@ -15,6 +15,8 @@
  *   jobs.c        the home side of a job: spawn fan-out, results, output and exits to the
  *                 client, the client going away, nodes being lost
  *   spawn.c       fork and exec of one task as its user, with its pipes
+ *   spawnq.c      the spawn queue: requests checked (permission, the uid's task limit),
+ *                 their ranks started in bounded batches between the loop's other work
  *   tasks.c       the tasks of this node: table, output with flow control, input, exits
  *   signals.c     signals by task id or job, routed to the node that checks and acts
  *   notify.c      death notifications: registrations on both sides, firing, node loss
@@ -65,6 +67,8 @@ struct psmsg_buf;
 struct backlog;
 struct notify;
 struct preload;
+struct spawnq;
+struct spawned;
 
 struct psid {
     struct psconf conf;
@@ -83,6 +87,7 @@ struct psid {
     int sig_fd;
     bool stopping;
     struct backlog *backlog; /* per node: daemon messages waiting for RDP's queue */
+    struct spawnq *spawnq;   /* spawn requests whose ranks wait to start (spawnq.c) */
     struct task **tasks;     /* hash table of this node's tasks, by tid */
     size_t ntasks;
     struct job *jobs;        /* jobs whose client is on this node */
@@ -164,6 +169,19 @@ int tasks_signal_one(struct psid *d, uint64_t tid, int sig, uint32_t uid);
 int tasks_signal_job(struct psid *d, uint64_t job, int sig, uint32_t uid, uint32_t *count);
 void tasks_append_records(struct psid *d, struct psmsg_buf *b);
 int tasks_uid(struct psid *d, uint64_t tid, uint32_t *uid);
+/* A task the spawn queue started: into the table, its exit and output watched. Its tid, or
+ * 0 out of memory (then the task is killed and its descriptors closed). */
+uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32_t rank,
+                   uint32_t home, uint32_t uid, const char *cmd);
+size_t tasks_of_uid(struct psid *d, uint32_t uid); /* in the table, exited or not */
+/* This node's task count and its epoch, for a rank or exit report to a home node. */
+void tasks_put_count(struct psid *d, struct psmsg_buf *b);
+
+/* spawnq.c */
+void spawnq_request(struct psid *d, uint32_t from, const struct psmsg *m); /* PSM_D_SPAWN */
+void spawnq_drop_job(struct psid *d, uint64_t job, uint32_t uid);
+void spawnq_drop_home(struct psid *d, uint32_t node);
+void spawnq_free(struct psid *d);
 
 /* notify.c */
 void notify_request(struct psid *d, struct client *c, const struct psmsg *m);

@@ -93,13 +93,26 @@ static void job_free(struct job *j)
     free(j);
 }
 
+/* fn for each node with ranks of the job, once each, in the order of their first ranks
+ * (one pass with a mark per configured node: a million ranks cost a million steps) */
 static void jobs_foreach_node(struct job *j, void (*fn)(struct psid *, uint32_t, void *), void *arg)
 {
+    struct psid *d = j->d;
+    bool *seen = calloc(d->conf.nnodes, sizeof *seen);
     for (uint32_t r = 0; r < j->np; r++) {
-        bool seen = false;
-        for (uint32_t k = 0; k < r && !seen; k++) seen = j->ranks[k].node == j->ranks[r].node;
-        if (!seen) fn(j->d, j->ranks[r].node, arg);
+        struct psid_node *pn = psid_node(d, j->ranks[r].node);
+        size_t k = pn ? (size_t)(pn - d->nodes) : 0;
+        if (pn && seen) {
+            if (seen[k]) continue;
+            seen[k] = true;
+        } else { /* out of memory: the quadratic way */
+            bool dup = false;
+            for (uint32_t q = 0; q < r && !dup; q++) dup = j->ranks[q].node == j->ranks[r].node;
+            if (dup) continue;
+        }
+        fn(d, j->ranks[r].node, arg);
     }
+    free(seen);
 }
 
 static struct place_node place_node_of(const struct psid_node *pn)
@@ -156,6 +169,26 @@ static bool copied_to_nodes(uint16_t tag)
 {
     return tag == PSF_ARG || tag == PSF_ENV || tag == PSF_CWD || tag == PSF_UMASK ||
            tag == PSF_INPUT;
+}
+
+/* A job of a user (not root) that would place more ranks on one node than the user may
+ * have tasks there fails at once, not rank by rank on that node: -1 with why. */
+static int over_task_limit(const struct psid *d, uint32_t uid, const uint32_t *where, uint32_t np,
+                           const struct place_node *nodes, size_t n, char *why, size_t whylen)
+{
+    if (uid == 0) return 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t k = 0;
+        for (uint32_t r = 0; r < np; r++) k += where[r] == nodes[i].id;
+        if (k <= d->conf.max_tasks_uid) continue;
+        const struct psconf_node *cn = psconf_node_by_id(&d->conf, nodes[i].id);
+        snprintf(why, whylen,
+                 "%u ranks on node %u (%s) exceed the limit of %u tasks per user and node "
+                 "(psid.max_tasks_per_uid)",
+                 k, nodes[i].id, cn ? cn->name : "?", d->conf.max_tasks_uid);
+        return -1;
+    }
+    return 0;
 }
 
 /* The size of the largest PSM_D_SPAWN of the job (the node with the most ranks): the
@@ -230,6 +263,10 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
     if (partition(d, c, m, nodes, &n) < 0) goto out;
     if (place_ranks(nodes, n, np, ppn, overbook != 0, where, why, sizeof why) < 0) {
         client_error(c, m->id, EBUSY, why);
+        goto out;
+    }
+    if (over_task_limit(d, client_uid(c), where, np, nodes, n, why, sizeof why) < 0) {
+        client_error(c, m->id, EAGAIN, why);
         goto out;
     }
     /* the nodes' spawn messages carry more than the request: fail now, not on the way */
@@ -472,6 +509,7 @@ void jobs_node_lost(struct psid *d, uint32_t node)
             psmsg_begin(&b, PSM_EXIT, j->cid);
             psmsg_put_u32(&b, PSF_RANK, r);
             psmsg_put_u64(&b, PSF_TID, j->ranks[r].tid);
+            psmsg_put_u32(&b, PSF_NODE_ID, node); /* a rank that never started has no other */
             psmsg_put_u32(&b, PSF_LOST, 1);
             to_client(j, &b);
             psmsg_buf_free(&b);

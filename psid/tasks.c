@@ -1,8 +1,8 @@
 /*
- * tasks.c - the tasks running on this node: started on a home node's request (PSM_D_SPAWN),
- * held by a pidfd (a signal can never reach a recycled pid), their output read and sent to
- * the job's home node with flow control, their input written as it comes, their end
- * reported after all their output (PSM_D_EXIT).
+ * tasks.c - the tasks running on this node: started on a home node's request (PSM_D_SPAWN,
+ * through the spawn queue, spawnq.c), held by a pidfd (a signal can never reach a recycled pid),
+ * their output read and sent to the job's home node with flow control, their input written as it
+ * comes, their end reported after all their output (PSM_D_EXIT).
  *
  * Flow control: at most PSI_IO_WINDOW bytes of a task's output may be unacknowledged by the
  * job's client; beyond that this node stops reading the task's pipes, so a slow terminal
@@ -17,10 +17,7 @@
 #include "spawn.h"
 
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +87,7 @@ static void update_count(struct psid *d)
 
 /* Our task count and its epoch ride on rank and exit reports, so the home node's view of
  * this node is exact right after a start or an end (heartbeats may lag). */
-static void put_count(struct psid *d, struct psmsg_buf *b)
+void tasks_put_count(struct psid *d, struct psmsg_buf *b)
 {
     psmsg_put_u32(b, PSF_TASKS, (uint32_t)d->ntasks);
     psmsg_put_u32(b, PSF_EPOCH, d->task_epoch);
@@ -139,7 +136,7 @@ static void maybe_finish(struct task *t)
     psmsg_put_u32(&b, PSF_RANK, rank);
     psmsg_put_u64(&b, PSF_TID, tid);
     psmsg_put_u32(&b, PSF_STATUS, status);
-    put_count(d, &b);
+    tasks_put_count(d, &b);
     psid_send(d, home, &b);
     psmsg_buf_free(&b);
 }
@@ -360,6 +357,7 @@ static bool of_home(struct task *t, void *arg)
 
 void tasks_home_lost(struct psid *d, uint32_t node)
 {
+    spawnq_drop_home(d, node);
     for_each(d, of_home, end_task, &node);
 }
 
@@ -378,6 +376,7 @@ static void kill_hard(struct task *t)
 
 void tasks_stop_all(struct psid *d)
 {
+    spawnq_free(d);
     for_each(d, any, kill_hard, NULL);
     free(d->tasks);
     d->tasks = NULL;
@@ -427,206 +426,52 @@ void tasks_append_records(struct psid *d, struct psmsg_buf *b)
         }
 }
 
-/* ---- starting tasks ---- */
+/* ---- tasks started by the spawn queue (spawnq.c) ---- */
 
-struct spawn_req {
-    uint32_t req, home, size, input, uid, gid, umask;
-    uint64_t job;
-    char cwd[4096];
-    char **argv, **envp;
-    size_t nargv, nenv;
-    gid_t *groups; /* the user's supplementary groups */
-    int ngroups;
-};
-
-/* The user's groups, looked up once per request (not in every child: NSS is slow). */
-static void lookup_groups(struct spawn_req *r)
+uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32_t rank,
+                   uint32_t home, uint32_t uid, const char *cmd)
 {
-    struct passwd *pw = getpwuid(r->uid);
-    r->ngroups = 0;
-    if (!pw) return; /* a uid without a name: no supplementary groups */
-    int n = 64;
-    for (int tries = 0; tries < 4; tries++) {
-        gid_t *g = realloc(r->groups, (size_t)n * sizeof *g);
-        if (!g) return;
-        r->groups = g;
-        int want = n;
-        if (getgrouplist(pw->pw_name, r->gid, g, &want) >= 0) {
-            r->ngroups = want;
-            return;
-        }
-        n = want > n ? want : 2 * n;
-    }
-}
-
-static char *field_strdup(const struct psmsg_field *f)
-{
-    if (memchr(f->val, 0, f->len)) return NULL;
-    char *s = malloc(f->len + 1);
-    if (!s) return NULL;
-    memcpy(s, f->val, f->len);
-    s[f->len] = 0;
-    return s;
-}
-
-static void free_strv(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++) free(v[i]);
-    free(v);
-}
-
-static void reply_rank(struct psid *d, const struct spawn_req *r, uint32_t rank, uint64_t tid,
-                       int err, const char *why)
-{
-    struct psmsg_buf b = {0};
-    psmsg_begin(&b, PSM_D_RANK, 0);
-    psmsg_put_u32(&b, PSF_REQ, r->req);
-    psmsg_put_u64(&b, PSF_JOB, r->job);
-    psmsg_put_u32(&b, PSF_RANK, rank);
-    if (err) {
-        psmsg_put_u32(&b, PSF_ERRNO, (uint32_t)err);
-        psmsg_put_str(&b, PSF_TEXT, why);
-    } else {
-        psmsg_put_u64(&b, PSF_TID, tid);
-    }
-    put_count(d, &b);
-    psid_send(d, r->home, &b);
-    psmsg_buf_free(&b);
-}
-
-static int add_env(char **envp, size_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int add_env(char **envp, size_t *n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int r = vasprintf(&envp[*n], fmt, ap);
-    va_end(ap);
-    if (r < 0) return -1;
-    (*n)++;
-    return 0;
-}
-
-static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
-{
-    char sock[108];
-    psconf_socket_path(&d->conf, d->self->id, sock, sizeof sock);
-    /* the job's environment plus this rank's PSI_* variables (overriding the job's) */
-    size_t n = r->nenv;
-    r->envp[n] = NULL;
-    if (add_env(r->envp, &n, "PSI_RANK=%u", rank) < 0 ||
-        add_env(r->envp, &n, "PSI_SIZE=%u", r->size) < 0 ||
-        add_env(r->envp, &n, "PSI_NODE=%u", d->self->id) < 0 ||
-        add_env(r->envp, &n, "PSI_NODENAME=%s", d->self->name) < 0 ||
-        add_env(r->envp, &n, "PSI_JOB=%u:%d", PSTID_NODE(r->job), PSTID_PID(r->job)) < 0 ||
-        add_env(r->envp, &n, "PSID_SOCKET=%s", sock) < 0 ||
-        !(r->envp[n++] = calloc(1, SPAWN_TID_LEN))) { /* PSI_TID: the child fills it in */
-        reply_rank(d, r, rank, 0, ENOMEM, "out of memory");
-        goto out;
-    }
-    r->envp[n] = NULL;
-    struct spawn_args a = {.argv = r->argv,
-                           .envp = r->envp,
-                           .cwd = r->cwd,
-                           .umask = (mode_t)r->umask,
-                           .uid = r->uid,
-                           .gid = r->gid,
-                           .groups = r->groups,
-                           .ngroups = r->ngroups,
-                           .switch_user = geteuid() == 0,
-                           .want_stdin = r->input == rank || r->input == PSI_ALL_RANKS,
-                           .node = d->self->id};
-    struct spawned s;
-    int err;
-    char why[512];
-    /* the fork waits for the exec: acknowledge what came first, or the peers' tail-loss
-     * probes fire meanwhile (psstat rdp showed 2 retransmissions per 3-node job) */
-    if (d->rdp) rdp_flush(d->rdp);
-    if (spawn_task(&a, &s, &err, why, sizeof why) < 0) {
-        log_info("rank %u of job %u:%d: %s", rank, PSTID_NODE(r->job), PSTID_PID(r->job), why);
-        reply_rank(d, r, rank, 0, err, why);
-        goto out;
-    }
     struct task *t = calloc(1, sizeof *t);
-    if (!t) {
-        kill(s.pid, SIGKILL);
-        reply_rank(d, r, rank, 0, ENOMEM, "out of memory");
-        goto out;
+    if (!t || (!d->tasks && !(d->tasks = calloc(NBUCKETS, sizeof *d->tasks)))) {
+        free(t);
+        kill(s->pid, SIGKILL);
+        siginfo_t si;
+        waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED);
+        close(s->pidfd);
+        if (s->in_fd >= 0) close(s->in_fd);
+        close(s->out_fd);
+        close(s->err_fd);
+        return 0;
     }
     *t = (struct task){.d = d,
-                       .tid = PSTID(d->self->id, s.pid),
-                       .job = r->job,
+                       .tid = PSTID(d->self->id, s->pid),
+                       .job = job,
                        .rank = rank,
-                       .home = r->home,
-                       .pid = s.pid,
-                       .pidfd = s.pidfd,
-                       .uid = r->uid,
-                       .in_fd = s.in_fd};
-    snprintf(t->cmd, sizeof t->cmd, "%s", r->argv[0]);
-    t->out[0] = (struct tstream){t, 1, s.out_fd};
-    t->out[1] = (struct tstream){t, 2, s.err_fd};
+                       .home = home,
+                       .pid = s->pid,
+                       .pidfd = s->pidfd,
+                       .uid = uid,
+                       .in_fd = s->in_fd};
+    snprintf(t->cmd, sizeof t->cmd, "%s", cmd);
+    t->out[0] = (struct tstream){t, 1, s->out_fd};
+    t->out[1] = (struct tstream){t, 2, s->err_fd};
     size_t bk = bucket(t->tid);
     t->next = d->tasks[bk];
     d->tasks[bk] = t;
     d->ntasks++;
     update_count(d);
-    reply_rank(d, r, rank, t->tid, 0, NULL);
     loop_fd(d->loop, t->pidfd, EPOLLIN, on_exit_ready, t);
     set_reading(t, true);
-out:
-    for (size_t i = r->nenv; i < n; i++) free(r->envp[i]);
-    r->envp[r->nenv] = NULL;
+    return t->tid;
 }
 
-static void handle_spawn(struct psid *d, uint32_t from, const struct psmsg *m)
+size_t tasks_of_uid(struct psid *d, uint32_t uid)
 {
-    struct spawn_req r = {.input = PSI_NO_RANK, .umask = 022};
-    struct psmsg_field f;
-    size_t pos = 0, nranks = 0;
-    int bad = psmsg_get_u32(&m->body, PSF_REQ, &r.req) < 0 ||
-              psmsg_get_u64(&m->body, PSF_JOB, &r.job) < 0 ||
-              psmsg_get_u32(&m->body, PSF_UID, &r.uid) < 0 ||
-              psmsg_get_u32(&m->body, PSF_GID, &r.gid) < 0 ||
-              psmsg_get_u32(&m->body, PSF_SIZE, &r.size) < 0;
-    r.home = from;
-    psmsg_get_u32(&m->body, PSF_INPUT, &r.input);
-    psmsg_get_u32(&m->body, PSF_UMASK, &r.umask);
-    if (psmsg_get_str(&m->body, PSF_CWD, r.cwd, sizeof r.cwd) < 0) r.cwd[0] = 0;
-    while (psmsg_next(&m->body, &pos, &f)) {
-        r.nargv += f.tag == PSF_ARG;
-        r.nenv += f.tag == PSF_ENV;
-        nranks += f.tag == PSF_RANK;
-    }
-    r.argv = calloc(r.nargv + 1, sizeof *r.argv);
-    r.envp = calloc(r.nenv + 8, sizeof *r.envp);
-    if (bad || !r.nargv || !r.argv || !r.envp) {
-        log_warn("malformed spawn request from node %u dropped", from);
-        goto out;
-    }
-    size_t ia = 0, ie = 0;
-    for (pos = 0; psmsg_next(&m->body, &pos, &f);) {
-        if (f.tag == PSF_ARG && !(r.argv[ia++] = field_strdup(&f))) bad = 1;
-        if (f.tag == PSF_ENV && !(r.envp[ie++] = field_strdup(&f))) bad = 1;
-    }
-    /* permission, checked here where the task would run */
-    int deny = geteuid() != 0 && r.uid != geteuid();
-    if (!deny && geteuid() == 0) lookup_groups(&r);
-    if (!d->tasks && !(d->tasks = calloc(NBUCKETS, sizeof *d->tasks))) bad = 1;
-    for (pos = 0; psmsg_next(&m->body, &pos, &f);) {
-        uint32_t rank;
-        if (f.tag != PSF_RANK || psmsg_field_u32(&f, &rank) < 0) continue;
-        if (bad)
-            reply_rank(d, &r, rank, 0, EINVAL, "malformed spawn request");
-        else if (deny)
-            reply_rank(d, &r, rank, 0, EPERM,
-                       "this psid does not run as root and may only start its own user's tasks");
-        else
-            start_rank(d, &r, rank);
-    }
-out:
-    free_strv(r.argv);
-    free_strv(r.envp);
-    free(r.groups);
+    size_t n = 0;
+    if (!d->tasks) return 0;
+    for (size_t b = 0; b < NBUCKETS; b++)
+        for (struct task *t = d->tasks[b]; t; t = t->next) n += t->uid == uid;
+    return n;
 }
 
 void tasks_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
@@ -636,7 +481,7 @@ void tasks_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
     struct psmsg_field data;
     switch (m->type) {
     case PSM_D_SPAWN:
-        handle_spawn(d, from, m);
+        spawnq_request(d, from, m);
         break;
     case PSM_D_IO_ACK: {
         if (psmsg_get_u64(&m->body, PSF_TID, &tid) < 0 ||
@@ -669,6 +514,7 @@ void tasks_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
             psmsg_get_u32(&m->body, PSF_UID, &uid) < 0 || PSTID_NODE(job) != from)
             return;
         struct job_owner jo = {job, uid};
+        spawnq_drop_job(d, job, uid);
         for_each(d, of_job, end_task, &jo);
         break;
     }

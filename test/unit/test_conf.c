@@ -1088,6 +1088,7 @@ static void test_example(void)
         CU_ASSERT_EQUAL(c.max_clients, d.max_clients);
         CU_ASSERT_EQUAL(c.max_clients_uid, d.max_clients_uid);
         CU_ASSERT_EQUAL(c.client_idle_s, d.client_idle_s);
+        CU_ASSERT_EQUAL(c.max_tasks_uid, d.max_tasks_uid);
         psconf_free(&c);
     }
     free(text);

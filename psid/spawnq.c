@@ -1,0 +1,382 @@
+/*
+ * spawnq.c - the spawn queue: where a home node's PSM_D_SPAWN waits until its ranks are
+ * started, in batches, so that a job of thousands of ranks never holds the event loop.
+ *
+ * A request is decoded and checked at once (malformed, another user's without root, over
+ * the uid's task limit): those ranks are answered with their error right away. The rest
+ * wait in one FIFO queue. Each batch starts ranks (spawn.c, one vfork each, which returns
+ * once the child has exec'd) until SPAWN_BATCH_NS of the daemon's time have passed, at
+ * least one; if ranks are left, a timer due at once brings the next batch after the loop
+ * has served what came meanwhile: heartbeats in and out, RDP, clients. A review run of
+ * `psrun -n 5000 --overbook` had stalled a psid long enough for its peers to declare it
+ * dead.
+ *
+ * The limit: a uid other than root may have at most max_tasks_per_uid tasks on this node,
+ * counting those running (tasks.c) and those queued here. The home node checks the job's
+ * own share per node before it sends anything (jobs.c); this check adds the user's other
+ * jobs. A rank over it fails with EAGAIN and says why.
+ *
+ * A job whose client is gone (PSM_D_JOB_GONE) or whose home node is lost has its queued
+ * ranks dropped without a word: nobody waits for them any more.
+ */
+#include "daemon.h"
+#include "log.h"
+#include "psmsg.h"
+#include "spawn.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SPAWN_BATCH_NS 2000000ull
+
+struct spawn_req {
+    uint32_t req, home, size, input, uid, gid, umask;
+    uint64_t job;
+    char cwd[4096];
+    char **argv, **envp;
+    size_t nargv, nenv;
+    gid_t *groups; /* the user's supplementary groups */
+    int ngroups;
+    uint32_t *ranks; /* still to start: ranks[next..nranks) */
+    size_t nranks, next;
+    struct spawn_req *link;
+};
+
+struct spawnq {
+    struct spawn_req *head, *tail;
+    uint64_t timer; /* the next batch, 0 if none is due */
+};
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The user's groups, looked up once per request (not in every child: NSS is slow). */
+static void lookup_groups(struct spawn_req *r)
+{
+    struct passwd *pw = getpwuid(r->uid);
+    r->ngroups = 0;
+    if (!pw) return; /* a uid without a name: no supplementary groups */
+    int n = 64;
+    for (int tries = 0; tries < 4; tries++) {
+        gid_t *g = realloc(r->groups, (size_t)n * sizeof *g);
+        if (!g) return;
+        r->groups = g;
+        int want = n;
+        if (getgrouplist(pw->pw_name, r->gid, g, &want) >= 0) {
+            r->ngroups = want;
+            return;
+        }
+        n = want > n ? want : 2 * n;
+    }
+}
+
+static char *field_strdup(const struct psmsg_field *f)
+{
+    if (memchr(f->val, 0, f->len)) return NULL;
+    char *s = malloc(f->len + 1);
+    if (!s) return NULL;
+    memcpy(s, f->val, f->len);
+    s[f->len] = 0;
+    return s;
+}
+
+static void free_strv(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++) free(v[i]);
+    free(v);
+}
+
+static void req_free(struct spawn_req *r)
+{
+    if (!r) return;
+    free_strv(r->argv);
+    free_strv(r->envp);
+    free(r->groups);
+    free(r->ranks);
+    free(r);
+}
+
+static void reply_rank(struct psid *d, const struct spawn_req *r, uint32_t rank, uint64_t tid,
+                       int err, const char *why)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_RANK, 0);
+    psmsg_put_u32(&b, PSF_REQ, r->req);
+    psmsg_put_u64(&b, PSF_JOB, r->job);
+    psmsg_put_u32(&b, PSF_RANK, rank);
+    if (err) {
+        psmsg_put_u32(&b, PSF_ERRNO, (uint32_t)err);
+        psmsg_put_str(&b, PSF_TEXT, why);
+    } else {
+        psmsg_put_u64(&b, PSF_TID, tid);
+    }
+    tasks_put_count(d, &b);
+    psid_send(d, r->home, &b);
+    psmsg_buf_free(&b);
+}
+
+static int add_env(char **envp, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int add_env(char **envp, size_t *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vasprintf(&envp[*n], fmt, ap);
+    va_end(ap);
+    if (r < 0) return -1;
+    (*n)++;
+    return 0;
+}
+
+static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
+{
+    char sock[108];
+    psconf_socket_path(&d->conf, d->self->id, sock, sizeof sock);
+    /* the job's environment plus this rank's PSI_* variables (overriding the job's) */
+    size_t n = r->nenv;
+    r->envp[n] = NULL;
+    if (add_env(r->envp, &n, "PSI_RANK=%u", rank) < 0 ||
+        add_env(r->envp, &n, "PSI_SIZE=%u", r->size) < 0 ||
+        add_env(r->envp, &n, "PSI_NODE=%u", d->self->id) < 0 ||
+        add_env(r->envp, &n, "PSI_NODENAME=%s", d->self->name) < 0 ||
+        add_env(r->envp, &n, "PSI_JOB=%u:%d", PSTID_NODE(r->job), PSTID_PID(r->job)) < 0 ||
+        add_env(r->envp, &n, "PSID_SOCKET=%s", sock) < 0 ||
+        !(r->envp[n++] = calloc(1, SPAWN_TID_LEN))) { /* PSI_TID: the child fills it in */
+        reply_rank(d, r, rank, 0, ENOMEM, "out of memory");
+        goto out;
+    }
+    r->envp[n] = NULL;
+    struct spawn_args a = {.argv = r->argv,
+                           .envp = r->envp,
+                           .cwd = r->cwd,
+                           .umask = (mode_t)r->umask,
+                           .uid = r->uid,
+                           .gid = r->gid,
+                           .groups = r->groups,
+                           .ngroups = r->ngroups,
+                           .switch_user = geteuid() == 0,
+                           .want_stdin = r->input == rank || r->input == PSI_ALL_RANKS,
+                           .node = d->self->id};
+    struct spawned s;
+    int err;
+    char why[512];
+    if (spawn_task(&a, &s, &err, why, sizeof why) < 0) {
+        log_info("rank %u of job %u:%d: %s", rank, PSTID_NODE(r->job), PSTID_PID(r->job), why);
+        reply_rank(d, r, rank, 0, err, why);
+        goto out;
+    }
+    uint64_t tid = tasks_add(d, &s, r->job, rank, r->home, r->uid, r->argv[0]);
+    if (!tid)
+        reply_rank(d, r, rank, 0, ENOMEM, "out of memory");
+    else
+        reply_rank(d, r, rank, tid, 0, NULL);
+out:
+    for (size_t i = r->nenv; i < n; i++) free(r->envp[i]);
+    r->envp[r->nenv] = NULL;
+}
+
+static struct spawnq *queue(struct psid *d)
+{
+    if (!d->spawnq) d->spawnq = calloc(1, sizeof *d->spawnq);
+    return d->spawnq;
+}
+
+/* The tasks of uid queued here, not yet started. */
+static size_t queued_of_uid(const struct spawnq *q, uint32_t uid)
+{
+    size_t n = 0;
+    for (const struct spawn_req *r = q ? q->head : NULL; r; r = r->link)
+        if (r->uid == uid) n += r->nranks - r->next;
+    return n;
+}
+
+static void run_batch(void *ctx);
+
+static void schedule(struct psid *d)
+{
+    struct spawnq *q = d->spawnq;
+    if (q && q->head && !q->timer) q->timer = loop_timer(d->loop, loop_now(), run_batch, d);
+}
+
+/* Start queued ranks for SPAWN_BATCH_NS (at least one), then let the loop run. */
+static void run_batch(void *ctx)
+{
+    struct psid *d = ctx;
+    struct spawnq *q = d->spawnq;
+    q->timer = 0;
+    if (!q->head) return; /* dropped meanwhile (spawnq_drop_*) */
+    /* the forks wait for the execs: acknowledge what came first, or the peers' tail-loss
+     * probes fire meanwhile (psstat rdp showed 2 retransmissions per 3-node job) */
+    if (d->rdp) rdp_flush(d->rdp);
+    uint64_t end = mono_ns() + SPAWN_BATCH_NS;
+    do {
+        struct spawn_req *r = q->head;
+        start_rank(d, r, r->ranks[r->next++]);
+        if (r->next == r->nranks) {
+            q->head = r->link;
+            if (!q->head) q->tail = NULL;
+            req_free(r);
+        }
+    } while (q->head && mono_ns() < end);
+    schedule(d);
+}
+
+/* Decode a PSM_D_SPAWN into r: 0, or -1 if it is malformed or memory ran out; r->ranks
+ * then holds what could be read of its ranks (NULL if nothing), to be answered EINVAL. */
+static int decode(const struct psmsg *m, uint32_t from, struct spawn_req *r)
+{
+    struct psmsg_field f;
+    size_t pos = 0;
+    int bad = psmsg_get_u32(&m->body, PSF_REQ, &r->req) < 0 ||
+              psmsg_get_u64(&m->body, PSF_JOB, &r->job) < 0 ||
+              psmsg_get_u32(&m->body, PSF_UID, &r->uid) < 0 ||
+              psmsg_get_u32(&m->body, PSF_GID, &r->gid) < 0 ||
+              psmsg_get_u32(&m->body, PSF_SIZE, &r->size) < 0;
+    r->home = from;
+    r->input = PSI_NO_RANK;
+    r->umask = 022;
+    psmsg_get_u32(&m->body, PSF_INPUT, &r->input);
+    psmsg_get_u32(&m->body, PSF_UMASK, &r->umask);
+    if (psmsg_get_str(&m->body, PSF_CWD, r->cwd, sizeof r->cwd) < 0) r->cwd[0] = 0;
+    size_t nranks = 0;
+    while (psmsg_next(&m->body, &pos, &f)) {
+        r->nargv += f.tag == PSF_ARG;
+        r->nenv += f.tag == PSF_ENV;
+        nranks += f.tag == PSF_RANK;
+    }
+    r->argv = calloc(r->nargv + 1, sizeof *r->argv);
+    r->envp = calloc(r->nenv + 8, sizeof *r->envp);
+    r->ranks = calloc(nranks ? nranks : 1, sizeof *r->ranks);
+    if (!r->argv || !r->envp || !r->ranks) return -1;
+    size_t ia = 0, ie = 0;
+    for (pos = 0; psmsg_next(&m->body, &pos, &f);) {
+        if (f.tag == PSF_ARG && !(r->argv[ia++] = field_strdup(&f))) bad = 1;
+        if (f.tag == PSF_ENV && !(r->envp[ie++] = field_strdup(&f))) bad = 1;
+        if (f.tag == PSF_RANK && psmsg_field_u32(&f, &r->ranks[r->nranks]) == 0) r->nranks++;
+    }
+    return bad || !r->nargv ? -1 : 0;
+}
+
+void spawnq_request(struct psid *d, uint32_t from, const struct psmsg *m)
+{
+    struct spawn_req *r = calloc(1, sizeof *r);
+    int bad = r ? decode(m, from, r) : -1;
+    if (bad && (!r || !r->ranks)) {
+        log_warn("spawn request from node %u dropped: %s", from, r ? "malformed" : "out of memory");
+        req_free(r);
+        return;
+    }
+    /* permission and the uid's limit, checked here where the tasks would run */
+    const char *deny = NULL;
+    char why[200];
+    int err = 0;
+    struct spawnq *q = queue(d);
+    if (bad || !q) {
+        bool oom = !q || !r->argv || !r->envp;
+        err = oom ? ENOMEM : EINVAL;
+        deny = oom ? "out of memory" : "malformed spawn request";
+    } else if (geteuid() != 0 && r->uid != geteuid()) {
+        err = EPERM;
+        deny = "this psid does not run as root and may only start its own user's tasks";
+    }
+    size_t room = 0;
+    if (!deny && r->uid != 0) {
+        size_t have = tasks_of_uid(d, r->uid) + queued_of_uid(q, r->uid);
+        room = have < d->conf.max_tasks_uid ? d->conf.max_tasks_uid - have : 0;
+        snprintf(why, sizeof why,
+                 "user %u has %zu tasks on node %u (%s), limit %u (psid.max_tasks_per_uid)", r->uid,
+                 have, d->self->id, d->self->name, d->conf.max_tasks_uid);
+        if (room < r->nranks)
+            log_notice("job %u:%d: %zu of its ranks over the task limit of uid %u on this node",
+                       PSTID_NODE(r->job), PSTID_PID(r->job), r->nranks - room, r->uid);
+    } else if (!deny) {
+        room = r->nranks;
+    }
+    for (size_t i = room; i < r->nranks; i++)
+        reply_rank(d, r, r->ranks[i], 0, deny ? err : EAGAIN, deny ? deny : why);
+    if (deny || room == 0) {
+        req_free(r);
+        return;
+    }
+    r->nranks = room < r->nranks ? room : r->nranks;
+    if (geteuid() == 0) lookup_groups(r);
+    if (q->tail)
+        q->tail->link = r;
+    else
+        q->head = r;
+    q->tail = r;
+    schedule(d);
+}
+
+/* Drop the queued ranks of requests that match. */
+static void drop(struct psid *d, bool (*match)(const struct spawn_req *, const void *),
+                 const void *arg)
+{
+    struct spawnq *q = d->spawnq;
+    if (!q) return;
+    struct spawn_req **pp = &q->head, *last = NULL;
+    while (*pp) {
+        struct spawn_req *r = *pp;
+        if (match(r, arg)) {
+            *pp = r->link;
+            req_free(r);
+        } else {
+            last = r;
+            pp = &r->link;
+        }
+    }
+    q->tail = last;
+}
+
+struct job_of {
+    uint64_t job;
+    uint32_t uid;
+};
+
+static bool is_job(const struct spawn_req *r, const void *arg)
+{
+    const struct job_of *j = arg;
+    return r->job == j->job && r->uid == j->uid;
+}
+
+static bool from_home(const struct spawn_req *r, const void *arg)
+{
+    return r->home == *(const uint32_t *)arg;
+}
+
+void spawnq_drop_job(struct psid *d, uint64_t job, uint32_t uid)
+{
+    struct job_of j = {job, uid};
+    drop(d, is_job, &j);
+}
+
+void spawnq_drop_home(struct psid *d, uint32_t node)
+{
+    drop(d, from_home, &node);
+}
+
+void spawnq_free(struct psid *d)
+{
+    struct spawnq *q = d->spawnq;
+    if (!q) return;
+    while (q->head) {
+        struct spawn_req *r = q->head;
+        q->head = r->link;
+        req_free(r);
+    }
+    if (q->timer) loop_timer_cancel(d->loop, q->timer);
+    free(q);
+    d->spawnq = NULL;
+}
