@@ -15,6 +15,8 @@
  *   jobs.c        the home side of a job: spawn fan-out, results, output and exits to the
  *                 client, the client going away, nodes being lost
  *   spawn.c       fork and exec of one task as its user, with its pipes
+ *   cgroup.c      a cgroup v2 directory per job: every process of it killed at its end,
+ *                 what a crashed predecessor left killed at start
  *   spawnq.c      the spawn queue: requests checked (permission, the uid's task limit),
  *                 their ranks started in bounded batches between the loop's other work
  *   tasks.c       the tasks of this node: table, output with flow control, input, exits
@@ -68,6 +70,7 @@ struct backlog;
 struct notify;
 struct preload;
 struct spawnq;
+struct cgroups;
 struct spawned;
 
 struct psid {
@@ -88,6 +91,7 @@ struct psid {
     bool stopping;
     struct backlog *backlog; /* per node: daemon messages waiting for RDP's queue */
     struct spawnq *spawnq;   /* spawn requests whose ranks wait to start (spawnq.c) */
+    struct cgroups *cgroups; /* a cgroup per job (cgroup.c); NULL: process groups only */
     struct task **tasks;     /* hash table of this node's tasks, by tid */
     size_t ntasks;
     struct job *jobs;        /* jobs whose client is on this node */

@@ -6,6 +6,7 @@
  *
  * usage: psid -f CONFIG [--node ID|NAME] [--foreground] [--log-level LEVEL]
  */
+#include "cgroup.h"
 #include "daemon.h"
 #include "log.h"
 
@@ -145,6 +146,9 @@ int main(int argc, char **argv)
         goto out;
     }
     if (rdplink_start(&d) < 0 || membership_start(&d) < 0 || clients_start(&d) < 0) goto out;
+    char sock[108];
+    psconf_socket_path(&d.conf, d.self->id, sock, sizeof sock);
+    d.cgroups = cgroup_open(d.loop, sock); /* NULL: process groups only */
     if (!foreground) {
         if (daemon(0, 0) < 0) {
             log_err("daemon: %s", strerror(errno));
@@ -169,6 +173,7 @@ int main(int argc, char **argv)
         rc = 0;
 out:
     tasks_stop_all(&d);
+    cgroup_close(d.cgroups);
     membership_leave(&d);
     clients_stop(&d);
     rdplink_stop(&d);

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum step { STEP_CRED = 1, STEP_CWD, STEP_EXEC };
+enum step { STEP_CRED = 1, STEP_CWD, STEP_EXEC, STEP_CGROUP };
 
 static int pidfd_open_(pid_t pid)
 {
@@ -61,7 +62,9 @@ __attribute__((noreturn)) static void child(const struct spawn_args *a, int in[2
     }
     sigprocmask(SIG_SETMASK, &none, NULL);
     setsid();
-    int step = STEP_CRED;
+    int step = STEP_CGROUP; /* while still root: the directory is psid's */
+    if (a->cgroup_fd >= 0 && write(a->cgroup_fd, "0", 1) != 1) goto fail;
+    step = STEP_CRED;
     if (a->switch_user &&
         (setgroups((size_t)a->ngroups, a->groups) < 0 || setgid(a->gid) < 0 || setuid(a->uid) < 0))
         goto fail;
@@ -115,11 +118,14 @@ int spawn_task(const struct spawn_args *a, struct spawned *s, int *err, char *wh
     while (r < 0 && errno == EINTR);
     if (r == (ssize_t)sizeof msg) { /* the child failed before or in exec */
         *err = msg[0];
-        const char *what = msg[1] == STEP_CRED  ? "cannot become the user"
-                           : msg[1] == STEP_CWD ? "cannot change to the directory"
-                                                : "cannot execute";
+        const char *what = msg[1] == STEP_CRED     ? "cannot become the user"
+                           : msg[1] == STEP_CGROUP ? "cannot join the job's cgroup"
+                           : msg[1] == STEP_CWD    ? "cannot change to the directory"
+                                                   : "cannot execute";
         const char *obj = msg[1] == STEP_CWD ? a->cwd : a->argv[0];
-        snprintf(why, whylen, "%s %s: %s", what, msg[1] == STEP_CRED ? "" : obj, strerror(msg[0]));
+        bool no_obj = msg[1] == STEP_CRED || msg[1] == STEP_CGROUP;
+        snprintf(why, whylen, "%s%s%s: %s", what, no_obj ? "" : " ", no_obj ? "" : obj,
+                 strerror(msg[0]));
         waitpid(pid, NULL, 0);
         goto fail;
     }

@@ -21,6 +21,7 @@ struct spawn_args {
     gid_t gid;
     int switch_user; /* psid runs as root: become uid/gid (with the user's groups) */
     int want_stdin;  /* a pipe for stdin; else /dev/null */
+    int cgroup_fd;   /* a cgroup.procs the child joins first (cgroup.h), or -1 */
     unsigned node;   /* for PSI_TID */
 };
 

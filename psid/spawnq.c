@@ -19,6 +19,7 @@
  * A job whose client is gone (PSM_D_JOB_GONE) or whose home node is lost has its queued
  * ranks dropped without a word: nobody waits for them any more.
  */
+#include "cgroup.h"
 #include "daemon.h"
 #include "log.h"
 #include "psmsg.h"
@@ -168,6 +169,7 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
                            .ngroups = r->ngroups,
                            .switch_user = geteuid() == 0,
                            .want_stdin = r->input == rank || r->input == PSI_ALL_RANKS,
+                           .cgroup_fd = cgroup_procs_fd(d->cgroups, r->job),
                            .node = d->self->id};
     struct spawned s;
     int err;
@@ -183,6 +185,7 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
     else
         reply_rank(d, r, rank, tid, 0, NULL);
 out:
+    cgroup_hold(d->cgroups, r->job, -1); /* no longer queued (the task holds its own) */
     for (size_t i = r->nenv; i < n; i++) free(r->envp[i]);
     r->envp[r->nenv] = NULL;
 }
@@ -312,6 +315,7 @@ void spawnq_request(struct psid *d, uint32_t from, const struct psmsg *m)
     }
     r->nranks = room < r->nranks ? room : r->nranks;
     if (geteuid() == 0) lookup_groups(r);
+    cgroup_hold(d->cgroups, r->job, (long)r->nranks);
     if (q->tail)
         q->tail->link = r;
     else
@@ -331,6 +335,7 @@ static void drop(struct psid *d, bool (*match)(const struct spawn_req *, const v
         struct spawn_req *r = *pp;
         if (match(r, arg)) {
             *pp = r->link;
+            cgroup_hold(d->cgroups, r->job, -(long)(r->nranks - r->next));
             req_free(r);
         } else {
             last = r;

@@ -11,6 +11,7 @@
  * Ending a job (its client went away, or its home node was lost): SIGTERM to each task's
  * process group, SIGKILL kill_delay_ms later if it is still there.
  */
+#include "cgroup.h"
 #include "daemon.h"
 #include "log.h"
 #include "psmsg.h"
@@ -117,6 +118,8 @@ static void task_free(struct task *t)
     waitid((idtype_t)P_PIDFD, (id_t)t->pidfd, &si, WEXITED | WNOHANG); /* reap the zombie */
     close(t->pidfd);
     loop_timer_cancel(d->loop, t->kill_timer);
+    /* the job's last task here: what it left behind is killed (cgroup.c) */
+    cgroup_hold(d->cgroups, t->job, -1);
     free(t->inq);
     free(t);
 }
@@ -460,6 +463,7 @@ uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32
     d->tasks[bk] = t;
     d->ntasks++;
     update_count(d);
+    cgroup_hold(d->cgroups, job, 1);
     loop_fd(d->loop, t->pidfd, EPOLLIN, on_exit_ready, t);
     set_reading(t, true);
     return t->tid;

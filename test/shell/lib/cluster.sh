@@ -59,6 +59,21 @@ check_usage() {
     fi
 }
 
+# cgroup_sweep: the job cgroups of daemons killed with SIGKILL (each psid logs "each job's
+# tasks in a cgroup under DIR"): what is left in them is killed, the directories removed
+cgroup_sweep() {
+    local cg j t
+    for cg in $(sed -n "s/.*each job's tasks in a cgroup under //p" "$CDIR"/psid-*.log* 2>/dev/null |
+        sort -u); do
+        for j in "$cg"/job-*; do
+            [ -d "$j" ] || continue
+            echo 1 >"$j/cgroup.kill"
+            for t in $(seq 40); do rmdir "$j" && break || sleep 0.05; done
+        done
+        rmdir "$cg"
+    done 2>/dev/null
+}
+
 cleanup() {
     local p
     # one redirection for both, so that bash's "Killed" notices go with the errors
@@ -66,7 +81,10 @@ cleanup() {
         for p in "${PIDS[@]}"; do [ -n "$p" ] && kill -KILL "$p"; done
         wait
     } 2>/dev/null
-    [ -n "${CDIR:-}" ] && rm -rf "$CDIR"
+    [ -n "${CDIR:-}" ] && {
+        cgroup_sweep
+        rm -rf "$CDIR"
+    }
 }
 trap cleanup EXIT
 

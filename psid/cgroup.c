@@ -1,0 +1,281 @@
+/*
+ * cgroup.c - a cgroup v2 directory per job on this node, so that every process of a job is
+ * found, also one that double-forked out of its task's process group, and so that a psid
+ * restarted after a crash finds what its predecessor left.
+ *
+ * The base is a directory under psid's own cgroup (/proc/self/cgroup's "0::" line, under
+ * the cgroup2 mount of /proc/self/mountinfo), named after a hash of this node's client
+ * socket path: two psids of one machine (a loopback cluster, two clusters at once) never
+ * share one, and the psid started after a crash finds its predecessor's. Under systemd the
+ * unit delegates its subtree (Delegate=yes in conf/psid.service). No controller is
+ * enabled: psid uses only cgroup.procs, cgroup.kill and cgroup.events, which need none, so
+ * psid itself may stay in its own cgroup.
+ *
+ * A job's directory, job-HOME-NUMBER, is made when its first rank is queued here and held
+ * while ranks of it are queued or tasks of it are in the table (cgroup_hold). Each task
+ * joins it in its vfork child, before it takes the user's identity (spawn.c). When the
+ * last is gone, whatever is left in the directory (a daemon a task started) is killed
+ * (cgroup.kill: SIGKILL to every process in it) and the directory removed, retried while
+ * the kernel still counts dying processes. A job's end (its client gone, its home lost)
+ * goes through the tasks' process groups as before (SIGTERM, SIGKILL after kill_delay_ms);
+ * what escaped them is killed when the last task leaves.
+ *
+ * At start, directories found in the base are a dead predecessor's: their processes are
+ * killed and logged. Without a writable cgroup2 (not root, no cgroup2 mounted, a read-only
+ * hierarchy) psid says so once and tracks tasks by process group only.
+ */
+#include "cgroup.h"
+
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REMOVE_TRIES 50          /* rmdir retries while processes die ... */
+#define REMOVE_EVERY 20000000ull /* ... every 20 ms: a second in all */
+
+struct cg_job {
+    uint64_t job;
+    int procs_fd; /* the job directory's cgroup.procs, for the children to join */
+    long held;    /* queued ranks and tasks in the table */
+    unsigned tries;
+    uint64_t timer;
+    struct cgroups *cg;
+    struct cg_job *next;
+};
+
+struct cgroups {
+    struct loop *loop;
+    int base_fd; /* the base directory, O_PATH */
+    char base[4096];
+    struct cg_job *jobs;
+};
+
+static int read_line_with(const char *path, const char *prefix, char *out, size_t len)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) return -1;
+    char line[4096];
+    int rc = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, prefix, strlen(prefix))) {
+            line[strcspn(line, "\n")] = 0;
+            int n = snprintf(out, len, "%s", line + strlen(prefix));
+            rc = n >= 0 && (size_t)n < len ? 0 : -1;
+            break;
+        }
+    fclose(f);
+    return rc;
+}
+
+/* The mount point of the cgroup2 hierarchy: mountinfo's field 5 on a line whose
+ * filesystem type (after " - ") is cgroup2. */
+static int cgroup2_mount(char *out, size_t len)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f) return -1;
+    char line[4096];
+    int rc = -1;
+    while (rc < 0 && fgets(line, sizeof line, f)) {
+        const char *sep = strstr(line, " - ");
+        if (!sep || strncmp(sep + 3, "cgroup2 ", 8)) continue;
+        char mnt[4096];
+        if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && strlen(mnt) < len) {
+            snprintf(out, len, "%s", mnt);
+            rc = 0;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static void job_name(uint64_t job, char *out, size_t len)
+{
+    snprintf(out, len, "job-%u-%u", PSTID_NODE(job), (unsigned)PSTID_PID(job));
+}
+
+/* Kill what is in a job directory: cgroup.kill where the kernel has it (5.14), else
+ * SIGKILL to each pid listed. The number of processes it held. */
+static int kill_dir(int base_fd, const char *name)
+{
+    char path[300];
+    int n = 0;
+    snprintf(path, sizeof path, "%s/cgroup.procs", name);
+    int fd = openat(base_fd, path, O_RDONLY | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    long pid;
+    while (f && fscanf(f, "%ld", &pid) == 1) n++;
+    if (f) fclose(f);
+    if (!n) return 0;
+    snprintf(path, sizeof path, "%s/cgroup.kill", name);
+    fd = openat(base_fd, path, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0 && write(fd, "1", 1) == 1) {
+        close(fd);
+        return n;
+    }
+    if (fd >= 0) close(fd);
+    snprintf(path, sizeof path, "%s/cgroup.procs", name);
+    fd = openat(base_fd, path, O_RDONLY | O_CLOEXEC);
+    f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    while (f && fscanf(f, "%ld", &pid) == 1) kill((pid_t)pid, SIGKILL);
+    if (f) fclose(f);
+    return n;
+}
+
+/* What a dead predecessor left: killed, and the directories removed (waiting up to a
+ * second for the kernel to let the processes go). */
+static void sweep(struct cgroups *cg)
+{
+    int fd = openat(cg->base_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!dir) return;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        if (strncmp(e->d_name, "job-", 4)) continue;
+        int n = kill_dir(cg->base_fd, e->d_name);
+        if (n)
+            log_notice("%d processes of %s, left by a psid before this one, killed", n, e->d_name);
+        for (int t = 0; t < REMOVE_TRIES && unlinkat(cg->base_fd, e->d_name, AT_REMOVEDIR) < 0 &&
+                        errno == EBUSY;
+             t++)
+            nanosleep(&(struct timespec){0, (long)REMOVE_EVERY}, NULL);
+    }
+    closedir(dir);
+}
+
+struct cgroups *cgroup_open(struct loop *loop, const char *socket_path)
+{
+    char mnt[2048], own[2048];
+    const char *why = NULL;
+    if (cgroup2_mount(mnt, sizeof mnt) < 0)
+        why = "no cgroup2 hierarchy is mounted";
+    else if (read_line_with("/proc/self/cgroup", "0::", own, sizeof own) < 0)
+        why = "this process is in no cgroup2";
+    struct cgroups *cg = why ? NULL : calloc(1, sizeof *cg);
+    if (!why && !cg) why = "out of memory";
+    if (cg) {
+        cg->loop = loop;
+        int n = snprintf(cg->base, sizeof cg->base, "%s%s/psid-%016llx", mnt,
+                         strcmp(own, "/") ? own : "", (unsigned long long)fnv1a(socket_path));
+        if (n < 0 || (size_t)n >= sizeof cg->base)
+            why = "the path is too long";
+        else if (mkdir(cg->base, 0755) < 0 && errno != EEXIST)
+            why = strerror(errno);
+        cg->base_fd = why ? -1 : open(cg->base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (!why && cg->base_fd < 0) why = strerror(errno);
+    }
+    if (why) {
+        log_notice("tasks are tracked by process group only (no cgroup of their own: %s%s%s)",
+                   cg ? cg->base : "", cg ? ": " : "", why);
+        free(cg);
+        return NULL;
+    }
+    sweep(cg);
+    log_info("each job's tasks in a cgroup under %s", cg->base);
+    return cg;
+}
+
+static struct cg_job *find(struct cgroups *cg, uint64_t job)
+{
+    for (struct cg_job *j = cg ? cg->jobs : NULL; j; j = j->next)
+        if (j->job == job) return j;
+    return NULL;
+}
+
+static void unlink_job(struct cg_job *j)
+{
+    for (struct cg_job **pp = &j->cg->jobs; *pp; pp = &(*pp)->next)
+        if (*pp == j) {
+            *pp = j->next;
+            break;
+        }
+    if (j->timer) loop_timer_cancel(j->cg->loop, j->timer);
+    if (j->procs_fd >= 0) close(j->procs_fd);
+    free(j);
+}
+
+static void try_remove(void *ctx)
+{
+    struct cg_job *j = ctx;
+    char name[64];
+    j->timer = 0;
+    job_name(j->job, name, sizeof name);
+    kill_dir(j->cg->base_fd, name);
+    int rc = unlinkat(j->cg->base_fd, name, AT_REMOVEDIR) == 0 ? 0 : errno;
+    if (rc != EBUSY || ++j->tries >= REMOVE_TRIES) {
+        if (rc && rc != ENOENT)
+            log_warn("cgroup %s/%s: not removed: %s", j->cg->base, name, strerror(rc));
+        unlink_job(j);
+        return;
+    }
+    j->timer = loop_timer(j->cg->loop, loop_now() + REMOVE_EVERY, try_remove, j);
+}
+
+int cgroup_procs_fd(struct cgroups *cg, uint64_t job)
+{
+    struct cg_job *j = find(cg, job);
+    return j && j->held > 0 ? j->procs_fd : -1;
+}
+
+void cgroup_hold(struct cgroups *cg, uint64_t job, long delta)
+{
+    if (!cg) return;
+    struct cg_job *j = find(cg, job);
+    char name[64], path[100];
+    job_name(job, name, sizeof name);
+    if (!j && delta > 0) {
+        if (!(j = calloc(1, sizeof *j))) return;
+        *j = (struct cg_job){.job = job, .procs_fd = -1, .cg = cg, .next = cg->jobs};
+        cg->jobs = j;
+    }
+    if (!j) return;
+    if (j->held <= 0 && delta > 0 && j->procs_fd < 0) { /* (again) in use: the directory */
+        if (j->timer) {
+            loop_timer_cancel(cg->loop, j->timer);
+            j->timer = 0;
+        }
+        snprintf(path, sizeof path, "%s/cgroup.procs", name);
+        if (mkdirat(cg->base_fd, name, 0755) < 0 && errno != EEXIST)
+            log_warn("cgroup %s/%s: %s", cg->base, name, strerror(errno));
+        else
+            j->procs_fd = openat(cg->base_fd, path, O_WRONLY | O_CLOEXEC);
+    }
+    j->held += delta;
+    if (j->held > 0) return;
+    /* nothing of the job is queued or in the table: what is left goes, then the directory */
+    if (j->procs_fd >= 0) close(j->procs_fd);
+    j->procs_fd = -1;
+    j->tries = 0;
+    try_remove(j);
+}
+
+void cgroup_close(struct cgroups *cg)
+{
+    if (!cg) return;
+    while (cg->jobs) {
+        struct cg_job *j = cg->jobs;
+        char name[64];
+        job_name(j->job, name, sizeof name);
+        kill_dir(cg->base_fd, name);
+        unlink_job(j);
+    }
+    sweep(cg);
+    close(cg->base_fd);
+    rmdir(cg->base);
+    free(cg);
+}
