@@ -199,6 +199,12 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	sed 's|/usr/bin/psid|$(PREFIX)/bin/psid|' conf/psid.service \
 	    >$(DESTDIR)$(PREFIX)/lib/systemd/system/psid.service
+	@# psid's engine runs as this user (psid.user); only on the real system, as root
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && ! getent passwd pscluster >/dev/null; then \
+	    echo "install: adding the system user pscluster (psid's unprivileged engine)"; \
+	    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+	        pscluster; \
+	fi
 
 clean:
 	rm -rf build

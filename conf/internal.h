@@ -79,6 +79,8 @@ enum conf_key_id {
     CK_MAX_CLIENTS_UID,
     CK_CLIENT_IDLE,
     CK_MAX_TASKS_UID,
+    CK_USER,
+    CK_ROOT_JOBS,
     CK_NODES,
     CK__COUNT
 };

@@ -54,6 +54,8 @@ void psconf_defaults(struct psconf *c)
     c->max_clients = 4096;
     c->max_clients_uid = 256;
     c->max_tasks_uid = 1024;
+    strcpy(c->user, "pscluster");
+    c->root_jobs = 1;
     c->client_idle_s = 300;
 }
 

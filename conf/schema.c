@@ -102,14 +102,26 @@ static int set_path(struct conf_ctx *x, char *dst, size_t len, const char *key, 
     return 0;
 }
 
+/* A name (cluster, user) into dst[PSCONF_NAME_MAX]: checked by conf_name_problem. */
+static int set_name(struct conf_ctx *x, char *dst, const char *key, const char *val,
+                    struct conf_where w)
+{
+    const char *why = conf_name_problem(val);
+    if (why) return conf_error_at(x, w, key, "\"%s\": %s", val, why);
+    strcpy(dst, val);
+    return 0;
+}
+
 static int set_cluster(struct conf_ctx *x, void *base, const char *key, const char *val,
                        struct conf_where w)
 {
-    struct psconf *c = base;
-    const char *why = conf_name_problem(val);
-    if (why) return conf_error_at(x, w, key, "\"%s\": %s", val, why);
-    strcpy(c->cluster, val);
-    return 0;
+    return set_name(x, ((struct psconf *)base)->cluster, key, val, w);
+}
+
+static int set_user(struct conf_ctx *x, void *base, const char *key, const char *val,
+                    struct conf_where w)
+{
+    return set_name(x, ((struct psconf *)base)->user, key, val, w);
 }
 
 static int set_key_file(struct conf_ctx *x, void *base, const char *key, const char *val,
@@ -242,6 +254,8 @@ static const struct conf_key psid_keys[] = {
     UINT_KEY("max_clients_per_uid", CK_MAX_CLIENTS_UID, 1, 1000000, max_clients_uid),
     UINT_KEY("client_idle_s", CK_CLIENT_IDLE, 0, 86400, client_idle_s),
     UINT_KEY("max_tasks_per_uid", CK_MAX_TASKS_UID, 1, 1000000, max_tasks_uid),
+    STR_KEY("user", CK_USER, set_user),
+    BOOL_KEY("root_jobs", CK_ROOT_JOBS, root_jobs),
     {0},
 };
 

@@ -69,13 +69,15 @@ struct psconf {
     unsigned hb_port;
 
     /* psid = { ... } */
-    char socket_fmt[PATH_MAX]; /* psid's UNIX socket; %n = node id, %% = % */
-    unsigned kill_delay_ms;    /* SIGTERM -> SIGKILL delay for orphaned tasks */
-    unsigned max_clients;      /* client connections in all (root keeps a share) */
-    unsigned max_clients_uid;  /* client connections of one uid (root: no limit) */
-    unsigned max_tasks_uid;    /* tasks of one uid on a node, started and queued (root: none) */
-    unsigned client_idle_s;    /* a client that sends nothing and holds nothing: closed
-                                * after this long; 0: never */
+    char socket_fmt[PATH_MAX];  /* psid's UNIX socket; %n = node id, %% = % */
+    unsigned kill_delay_ms;     /* SIGTERM -> SIGKILL delay for orphaned tasks */
+    unsigned max_clients;       /* client connections in all (root keeps a share) */
+    unsigned max_clients_uid;   /* client connections of one uid (root: no limit) */
+    unsigned max_tasks_uid;     /* tasks of one uid on a node, started and queued (root: none) */
+    char user[PSCONF_NAME_MAX]; /* the engine's identity when psid starts as root */
+    unsigned root_jobs;         /* 1: tasks may run as root */
+    unsigned client_idle_s;     /* a client that sends nothing and holds nothing: closed
+                                 * after this long; 0: never */
 
     struct psconf_node *nodes; /* sorted by id */
     size_t nnodes;

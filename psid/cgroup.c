@@ -13,7 +13,9 @@
  *
  * A job's directory, job-HOME-NUMBER, is made when its first rank is queued here and held
  * while ranks of it are queued or tasks of it are in the table (cgroup_hold). Each task
- * joins it in its vfork child, before it takes the user's identity (spawn.c). When the
+ * joins it in its vfork child, before it takes the user's identity (spawn.c), through a
+ * cgroup.procs the privileged child opens (privparent.c): the engine, which makes and
+ * removes the directories, owns the base but may not move processes into it. When the
  * last is gone, whatever is left in the directory (a daemon a task started) is killed
  * (cgroup.kill: SIGKILL to every process in it) and the directory removed, retried while
  * the kernel still counts dying processes. A job's end (its client gone, its home lost)
@@ -29,6 +31,7 @@
 #include "log.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -44,8 +47,8 @@
 
 struct cg_job {
     uint64_t job;
-    int procs_fd; /* the job directory's cgroup.procs, for the children to join */
-    long held;    /* queued ranks and tasks in the table */
+    bool made; /* its directory exists */
+    long held; /* queued ranks and tasks in the table */
     unsigned tries;
     uint64_t timer;
     struct cgroups *cg;
@@ -88,8 +91,9 @@ static int cgroup2_mount(char *out, size_t len)
         const char *sep = strstr(line, " - ");
         if (!sep || strncmp(sep + 3, "cgroup2 ", 8)) continue;
         char mnt[4096];
-        if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && strlen(mnt) < len) {
-            snprintf(out, len, "%s", mnt);
+        size_t n;
+        if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && (n = strlen(mnt)) < len) {
+            memcpy(out, mnt, n + 1);
             rc = 0;
         }
     }
@@ -205,7 +209,6 @@ static void unlink_job(struct cg_job *j)
             break;
         }
     if (j->timer) loop_timer_cancel(j->cg->loop, j->timer);
-    if (j->procs_fd >= 0) close(j->procs_fd);
     free(j);
 }
 
@@ -226,40 +229,56 @@ static void try_remove(void *ctx)
     j->timer = loop_timer(j->cg->loop, loop_now() + REMOVE_EVERY, try_remove, j);
 }
 
-int cgroup_procs_fd(struct cgroups *cg, uint64_t job)
+int cgroup_give(struct cgroups *cg, uid_t uid, gid_t gid)
 {
-    struct cg_job *j = find(cg, job);
-    return j && j->held > 0 ? j->procs_fd : -1;
+    return cg ? fchownat(cg->base_fd, "", uid, gid, AT_EMPTY_PATH) : 0;
+}
+
+int cgroup_base_fd(const struct cgroups *cg)
+{
+    return cg ? cg->base_fd : -1;
+}
+
+void cgroup_set_base_fd(struct cgroups *cg, int fd)
+{
+    if (cg) cg->base_fd = fd;
+}
+
+int cgroup_open_procs(const struct cgroups *cg, uint64_t job)
+{
+    char path[100];
+    if (!cg) return -1;
+    job_name(job, path, 64);
+    strcat(path, "/cgroup.procs");
+    return openat(cg->base_fd, path, O_WRONLY | O_CLOEXEC);
 }
 
 void cgroup_hold(struct cgroups *cg, uint64_t job, long delta)
 {
     if (!cg) return;
     struct cg_job *j = find(cg, job);
-    char name[64], path[100];
+    char name[64];
     job_name(job, name, sizeof name);
     if (!j && delta > 0) {
         if (!(j = calloc(1, sizeof *j))) return;
-        *j = (struct cg_job){.job = job, .procs_fd = -1, .cg = cg, .next = cg->jobs};
+        *j = (struct cg_job){.job = job, .cg = cg, .next = cg->jobs};
         cg->jobs = j;
     }
     if (!j) return;
-    if (j->held <= 0 && delta > 0 && j->procs_fd < 0) { /* (again) in use: the directory */
+    if (j->held <= 0 && delta > 0 && !j->made) { /* (again) in use: the directory */
         if (j->timer) {
             loop_timer_cancel(cg->loop, j->timer);
             j->timer = 0;
         }
-        snprintf(path, sizeof path, "%s/cgroup.procs", name);
         if (mkdirat(cg->base_fd, name, 0755) < 0 && errno != EEXIST)
             log_warn("cgroup %s/%s: %s", cg->base, name, strerror(errno));
         else
-            j->procs_fd = openat(cg->base_fd, path, O_WRONLY | O_CLOEXEC);
+            j->made = true;
     }
     j->held += delta;
     if (j->held > 0) return;
     /* nothing of the job is queued or in the table: what is left goes, then the directory */
-    if (j->procs_fd >= 0) close(j->procs_fd);
-    j->procs_fd = -1;
+    j->made = false;
     j->tries = 0;
     try_remove(j);
 }

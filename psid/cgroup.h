@@ -10,6 +10,7 @@
 #include "psproto.h"
 
 #include <stdint.h>
+#include <sys/types.h>
 
 struct cgroups;
 
@@ -19,12 +20,17 @@ struct cgroups;
 struct cgroups *cgroup_open(struct loop *loop, const char *socket_path);
 /* Kill what is left in every job directory, remove them and the base. NULL is allowed. */
 void cgroup_close(struct cgroups *cg);
+/* Privilege separation (privsep.h): the engine makes and kills in the job directories, so
+ * the base becomes its own; the privileged child keeps the base descriptor (a new number
+ * after it closes the rest) and opens a job's cgroup.procs for each task it starts (-1: no
+ * cgroups or no such directory; the caller closes it). */
+int cgroup_give(struct cgroups *cg, uid_t uid, gid_t gid);
+int cgroup_base_fd(const struct cgroups *cg);
+void cgroup_set_base_fd(struct cgroups *cg, int fd);
+int cgroup_open_procs(const struct cgroups *cg, uint64_t job);
 /* A job's queued ranks and tasks: +n when queued or started, -n when started, dropped or
  * gone. The first hold makes the job's directory; when the count falls to 0, what is left
  * in it is killed and the directory removed. NULL cg: nothing. */
 void cgroup_hold(struct cgroups *cg, uint64_t job, long delta);
-/* The job directory's cgroup.procs, open for writing (a child joins by writing "0"), or
- * -1 (no cgroup, or the job holds nothing). Owned by cgroup.c. */
-int cgroup_procs_fd(struct cgroups *cg, uint64_t job);
 
 #endif

@@ -431,8 +431,8 @@ uint32_t client_gid(const struct client *c)
 
 void client_signal(struct client *c, int sig)
 {
-    if (!c->dead && c->pidfd >= 0 && syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0) < 0)
-        log_info("notification signal %d to pid %d: %s", sig, (int)c->cred.pid, strerror(errno));
+    /* psid's engine may not signal other users' processes: its privileged child does */
+    if (!c->dead && c->pidfd >= 0) priv_signal_fd(c->d, c->pidfd, sig);
 }
 
 uint64_t client_tid(const struct client *c)
@@ -840,6 +840,11 @@ int clients_start(struct psid *d)
     log_info("clients: %s (at most %u, %u per uid)", cs->path, d->conf.max_clients,
              d->conf.max_clients_uid);
     return 0;
+}
+
+const char *clients_socket_path(const struct psid *d)
+{
+    return d->clients ? d->clients->path : "";
 }
 
 void clients_stop(struct psid *d)

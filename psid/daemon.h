@@ -14,6 +14,10 @@
  *   placement.c   which nodes a job's ranks go to (least loaded first)
  *   jobs.c        the home side of a job: spawn fan-out, results, output and exits to the
  *                 client, the client going away, nodes being lost
+ *   privcall.c    privilege separation, the engine's side: the split, and its requests to
+ *                 the privileged child (start, signal, reap tasks)
+ *   privparent.c  the privileged child: the only part that keeps root
+ *   privwire.c    the frames between the two, and the decoder of a spawn request
  *   spawn.c       fork and exec of one task as its user, with its pipes
  *   cgroup.c      a cgroup v2 directory per job: every process of it killed at its end,
  *                 what a crashed predecessor left killed at start
@@ -37,6 +41,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* What this daemon knows about one node of the configuration. */
 struct psid_node {
@@ -71,6 +76,7 @@ struct notify;
 struct preload;
 struct spawnq;
 struct cgroups;
+struct privcall;
 struct spawned;
 
 struct psid {
@@ -92,7 +98,13 @@ struct psid {
     struct backlog *backlog; /* per node: daemon messages waiting for RDP's queue */
     struct spawnq *spawnq;   /* spawn requests whose ranks wait to start (spawnq.c) */
     struct cgroups *cgroups; /* a cgroup per job (cgroup.c); NULL: process groups only */
-    struct task **tasks;     /* hash table of this node's tasks, by tid */
+    struct privcall *priv;   /* the pair to the privileged child (privcall.c) */
+    bool priv_root;          /* the privileged child is root: tasks run as their users */
+    uid_t own_uid;           /* psid's uid at start */
+    uid_t engine_uid;        /* psid.user's, when psid started as root */
+    gid_t engine_gid;
+    int exit_code;       /* 1 if the engine stopped on an error */
+    struct task **tasks; /* hash table of this node's tasks, by tid */
     size_t ntasks;
     struct job *jobs;        /* jobs whose client is on this node */
     uint32_t next_req;       /* numbers daemon requests (PSF_REQ) */
@@ -181,6 +193,33 @@ size_t tasks_of_uid(struct psid *d, uint32_t uid); /* in the table, exited or no
 /* This node's task count and its epoch, for a rank or exit report to a home node. */
 void tasks_put_count(struct psid *d, struct psmsg_buf *b);
 
+/* privcall.c: psid's privilege separation, the engine's side (privsep.h) */
+struct priv_spawn_req {
+    uint32_t req; /* the same for every rank of one spawn request */
+    uint64_t job;
+    uint32_t rank, uid, gid, umask;
+    const char *cwd;
+    bool want_stdin;
+    char *const *argv, *const *envp; /* the job's */
+    char *const *renv;               /* the rank's own variables */
+};
+/* Before detaching: who the engine becomes (psid.user), if psid runs as root. 0, or -1
+ * with a message. */
+int privsep_prepare(struct psid *d, char *err, size_t errlen);
+/* After detaching: fork the privileged child, take psid.user's identity, watch the pair. */
+int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool use_syslog,
+                  char **argv); /* argv: main's, for the child's title */
+void privsep_stop(struct psid *d);
+/* Start a task: 0 with *s (pid, pipes; no pidfd), or -1 with *err and why. */
+int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s, int *err,
+               char *why, size_t whylen);
+/* Signal a task (or its process group) this node started: 0 or kill(2)'s errno. */
+int priv_signal(struct psid *d, pid_t pid, int sig, bool group);
+void priv_release(struct psid *d, pid_t pid);            /* reap it (killed first if alive) */
+void priv_signal_fd(struct psid *d, int pidfd, int sig); /* a client that asked for it */
+/* The privileged child's PRIV_EXIT (tasks.c). */
+void tasks_exited(struct psid *d, pid_t pid, uint32_t status);
+
 /* spawnq.c */
 void spawnq_request(struct psid *d, uint32_t from, const struct psmsg *m); /* PSM_D_SPAWN */
 void spawnq_drop_job(struct psid *d, uint64_t job, uint32_t uid);
@@ -233,6 +272,7 @@ void rdplink_put_stats(const struct psid *d, struct psmsg_buf *b);
 /* client.c */
 int clients_start(struct psid *d);
 void clients_stop(struct psid *d);
+const char *clients_socket_path(const struct psid *d); /* absolute, "" before the start */
 
 /* selfnode.c */
 const struct psconf_node *selfnode_find(const struct psconf *c, char *err, size_t errlen);

@@ -146,9 +146,12 @@ int main(int argc, char **argv)
         goto out;
     }
     if (rdplink_start(&d) < 0 || membership_start(&d) < 0 || clients_start(&d) < 0) goto out;
-    char sock[108];
-    psconf_socket_path(&d.conf, d.self->id, sock, sizeof sock);
+    const char *sock = clients_socket_path(&d);
     d.cgroups = cgroup_open(d.loop, sock); /* NULL: process groups only */
+    if (privsep_prepare(&d, err, sizeof err) < 0) {
+        log_err("%s", err);
+        goto out;
+    }
     if (!foreground) {
         if (daemon(0, 0) < 0) {
             log_err("daemon: %s", strerror(errno));
@@ -165,15 +168,20 @@ int main(int argc, char **argv)
             goto out;
         }
     }
+    if (privsep_split(&d, sock, ident, !foreground, argv) < 0) {
+        log_err("start: privilege separation: %s", strerror(errno));
+        goto out;
+    }
     log_notice("node %u (%s, %s) running; cluster \"%s\", %zu nodes", d.self->id, d.self->name,
                d.self->addr_str, d.conf.cluster, d.conf.nnodes);
     if (loop_run(d.loop) < 0)
         log_err("event loop: %s", strerror(errno));
     else
-        rc = 0;
+        rc = d.exit_code;
 out:
-    tasks_stop_all(&d);
+    if (d.priv) tasks_stop_all(&d); /* without the child, nothing can be done to tasks */
     cgroup_close(d.cgroups);
+    privsep_stop(&d);
     membership_leave(&d);
     clients_stop(&d);
     rdplink_stop(&d);

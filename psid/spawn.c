@@ -84,6 +84,19 @@ fail:;
     _exit(step == STEP_EXEC ? (errno == ENOENT ? 127 : 126) : 125);
 }
 
+int spawn_wait_status(const siginfo_t *si)
+{
+    switch (si->si_code) {
+    case CLD_EXITED:
+        return (si->si_status & 0xff) << 8;
+    case CLD_KILLED:
+        return si->si_status & 0x7f;
+    case CLD_DUMPED:
+        return (si->si_status & 0x7f) | 0x80;
+    }
+    return 0;
+}
+
 /* The vfork, alone in a frame of its own: the parent's path uses nothing but the pid. */
 __attribute__((noinline)) static pid_t start(const struct spawn_args *a, int *in, int *out, int *er,
                                              int status, int devnull)

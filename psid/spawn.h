@@ -35,6 +35,10 @@ struct spawned {
     int err_fd;
 };
 
+/* The wait(2)-style status of a waitid(2) result (exit code << 8, or the signal). */
+#include <signal.h>
+int spawn_wait_status(const siginfo_t *si);
+
 /* 0, or -1 with *err (errno of the failed step) and a reason ("cannot execute X: ..."). */
 int spawn_task(const struct spawn_args *a, struct spawned *s, int *err, char *why, size_t whylen);
 

@@ -4,12 +4,12 @@
  *
  * A request is decoded and checked at once (malformed, another user's without root, over
  * the uid's task limit): those ranks are answered with their error right away. The rest
- * wait in one FIFO queue. Each batch starts ranks (spawn.c, one vfork each, which returns
- * once the child has exec'd) until SPAWN_BATCH_NS of the daemon's time have passed, at
- * least one; if ranks are left, a timer due at once brings the next batch after the loop
- * has served what came meanwhile: heartbeats in and out, RDP, clients. A review run of
- * `psrun -n 5000 --overbook` had stalled a psid long enough for its peers to declare it
- * dead.
+ * wait in one FIFO queue. Each batch starts ranks (through psid's privileged child,
+ * privsep.h: one vfork each, which returns once the task has exec'd) until SPAWN_BATCH_NS of the
+ * daemon's time have passed, at least one; if ranks are left, a timer due at once brings the next
+ * batch after the loop has served what came meanwhile: heartbeats in and out, RDP, clients. A
+ * review run of `psrun -n 5000 --overbook` had stalled a psid long enough for its peers to declare
+ * it dead.
  *
  * The limit: a uid other than root may have at most max_tasks_per_uid tasks on this node,
  * counting those running (tasks.c) and those queued here. The home node checks the job's
@@ -26,8 +26,6 @@
 #include "spawn.h"
 
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,10 +40,9 @@ struct spawn_req {
     uint32_t req, home, size, input, uid, gid, umask;
     uint64_t job;
     char cwd[4096];
+    uint32_t id; /* this psid's number for it (PRIV_F_REQ) */
     char **argv, **envp;
     size_t nargv, nenv;
-    gid_t *groups; /* the user's supplementary groups */
-    int ngroups;
     uint32_t *ranks; /* still to start: ranks[next..nranks) */
     size_t nranks, next;
     struct spawn_req *link;
@@ -53,6 +50,7 @@ struct spawn_req {
 
 struct spawnq {
     struct spawn_req *head, *tail;
+    uint32_t next_id;
     uint64_t timer; /* the next batch, 0 if none is due */
 };
 
@@ -61,26 +59,6 @@ static uint64_t mono_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* The user's groups, looked up once per request (not in every child: NSS is slow). */
-static void lookup_groups(struct spawn_req *r)
-{
-    struct passwd *pw = getpwuid(r->uid);
-    r->ngroups = 0;
-    if (!pw) return; /* a uid without a name: no supplementary groups */
-    int n = 64;
-    for (int tries = 0; tries < 4; tries++) {
-        gid_t *g = realloc(r->groups, (size_t)n * sizeof *g);
-        if (!g) return;
-        r->groups = g;
-        int want = n;
-        if (getgrouplist(pw->pw_name, r->gid, g, &want) >= 0) {
-            r->ngroups = want;
-            return;
-        }
-        n = want > n ? want : 2 * n;
-    }
 }
 
 static char *field_strdup(const struct psmsg_field *f)
@@ -104,7 +82,6 @@ static void req_free(struct spawn_req *r)
     if (!r) return;
     free_strv(r->argv);
     free_strv(r->envp);
-    free(r->groups);
     free(r->ranks);
     free(r);
 }
@@ -141,40 +118,40 @@ static int add_env(char **envp, size_t *n, const char *fmt, ...)
     return 0;
 }
 
+/* The rank's own variables (overriding the job's): PSI_RANK, PSI_SIZE, PSI_NODE,
+ * PSI_NODENAME, PSI_JOB, PSID_SOCKET; the privileged child adds PSI_TID. */
+#define RANK_VARS 6
+
 static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
 {
     char sock[108];
     psconf_socket_path(&d->conf, d->self->id, sock, sizeof sock);
-    /* the job's environment plus this rank's PSI_* variables (overriding the job's) */
-    size_t n = r->nenv;
-    r->envp[n] = NULL;
-    if (add_env(r->envp, &n, "PSI_RANK=%u", rank) < 0 ||
-        add_env(r->envp, &n, "PSI_SIZE=%u", r->size) < 0 ||
-        add_env(r->envp, &n, "PSI_NODE=%u", d->self->id) < 0 ||
-        add_env(r->envp, &n, "PSI_NODENAME=%s", d->self->name) < 0 ||
-        add_env(r->envp, &n, "PSI_JOB=%u:%d", PSTID_NODE(r->job), PSTID_PID(r->job)) < 0 ||
-        add_env(r->envp, &n, "PSID_SOCKET=%s", sock) < 0 ||
-        !(r->envp[n++] = calloc(1, SPAWN_TID_LEN))) { /* PSI_TID: the child fills it in */
+    char *renv[RANK_VARS + 1] = {0};
+    size_t n = 0;
+    if (add_env(renv, &n, "PSI_RANK=%u", rank) < 0 ||
+        add_env(renv, &n, "PSI_SIZE=%u", r->size) < 0 ||
+        add_env(renv, &n, "PSI_NODE=%u", d->self->id) < 0 ||
+        add_env(renv, &n, "PSI_NODENAME=%s", d->self->name) < 0 ||
+        add_env(renv, &n, "PSI_JOB=%u:%d", PSTID_NODE(r->job), PSTID_PID(r->job)) < 0 ||
+        add_env(renv, &n, "PSID_SOCKET=%s", sock) < 0) {
         reply_rank(d, r, rank, 0, ENOMEM, "out of memory");
         goto out;
     }
-    r->envp[n] = NULL;
-    struct spawn_args a = {.argv = r->argv,
-                           .envp = r->envp,
-                           .cwd = r->cwd,
-                           .umask = (mode_t)r->umask,
-                           .uid = r->uid,
-                           .gid = r->gid,
-                           .groups = r->groups,
-                           .ngroups = r->ngroups,
-                           .switch_user = geteuid() == 0,
-                           .want_stdin = r->input == rank || r->input == PSI_ALL_RANKS,
-                           .cgroup_fd = cgroup_procs_fd(d->cgroups, r->job),
-                           .node = d->self->id};
+    struct priv_spawn_req a = {.req = r->id,
+                               .job = r->job,
+                               .rank = rank,
+                               .uid = r->uid,
+                               .gid = r->gid,
+                               .umask = r->umask,
+                               .cwd = r->cwd,
+                               .want_stdin = r->input == rank || r->input == PSI_ALL_RANKS,
+                               .argv = r->argv,
+                               .envp = r->envp,
+                               .renv = renv};
     struct spawned s;
     int err;
     char why[512];
-    if (spawn_task(&a, &s, &err, why, sizeof why) < 0) {
+    if (priv_spawn(d, &a, &s, &err, why, sizeof why) < 0) {
         log_info("rank %u of job %u:%d: %s", rank, PSTID_NODE(r->job), PSTID_PID(r->job), why);
         reply_rank(d, r, rank, 0, err, why);
         goto out;
@@ -186,8 +163,7 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
         reply_rank(d, r, rank, tid, 0, NULL);
 out:
     cgroup_hold(d->cgroups, r->job, -1); /* no longer queued (the task holds its own) */
-    for (size_t i = r->nenv; i < n; i++) free(r->envp[i]);
-    r->envp[r->nenv] = NULL;
+    for (size_t i = 0; i < n; i++) free(renv[i]);
 }
 
 static struct spawnq *queue(struct psid *d)
@@ -260,7 +236,7 @@ static int decode(const struct psmsg *m, uint32_t from, struct spawn_req *r)
         nranks += f.tag == PSF_RANK;
     }
     r->argv = calloc(r->nargv + 1, sizeof *r->argv);
-    r->envp = calloc(r->nenv + 8, sizeof *r->envp);
+    r->envp = calloc(r->nenv + 1, sizeof *r->envp);
     r->ranks = calloc(nranks ? nranks : 1, sizeof *r->ranks);
     if (!r->argv || !r->envp || !r->ranks) return -1;
     size_t ia = 0, ie = 0;
@@ -290,7 +266,7 @@ void spawnq_request(struct psid *d, uint32_t from, const struct psmsg *m)
         bool oom = !q || !r->argv || !r->envp;
         err = oom ? ENOMEM : EINVAL;
         deny = oom ? "out of memory" : "malformed spawn request";
-    } else if (geteuid() != 0 && r->uid != geteuid()) {
+    } else if (!d->priv_root && r->uid != d->own_uid) {
         err = EPERM;
         deny = "this psid does not run as root and may only start its own user's tasks";
     }
@@ -314,7 +290,7 @@ void spawnq_request(struct psid *d, uint32_t from, const struct psmsg *m)
         return;
     }
     r->nranks = room < r->nranks ? room : r->nranks;
-    if (geteuid() == 0) lookup_groups(r);
+    r->id = ++q->next_id;
     cgroup_hold(d->cgroups, r->job, (long)r->nranks);
     if (q->tail)
         q->tail->link = r;

@@ -1,6 +1,8 @@
 /*
  * tasks.c - the tasks running on this node: started on a home node's request (PSM_D_SPAWN,
- * through the spawn queue, spawnq.c), held by a pidfd (a signal can never reach a recycled pid),
+ * through the spawn queue, spawnq.c), started, signalled and reaped by psid's privileged
+ * child (privsep.h), which keeps an exited task a zombie until it leaves this table, so a
+ * signal can never reach a recycled pid or process group,
  * their output read and sent to the job's home node with flow control, their input written as it
  * comes, their end reported after all their output (PSM_D_EXIT).
  *
@@ -40,8 +42,7 @@ struct task {
     struct psid *d;
     uint64_t tid, job;
     uint32_t rank, home;
-    pid_t pid;
-    int pidfd;
+    pid_t pid; /* started, signalled and reaped by psid's privileged child (privsep.h) */
     uint32_t uid;
     char cmd[64];
     struct tstream out[2];
@@ -113,10 +114,7 @@ static void task_free(struct task *t)
         loop_fd_del(d->loop, t->in_fd);
         close(t->in_fd);
     }
-    loop_fd_del(d->loop, t->pidfd);
-    siginfo_t si;
-    waitid((idtype_t)P_PIDFD, (id_t)t->pidfd, &si, WEXITED | WNOHANG); /* reap the zombie */
-    close(t->pidfd);
+    priv_release(d, t->pid); /* the zombie is reaped: its pid and group may be reused now */
     loop_timer_cancel(d->loop, t->kill_timer);
     /* the job's last task here: what it left behind is killed (cgroup.c) */
     cgroup_hold(d->cgroups, t->job, -1);
@@ -193,34 +191,13 @@ static void on_output(void *ctx, uint32_t events)
     if (s->fd >= 0 && t->unacked >= PSI_IO_WINDOW) set_reading(t, false);
 }
 
-static int wait_status(const siginfo_t *si)
+void tasks_exited(struct psid *d, pid_t pid, uint32_t status)
 {
-    switch (si->si_code) {
-    case CLD_EXITED:
-        return (si->si_status & 0xff) << 8;
-    case CLD_KILLED:
-        return si->si_status & 0x7f;
-    case CLD_DUMPED:
-        return (si->si_status & 0x7f) | 0x80;
-    }
-    return 0;
-}
-
-static void on_exit_ready(void *ctx, uint32_t events)
-{
-    struct task *t = ctx;
-    (void)events;
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    /* WNOWAIT: the task stays a zombie until it leaves the table, so its pid - and with it
-     * its process group, which may still hold its children - cannot be reused meanwhile */
-    if (waitid((idtype_t)P_PIDFD, (id_t)t->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
-        si.si_pid == 0)
-        return;
+    struct task *t = find(d, PSTID(d->self->id, pid));
+    if (!t || t->exited) return;
     t->exited = true;
-    t->status = wait_status(&si);
-    loop_fd_del(t->d->loop, t->pidfd);
-    notify_task_exit(t->d, t->tid, (uint32_t)t->status); /* at exit, not after the output */
+    t->status = (int)status;
+    notify_task_exit(d, t->tid, status); /* at exit, not after the output */
     maybe_finish(t);
 }
 
@@ -302,7 +279,7 @@ static void kill_now(void *ctx)
     struct task *t = ctx;
     t->kill_timer = 0;
     /* the group: the task, or what it left behind holding its output */
-    if (kill(-t->pid, SIGKILL) == 0)
+    if (priv_signal(t->d, t->pid, SIGKILL, true) == 0)
         log_info("task %u:%d (or its children) still alive after kill_delay: SIGKILL",
                  PSTID_NODE(t->tid), t->pid);
 }
@@ -323,7 +300,7 @@ static void end_task(struct task *t)
         if (!(t = find(d, tid))) return;
     }
     if (t->kill_timer) return;
-    if (kill(-t->pid, SIGTERM) < 0) return; /* nobody left in the group */
+    if (priv_signal(t->d, t->pid, SIGTERM, true)) return; /* nobody left in the group */
     t->kill_timer = loop_timer(
         t->d->loop, loop_now() + (uint64_t)t->d->conf.kill_delay_ms * 1000000ull, kill_now, t);
 }
@@ -373,7 +350,7 @@ static bool any(struct task *t, void *arg)
 
 static void kill_hard(struct task *t)
 {
-    kill(-t->pid, SIGKILL);
+    priv_signal(t->d, t->pid, SIGKILL, true);
     task_free(t);
 }
 
@@ -391,8 +368,7 @@ int tasks_signal_one(struct psid *d, uint64_t tid, int sig, uint32_t uid)
     if (sig < 0 || sig >= NSIG) return EINVAL;
     if (!t || t->exited) return ESRCH;
     if (uid != 0 && uid != t->uid) return EPERM;
-    if (syscall(SYS_pidfd_send_signal, t->pidfd, sig, NULL, 0) < 0) return errno;
-    return 0;
+    return priv_signal(d, t->pid, sig, false);
 }
 
 int tasks_signal_job(struct psid *d, uint64_t job, int sig, uint32_t uid, uint32_t *count)
@@ -404,7 +380,7 @@ int tasks_signal_job(struct psid *d, uint64_t job, int sig, uint32_t uid, uint32
     for (size_t b = 0; b < NBUCKETS; b++)
         for (struct task *t = d->tasks[b]; t; t = t->next) {
             if (t->job != job) continue;
-            int e = uid != 0 && uid != t->uid ? EPERM : kill(-t->pid, sig) < 0 ? errno : 0;
+            int e = uid != 0 && uid != t->uid ? EPERM : priv_signal(d, t->pid, sig, true);
             if (e == 0)
                 (*count)++;
             else if (!err)
@@ -437,10 +413,7 @@ uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32
     struct task *t = calloc(1, sizeof *t);
     if (!t || (!d->tasks && !(d->tasks = calloc(NBUCKETS, sizeof *d->tasks)))) {
         free(t);
-        kill(s->pid, SIGKILL);
-        siginfo_t si;
-        waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED);
-        close(s->pidfd);
+        priv_release(d, s->pid); /* killed and reaped */
         if (s->in_fd >= 0) close(s->in_fd);
         close(s->out_fd);
         close(s->err_fd);
@@ -452,7 +425,6 @@ uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32
                        .rank = rank,
                        .home = home,
                        .pid = s->pid,
-                       .pidfd = s->pidfd,
                        .uid = uid,
                        .in_fd = s->in_fd};
     snprintf(t->cmd, sizeof t->cmd, "%s", cmd);
@@ -464,7 +436,6 @@ uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32
     d->ntasks++;
     update_count(d);
     cgroup_hold(d->cgroups, job, 1);
-    loop_fd(d->loop, t->pidfd, EPOLLIN, on_exit_ready, t);
     set_reading(t, true);
     return t->tid;
 }

@@ -9,6 +9,8 @@
 #             tests (make check, make fuzz)
 #   --demo    what the demo needs beyond the build: curl, python3, sockperf (make demo)
 #   --bench   the benchmark peers and the namespace tools the benchmarks use (make bench)
+# With --check, --demo or --bench, as root, it also adds the system user psid's engine runs as
+# (psid.user, default pscluster: conf/psid.conf) when it is missing, and says so.
 #
 # usage: scripts/install-deps.sh [--check] [--demo] [--bench] [--list] [PKG...]
 #   --list    print the packages that would be installed (one line, nothing if none), exit 0
@@ -66,11 +68,21 @@ bench_pkgs=(
 
 want=("${build_pkgs[@]}")
 list_only=0
+want_user=0
 while (($#)); do
     case $1 in
-    --check) want+=("${check_pkgs[@]}") ;;
-    --demo) want+=("${demo_pkgs[@]}") ;;
-    --bench) want+=("${bench_pkgs[@]}") ;;
+    --check)
+        want+=("${check_pkgs[@]}")
+        want_user=1
+        ;;
+    --demo)
+        want+=("${demo_pkgs[@]}")
+        want_user=1
+        ;;
+    --bench)
+        want+=("${bench_pkgs[@]}")
+        want_user=1
+        ;;
     --list) list_only=1 ;;
     -h | --help)
         sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"
@@ -100,6 +112,13 @@ done
 if ((list_only)); then
     ((${#missing[@]})) && echo "${missing[*]}"
     exit 0
+fi
+
+# psid started as root runs its engine as this user (psid/privcall.c); tests and the demo
+# start psid as root. A psid not started as root needs no user.
+if ((want_user && EUID == 0)) && ! getent passwd pscluster >/dev/null; then
+    echo "install-deps: adding the system user pscluster (psid's unprivileged engine)"
+    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin pscluster
 fi
 ((${#missing[@]})) || exit 0
 

@@ -80,9 +80,10 @@ static void show_text(const struct psconf *c, const char *fp)
     printf("psid = {\n  socket = ");
     put_str(stdout, c->socket_fmt, 0);
     printf(";\n  kill_delay_ms = %u;\n  max_clients = %u;\n  max_clients_per_uid = %u;\n"
-           "  client_idle_s = %u;\n  max_tasks_per_uid = %u;\n};\n",
-           c->kill_delay_ms, c->max_clients, c->max_clients_uid, c->client_idle_s,
-           c->max_tasks_uid);
+           "  client_idle_s = %u;\n  max_tasks_per_uid = %u;\n  user = \"%s\";\n"
+           "  root_jobs = %s;\n};\n",
+           c->kill_delay_ms, c->max_clients, c->max_clients_uid, c->client_idle_s, c->max_tasks_uid,
+           c->user, c->root_jobs ? "true" : "false");
     printf("nodes = (\n");
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct psconf_node *n = &c->nodes[i];
@@ -117,9 +118,10 @@ static void show_json(const struct psconf *c, const char *fp)
     printf("  \"psid\": {\"socket\": ");
     put_str(stdout, c->socket_fmt, 1);
     printf(", \"kill_delay_ms\": %u, \"max_clients\": %u, \"max_clients_per_uid\": %u, "
-           "\"client_idle_s\": %u, \"max_tasks_per_uid\": %u},\n",
-           c->kill_delay_ms, c->max_clients, c->max_clients_uid, c->client_idle_s,
-           c->max_tasks_uid);
+           "\"client_idle_s\": %u, \"max_tasks_per_uid\": %u, \"user\": \"%s\", "
+           "\"root_jobs\": %s},\n",
+           c->kill_delay_ms, c->max_clients, c->max_clients_uid, c->client_idle_s, c->max_tasks_uid,
+           c->user, c->root_jobs ? "true" : "false");
     printf("  \"nodes\": [\n");
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct psconf_node *n = &c->nodes[i];

@@ -1089,6 +1089,8 @@ static void test_example(void)
         CU_ASSERT_EQUAL(c.max_clients_uid, d.max_clients_uid);
         CU_ASSERT_EQUAL(c.client_idle_s, d.client_idle_s);
         CU_ASSERT_EQUAL(c.max_tasks_uid, d.max_tasks_uid);
+        CU_ASSERT_STRING_EQUAL(c.user, d.user);
+        CU_ASSERT_EQUAL(c.root_jobs, d.root_jobs);
         psconf_free(&c);
     }
     free(text);

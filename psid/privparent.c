@@ -1,0 +1,450 @@
+/*
+ * privparent.c - psid's privileged child (see privsep.h): the only part of psid that keeps
+ * root. It reads nothing but the engine's frames on a socketpair, and does only this:
+ *   PRIV_SPAWN      start one task as its user (spawn.c), into its job's cgroup; the
+ *                   user's groups are looked up here, not taken from the engine
+ *   PRIV_SIGNAL     signal a task it started, or its process group (the task is a zombie
+ *                   at worst until PRIV_RELEASE, so neither pid is anyone else's)
+ *   PRIV_RELEASE    reap a task
+ *   PRIV_SIGNAL_FD  signal a process by a pidfd the engine passes (a client that asked
+ *                   to be signalled); a root process only where psid.root_jobs is true
+ * and tells the engine when a task exits (PRIV_EXIT). It is the child subreaper of its
+ * tasks: what a task leaves behind when it exits is reparented here instead of to init,
+ * reaped here, and killed when the engine ends (with cgroups, cgroup.c also ends it with
+ * its job). When the engine closes the pair or dies, every task still here is killed with
+ * its process group, the cgroups are swept, the client socket is removed, and the child
+ * exits.
+ */
+#include "cgroup.h"
+#include "log.h"
+#include "loop.h"
+#include "privsep.h"
+#include "spawn.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NBUCKETS      1024
+#define GROUPS_TTL_NS 1000000000ull /* a user's groups are looked up again after 1 s */
+
+struct child {
+    pid_t pid;
+    int pidfd;
+    bool exited;
+    struct priv *p;
+    struct child *next;
+};
+
+struct priv {
+    const struct privparent_cfg *cfg;
+    struct loop *loop;
+    int sig_fd; /* SIGCHLD: orphans to reap */
+    struct child *tab[NBUCKETS];
+    /* the last spawn request's program and environment (PRIV_F_REQ) */
+    bool have_req;
+    uint32_t req;
+    char **argv, **env;
+    size_t nargv, nenv;
+    /* the last user's groups */
+    uint32_t g_uid, g_gid;
+    uint64_t g_until;
+    gid_t *groups;
+    int ngroups;
+};
+
+static size_t bucket(pid_t pid)
+{
+    return ((uint32_t)pid * 2654435761u) % NBUCKETS;
+}
+
+static struct child *find(struct priv *p, pid_t pid)
+{
+    for (struct child *c = p->tab[bucket(pid)]; c; c = c->next)
+        if (c->pid == pid) return c;
+    return NULL;
+}
+
+static void forget(struct priv *p, struct child *c)
+{
+    for (struct child **pp = &p->tab[bucket(c->pid)]; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    if (!c->exited) loop_fd_del(p->loop, c->pidfd);
+    close(c->pidfd);
+    free(c);
+}
+
+static void send_or_die(struct priv *p, struct psmsg_buf *b, const int *fds, int n)
+{
+    if (psmsg_end(b) < 0 || priv_send(p->cfg->fd, b, fds, n) < 0) {
+        log_err("privileged child: the engine is gone (%s)", strerror(errno));
+        loop_stop(p->loop);
+    }
+    psmsg_buf_free(b);
+}
+
+static void free_strv(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++) free(v[i]);
+    free(v);
+}
+
+static char *field_dup(const struct psmsg_field *f)
+{
+    char *s = malloc(f->len + 1);
+    if (!s) return NULL;
+    memcpy(s, f->val, f->len);
+    s[f->len] = 0;
+    return s;
+}
+
+/* Keep a request's program and environment; -1 out of memory. */
+static int keep_request(struct priv *p, const struct psmsg *m, const struct priv_spawn *s)
+{
+    free_strv(p->argv, p->nargv);
+    free_strv(p->env, p->nenv);
+    p->have_req = false;
+    p->nargv = p->nenv = 0;
+    p->argv = calloc(s->nargv + 1, sizeof *p->argv);
+    p->env = calloc(s->nenv + 1, sizeof *p->env);
+    if (!p->argv || !p->env) return -1;
+    struct psmsg_field f;
+    size_t pos = 0;
+    while (psmsg_next(&m->body, &pos, &f)) {
+        if (f.tag == PRIV_F_ARG && !(p->argv[p->nargv++] = field_dup(&f))) return -1;
+        if (f.tag == PRIV_F_ENV && !(p->env[p->nenv++] = field_dup(&f))) return -1;
+    }
+    p->req = s->req;
+    p->have_req = true;
+    return 0;
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The user's supplementary groups, from NSS here (never from the engine), kept for a
+ * second for the ranks of one request. */
+static void user_groups(struct priv *p, uint32_t uid, uint32_t gid)
+{
+    if (p->g_until > mono_ns() && p->g_uid == uid && p->g_gid == gid) return;
+    p->ngroups = 0;
+    p->g_uid = uid;
+    p->g_gid = gid;
+    p->g_until = mono_ns() + GROUPS_TTL_NS;
+    struct passwd *pw = getpwuid(uid);
+    if (!pw) return; /* a uid without a name: no supplementary groups */
+    int n = 64;
+    for (int tries = 0; tries < 4; tries++) {
+        gid_t *g = realloc(p->groups, (size_t)n * sizeof *g);
+        if (!g) return;
+        p->groups = g;
+        int want = n;
+        if (getgrouplist(pw->pw_name, gid, g, &want) >= 0) {
+            p->ngroups = want;
+            return;
+        }
+        n = want > n ? want : 2 * n;
+    }
+}
+
+static void on_child_exit(void *ctx, uint32_t events);
+
+static void spawn_failed(struct priv *p, uint32_t id, int err, const char *why)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PRIV_SPAWNED, id);
+    psmsg_put_u32(&b, PRIV_F_ERRNO, (uint32_t)err);
+    psmsg_put_str(&b, PRIV_F_TEXT, why);
+    send_or_die(p, &b, NULL, 0);
+}
+
+static void do_spawn(struct priv *p, const struct psmsg *m)
+{
+    struct priv_spawn s;
+    char why[512];
+    if (priv_decode_spawn(m, &s, why, sizeof why) < 0) {
+        spawn_failed(p, m->id, EINVAL, why);
+        return;
+    }
+    if (s.nargv && keep_request(p, m, &s) < 0) {
+        spawn_failed(p, m->id, ENOMEM, "out of memory");
+        return;
+    }
+    if (!p->have_req || p->req != s.req) {
+        spawn_failed(p, m->id, EINVAL, "malformed spawn request: an unknown request");
+        return;
+    }
+    bool root = geteuid() == 0;
+    if (s.uid == 0 && root && !p->cfg->root_jobs) {
+        spawn_failed(p, m->id, EPERM, "psid.root_jobs is false: no task runs as root here");
+        return;
+    }
+    /* the environment: the job's, the rank's own, and the buffer the child fills with
+     * PSI_TID (spawn.h) */
+    char **envp = calloc(p->nenv + s.nrenv + 2, sizeof *envp);
+    char *tid = calloc(1, SPAWN_TID_LEN);
+    if (!envp || !tid) {
+        free(envp);
+        free(tid);
+        spawn_failed(p, m->id, ENOMEM, "out of memory");
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < p->nenv; i++) envp[n++] = p->env[i];
+    struct psmsg_field f;
+    size_t pos = 0;
+    char *renv[PRIV_MAX_RENV];
+    size_t nrenv = 0;
+    while (psmsg_next(&m->body, &pos, &f))
+        if (f.tag == PRIV_F_RENV && nrenv < PRIV_MAX_RENV && (renv[nrenv] = field_dup(&f)))
+            envp[n++] = renv[nrenv++];
+    envp[n++] = tid;
+    envp[n] = NULL;
+    if (root) user_groups(p, s.uid, s.gid);
+    int cgfd = cgroup_open_procs(p->cfg->cg, s.job);
+    struct spawn_args a = {.argv = p->argv,
+                           .envp = envp,
+                           .groups = p->groups,
+                           .ngroups = root ? p->ngroups : 0,
+                           .cwd = s.cwd,
+                           .umask = (mode_t)s.umask,
+                           .uid = s.uid,
+                           .gid = s.gid,
+                           .switch_user = root,
+                           .want_stdin = (int)s.want_stdin,
+                           .cgroup_fd = cgfd,
+                           .node = s.node};
+    struct spawned t;
+    int err;
+    int rc = spawn_task(&a, &t, &err, why, sizeof why);
+    if (cgfd >= 0) close(cgfd);
+    for (size_t i = 0; i < nrenv; i++) free(renv[i]);
+    free(envp);
+    free(tid);
+    if (rc < 0) {
+        spawn_failed(p, m->id, err, why);
+        return;
+    }
+    struct child *c = calloc(1, sizeof *c);
+    if (!c || loop_fd(p->loop, t.pidfd, EPOLLIN, on_child_exit, c) < 0) {
+        free(c);
+        kill(t.pid, SIGKILL);
+        waitpid(t.pid, NULL, 0);
+        close(t.pidfd);
+        c = NULL;
+    } else {
+        *c = (struct child){.pid = t.pid, .pidfd = t.pidfd, .p = p, .next = p->tab[bucket(t.pid)]};
+        p->tab[bucket(t.pid)] = c;
+    }
+    int fds[3] = {t.out_fd, t.err_fd, t.in_fd};
+    int nfds = t.in_fd >= 0 ? 3 : 2;
+    if (c) {
+        struct psmsg_buf b = {0};
+        psmsg_begin(&b, PRIV_SPAWNED, m->id);
+        psmsg_put_u32(&b, PRIV_F_PID, (uint32_t)t.pid);
+        send_or_die(p, &b, fds, nfds);
+    } else {
+        spawn_failed(p, m->id, ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < nfds; i++) close(fds[i]);
+}
+
+static void do_signal(struct priv *p, const struct psmsg *m)
+{
+    uint32_t pid = 0, sig = 0, group = 0;
+    int err = 0;
+    if (psmsg_get_u32(&m->body, PRIV_F_PID, &pid) < 0 ||
+        psmsg_get_u32(&m->body, PRIV_F_SIG, &sig) < 0 ||
+        psmsg_get_u32(&m->body, PRIV_F_GROUP, &group) < 0 || sig >= NSIG || group > 1)
+        err = EINVAL;
+    struct child *c = err ? NULL : find(p, (pid_t)pid);
+    if (!err && !c) err = ESRCH; /* only what this child started */
+    if (!err && group && kill(-(pid_t)pid, (int)sig) < 0) err = errno;
+    if (!err && !group && syscall(SYS_pidfd_send_signal, c->pidfd, (int)sig, NULL, 0) < 0)
+        err = errno;
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PRIV_SIGNALED, m->id);
+    psmsg_put_u32(&b, PRIV_F_ERRNO, (uint32_t)err);
+    send_or_die(p, &b, NULL, 0);
+}
+
+static void do_release(struct priv *p, const struct psmsg *m)
+{
+    uint32_t pid;
+    struct child *c;
+    if (psmsg_get_u32(&m->body, PRIV_F_PID, &pid) < 0 || !(c = find(p, (pid_t)pid))) return;
+    siginfo_t si;
+    if (!c->exited) kill(c->pid, SIGKILL); /* released alive: only at the engine's end */
+    waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED);
+    forget(p, c);
+}
+
+/* The real uid of the process behind a pidfd, from its fdinfo and /proc; -1 if gone. */
+static long pidfd_uid(int pidfd)
+{
+    char path[64], line[256];
+    long pid = -1, uid = -1;
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", pidfd);
+    FILE *f = fopen(path, "re");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Pid: %ld", &pid) == 1) break;
+    if (f) fclose(f);
+    if (pid <= 0) return -1;
+    snprintf(path, sizeof path, "/proc/%ld/status", pid);
+    f = fopen(path, "re");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Uid: %ld", &uid) == 1) break;
+    if (f) fclose(f);
+    return uid;
+}
+
+static void do_signal_fd(struct priv *p, const struct psmsg *m, int fd)
+{
+    uint32_t sig;
+    if (fd < 0 || psmsg_get_u32(&m->body, PRIV_F_SIG, &sig) < 0 || sig == 0 || sig >= NSIG) return;
+    long uid = pidfd_uid(fd);
+    if (uid < 0 || (uid == 0 && !p->cfg->root_jobs)) return;
+    syscall(SYS_pidfd_send_signal, fd, (int)sig, NULL, 0);
+}
+
+/* Children that are not tasks: what tasks left behind, reparented here (the subreaper).
+ * fn for each pid in /proc/self/task/TID/children that is not in the table. */
+static void for_orphans(struct priv *p, void (*fn)(pid_t))
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+    FILE *f = fopen(path, "re");
+    long pid;
+    while (f && fscanf(f, "%ld", &pid) == 1)
+        if (!find(p, (pid_t)pid)) fn((pid_t)pid);
+    if (f) fclose(f);
+}
+
+static void reap_if_dead(pid_t pid)
+{
+    waitpid(pid, NULL, WNOHANG);
+}
+
+static void kill_and_reap(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+static void on_sigchld(void *ctx, uint32_t events)
+{
+    struct priv *p = ctx;
+    (void)events;
+    struct signalfd_siginfo si;
+    while (read(p->sig_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+    }
+    for_orphans(p, reap_if_dead);
+}
+
+static void on_engine(void *ctx, uint32_t events)
+{
+    struct priv *p = ctx;
+    (void)events;
+    uint8_t *buf;
+    struct psmsg m;
+    int fds[PRIV_MAX_FDS], nfds;
+    if (priv_recv(p->cfg->fd, &buf, &m, fds, &nfds) < 0) {
+        if (errno) log_err("privileged child: from the engine: %s", strerror(errno));
+        loop_stop(p->loop); /* EOF: the engine ends */
+        return;
+    }
+    switch (m.type) {
+    case PRIV_SPAWN:
+        do_spawn(p, &m);
+        break;
+    case PRIV_SIGNAL:
+        do_signal(p, &m);
+        break;
+    case PRIV_RELEASE:
+        do_release(p, &m);
+        break;
+    case PRIV_SIGNAL_FD:
+        do_signal_fd(p, &m, nfds ? fds[0] : -1);
+        break;
+    default:
+        log_warn("privileged child: unknown request %u from the engine", m.type);
+    }
+    for (int i = 0; i < nfds; i++) close(fds[i]);
+    free(buf);
+}
+
+static void on_child_exit(void *ctx, uint32_t events)
+{
+    struct child *c = ctx;
+    struct priv *p = c->p;
+    (void)events;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    /* WNOWAIT: a zombie until PRIV_RELEASE, so its pid and group stay its own */
+    if (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+        si.si_pid == 0)
+        return;
+    c->exited = true;
+    loop_fd_del(p->loop, c->pidfd);
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PRIV_EXIT, 0);
+    psmsg_put_u32(&b, PRIV_F_PID, (uint32_t)c->pid);
+    psmsg_put_u32(&b, PRIV_F_STATUS, (uint32_t)spawn_wait_status(&si));
+    send_or_die(p, &b, NULL, 0);
+}
+
+int privparent_run(const struct privparent_cfg *cfg)
+{
+    struct priv p = {.cfg = cfg, .loop = loop_new(), .sig_fd = -1};
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 || sigprocmask(SIG_BLOCK, &chld, NULL) < 0 ||
+        (p.sig_fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC)) < 0 || !p.loop ||
+        loop_fd(p.loop, cfg->fd, EPOLLIN, on_engine, &p) < 0 ||
+        loop_fd(p.loop, p.sig_fd, EPOLLIN, on_sigchld, &p) < 0) {
+        log_err("privileged child: %s", strerror(errno));
+        return 1;
+    }
+    int rc = loop_run(p.loop) < 0 ? 1 : 0;
+    /* the engine is gone: nothing of its tasks outlives it */
+    size_t left = 0;
+    for (size_t k = 0; k < NBUCKETS; k++)
+        while (p.tab[k]) {
+            struct child *c = p.tab[k];
+            if (!c->exited) left++;
+            kill(-c->pid, SIGKILL);
+            kill(c->pid, SIGKILL);
+            siginfo_t si;
+            waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED);
+            forget(&p, c);
+        }
+    for_orphans(&p, kill_and_reap);
+    if (left) log_notice("the engine is gone: %zu tasks killed", left);
+    cgroup_close(cfg->cg);
+    if (cfg->sock_path && cfg->sock_path[0]) unlink(cfg->sock_path);
+    free_strv(p.argv, p.nargv);
+    free_strv(p.env, p.nenv);
+    free(p.groups);
+    if (p.sig_fd >= 0) close(p.sig_fd);
+    loop_free(p.loop);
+    return rc;
+}

@@ -1,0 +1,160 @@
+/*
+ * privwire.c - the frames between psid's engine and its privileged child (privsep.h):
+ * psmsg frames on a stream socketpair with descriptors passed along with a frame's first
+ * byte, and the validating decoder of the one request with a body to speak of, PRIV_SPAWN.
+ * Both processes block on the pair: the child has nothing else to do, and the engine waits
+ * only for the answer to its own request, which the child gives at once.
+ */
+#include "privsep.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int priv_send(int fd, const struct psmsg_buf *b, const int *fds, int nfds)
+{
+    if (nfds < 0 || nfds > PRIV_MAX_FDS || !b->len) {
+        errno = EINVAL;
+        return -1;
+    }
+    size_t off = 0;
+    while (off < b->len) {
+        struct iovec iov = {b->data + off, b->len - off};
+        union {
+            struct cmsghdr h;
+            char buf[CMSG_SPACE(sizeof(int) * PRIV_MAX_FDS)];
+        } u;
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+        if (off == 0 && nfds > 0) {
+            memset(&u, 0, sizeof u);
+            mh.msg_control = u.buf;
+            mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+            struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+            memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+        }
+        ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+/* Read exactly n bytes (the first read also takes descriptors): 0, or -1 (errno 0 at EOF). */
+static int read_full(int fd, uint8_t *p, size_t n, int *fds, int *nfds)
+{
+    size_t off = 0;
+    while (off < n) {
+        struct iovec iov = {p + off, n - off};
+        union {
+            struct cmsghdr h;
+            char buf[CMSG_SPACE(sizeof(int) * PRIV_MAX_FDS)];
+        } u;
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+        if (fds) {
+            mh.msg_control = u.buf;
+            mh.msg_controllen = sizeof u.buf;
+        }
+        ssize_t r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            if (r == 0) errno = 0;
+            return -1;
+        }
+        for (struct cmsghdr *c = fds ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+            size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < k; i++) {
+                int got;
+                memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
+                if (*nfds < PRIV_MAX_FDS)
+                    fds[(*nfds)++] = got;
+                else
+                    close(got);
+            }
+        }
+        if (mh.msg_flags & MSG_CTRUNC) { /* more descriptors than room: lost, say so */
+            errno = EMSGSIZE;
+            return -1;
+        }
+        fds = NULL; /* descriptors come with the first byte only */
+        off += (size_t)r;
+    }
+    return 0;
+}
+
+int priv_recv(int fd, uint8_t **buf, struct psmsg *m, int *fds, int *nfds)
+{
+    uint8_t hdr[PSMSG_HDR];
+    *buf = NULL;
+    *nfds = 0;
+    if (read_full(fd, hdr, sizeof hdr, fds, nfds) < 0) goto fail;
+    uint32_t len = psmsg_frame_len(hdr, sizeof hdr);
+    if (len < PSMSG_HDR || len > PSMSG_MAX) {
+        errno = EBADMSG;
+        goto fail;
+    }
+    if (!(*buf = malloc(len))) goto fail;
+    memcpy(*buf, hdr, sizeof hdr);
+    if (read_full(fd, *buf + PSMSG_HDR, len - PSMSG_HDR, NULL, NULL) < 0) goto fail;
+    if (psmsg_parse(*buf, len, m) < 0) {
+        errno = EBADMSG;
+        goto fail;
+    }
+    return 0;
+fail:;
+    int e = errno;
+    for (int i = 0; i < *nfds; i++) close(fds[i]);
+    *nfds = 0;
+    free(*buf);
+    *buf = NULL;
+    errno = e;
+    return -1;
+}
+
+static int bad(char *why, size_t whylen, const char *what)
+{
+    snprintf(why, whylen, "malformed spawn request: %s", what);
+    return -1;
+}
+
+int priv_decode_spawn(const struct psmsg *m, struct priv_spawn *s, char *why, size_t whylen)
+{
+    memset(s, 0, sizeof *s);
+    if (m->type != PRIV_SPAWN) return bad(why, whylen, "not a spawn");
+    const struct psmsg_view *v = &m->body;
+    if (psmsg_get_u32(v, PRIV_F_REQ, &s->req) < 0 || psmsg_get_u64(v, PRIV_F_JOB, &s->job) < 0 ||
+        psmsg_get_u32(v, PRIV_F_RANK, &s->rank) < 0 || psmsg_get_u32(v, PRIV_F_UID, &s->uid) < 0 ||
+        psmsg_get_u32(v, PRIV_F_GID, &s->gid) < 0 ||
+        psmsg_get_u32(v, PRIV_F_UMASK, &s->umask) < 0 ||
+        psmsg_get_u32(v, PRIV_F_STDIN, &s->want_stdin) < 0 ||
+        psmsg_get_u32(v, PRIV_F_NODE, &s->node) < 0)
+        return bad(why, whylen, "a field is missing");
+    if (s->umask > 0777 || s->want_stdin > 1) return bad(why, whylen, "umask or stdin");
+    if (s->uid == (uint32_t)-1 || s->gid == (uint32_t)-1) return bad(why, whylen, "uid or gid");
+    struct psmsg_field f;
+    if (psmsg_find(v, PRIV_F_CWD, &f)) {
+        if (psmsg_field_str(&f, s->cwd_buf, sizeof s->cwd_buf) < 0)
+            return bad(why, whylen, "working directory");
+        s->cwd = s->cwd_buf;
+    }
+    size_t pos = 0;
+    while (psmsg_next(v, &pos, &f)) {
+        if (f.tag != PRIV_F_ARG && f.tag != PRIV_F_ENV && f.tag != PRIV_F_RENV) continue;
+        if (memchr(f.val, 0, f.len)) return bad(why, whylen, "a NUL in a string");
+        if (f.tag != PRIV_F_ARG && !memchr(f.val, '=', f.len))
+            return bad(why, whylen, "an environment entry without '='");
+        size_t *n = f.tag == PRIV_F_ARG ? &s->nargv : f.tag == PRIV_F_ENV ? &s->nenv : &s->nrenv;
+        (*n)++;
+        if (s->nargv + s->nenv + s->nrenv > PRIV_MAX_ARGS) return bad(why, whylen, "too many");
+    }
+    if (s->nenv && !s->nargv) return bad(why, whylen, "an environment without a program");
+    if (s->nrenv > PRIV_MAX_RENV) return bad(why, whylen, "too many variables of the rank");
+    return 0;
+}
