@@ -203,8 +203,17 @@ static void on_priv(void *ctx, uint32_t events)
     uint8_t *buf;
     struct psmsg m;
     int fds[PRIV_MAX_FDS], nfds;
-    if (priv_recv(d->priv->fd, &buf, &m, fds, &nfds) < 0) {
-        child_gone(d, errno ? strerror(errno) : "closed");
+    /* the readiness may be stale: a call made by a handler of the same round of the loop
+     * can have read what was there (the read below blocks) */
+    char peek;
+    ssize_t r = recv(d->priv->fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (r < 0) {
+        child_gone(d, strerror(errno));
+        return;
+    }
+    if (r == 0 || priv_recv(d->priv->fd, &buf, &m, fds, &nfds) < 0) {
+        child_gone(d, r && errno ? strerror(errno) : "closed");
         return;
     }
     for (int i = 0; i < nfds; i++) close(fds[i]);
