@@ -31,6 +31,8 @@ static const char usage_text[] =
     "                        is assigned to one of this machine's interfaces)\n"
     "  -F, --foreground      stay in the foreground and log to stderr (else: syslog)\n"
     "  -l, --log-level L     error, warning, notice, info or debug (default: the config's)\n"
+    "      --first-job N     number this node's jobs from N (1..2147483646; for tests that\n"
+    "                        force a job id onto one that tasks still carry)\n"
     "  -h, --help            this text\n";
 
 static void usage_exit(const char *why)
@@ -77,11 +79,15 @@ static uint64_t realtime_ns(void)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, 0, 'f'}, {"node", required_argument, 0, 'n'},
-        {"foreground", no_argument, 0, 'F'},   {"log-level", required_argument, 0, 'l'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    static const struct option opts[] = {{"config", required_argument, 0, 'f'},
+                                         {"node", required_argument, 0, 'n'},
+                                         {"foreground", no_argument, 0, 'F'},
+                                         {"log-level", required_argument, 0, 'l'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {"first-job", required_argument, 0, 'J'},
+                                         {0, 0, 0, 0}};
     const char *config = NULL, *node = NULL, *level = NULL;
+    unsigned long first_job = 0;
     bool foreground = false;
     int o;
     while ((o = getopt_long(argc, argv, "f:n:Fl:h", opts, NULL)) != -1) {
@@ -98,6 +104,14 @@ int main(int argc, char **argv)
         case 'l':
             level = optarg;
             break;
+        case 'J': {
+            char *end;
+            errno = 0;
+            first_job = strtoul(optarg, &end, 10);
+            if (errno || *end || first_job < 1 || first_job > 0x7ffffffeul)
+                usage_exit("bad --first-job");
+            break;
+        }
         case 'h':
             fputs(usage_text, stdout);
             return 0;
@@ -138,6 +152,7 @@ int main(int argc, char **argv)
         if (setrlimit(RLIMIT_NOFILE, &rl) < 0) log_warn("RLIMIT_NOFILE: %s", strerror(errno));
     }
     d.incarnation = realtime_ns();
+    d.next_job = (uint32_t)first_job; /* 0: jobs.c counts from the incarnation */
     d.hb_fd = d.sig_fd = -1;
     d.loop = loop_new();
     int rc = 1;

@@ -11,7 +11,8 @@
 #   wait_until MS CMD...    poll CMD every 50 ms until it succeeds (0) or MS have passed (1)
 #   check_usage NAME CMD... pass NAME if CMD exits 2 and prints a usage text
 #   wait_line FILE PATTERN MS   poll until FILE has a line matching PATTERN (bounded)
-# Every daemon started is killed by pid on exit (trap), also when a test fails.
+# Every daemon started is killed by pid on exit (trap), also when a test fails. The cluster's
+# directory (configuration, logs) is removed then, unless PSTEST_KEEP is set.
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 BIN=$TOP/build/bin
@@ -83,7 +84,7 @@ cleanup() {
     } 2>/dev/null
     [ -n "${CDIR:-}" ] && {
         cgroup_sweep
-        rm -rf "$CDIR"
+        if [ -n "${PSTEST_KEEP:-}" ]; then echo "kept: $CDIR"; else rm -rf "$CDIR"; fi
     }
 }
 trap cleanup EXIT
