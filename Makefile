@@ -131,9 +131,9 @@ $(RDPT_BIN): $(call obj,$(RDPT_SRC) $(TLIB_SRC)) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $(call obj,$(RDPT_SRC) $(TLIB_SRC)) $(LIBS) $(SYS_LIBS) -lcunit -lm -o $@
 
-# libpspreload.so: its own objects and RDP, libpsi and the node table, linked whole; only
+# libpspreload.so: its own objects, RDP and libpsi (the node table with it), linked whole; only
 # the wrapped functions are exported (preload/exports.map)
-PRE_OBJ := $(call obj,$(PRE_SRC) $(RDP_SRC) $(PSI_SRC) logger/nodetab.c)
+PRE_OBJ := $(call obj,$(PRE_SRC) $(RDP_SRC) $(PSI_SRC))
 $(BUILD)/lib/libpspreload.so: $(PRE_OBJ) preload/exports.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(ALL_LDFLAGS) -Wl,--version-script=preload/exports.map -Wl,-z,defs \

@@ -13,6 +13,10 @@
  * To wait for events together with other descriptors: poll psi_fd for POLLIN, but first
  * take every event already read (psi_next_event with timeout 0 until it returns 0), since
  * those no longer make the descriptor readable.
+ *
+ * The typed calls are below (notify, release, signal) and in psi_nodes.h (the node table);
+ * the names people write are parsed by psi_tid.h (task ids), psi_hostlist.h (node lists) and
+ * psi_signames.h (signals).
  */
 #ifndef PSCLUSTER_PSI_H
 #define PSCLUSTER_PSI_H

@@ -3,7 +3,7 @@
  */
 #include "exitcodes.h"
 
-#include "signames.h"
+#include "psi_signames.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -47,7 +47,7 @@ const char *lg_status_text(uint32_t st, char *buf, size_t n)
         snprintf(buf, n, "exited with status %d", WEXITSTATUS(s));
     else if (WIFSIGNALED(s))
         snprintf(buf, n, "killed by signal %d (%s)%s", WTERMSIG(s),
-                 lg_sig_name(WTERMSIG(s), sn, sizeof sn), WCOREDUMP(s) ? ", core dumped" : "");
+                 psi_sig_name(WTERMSIG(s), sn, sizeof sn), WCOREDUMP(s) ? ", core dumped" : "");
     else
         snprintf(buf, n, "ended with wait status 0x%x", (unsigned)st);
     return buf;

@@ -3,6 +3,7 @@
  */
 #include "job.h"
 
+#include "psi_tid.h"
 #include "psproto.h"
 
 #include <errno.h>
@@ -145,7 +146,7 @@ void lg_job_discard(struct lg_job *j, int s)
 
 static const char *node_name(const struct lg_job *j, uint32_t node, char *buf, size_t n)
 {
-    return lg_nodetab_name(j->cfg.nodes, node, buf, n);
+    return psi_nodetab_name(j->cfg.nodes, node, buf, n);
 }
 
 static void rank_failed(struct lg_job *j, uint32_t rank, int code, const char *how)
@@ -157,7 +158,7 @@ static void rank_failed(struct lg_job *j, uint32_t rank, int code, const char *h
     lg_exitagg_add(&j->agg, rank, code);
     if (r->tid)
         lg_job_say(j, "rank %" PRIu32 " (node %s, task %s): %s", rank, nn,
-                   lg_tid_str(r->tid, tid, sizeof tid), how);
+                   psi_tid_str(r->tid, tid, sizeof tid), how);
     else
         lg_job_say(j, "rank %" PRIu32 " (node %s): %s", rank, nn, how);
 }
@@ -201,7 +202,7 @@ static void on_rank_msg(struct lg_job *j, const struct psmsg *m)
     r->state = LG_R_RUN;
     if (j->cfg.verbose)
         lg_job_say(j, "rank %" PRIu32 ": node %" PRIu32 " (%s), task %s", rank, r->node,
-                   node_name(j, r->node, nn, sizeof nn), lg_tid_str(r->tid, tid, sizeof tid));
+                   node_name(j, r->node, nn, sizeof nn), psi_tid_str(r->tid, tid, sizeof tid));
 }
 
 static int on_io_msg(struct lg_job *j, const struct psmsg *m)

@@ -21,7 +21,7 @@
 #include "exitcodes.h"
 #include "input.h"
 #include "lines.h"
-#include "nodetab.h"
+#include "psi_nodes.h"
 #include "outq.h"
 
 #include <stdbool.h>
@@ -54,8 +54,8 @@ struct lg_job_cfg {
     bool verbose;   /* a line per rank placed */
     uint32_t input; /* the rank that gets stdin, PSI_ALL_RANKS or PSI_NO_RANK */
     const char *prog;
-    const struct lg_nodetab *nodes; /* names in messages (may be NULL) */
-    size_t line_max;                /* 0: PSI_IO_WINDOW / 2 */
+    const struct psi_nodetab *nodes; /* names in messages (may be NULL) */
+    size_t line_max;                 /* 0: PSI_IO_WINDOW / 2 */
 };
 
 struct lg_job {

@@ -3,7 +3,7 @@
  */
 #include "partition.h"
 
-#include "hostlist.h"
+#include "psi_hostlist.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -37,8 +37,8 @@ int lg_partition_get(const char *wopt, lg_getenv_fn get, struct lg_partition *p,
             }
     if (!p->source) return 0;
     char msg[256] = "";
-    int r = file ? lg_hostfile_read(val, &p->names, msg, sizeof msg)
-                 : lg_hostlist_expand(val, &p->names, msg, sizeof msg);
+    int r = file ? psi_hostfile_read(val, &p->names, msg, sizeof msg)
+                 : psi_hostlist_expand(val, &p->names, msg, sizeof msg);
     if (r < 0) {
         snprintf(err, errsz, "%s: %s", p->source, msg[0] ? msg : strerror(errno));
         return -1;
@@ -50,7 +50,7 @@ int lg_partition_get(const char *wopt, lg_getenv_fn get, struct lg_partition *p,
     return 0;
 }
 
-int lg_partition_resolve(const struct lg_partition *p, const struct lg_nodetab *t, uint32_t **ids,
+int lg_partition_resolve(const struct lg_partition *p, const struct psi_nodetab *t, uint32_t **ids,
                          size_t *nids, struct lg_strv *skipped, char *err, size_t errsz)
 {
     *ids = NULL;
@@ -65,7 +65,7 @@ int lg_partition_resolve(const struct lg_partition *p, const struct lg_nodetab *
     int strict = strcmp(p->source, "-w") == 0;
     for (size_t i = 0; i < p->names.n; i++) {
         const char *name = p->names.v[i];
-        const struct lg_node *nd = lg_nodetab_lookup(t, name);
+        const struct psi_node *nd = psi_nodetab_lookup(t, name);
         if (!nd) {
             snprintf(err, errsz, "%s: node '%s' is not in the cluster", p->source, name);
             goto fail;
@@ -98,6 +98,6 @@ fail:
 
 void lg_partition_free(struct lg_partition *p)
 {
-    lg_strv_free(&p->names);
+    psi_names_free(&p->names);
     p->source = NULL;
 }

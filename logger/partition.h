@@ -18,14 +18,15 @@
 #define PSCLUSTER_LOGGER_PARTITION_H
 
 #include "buf.h"
-#include "nodetab.h"
+#include "psi_hostlist.h"
+#include "psi_nodes.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 struct lg_partition {
     const char *source; /* "-w", "PSI_NODES", ...; NULL: every up node */
-    struct lg_strv names;
+    struct psi_names names;
 };
 
 typedef char *(*lg_getenv_fn)(const char *name);
@@ -36,7 +37,7 @@ int lg_partition_get(const char *wopt, lg_getenv_fn get, struct lg_partition *p,
 /* Resolve p's names to node ids (malloc'ed into *ids, *nids of them; none if p has no
  * source). skipped (may be NULL) gets the names of down nodes left out. 0, or -1 with a
  * message in err. */
-int lg_partition_resolve(const struct lg_partition *p, const struct lg_nodetab *t, uint32_t **ids,
+int lg_partition_resolve(const struct lg_partition *p, const struct psi_nodetab *t, uint32_t **ids,
                          size_t *nids, struct lg_strv *skipped, char *err, size_t errsz);
 void lg_partition_free(struct lg_partition *p);
 

@@ -11,9 +11,9 @@
  * status 1; a malformed task id is a bad command line (exit 2, nothing sent). Manual:
  * docs/man/pskill.1.
  */
-#include "../logger/nodetab.h"
-#include "../logger/signames.h"
 #include "psi.h"
+#include "psi_signames.h"
+#include "psi_tid.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -51,20 +51,20 @@ static int list(const char *arg)
 {
     char b[32];
     if (arg) {
-        int sig = lg_sig_parse(arg);
+        int sig = psi_sig_parse(arg);
         if (sig < 0) {
             fprintf(stderr, "pskill: %s: invalid signal\n", arg);
             return 1;
         }
         /* a number gives its name, a name its number (kill -l) */
         if (arg[0] >= '0' && arg[0] <= '9')
-            printf("%s\n", lg_sig_name(sig, b, sizeof b) + 3);
+            printf("%s\n", psi_sig_name(sig, b, sizeof b) + 3);
         else
             printf("%d\n", sig);
         return 0;
     }
     for (int sig = 1; sig < NSIG; sig++)
-        printf("%2d) %-12s%s", sig, lg_sig_name(sig, b, sizeof b), sig % 5 == 0 ? "\n" : " ");
+        printf("%2d) %-12s%s", sig, psi_sig_name(sig, b, sizeof b), sig % 5 == 0 ? "\n" : " ");
     printf("\n");
     return 0;
 }
@@ -98,7 +98,7 @@ int main(int argc, char **argv)
     /* kill -9 / kill -KILL: a signal as the first argument */
     if (argc > 1 && argv[1][0] == '-' && argv[1][1] && argv[1][1] != '-' &&
         !strchr("sjlvh", argv[1][1])) {
-        if ((sig = lg_sig_parse(argv[1] + 1)) < 0) {
+        if ((sig = psi_sig_parse(argv[1] + 1)) < 0) {
             fprintf(stderr, "pskill: %s: invalid signal\n", argv[1] + 1);
             return usage(stderr, 2);
         }
@@ -109,7 +109,7 @@ int main(int argc, char **argv)
     while ((o = getopt_long(argc, argv, "s:jlvh", opts, NULL)) != -1) {
         switch (o) {
         case 's':
-            if ((sig = lg_sig_parse(optarg)) < 0) {
+            if ((sig = psi_sig_parse(optarg)) < 0) {
                 fprintf(stderr, "pskill: %s: invalid signal\n", optarg);
                 return usage(stderr, 2);
             }
@@ -141,7 +141,7 @@ int main(int argc, char **argv)
      * unknown node or task is not (exit 1, below) */
     for (int i = optind; i < argc; i++) {
         char err[256];
-        if (lg_tid_check(argv[i], err, sizeof err) < 0) {
+        if (psi_tid_check(argv[i], err, sizeof err) < 0) {
             fprintf(stderr, "pskill: %s%s\n", job ? "job " : "", err);
             return usage(stderr, 2);
         }
@@ -152,8 +152,8 @@ int main(int argc, char **argv)
                 strerror(errno));
         return 1;
     }
-    struct lg_nodetab nodes;
-    if (lg_nodetab_fetch(&c, &nodes) < 0) {
+    struct psi_nodetab nodes;
+    if (psi_nodes(&c, &nodes) < 0) {
         fprintf(stderr, "pskill: cannot read the node table: %s\n", strerror(errno));
         psi_close(&c);
         return 1;
@@ -162,7 +162,7 @@ int main(int argc, char **argv)
     for (int i = optind; i < argc; i++) {
         uint64_t tid;
         char err[256];
-        if (lg_tid_parse(argv[i], &nodes, &tid, err, sizeof err) < 0) {
+        if (psi_tid_parse(argv[i], &nodes, &tid, err, sizeof err) < 0) {
             fprintf(stderr, "pskill: %s\n", err);
             rc = 1;
             continue;
@@ -178,7 +178,7 @@ int main(int argc, char **argv)
             printf("job %s: %" PRIu32 " task%s signalled\n", argv[i], count, count == 1 ? "" : "s");
         }
     }
-    lg_nodetab_free(&nodes);
+    psi_nodetab_free(&nodes);
     psi_close(&c);
     return rc;
 }

@@ -34,7 +34,7 @@
  * $PATH. Whether the nodes see each other up is asked of their psids through libpsi. Manual:
  * docs/man/pslocal.1.
  */
-#include "../logger/nodetab.h"
+#include "psi_nodes.h"
 #include "psconf.h"
 #include "psi.h"
 #include "rdp.h"
@@ -1052,15 +1052,15 @@ static int first_not_up(const struct up *u, unsigned viewer, int64_t deadline, c
     if (left > 2000) left = 2000;
     struct timeval tv = {.tv_sec = left / 1000, .tv_usec = (left % 1000) * 1000};
     setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    struct lg_nodetab t;
+    struct psi_nodetab t;
     int r = -1;
-    if (lg_nodetab_fetch(&c, &t) == 0) {
+    if (psi_nodes(&c, &t) == 0) {
         r = (int)u->n;
         for (unsigned i = 0; i < u->n && r == (int)u->n; i++) {
-            const struct lg_node *nd = lg_nodetab_id(&t, i);
+            const struct psi_node *nd = psi_nodetab_id(&t, i);
             if (!nd || nd->state != PSNODE_UP) r = (int)i;
         }
-        lg_nodetab_free(&t);
+        psi_nodetab_free(&t);
     } else {
         snprintf(out, outlen, "node table: %s", strerror(errno));
     }

@@ -27,8 +27,9 @@
 #include "../logger/envsel.h"
 #include "../logger/job.h"
 #include "../logger/partition.h"
-#include "../logger/signames.h"
 #include "psi.h"
+#include "psi_signames.h"
+#include "psi_tid.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -78,7 +79,7 @@ struct outfd {
 struct psrun {
     struct opts o;
     struct psi psi;
-    struct lg_nodetab nodes;
+    struct psi_nodetab nodes;
     struct lg_conn conn;
     struct lg_job job;
     struct outfd out[2];
@@ -435,7 +436,7 @@ static void on_signal(struct psrun *p, int sig)
     case SIGTERM:
     case SIGHUP:
         if (p->o.verbose)
-            lg_job_say(&p->job, "%s: forwarded to the job", lg_sig_name(sig, sn, sizeof sn));
+            lg_job_say(&p->job, "%s: forwarded to the job", psi_sig_name(sig, sn, sizeof sn));
         end_job(p, sig);
         break;
     default:
@@ -475,7 +476,7 @@ static void read_psid(struct psrun *p)
                 if (p->o.verbose) {
                     char tid[32];
                     lg_job_say(&p->job, "job %s: %" PRIu32 " ranks",
-                               lg_tid_str(p->job.jobid, tid, sizeof tid), p->o.np);
+                               psi_tid_str(p->job.jobid, tid, sizeof tid), p->o.np);
                 }
                 for (int i = 0; i < p->npending; i++) lg_job_signal(&p->job, p->pending[i]);
                 p->npending = 0;
@@ -658,7 +659,7 @@ static int run(struct psrun *p)
         fprintf(stderr, "psrun: cannot reach psid at %s: %s\n", psi_socket_path(), strerror(errno));
         return 1;
     }
-    if (lg_nodetab_fetch(&p->psi, &p->nodes) < 0) {
+    if (psi_nodes(&p->psi, &p->nodes) < 0) {
         fprintf(stderr, "psrun: cannot read the node table: %s\n", strerror(errno));
         return 1;
     }
@@ -678,7 +679,7 @@ static int run(struct psrun *p)
         fprintf(stderr, "psrun: nodes from %s:", part.source);
         for (size_t i = 0; i < nids; i++) {
             char nn[64];
-            fprintf(stderr, " %s", lg_nodetab_name(&p->nodes, ids[i], nn, sizeof nn));
+            fprintf(stderr, " %s", psi_nodetab_name(&p->nodes, ids[i], nn, sizeof nn));
         }
         fputc('\n', stderr);
     }
@@ -723,7 +724,7 @@ int main(int argc, char **argv)
     lg_job_free(&p.job);
     lg_conn_close(&p.conn);
     psi_close(&p.psi);
-    lg_nodetab_free(&p.nodes);
+    psi_nodetab_free(&p.nodes);
     lg_strv_free(&p.o.exports);
     for (int s = 0; s < 2; s++)
         if (p.out[s].own) close(p.out[s].fd);

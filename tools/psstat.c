@@ -9,6 +9,7 @@
  * usage: psstat [--json] nodes|tasks|rdp|sockets
  */
 #include "psi.h"
+#include "psi_nodes.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -48,51 +49,33 @@ static const char *state_name(uint32_t s)
 
 static int nodes(struct psi *c, int json)
 {
-    struct psmsg_buf req = {0};
-    struct psmsg rep;
-    psmsg_begin(&req, PSM_NODES, 0);
-    int r = psi_call(c, &req, &rep);
-    psmsg_buf_free(&req);
-    if (r < 0) {
+    struct psi_nodetab t;
+    if (psi_nodes(c, &t) < 0) {
         fprintf(stderr, "psstat: nodes: %s\n", strerror(errno));
         return 1;
     }
-    uint32_t self = 0;
-    psmsg_get_u32(&rep.body, PSF_SELF, &self);
     if (json)
-        printf("{\"self\":%u,\"nodes\":[", self);
+        printf("{\"self\":%u,\"nodes\":[", t.self);
     else
         printf("%-5s %-16s %-16s %-5s %6s %6s %5s\n", "ID", "NAME", "ADDRESS", "STATE", "LOAD",
                "TASKS", "CPUS");
-    size_t pos = 0;
-    struct psmsg_field f;
-    int first = 1;
-    while (psmsg_next(&rep.body, &pos, &f)) {
-        if (f.tag != PSF_NODE) continue;
-        struct psmsg_view v = psmsg_record(&f);
-        uint32_t id = 0, state = 0, load = 0, tasks = 0, cpus = 0, age = 0;
-        char name[64] = "?", addr[64] = "?";
-        psmsg_get_u32(&v, PSF_NODE_ID, &id);
-        psmsg_get_str(&v, PSF_NAME, name, sizeof name);
-        psmsg_get_str(&v, PSF_ADDR, addr, sizeof addr);
-        psmsg_get_u32(&v, PSF_STATE, &state);
-        psmsg_get_u32(&v, PSF_LOAD, &load);
-        psmsg_get_u32(&v, PSF_TASKS, &tasks);
-        psmsg_get_u32(&v, PSF_CPUS, &cpus);
-        int has_age = psmsg_get_u32(&v, PSF_AGE_MS, &age) == 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const struct psi_node *nd = &t.v[i];
+        const char *name = nd->name[0] ? nd->name : "?", *addr = nd->addr[0] ? nd->addr : "?";
         if (json) {
             printf("%s{\"id\":%u,\"name\":\"%s\",\"address\":\"%s\",\"state\":\"%s\","
                    "\"load\":%.2f,\"tasks\":%u,\"cpus\":%u",
-                   first ? "" : ",", id, name, addr, state_name(state), load / 1000.0, tasks, cpus);
-            if (has_age) printf(",\"heard_ms_ago\":%u", age);
+                   i ? "," : "", nd->id, name, addr, state_name(nd->state), nd->load / 1000.0,
+                   nd->tasks, nd->cpus);
+            if (nd->has_age) printf(",\"heard_ms_ago\":%u", nd->age_ms);
             printf("}");
         } else {
-            printf("%-5u %-16s %-16s %-5s %6.2f %6u %5u\n", id, name, addr, state_name(state),
-                   load / 1000.0, tasks, cpus);
+            printf("%-5u %-16s %-16s %-5s %6.2f %6u %5u\n", nd->id, name, addr,
+                   state_name(nd->state), nd->load / 1000.0, nd->tasks, nd->cpus);
         }
-        first = 0;
     }
     if (json) printf("]}\n");
+    psi_nodetab_free(&t);
     return 0;
 }
 
@@ -278,63 +261,18 @@ static const char *rdp_state(uint32_t s)
     return s == PSRDP_ESTABLISHED ? "established" : s == PSRDP_CONNECTING ? "connecting" : "closed";
 }
 
-/* Node names by id, from PSM_NODES (best effort: "?" where unknown). Copied out of the reply,
- * which the next call's reply replaces. */
-struct name_entry {
-    uint32_t id;
-    char name[64];
-};
-struct names {
-    size_t n;
-    struct name_entry *v;
-};
-
-static void names_load(struct psi *c, struct names *t)
-{
-    struct psmsg_buf req = {0};
-    struct psmsg rep;
-    t->n = 0;
-    t->v = NULL;
-    psmsg_begin(&req, PSM_NODES, 0);
-    int r = psi_call(c, &req, &rep);
-    psmsg_buf_free(&req);
-    size_t pos = 0, cap = 0;
-    struct psmsg_field f;
-    while (r == 0 && psmsg_next(&rep.body, &pos, &f)) {
-        if (f.tag != PSF_NODE) continue;
-        if (t->n == cap) {
-            cap = cap ? cap * 2 : 16;
-            void *nv = realloc(t->v, cap * sizeof *t->v);
-            if (!nv) return;
-            t->v = nv;
-        }
-        struct psmsg_view v = psmsg_record(&f);
-        if (psmsg_get_u32(&v, PSF_NODE_ID, &t->v[t->n].id) < 0 ||
-            psmsg_get_str(&v, PSF_NAME, t->v[t->n].name, sizeof t->v[t->n].name) < 0)
-            continue;
-        t->n++;
-    }
-}
-
-static const char *names_of(const struct names *t, uint32_t id)
-{
-    for (size_t i = 0; i < t->n; i++)
-        if (t->v[i].id == id) return t->v[i].name;
-    return "?";
-}
-
 static int rdp(struct psi *c, int json)
 {
     struct psmsg_buf req = {0};
     struct psmsg rep;
-    struct names names;
-    names_load(c, &names);
+    struct psi_nodetab names; /* best effort: "?" where unknown */
+    if (psi_nodes(c, &names) < 0) names = (struct psi_nodetab){0};
     psmsg_begin(&req, PSM_RDP, 0);
     int r = psi_call(c, &req, &rep);
     psmsg_buf_free(&req);
     if (r < 0) {
         fprintf(stderr, "psstat: rdp: %s\n", strerror(errno));
-        free(names.v);
+        psi_nodetab_free(&names);
         return 1;
     }
     uint32_t self = 0;
@@ -374,7 +312,8 @@ static int rdp(struct psi *c, int json)
         psmsg_get_u32(&v, PSF_NODE_ID, &id);
         psmsg_get_u32(&v, PSF_STATE, &state);
         psmsg_get_str(&v, PSF_MAC, mac, sizeof mac);
-        const char *name = names_of(&names, id);
+        const struct psi_node *nd = psi_nodetab_id(&names, id);
+        const char *name = nd && nd->name[0] ? nd->name : "?";
         if (json) {
             printf("%s{\"node\":%u,\"name\":", first ? "" : ",", id);
             json_str(name);
@@ -398,7 +337,7 @@ static int rdp(struct psi *c, int json)
         first = 0;
     }
     if (json) printf("]}\n");
-    free(names.v);
+    psi_nodetab_free(&names);
     return 0;
 }
 

@@ -5,7 +5,7 @@
  *
  * usage: pswait [-v] TID...      (TID: NODE:PID, NODE an id or a name)
  */
-#include "../logger/nodetab.h"
+#include "psi_tid.h"
 #include "psi.h"
 
 #include <errno.h>
@@ -47,7 +47,7 @@ int main(int argc, char **argv)
      * node or task is not (exit 1, below) */
     for (int i = optind; i < argc; i++) {
         char err[256];
-        if (lg_tid_check(argv[i], err, sizeof err) < 0) {
+        if (psi_tid_check(argv[i], err, sizeof err) < 0) {
             fprintf(stderr, "pswait: %s\n", err);
             fputs(usage_text, stderr);
             return 2;
@@ -59,8 +59,8 @@ int main(int argc, char **argv)
                 strerror(errno));
         return 1;
     }
-    struct lg_nodetab nodes; /* names in task ids, as pskill reads them */
-    if (lg_nodetab_fetch(&c, &nodes) < 0) {
+    struct psi_nodetab nodes; /* names in task ids, as pskill reads them */
+    if (psi_nodes(&c, &nodes) < 0) {
         fprintf(stderr, "pswait: cannot read the node table: %s\n", strerror(errno));
         psi_close(&c);
         return 1;
@@ -69,7 +69,7 @@ int main(int argc, char **argv)
     for (int i = optind; i < argc; i++) {
         uint64_t tid;
         char err[256];
-        if (lg_tid_parse(argv[i], &nodes, &tid, err, sizeof err) < 0) {
+        if (psi_tid_parse(argv[i], &nodes, &tid, err, sizeof err) < 0) {
             fprintf(stderr, "pswait: %s\n", err);
             rc = 1;
             continue;
@@ -107,7 +107,7 @@ int main(int argc, char **argv)
         fflush(stdout);
         waiting--;
     }
-    lg_nodetab_free(&nodes);
+    psi_nodetab_free(&nodes);
     psi_close(&c);
     return rc;
 }

@@ -28,7 +28,7 @@
  *                                      (from CMD's exit) and "max US". Exit 1 on a timeout.
  * Exit status 0 on success, 1 on failure, 2 for a bad command line.
  */
-#include "../../logger/nodetab.h"
+#include "psi_nodes.h"
 #include "psi.h"
 
 #include <errno.h>
@@ -325,11 +325,11 @@ static int do_pidwatch(pid_t pid, unsigned timeout_s)
 /* NODE's state as the psid behind c sees it: PSNODE_UP/DOWN, or -1 */
 static int node_state(struct psi *c, uint32_t node)
 {
-    struct lg_nodetab t;
-    if (lg_nodetab_fetch(c, &t) < 0) return -1;
-    const struct lg_node *n = lg_nodetab_id(&t, node);
+    struct psi_nodetab t;
+    if (psi_nodes(c, &t) < 0) return -1;
+    const struct psi_node *n = psi_nodetab_id(&t, node);
     int st = n ? (int)n->state : -1;
-    lg_nodetab_free(&t);
+    psi_nodetab_free(&t);
     return st;
 }
 

@@ -1,10 +1,8 @@
 /*
- * test_logger_exit.c - unit tests for logger/exitcodes.c and logger/signames.c: wait
- * statuses to exit codes and phrases, spawn errors (127/126), the first failure decides,
- * signal names both ways.
+ * test_logger_exit.c - unit tests for logger/exitcodes.c: wait statuses to exit codes and
+ * phrases, spawn errors (127/126), the first failure decides. (Signal names: test_psi_nodes.c.)
  */
 #include "../../logger/exitcodes.h"
-#include "../../logger/signames.h"
 #include "unit.h"
 
 #include <errno.h>
@@ -55,29 +53,5 @@ static void test_aggregate(void)
     CU_ASSERT_EQUAL(lg_exitagg_code(&b), 127);
 }
 
-static void test_signames(void)
-{
-    char b[32];
-    CU_ASSERT_EQUAL(lg_sig_parse("TERM"), SIGTERM);
-    CU_ASSERT_EQUAL(lg_sig_parse("SIGTERM"), SIGTERM);
-    CU_ASSERT_EQUAL(lg_sig_parse("sigkill"), SIGKILL);
-    CU_ASSERT_EQUAL(lg_sig_parse("9"), 9);
-    CU_ASSERT_EQUAL(lg_sig_parse("0"), 0);
-    CU_ASSERT_EQUAL(lg_sig_parse("USR1"), SIGUSR1);
-    CU_ASSERT_EQUAL(lg_sig_parse("RTMIN"), SIGRTMIN);
-    CU_ASSERT_EQUAL(lg_sig_parse("RTMIN+2"), SIGRTMIN + 2);
-    CU_ASSERT_EQUAL(lg_sig_parse("RTMAX-1"), SIGRTMAX - 1);
-    CU_ASSERT_EQUAL(lg_sig_parse("IOT"), SIGABRT);
-    CU_ASSERT_EQUAL(lg_sig_parse("NOPE"), -1);
-    CU_ASSERT_EQUAL(lg_sig_parse("SIG"), -1);
-    CU_ASSERT_EQUAL(lg_sig_parse(""), -1);
-    CU_ASSERT_EQUAL(lg_sig_parse("99"), -1);
-    CU_ASSERT_EQUAL(lg_sig_parse("9x"), -1);
-    CU_ASSERT_EQUAL(lg_sig_parse("RTMIN+99"), -1);
-    CU_ASSERT_STRING_EQUAL(lg_sig_name(SIGSEGV, b, sizeof b), "SIGSEGV");
-    CU_ASSERT_STRING_EQUAL(lg_sig_name(SIGRTMIN + 1, b, sizeof b), "SIGRTMIN+1");
-    CU_ASSERT_STRING_EQUAL(lg_sig_name(0, b, sizeof b), "SIG0");
-}
-
 UNIT_SUITE(logger_exit, UNIT_TEST(test_status_code), UNIT_TEST(test_status_text),
-           UNIT_TEST(test_aggregate), UNIT_TEST(test_signames))
+           UNIT_TEST(test_aggregate))

@@ -1,11 +1,9 @@
 /*
- * test_logger_nodes.c - unit tests for the pure parts of psrun's setup: hostlist expansion
- * (logger/hostlist.c), the partition's source and resolution (logger/partition.c), node
- * lookup and task ids (logger/nodetab.c), and the exported environment (logger/envsel.c).
+ * test_logger_nodes.c - unit tests for the pure parts of psrun's setup: the partition's
+ * source and resolution (logger/partition.c) and the exported environment
+ * (logger/envsel.c). Hostlists, the node table and task ids are libpsi's: test_psi_nodes.c.
  */
 #include "../../logger/envsel.h"
-#include "../../logger/hostlist.h"
-#include "../../logger/nodetab.h"
 #include "../../logger/partition.h"
 #include "unit.h"
 
@@ -13,48 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* expand s and join the names with spaces */
-static const char *expand(const char *s)
-{
-    static char out[1024];
-    struct lg_strv v = {0};
-    char err[256] = "";
-    if (lg_hostlist_expand(s, &v, err, sizeof err) < 0) {
-        snprintf(out, sizeof out, "ERROR %s", err);
-    } else {
-        out[0] = '\0';
-        for (size_t i = 0; i < v.n; i++) {
-            strcat(out, i ? " " : "");
-            strcat(out, v.v[i]);
-        }
-    }
-    lg_strv_free(&v);
-    return out;
-}
-
-static void test_hostlist(void)
-{
-    CU_ASSERT_STRING_EQUAL(expand("n[0-3,7],m5"), "n0 n1 n2 n3 n7 m5");
-    CU_ASSERT_STRING_EQUAL(expand("0-3,5"), "0 1 2 3 5");
-    CU_ASSERT_STRING_EQUAL(expand("n[0-3]"), "n0 n1 n2 n3");
-    CU_ASSERT_STRING_EQUAL(expand("node[08-11]-ib"), "node08-ib node09-ib node10-ib node11-ib");
-    CU_ASSERT_STRING_EQUAL(expand("r[1-2]n[1-2]"), "r1n1 r1n2 r2n1 r2n2");
-    CU_ASSERT_STRING_EQUAL(expand(" a  b,c ,, d\n"), "a b c d");
-    CU_ASSERT_STRING_EQUAL(expand("n1,2"), "n1 2");
-    CU_ASSERT_STRING_EQUAL(expand("node-1"), "node-1");
-    CU_ASSERT_STRING_EQUAL(expand("n[5]"), "n5");
-    CU_ASSERT_STRING_EQUAL(expand(""), "");
-    CU_ASSERT(strncmp(expand("n[1-"), "ERROR", 5) == 0);
-    CU_ASSERT(strncmp(expand("n[3-1]"), "ERROR", 5) == 0);
-    CU_ASSERT(strncmp(expand("n[]"), "ERROR", 5) == 0);
-    CU_ASSERT(strncmp(expand("n[a]"), "ERROR", 5) == 0);
-    CU_ASSERT(strncmp(expand("n1]"), "ERROR", 5) == 0);
-    CU_ASSERT(strncmp(expand("n[1,]"), "ERROR", 5) == 0);
-    CU_ASSERT(strncmp(expand("n[[1]]"), "ERROR", 5) == 0);
-    CU_ASSERT(strncmp(expand("5-3"), "ERROR", 5) == 0);
-    CU_ASSERT(strncmp(expand("n[0-99999999]"), "ERROR", 5) == 0); /* too many */
-}
 
 static char tmpdir[] = "/tmp/lgtest.XXXXXX";
 
@@ -66,26 +22,6 @@ static const char *write_file(const char *name, const char *text)
     fputs(text, f);
     fclose(f);
     return path;
-}
-
-static void test_hostfile(void)
-{
-    CU_ASSERT_FATAL(mkdtemp(tmpdir) != NULL);
-    const char *p = write_file("hosts", "# nodes\nn0\nn1 # the second\n\n  n[2-3]\nn0\n");
-    struct lg_strv v = {0};
-    char err[256];
-    CU_ASSERT_EQUAL(lg_hostfile_read(p, &v, err, sizeof err), 0);
-    CU_ASSERT_EQUAL_FATAL(v.n, 5);
-    CU_ASSERT_STRING_EQUAL(v.v[0], "n0");
-    CU_ASSERT_STRING_EQUAL(v.v[3], "n3");
-    CU_ASSERT_STRING_EQUAL(v.v[4], "n0");
-    lg_strv_free(&v);
-    CU_ASSERT_EQUAL(lg_hostfile_read("/nonexistent/x", &v, err, sizeof err), -1);
-    CU_ASSERT(strstr(err, "/nonexistent/x") != NULL);
-    p = write_file("bad", "n0\nn[1-\n");
-    CU_ASSERT_EQUAL(lg_hostfile_read(p, &v, err, sizeof err), -1);
-    CU_ASSERT(strstr(err, "bad:2:") != NULL);
-    lg_strv_free(&v);
 }
 
 /* a fake environment for the partition */
@@ -100,78 +36,20 @@ static char *fake_getenv(const char *name)
     return NULL;
 }
 
-/* a 6-node table: n0..n5, n4 down, n5 named "n5.cluster" */
-static void make_table(struct lg_nodetab *t)
+/* a 6-node table: n0..n5, n4 down, n5 named "n5.cluster" (built directly: decoding it is
+ * test_psi_nodes.c's business) */
+static void make_table(struct psi_nodetab *t)
 {
-    struct psmsg_buf b = {0};
-    psmsg_begin(&b, PSM_NODES_REPLY, 1);
-    psmsg_put_u32(&b, PSF_SELF, 2);
-    for (uint32_t i = 0; i < 6; i++) {
-        char name[32], addr[32];
-        snprintf(name, sizeof name, i == 5 ? "n%u.cluster" : "n%u", i);
-        snprintf(addr, sizeof addr, "127.0.0.%u", i + 1);
-        psmsg_record_begin(&b, PSF_NODE);
-        psmsg_put_u32(&b, PSF_NODE_ID, i);
-        psmsg_put_str(&b, PSF_NAME, name);
-        psmsg_put_str(&b, PSF_ADDR, addr);
-        psmsg_put_u32(&b, PSF_STATE, i == 4 ? PSNODE_DOWN : PSNODE_UP);
-        psmsg_put_u32(&b, PSF_CPUS, 2);
-        psmsg_record_end(&b);
-    }
-    CU_ASSERT_FATAL(psmsg_end(&b) == 0);
-    struct psmsg m;
-    CU_ASSERT_FATAL(psmsg_parse(b.data, b.len, &m) == 0);
-    CU_ASSERT_FATAL(lg_nodetab_parse(&m, t) == 0);
-    psmsg_buf_free(&b);
-}
-
-static void test_nodetab(void)
-{
-    struct lg_nodetab t;
-    make_table(&t);
-    CU_ASSERT_EQUAL(t.n, 6);
-    CU_ASSERT_EQUAL(t.self, 2);
-    CU_ASSERT_EQUAL(lg_nodetab_lookup(&t, "3")->id, 3);
-    CU_ASSERT_EQUAL(lg_nodetab_lookup(&t, "n3")->id, 3);
-    CU_ASSERT_EQUAL(lg_nodetab_lookup(&t, "n3.cluster")->id, 3);
-    CU_ASSERT_EQUAL(lg_nodetab_lookup(&t, "n5")->id, 5);
-    CU_ASSERT_EQUAL(lg_nodetab_lookup(&t, "127.0.0.2")->id, 1);
-    CU_ASSERT_PTR_NULL(lg_nodetab_lookup(&t, "n9"));
-    CU_ASSERT_PTR_NULL(lg_nodetab_lookup(&t, "9"));
-    CU_ASSERT_PTR_NULL(lg_nodetab_lookup(&t, ""));
-    char b[64], err[256];
-    CU_ASSERT_STRING_EQUAL(lg_nodetab_name(&t, 1, b, sizeof b), "n1");
-    CU_ASSERT_STRING_EQUAL(lg_nodetab_name(&t, 77, b, sizeof b), "77");
-
-    uint64_t tid;
-    CU_ASSERT_EQUAL(lg_tid_parse("2:4711", &t, &tid, err, sizeof err), 0);
-    CU_ASSERT_EQUAL(tid, PSTID(2, 4711));
-    CU_ASSERT_EQUAL(lg_tid_parse("n3:17", &t, &tid, err, sizeof err), 0);
-    CU_ASSERT_EQUAL(tid, PSTID(3, 17));
-    CU_ASSERT_STRING_EQUAL(lg_tid_str(tid, b, sizeof b), "3:17");
-    CU_ASSERT_EQUAL(lg_tid_parse("8589934609", &t, &tid, err, sizeof err), 0);
-    CU_ASSERT_EQUAL(tid, PSTID(2, 17));
-    CU_ASSERT_EQUAL(lg_tid_parse("n9:17", &t, &tid, err, sizeof err), -1);
-    CU_ASSERT(strstr(err, "n9") != NULL);
-    CU_ASSERT_EQUAL(lg_tid_parse("9:17", &t, &tid, err, sizeof err), -1);
-    CU_ASSERT_EQUAL(lg_tid_parse("2:", &t, &tid, err, sizeof err), -1);
-    CU_ASSERT_EQUAL(lg_tid_parse("2:0", &t, &tid, err, sizeof err), -1);
-    CU_ASSERT_EQUAL(lg_tid_parse(":5", &t, &tid, err, sizeof err), -1);
-    CU_ASSERT_EQUAL(lg_tid_parse("2:x", &t, &tid, err, sizeof err), -1);
-    CU_ASSERT_EQUAL(lg_tid_parse("abc", &t, &tid, err, sizeof err), -1);
-    CU_ASSERT_EQUAL(lg_tid_parse("2:99999999999", &t, &tid, err, sizeof err), -1);
-    lg_nodetab_free(&t);
-
-    /* the form alone, without the table (pskill and pswait check it first: exit 2): any
-     * node name passes, a malformed id fails with lg_tid_parse's message */
-    CU_ASSERT_EQUAL(lg_tid_check("2:4711", err, sizeof err), 0);
-    CU_ASSERT_EQUAL(lg_tid_check("n9:17", err, sizeof err), 0);
-    CU_ASSERT_EQUAL(lg_tid_check("8589934609", err, sizeof err), 0);
-    const char *bad[] = {"2:", "2:0", ":5", "2:x", "abc", "2:99999999999", "", "2:-1"};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        err[0] = '\0';
-        CU_ASSERT_EQUAL(lg_tid_check(bad[i], err, sizeof err), -1);
-        CU_ASSERT(strstr(err, "not a task id") != NULL);
+    *t = (struct psi_nodetab){.n = 6, .self = 2};
+    t->v = calloc(t->n, sizeof *t->v);
+    CU_ASSERT_FATAL(t->v != NULL);
+    for (uint32_t i = 0; i < t->n; i++) {
+        struct psi_node *nd = &t->v[i];
+        nd->id = i;
+        nd->state = i == 4 ? PSNODE_DOWN : PSNODE_UP;
+        nd->cpus = 2;
+        snprintf(nd->name, sizeof nd->name, i == 5 ? "n%u.cluster" : "n%u", i);
+        snprintf(nd->addr, sizeof nd->addr, "127.0.0.%u", i + 1);
     }
 }
 
@@ -179,7 +57,7 @@ static void test_nodetab(void)
 static const char *partition(const char *w)
 {
     static char out[512];
-    struct lg_nodetab t;
+    struct psi_nodetab t;
     make_table(&t);
     struct lg_partition p;
     struct lg_strv skipped = {0};
@@ -198,12 +76,13 @@ static const char *partition(const char *w)
     free(ids);
     lg_strv_free(&skipped);
     lg_partition_free(&p);
-    lg_nodetab_free(&t);
+    psi_nodetab_free(&t);
     return out;
 }
 
 static void test_partition(void)
 {
+    CU_ASSERT_FATAL(mkdtemp(tmpdir) != NULL);
     memset(fake_env, 0, sizeof fake_env);
     CU_ASSERT_STRING_EQUAL(partition(NULL), "all:");
     CU_ASSERT_STRING_EQUAL(partition("0-2,n5"), "-w: 0 1 2 5");
@@ -242,8 +121,6 @@ static void test_partition(void)
     fake_env[1] = "PSI_HOSTFILE=/nonexistent/hosts";
     CU_ASSERT(strstr(partition(NULL), "ERROR PSI_HOSTFILE: /nonexistent/hosts:") != NULL);
     fake_env[0] = fake_env[1] = NULL;
-    unlink(write_file("hosts", ""));
-    unlink(write_file("bad", ""));
     unlink(write_file("pbs", ""));
     unlink(write_file("hf", ""));
     rmdir(tmpdir);
@@ -308,5 +185,4 @@ static void test_envsel(void)
     lg_strv_free(&v);
 }
 
-UNIT_SUITE(logger_nodes, UNIT_TEST(test_hostlist), UNIT_TEST(test_hostfile),
-           UNIT_TEST(test_nodetab), UNIT_TEST(test_partition), UNIT_TEST(test_envsel))
+UNIT_SUITE(logger_nodes, UNIT_TEST(test_partition), UNIT_TEST(test_envsel))

@@ -1,11 +1,11 @@
 /*
- * hostlist.c - expansion of hostlists and id ranges, host files (see hostlist.h).
+ * hostlist.c - expansion of hostlists and id ranges, host files (see psi_hostlist.h).
  *
  * An item is split at its first bracket group: prefix, the group's ranges, and the rest,
  * which is expanded recursively for each value; this gives the cartesian product of
  * several groups in the order Slurm prints them.
  */
-#include "hostlist.h"
+#include "psi_hostlist.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -14,10 +14,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int too_many(struct lg_strv *out, char *err, size_t errsz)
+/* Append the first len bytes of s (a copy). 0, or -1 (ENOMEM). */
+static int names_addn(struct psi_names *l, const char *s, size_t len)
 {
-    if (out->n < LG_HOSTLIST_MAX) return 0;
-    snprintf(err, errsz, "more than %d names", LG_HOSTLIST_MAX);
+    if (l->n + 1 >= l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        char **v = realloc(l->v, cap * sizeof *v);
+        if (!v) return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    char *c = strndup(s, len);
+    if (!c) return -1;
+    l->v[l->n++] = c;
+    l->v[l->n] = NULL;
+    return 0;
+}
+
+void psi_names_free(struct psi_names *l)
+{
+    for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+static int too_many(struct psi_names *out, char *err, size_t errsz)
+{
+    if (out->n < PSI_HOSTLIST_MAX) return 0;
+    snprintf(err, errsz, "more than %d names", PSI_HOSTLIST_MAX);
     return -1;
 }
 
@@ -38,10 +62,11 @@ static int number(const char **p, unsigned long *v, int *width)
     return 0;
 }
 
-static int expand_item(const char *item, size_t len, struct lg_strv *out, char *err, size_t errsz);
+static int expand_item(const char *item, size_t len, struct psi_names *out, char *err,
+                       size_t errsz);
 
 /* item = prefix[ranges]rest: expand ranges, recurse on rest */
-static int expand_group(const char *item, size_t len, const char *lb, struct lg_strv *out,
+static int expand_group(const char *item, size_t len, const char *lb, struct psi_names *out,
                         char *err, size_t errsz)
 {
     const char *end = item + len;
@@ -88,7 +113,7 @@ bad:
     return -1;
 }
 
-static int expand_item(const char *item, size_t len, struct lg_strv *out, char *err, size_t errsz)
+static int expand_item(const char *item, size_t len, struct psi_names *out, char *err, size_t errsz)
 {
     const char *lb = memchr(item, '[', len);
     if (lb) return expand_group(item, len, lb, out, err, errsz);
@@ -108,16 +133,19 @@ static int expand_item(const char *item, size_t len, struct lg_strv *out, char *
                 return -1;
             }
             for (unsigned long v = lo; v <= hi; v++) {
-                if (too_many(out, err, errsz) < 0 || lg_strv_addf(out, "%lu", v) < 0) return -1;
+                char num[24];
+                snprintf(num, sizeof num, "%lu", v);
+                if (too_many(out, err, errsz) < 0 || names_addn(out, num, strlen(num)) < 0)
+                    return -1;
             }
             return 0;
         }
     }
     if (too_many(out, err, errsz) < 0) return -1;
-    return lg_strv_addn(out, item, len);
+    return names_addn(out, item, len);
 }
 
-int lg_hostlist_expand(const char *s, struct lg_strv *out, char *err, size_t errsz)
+int psi_hostlist_expand(const char *s, struct psi_names *out, char *err, size_t errsz)
 {
     const char *p = s;
     if (errsz) *err = '\0';
@@ -147,7 +175,7 @@ int lg_hostlist_expand(const char *s, struct lg_strv *out, char *err, size_t err
     }
 }
 
-int lg_hostfile_read(const char *path, struct lg_strv *out, char *err, size_t errsz)
+int psi_hostfile_read(const char *path, struct psi_names *out, char *err, size_t errsz)
 {
     FILE *f = fopen(path, "re");
     if (!f) {
@@ -163,7 +191,7 @@ int lg_hostfile_read(const char *path, struct lg_strv *out, char *err, size_t er
         char *hash = strchr(line, '#');
         if (hash) *hash = '\0';
         char msg[200] = "";
-        if (lg_hostlist_expand(line, out, msg, sizeof msg) < 0) {
+        if (psi_hostlist_expand(line, out, msg, sizeof msg) < 0) {
             snprintf(err, errsz, "%s:%u: %s", path, lineno, msg);
             rc = -1;
             break;

@@ -1,8 +1,8 @@
 /*
- * signames.c - signal names <-> numbers (see signames.h), from glibc's sigabbrev_np plus
+ * signames.c - signal names <-> numbers (see psi_signames.h), from glibc's sigabbrev_np plus
  * the real-time range.
  */
-#include "signames.h"
+#include "psi_signames.h"
 
 #include <ctype.h>
 #include <signal.h>
@@ -21,7 +21,7 @@ static int parse_num(const char *s, int *out)
     return 0;
 }
 
-int lg_sig_parse(const char *s)
+int psi_sig_parse(const char *s)
 {
     int sig;
     if (!s) return -1;
@@ -48,7 +48,7 @@ int lg_sig_parse(const char *s)
     return -1;
 }
 
-const char *lg_sig_name(int sig, char *buf, size_t n)
+const char *psi_sig_name(int sig, char *buf, size_t n)
 {
     const char *a = sig > 0 && sig < SIGRTMIN ? sigabbrev_np(sig) : NULL;
     if (a)
