@@ -90,6 +90,9 @@ void psmsg_record_begin(struct psmsg_buf *b, uint16_t tag);
 void psmsg_record_end(struct psmsg_buf *b);
 /* Finish the message: 0 and b->data/b->len hold it, or -1 (ENOMEM, EMSGSIZE, EINVAL). */
 int psmsg_end(struct psmsg_buf *b);
+/* Set the id of a message psmsg_end finished (a client numbers its requests as it sends
+ * them). */
+void psmsg_set_id(struct psmsg_buf *b, uint32_t id);
 void psmsg_buf_free(struct psmsg_buf *b);
 
 #endif

@@ -48,10 +48,7 @@ int lg_conn_send(struct lg_conn *c, struct psmsg_buf *b, uint32_t id, uint32_t *
         errno = e;
         return -1;
     }
-    b->data[8] = (uint8_t)(id >> 24);
-    b->data[9] = (uint8_t)(id >> 16);
-    b->data[10] = (uint8_t)(id >> 8);
-    b->data[11] = (uint8_t)id;
+    psmsg_set_id(b, id);
     int r = lg_outq_push_take(&c->tx, 0xffffffffu, 0, b->data, b->len);
     memset(b, 0, sizeof *b);
     return r;

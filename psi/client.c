@@ -153,10 +153,7 @@ static uint32_t send_req(struct psi *c, struct psmsg_buf *req, int pass)
     uint32_t id = c->next_id++;
     if (!id) id = c->next_id++; /* 0 is no request's id */
     if (psmsg_end(req) < 0) return 0;
-    req->data[8] = (uint8_t)(id >> 24);
-    req->data[9] = (uint8_t)(id >> 16);
-    req->data[10] = (uint8_t)(id >> 8);
-    req->data[11] = (uint8_t)id;
+    psmsg_set_id(req, id);
     const uint8_t *p = req->data;
     size_t n = req->len;
     if (pass >= 0) {

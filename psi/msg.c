@@ -238,6 +238,11 @@ int psmsg_end(struct psmsg_buf *b)
     return 0;
 }
 
+void psmsg_set_id(struct psmsg_buf *b, uint32_t id)
+{
+    be_put32(b->data + 8, id);
+}
+
 void psmsg_buf_free(struct psmsg_buf *b)
 {
     free(b->data);

@@ -57,6 +57,11 @@ static void test_roundtrip(void)
     /* a plain field is not a record */
     CU_ASSERT_TRUE(psmsg_find(&m.body, PSF_TEXT, &f));
     CU_ASSERT_EQUAL(psmsg_record(&f).len, 0);
+    /* a client numbers a finished request as it sends it */
+    psmsg_set_id(&b, 0x01020304u);
+    CU_ASSERT_EQUAL_FATAL(psmsg_parse(b.data, b.len, &m), 0);
+    CU_ASSERT_EQUAL(m.id, 0x01020304u);
+    CU_ASSERT_EQUAL(m.type, PSM_NODES_REPLY);
     psmsg_buf_free(&b);
 }
 
