@@ -51,6 +51,7 @@ PSID_SRC  := $(wildcard psid/*.c)
 PSIDC_SRC := $(filter-out psid/main.c,$(PSID_SRC))
 CONF_SRC  := $(wildcard conf/*.c)
 TOOL_SRC  := $(wildcard tools/*.c)
+RDPB_SRC  := $(wildcard rdpbench/*.c)
 PRE_SRC   := $(wildcard preload/*.c)
 TLIB_SRC  := test/lib/runner.c
 UNIT_SRC  := $(wildcard test/unit/*.c)
@@ -63,6 +64,7 @@ LIBCONF   := $(BUILD)/lib/libpsconf.a
 LIBPSI    := $(BUILD)/lib/libpsi.a
 LIBPSIDC  := $(BUILD)/lib/libpsidcore.a
 LIBLOG    := $(BUILD)/lib/libpslogger.a
+LIBRDPB   := $(BUILD)/lib/librdpbench.a
 LIBS      := $(LIBLOG) $(LIBPSI) $(LIBCONF) $(LIBRDP)
 TOOLS     := $(patsubst tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC)) $(BUILD)/bin/psid
 # the preload library: not in the sanitizer tree (an ASan library cannot be preloaded into
@@ -109,6 +111,11 @@ $(LIBLOG): $(call obj,$(LOG_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
+# rdpbench's benchmark (rdpbench/, a file per job); tools/rdpbench.c is its main
+$(LIBRDPB): $(call obj,$(RDPB_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
 # the node daemon: main.c over libpsidcore.a (psid's modules, which the unit tests link too)
 $(LIBPSIDC): $(call obj,$(PSIDC_SRC))
 	@mkdir -p $(dir $@)
@@ -122,10 +129,14 @@ $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $< $(LIBS) $(SYS_LIBS) -lm -o $@
 
-UNIT_OBJ := $(call obj,$(UNIT_SRC) $(TLIB_SRC) preload/wire.c)
-$(UNIT_BIN): $(UNIT_OBJ) $(LIBPSIDC) $(LIBS)
+$(BUILD)/bin/rdpbench: $(BUILD)/obj/tools/rdpbench.o $(LIBRDPB) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) $(UNIT_OBJ) $(LIBPSIDC) $(LIBS) $(SYS_LIBS) -lcunit -lm -o $@
+	$(CC) $(ALL_LDFLAGS) $< $(LIBRDPB) $(LIBS) $(SYS_LIBS) -lm -o $@
+
+UNIT_OBJ := $(call obj,$(UNIT_SRC) $(TLIB_SRC) preload/wire.c)
+$(UNIT_BIN): $(UNIT_OBJ) $(LIBPSIDC) $(LIBRDPB) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) $(UNIT_OBJ) $(LIBPSIDC) $(LIBRDPB) $(LIBS) $(SYS_LIBS) -lcunit -lm -o $@
 
 $(RDPT_BIN): $(call obj,$(RDPT_SRC) $(TLIB_SRC)) $(LIBS)
 	@mkdir -p $(dir $@)
@@ -147,11 +158,11 @@ $(BUILD)/test/tools/%: $(BUILD)/obj/test/tools/%.o $(LIBPSIDC) $(LIBS)
 # libFuzzer targets need clang; each links the library sources directly.
 FUZZ_BIN := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 build-fuzz: $(FUZZ_BIN)
-$(BUILD)/fuzz/%: test/fuzz/%.c $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(LOG_SRC)
+$(BUILD)/fuzz/%: test/fuzz/%.c $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(LOG_SRC) $(RDPB_SRC)
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -D_GNU_SOURCE -DRDP_FUZZING $(MB_DEFS) -Iinclude -g -O1 \
 	    -fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS)) \
-	    $< $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(LOG_SRC) preload/wire.c \
+	    $< $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(LOG_SRC) $(RDPB_SRC) preload/wire.c \
 	    $(SYS_LIBS) -lm -o $@
 
 check:
