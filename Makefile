@@ -46,6 +46,7 @@ ALL_LDFLAGS = $(LDSAN) $(LDFLAGS)
 
 RDP_SRC   := $(wildcard rdp/*.c)
 PSI_SRC   := $(wildcard psi/*.c)
+LOOP_SRC  := $(wildcard loop/*.c)
 LOG_SRC   := $(wildcard logger/*.c)
 PSID_SRC  := $(wildcard psid/*.c)
 PSIDC_SRC := $(filter-out psid/main.c,$(PSID_SRC))
@@ -62,10 +63,11 @@ TTOOL_SRC := $(wildcard test/tools/*.c)
 LIBRDP    := $(BUILD)/lib/librdp.a
 LIBCONF   := $(BUILD)/lib/libpsconf.a
 LIBPSI    := $(BUILD)/lib/libpsi.a
+LIBLOOP   := $(BUILD)/lib/libpsloop.a
 LIBPSIDC  := $(BUILD)/lib/libpsidcore.a
 LIBLOG    := $(BUILD)/lib/libpslogger.a
 LIBRDPB   := $(BUILD)/lib/librdpbench.a
-LIBS      := $(LIBLOG) $(LIBPSI) $(LIBCONF) $(LIBRDP)
+LIBS      := $(LIBLOG) $(LIBPSI) $(LIBLOOP) $(LIBCONF) $(LIBRDP)
 TOOLS     := $(patsubst tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC)) $(BUILD)/bin/psid
 # the preload library: not in the sanitizer tree (an ASan library cannot be preloaded into
 # programs built without ASan)
@@ -95,31 +97,38 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
+# Archives are made afresh (rm first): ar would keep a member whose source moved to
+# another library, and the two definitions would clash at link time.
 $(LIBRDP): $(call obj,$(RDP_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(LIBCONF): $(call obj,$(CONF_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(LIBPSI): $(call obj,$(PSI_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
+
+# the event loop of psid and rdpbench
+$(LIBLOOP): $(call obj,$(LOOP_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(LIBLOG): $(call obj,$(LOG_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 # rdpbench's benchmark (rdpbench/, a file per job); tools/rdpbench.c is its main
 $(LIBRDPB): $(call obj,$(RDPB_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 # the node daemon: main.c over libpsidcore.a (psid's modules, which the unit tests link too)
 $(LIBPSIDC): $(call obj,$(PSIDC_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/bin/psid: $(BUILD)/obj/psid/main.o $(LIBPSIDC) $(LIBS)
 	@mkdir -p $(dir $@)
@@ -158,11 +167,13 @@ $(BUILD)/test/tools/%: $(BUILD)/obj/test/tools/%.o $(LIBPSIDC) $(LIBS)
 # libFuzzer targets need clang; each links the library sources directly.
 FUZZ_BIN := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 build-fuzz: $(FUZZ_BIN)
-$(BUILD)/fuzz/%: test/fuzz/%.c $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(LOG_SRC) $(RDPB_SRC)
+$(BUILD)/fuzz/%: test/fuzz/%.c $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(LOOP_SRC) $(PSIDC_SRC) $(LOG_SRC) \
+                 $(RDPB_SRC)
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -D_GNU_SOURCE -DRDP_FUZZING $(MB_DEFS) -Iinclude -g -O1 \
 	    -fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS)) \
-	    $< $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(PSIDC_SRC) $(LOG_SRC) $(RDPB_SRC) preload/wire.c \
+	    $< $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(LOOP_SRC) $(PSIDC_SRC) $(LOG_SRC) $(RDPB_SRC) \
+	    preload/wire.c \
 	    $(SYS_LIBS) -lm -o $@
 
 check:

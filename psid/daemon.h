@@ -2,7 +2,7 @@
  * daemon.h - the state of one psid, passed to every module (no hidden globals):
  *
  *   main.c        command line, configuration, start-up and shutdown
- *   loop.c        the event loop
+ *   (the event loop: loop/loop.c, include/psloop.h, shared with rdpbench)
  *   selfnode.c    which configured node this machine is (interface addresses, libnl)
  *   hbwire.c      the heartbeat packet: encoding, MAC, validating decoding
  *   membership.c  heartbeats, the node table, declaring nodes dead
@@ -33,7 +33,7 @@
 #ifndef PSCLUSTER_PSID_DAEMON_H
 #define PSCLUSTER_PSID_DAEMON_H
 
-#include "loop.h"
+#include "psloop.h"
 #include "psconf.h"
 #include "psproto.h"
 #include "rdp.h"

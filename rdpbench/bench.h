@@ -19,8 +19,8 @@
 
 #include "ctl.h"
 #include "gen.h"
-#include "lazytimer.h"
 #include "opts.h"
+#include "psloop.h"
 #include "rdp.h"
 #include "stats.h"
 
@@ -44,8 +44,8 @@ struct rb_bench {
     FILE *out; /* human-readable output */
     rdp_t *rdp;
     uint32_t peer;
-    int epfd, ctl;
-    struct lazytimer wake; /* in epfd: RDP's deadlines and the loop's own */
+    struct loop *loop; /* the session's descriptors and RDP's deadlines (psloop.h) */
+    int ctl;
     uint8_t cbuf[RB_CTL_HDR + RB_CTL_MAX_BODY];
     size_t clen;
     bool ctl_eof, aborted;
@@ -106,11 +106,13 @@ rdp_t *rb_open_rdp(struct rb_bench *b, uint32_t node, const struct sockaddr_stor
 bool rb_want_faults(const struct rb_opts *o);
 /* The fault injector of the options on this side (seeded from the seed and salt). */
 void rb_set_faults(struct rb_bench *b, uint64_t salt);
-/* Event sources of a session's wait. */
-enum { RB_TAG_RDP = 1, RB_TAG_CTL, RB_TAG_CHILD, RB_TAG_WAKE };
-void rb_ep_add(struct rb_bench *b, int fd, uint32_t tag);
+/* What a descriptor of the session is: readable means RDP input, a control frame, the
+ * server's TCP child ended. */
+enum rb_watch { RB_WATCH_RDP, RB_WATCH_CTL, RB_WATCH_CHILD };
+void rb_watch(struct rb_bench *b, int fd, enum rb_watch what);
+void rb_unwatch(struct rb_bench *b, int fd);
 /* Wait for the next event (at most max_ns), then handle it: control frames, the child's
- * exit, RDP input and timers. */
+ * exit, RDP input and timers (one round of the loop). */
 void rb_step(struct rb_bench *b, uint64_t max_ns);
 /* rb_fatal if nothing happened for --timeout seconds (or, on the client, the server went
  * away) while doing what. */

@@ -13,7 +13,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include "tcp.h"
@@ -160,7 +159,7 @@ void rb_ctl_read(struct rb_bench *b)
         if (r <= 0) {
             if (r < 0 && !b->server) rb_sys_fatal(b, "control connection");
             b->ctl_eof = true;
-            epoll_ctl(b->epfd, EPOLL_CTL_DEL, b->ctl, NULL); /* EOF stays readable */
+            rb_unwatch(b, b->ctl); /* EOF stays readable */
             return;
         }
         b->clen += (size_t)r;

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 
 static void test_fault_parse(struct rb_bench *b)
@@ -215,7 +214,7 @@ int rb_client_main(struct rb_opts *o)
     if (b->ctl < 0)
         rb_fatal(b, "control connection to %s: %s", rb_addr_str(&o->addr, a1, sizeof a1),
                  strerror(errno));
-    rb_ep_add(b, b->ctl, RB_TAG_CTL);
+    rb_watch(b, b->ctl, RB_WATCH_CTL);
 
     struct sockaddr_storage me;
     socklen_t ml = sizeof me;
@@ -244,7 +243,7 @@ int rb_client_main(struct rb_opts *o)
     if (rdp_add_peer(b->rdp, RB_NODE_SRV, (struct sockaddr *)&o->addr, o->addrlen) < 0)
         rb_sys_fatal(b, "rdp_add_peer");
     rb_set_faults(b, 0xc1);
-    rb_ep_add(b, rdp_fd(b->rdp), RB_TAG_RDP);
+    rb_watch(b, rdp_fd(b->rdp), RB_WATCH_RDP);
 
     struct rb_hello hello = {
         .mode = (uint8_t)b->mode,
@@ -301,7 +300,7 @@ int rb_client_main(struct rb_opts *o)
     rb_ctl_send_or_die(b, CT_FIN, s, sizeof s);
     wait_ctl(b, &b->got_stats, "waiting for the server's statistics");
     b->teardown = true;
-    epoll_ctl(b->epfd, EPOLL_CTL_DEL, rdp_fd(b->rdp), NULL);
+    rb_unwatch(b, rdp_fd(b->rdp));
     rdp_close(b->rdp);
     b->rdp = NULL;
 

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -98,7 +97,7 @@ static void start_tcp_child(struct rb_bench *b)
     b->errpipe = pfd[0];
     b->pidfd = pidfd_open(pid, 0);
     if (b->pidfd < 0) rb_sys_fatal(b, "pidfd_open");
-    rb_ep_add(b, b->pidfd, RB_TAG_CHILD);
+    rb_watch(b, b->pidfd, RB_WATCH_CHILD);
     rb_ctl_send_or_die(b, CT_TCP_READY, NULL, 0);
 }
 
@@ -107,7 +106,7 @@ void rb_server_child_reaped(struct rb_bench *b)
     int st = 0;
     if (waitpid(b->child, &st, 0) < 0) rb_sys_fatal(b, "waitpid");
     b->child = 0;
-    epoll_ctl(b->epfd, EPOLL_CTL_DEL, b->pidfd, NULL);
+    rb_unwatch(b, b->pidfd);
     close(b->pidfd);
     b->pidfd = -1;
     uint32_t status = WIFEXITED(st) ? (uint32_t)WEXITSTATUS(st) : 128u + (uint32_t)WTERMSIG(st);
@@ -178,7 +177,7 @@ static int server_session(const struct rb_opts *o, int ctl, const struct sockadd
     b->ctl = ctl;
     int fl = fcntl(ctl, F_GETFL);
     fcntl(ctl, F_SETFL, fl | O_NONBLOCK);
-    rb_ep_add(b, ctl, RB_TAG_CTL);
+    rb_watch(b, ctl, RB_WATCH_CTL);
 
     while (!b->got_hello && !b->ctl_eof) {
         rb_step(b, RB_STEP_NS);
@@ -204,7 +203,7 @@ static int server_session(const struct rb_opts *o, int ctl, const struct sockadd
     if (rdp_add_peer(b->rdp, RB_NODE_CLI, (struct sockaddr *)&b->peer_addr, b->peer_addrlen) < 0)
         rb_sys_fatal(b, "rdp_add_peer");
     rb_set_faults(b, 0x5e);
-    rb_ep_add(b, rdp_fd(b->rdp), RB_TAG_RDP);
+    rb_watch(b, rdp_fd(b->rdp), RB_WATCH_RDP);
     struct rb_ready ready = {.faults = rb_want_faults(o), .mtu = b->mtu};
     if (b->vs_tcp) {
         struct sockaddr_storage da = o->addr;

@@ -2,11 +2,13 @@
  * session.c - one rdpbench session's life (see bench.h): setup, the RDP endpoint and its
  * callbacks, waiting for the next event, progress checks and fatal errors.
  *
- * The wait: epoll on the RDP socket, the control socket (and the server's TCP child) and a
- * timerfd that fires no later than rdp_next_deadline() (lazytimer.h: set only before
- * sleeping, and only when the deadline moved earlier or the timer is past half its span,
- * not at every wait); the program sleeps in the kernel between packets like a daemon would,
- * it never spins.
+ * The wait: one round of psid's event loop (psloop.h) at a time, over the RDP socket, the
+ * control socket (and the server's TCP child), with RDP's deadlines as its timer source: its
+ * timerfd fires no later than rdp_next_deadline() (lazytimer.h: set only before sleeping,
+ * and only when the deadline moved earlier or the timer is past half its span, not at every
+ * wait); the program sleeps in the kernel between packets like a daemon would, it never
+ * spins. The roles wait for one thing after another (rb_step until a flag is set, with
+ * progress checks between rounds), as redis-benchmark drives Redis's ae.
  */
 #include "bench.h"
 
@@ -154,44 +156,53 @@ static void cb_can_send(void *ctx, uint32_t node)
     }
 }
 
-void rb_ep_add(struct rb_bench *b, int fd, uint32_t tag)
+static void on_rdp(void *ctx, uint32_t events)
 {
-    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
-    if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) rb_sys_fatal(b, "epoll_ctl");
+    struct rb_bench *b = ctx;
+    (void)events;
+    if (b->rdp && rdp_process(b->rdp) < 0) rb_sys_fatal(b, "rdp_process");
+}
+
+static void on_ctl(void *ctx, uint32_t events)
+{
+    (void)events;
+    rb_ctl_read(ctx);
+}
+
+static void on_child(void *ctx, uint32_t events)
+{
+    (void)events;
+    rb_server_child_reaped(ctx);
+}
+
+/* RDP's timers: the loop asks for the next deadline before it waits and calls this once it
+ * passed */
+static void on_rdp_due(void *ctx)
+{
+    on_rdp(ctx, 0);
+}
+
+static uint64_t rdp_deadline(void *ctx)
+{
+    struct rb_bench *b = ctx;
+    return b->rdp ? rdp_next_deadline(b->rdp) : UINT64_MAX;
+}
+
+void rb_watch(struct rb_bench *b, int fd, enum rb_watch what)
+{
+    static const loop_fd_fn fn[] = {
+        [RB_WATCH_RDP] = on_rdp, [RB_WATCH_CTL] = on_ctl, [RB_WATCH_CHILD] = on_child};
+    if (loop_fd(b->loop, fd, EPOLLIN, fn[what], b) < 0) rb_sys_fatal(b, "epoll_ctl");
+}
+
+void rb_unwatch(struct rb_bench *b, int fd)
+{
+    loop_fd_del(b->loop, fd);
 }
 
 void rb_step(struct rb_bench *b, uint64_t max_ns)
 {
-    uint64_t at = rdp_now_ns() + max_ns;
-    if (b->rdp) {
-        uint64_t dl = rdp_next_deadline(b->rdp);
-        if (dl < at) at = dl;
-    }
-    struct epoll_event ev[8];
-    int n = lazytimer_wait(&b->wake, b->epfd, ev, 8, at);
-    if (n < 0) {
-        if (errno == EINTR) return;
-        rb_sys_fatal(b, "epoll_wait");
-    }
-    bool run = false;
-    for (int k = 0; k < n; k++) {
-        switch (ev[k].data.u32) {
-        case RB_TAG_RDP:
-            run = true;
-            break;
-        case RB_TAG_CTL:
-            rb_ctl_read(b);
-            break;
-        case RB_TAG_CHILD:
-            rb_server_child_reaped(b);
-            break;
-        case RB_TAG_WAKE:
-            lazytimer_fired(&b->wake);
-            break;
-        }
-    }
-    if (b->rdp && (run || rdp_next_deadline(b->rdp) <= rdp_now_ns()))
-        if (rdp_process(b->rdp) < 0) rb_sys_fatal(b, "rdp_process");
+    if (loop_step(b->loop, rdp_now_ns() + max_ns) < 0) rb_sys_fatal(b, "epoll_wait");
 }
 
 void rb_check_progress(struct rb_bench *b, const char *what)
@@ -275,15 +286,12 @@ void rb_bench_init(struct rb_bench *b, const struct rb_opts *o, bool server)
     b->ctl = b->dlisten = b->pidfd = b->errpipe = -1;
     b->timeout_s = o->timeout_s;
     b->progress_ns = rdp_now_ns();
-    b->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (b->epfd < 0) rb_sys_fatal(b, "epoll_create1");
-    if (lazytimer_open(&b->wake) < 0) rb_sys_fatal(b, "timerfd_create");
-    rb_ep_add(b, b->wake.fd, RB_TAG_WAKE);
+    if (!(b->loop = loop_new())) rb_sys_fatal(b, "event loop");
+    loop_set_timer_source(b->loop, rdp_deadline, on_rdp_due, b);
 }
 
 void rb_bench_close_loop(struct rb_bench *b)
 {
-    lazytimer_close(&b->wake);
-    close(b->epfd);
-    b->epfd = -1;
+    loop_free(b->loop);
+    b->loop = NULL;
 }

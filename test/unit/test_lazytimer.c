@@ -1,16 +1,17 @@
 /*
  * test_lazytimer.c - the lazily armed wake-up timer (include/lazytimer.h) and psid's event
- * loop on top of it (psid/loop.c), whose wait has no timeout of its own:
+ * loop on top of it (loop/loop.c), whose wait has no timeout of its own:
  *   - a later deadline leaves the timer at the earlier one while over half the span it was
  *     set for is ahead, else moves it; an earlier one always moves it;
  *   - a time already past fires at once; a read of an unfired timer changes nothing;
  *   - lazytimer_wait sets the timer only when nothing is ready, and then sleeps until it; a
  *     timer that serves as it is stays;
  *   - the loop runs its heap timers in order, an outside timer source (RDP's) when due, and
- *     file descriptors, woken by nothing but the timer when no descriptor is ready.
+ *     file descriptors, woken by nothing but the timer when no descriptor is ready;
+ *   - one round of it (loop_step) returns at its limit, or at once for a ready descriptor.
  * Waits are bounded (poll timeouts, alarm) so that a broken timer fails instead of hanging.
  */
-#include "../../psid/loop.h"
+#include "psloop.h"
 #include "lazytimer.h"
 #include "unit.h"
 
@@ -191,16 +192,29 @@ static void rec_fd(void *ctx, uint32_t events)
     if ((events & EPOLLIN) && read(r->pipe_rd, &c, 1) == 1) r->order[r->n++] = c;
 }
 
+/* A loop that records into r, watching the read end of the new pipe p. */
+static void rec_open(struct loop_rec *r, int p[2])
+{
+    r->l = loop_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r->l);
+    CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+    r->pipe_rd = p[0];
+    CU_ASSERT_EQUAL(loop_fd(r->l, p[0], EPOLLIN, rec_fd, r), 0);
+}
+
+static void rec_close(struct loop_rec *r, int p[2])
+{
+    loop_free(r->l);
+    close(p[0]);
+    close(p[1]);
+}
+
 static void test_loop_wakes_by_timer(void)
 {
     alarm(20); /* a loop that is never woken fails the run instead of hanging it */
     struct loop_rec r = {0};
-    r.l = loop_new();
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r.l);
     int p[2];
-    CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
-    r.pipe_rd = p[0];
-    CU_ASSERT_EQUAL(loop_fd(r.l, p[0], EPOLLIN, rec_fd, &r), 0);
+    rec_open(&r, p);
     CU_ASSERT_EQUAL(write(p[1], "f", 1), 1);
     uint64_t t0 = loop_now();
     /* armed out of order; the later ones first, so each earlier one must move the timer */
@@ -223,12 +237,49 @@ static void test_loop_wakes_by_timer(void)
     CU_ASSERT_EQUAL(r.src_due, 1);
     CU_ASSERT(took >= 120 * MS);
     CU_ASSERT(took < 10000 * MS);
-    loop_free(r.l);
-    close(p[0]);
-    close(p[1]);
+    rec_close(&r, p);
+}
+
+/* loop_step, a round at a time (rdpbench's use): it returns at its limit when nothing
+ * happens, handles a ready descriptor without waiting for the limit, and the timer source
+ * and heap timers run in the round they are due. */
+static void test_loop_step(void)
+{
+    alarm(20);
+    struct loop_rec r = {0};
+    int p[2];
+    rec_open(&r, p);
+    uint64_t t0 = loop_now();
+    CU_ASSERT_EQUAL(loop_step(r.l, t0 + 30 * MS), 1); /* nothing but the wake-up timer */
+    uint64_t took = loop_now() - t0;
+    CU_ASSERT(took >= 30 * MS);
+    CU_ASSERT(took < 5000 * MS);
+    CU_ASSERT_EQUAL(r.n, 0);
+
+    CU_ASSERT_EQUAL(write(p[1], "g", 1), 1);
+    t0 = loop_now();
+    CU_ASSERT(loop_step(r.l, t0 + 5000 * MS) >= 1); /* the descriptor, at once */
+    CU_ASSERT(loop_now() - t0 < 2000 * MS);
+    CU_ASSERT_EQUAL(r.n, 1);
+    CU_ASSERT_EQUAL(r.order[0], 'g');
+
+    t0 = loop_now();
+    r.src_at = t0 + 20 * MS;
+    loop_set_timer_source(r.l, rec_deadline, rec_due, &r);
+    CU_ASSERT(loop_timer(r.l, t0 + 40 * MS, rec_timer_a, &r) > 0);
+    /* a round runs the timers due at its start, then waits: a caller that waits for what a
+     * timer does gives each round a limit */
+    while (r.n < 3 && loop_now() - t0 < 5000 * MS)
+        CU_ASSERT(loop_step(r.l, loop_now() + 10 * MS) >= 0);
+    alarm(0);
+    CU_ASSERT_EQUAL(r.n, 3);
+    CU_ASSERT_EQUAL(r.order[1], 's'); /* the source's deadline came first */
+    CU_ASSERT_EQUAL(r.order[2], 'a');
+    CU_ASSERT(loop_now() - t0 >= 40 * MS);
+    rec_close(&r, p);
 }
 
 UNIT_SUITE(lazytimer, UNIT_TEST(test_later_keeps_earlier),
            UNIT_TEST(test_later_moves_past_half_span), UNIT_TEST(test_earlier_moves),
            UNIT_TEST(test_past_and_spurious), UNIT_TEST(test_wait_arms_only_to_sleep),
-           UNIT_TEST(test_loop_wakes_by_timer))
+           UNIT_TEST(test_loop_wakes_by_timer), UNIT_TEST(test_loop_step))

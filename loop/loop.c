@@ -1,11 +1,12 @@
 /*
- * loop.c - the event loop (see loop.h): epoll for descriptors, a binary min-heap of timers.
+ * loop.c - the event loop of psid and rdpbench (see psloop.h): epoll for descriptors, a
+ * binary min-heap of timers.
  * Timers are cancelled lazily: a cancelled entry stays in the heap and is skipped. The wait
  * has no timeout: a timerfd in the epoll set, armed at the earliest deadline before the loop
  * sleeps and left alone when that moves a little later (lazytimer.h), wakes the loop, which
  * saves reprogramming a timer at every wait.
  */
-#include "loop.h"
+#include "psloop.h"
 
 #include "lazytimer.h"
 
@@ -247,24 +248,26 @@ int loop_once(struct loop *l)
     return n;
 }
 
-int loop_run(struct loop *l)
+int loop_step(struct loop *l, uint64_t until)
 {
     struct epoll_event ev[64];
+    run_timers(l);
+    if (l->before_wait) l->before_wait(l->before_ctx);
+    if (l->stop) return 0;
+    uint64_t d = l->nheap && l->heap[0].at < until ? l->heap[0].at : until;
+    uint64_t src = l->src_deadline ? l->src_deadline(l->src_ctx) : UINT64_MAX;
+    if (src < d) d = src;
+    int n = lazytimer_wait(&l->wake, l->ep, ev, 64, d);
+    if (n < 0) return errno == EINTR ? 0 : -1;
+    dispatch(l, ev, n);
+    if (l->src_due && src != UINT64_MAX && src <= loop_now()) l->src_due(l->src_ctx);
+    return n;
+}
+
+int loop_run(struct loop *l)
+{
     l->stop = false;
-    while (!l->stop) {
-        run_timers(l);
-        if (l->before_wait) l->before_wait(l->before_ctx);
-        if (l->stop) break;
-        uint64_t d = l->nheap ? l->heap[0].at : UINT64_MAX;
-        uint64_t src = l->src_deadline ? l->src_deadline(l->src_ctx) : UINT64_MAX;
-        if (src < d) d = src;
-        int n = lazytimer_wait(&l->wake, l->ep, ev, 64, d);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        dispatch(l, ev, n);
-        if (l->src_due && src != UINT64_MAX && src <= loop_now()) l->src_due(l->src_ctx);
-    }
+    while (!l->stop)
+        if (loop_step(l, UINT64_MAX) < 0) return -1;
     return 0;
 }

@@ -1,10 +1,13 @@
 /*
- * loop.h - psid's event loop: one epoll set for file descriptors and a timer heap, with
- * nanosecond deadlines on CLOCK_MONOTONIC (a timerfd, lazytimer.h). Everything psid does runs
- * from a callback of this loop; nothing blocks.
+ * psloop.h - the event loop of psid and rdpbench (loop/loop.c, libpsloop): one epoll set for
+ * file descriptors and a timer heap, with nanosecond deadlines on CLOCK_MONOTONIC (a timerfd,
+ * lazytimer.h), and an outside timer source (RDP's deadlines). Everything psid does runs
+ * from a callback of this loop; nothing blocks. A daemon runs it (loop_run); a program that
+ * waits for one thing after another, as rdpbench's client does, takes one round at a time
+ * (loop_step), as redis-benchmark drives Redis's ae.
  */
-#ifndef PSCLUSTER_PSID_LOOP_H
-#define PSCLUSTER_PSID_LOOP_H
+#ifndef PSCLUSTER_PSLOOP_H
+#define PSCLUSTER_PSLOOP_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,7 +37,14 @@ uint64_t loop_now(void);
  * ready now, the before-wait function again (tests and fuzz targets drive psid so).
  * The number of descriptors handled, or -1 on an epoll error. */
 int loop_once(struct loop *l);
-/* Run until loop_stop. -1 on an epoll error. */
+/* One round: due timers, the before-wait function, then (unless loop_stop was called) a
+ * wait for descriptors until the earliest of the timers, the timer source and until (a
+ * loop_now time; UINT64_MAX: none), the ready descriptors, the timer source if due. A caller
+ * that waits for what a heap timer does gives until: the timers run before the wait. The
+ * number of events handled (the wake-up timer's included; 0 when a signal cut the wait
+ * short), or -1 on an epoll error. */
+int loop_step(struct loop *l, uint64_t until);
+/* Run until loop_stop (loop_step without a limit). -1 on an epoll error. */
 int loop_run(struct loop *l);
 void loop_stop(struct loop *l);
 
