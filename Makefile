@@ -53,6 +53,7 @@ PSIDC_SRC := $(filter-out psid/main.c,$(PSID_SRC))
 CONF_SRC  := $(wildcard conf/*.c)
 TOOL_SRC  := $(wildcard tools/*.c)
 RDPB_SRC  := $(wildcard rdpbench/*.c)
+PSL_SRC   := $(wildcard pslocal/*.c)
 PRE_SRC   := $(wildcard preload/*.c)
 TLIB_SRC  := test/lib/runner.c
 UNIT_SRC  := $(wildcard test/unit/*.c)
@@ -67,6 +68,7 @@ LIBLOOP   := $(BUILD)/lib/libpsloop.a
 LIBPSIDC  := $(BUILD)/lib/libpsidcore.a
 LIBLOG    := $(BUILD)/lib/libpslogger.a
 LIBRDPB   := $(BUILD)/lib/librdpbench.a
+LIBPSL    := $(BUILD)/lib/libpslocal.a
 LIBS      := $(LIBLOG) $(LIBPSI) $(LIBLOOP) $(LIBCONF) $(LIBRDP)
 TOOLS     := $(patsubst tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC)) $(BUILD)/bin/psid
 # the preload library: not in the sanitizer tree (an ASan library cannot be preloaded into
@@ -120,8 +122,13 @@ $(LIBLOG): $(call obj,$(LOG_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && $(AR) rcs $@ $^
 
-# rdpbench's benchmark (rdpbench/, a file per job); tools/rdpbench.c is its main
+# rdpbench's benchmark and pslocal's virtual clusters (rdpbench/, pslocal/, a file per job);
+# tools/rdpbench.c and tools/pslocal.c are their mains
 $(LIBRDPB): $(call obj,$(RDPB_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(LIBPSL): $(call obj,$(PSL_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && $(AR) rcs $@ $^
 
@@ -141,6 +148,10 @@ $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(LIBS)
 $(BUILD)/bin/rdpbench: $(BUILD)/obj/tools/rdpbench.o $(LIBRDPB) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $< $(LIBRDPB) $(LIBS) $(SYS_LIBS) -lm -o $@
+
+$(BUILD)/bin/pslocal: $(BUILD)/obj/tools/pslocal.o $(LIBPSL) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) $< $(LIBPSL) $(LIBS) $(SYS_LIBS) -lm -o $@
 
 UNIT_OBJ := $(call obj,$(UNIT_SRC) $(TLIB_SRC) preload/wire.c)
 $(UNIT_BIN): $(UNIT_OBJ) $(LIBPSIDC) $(LIBRDPB) $(LIBS)
