@@ -10,6 +10,8 @@
  */
 #include "internal.h"
 
+#include "readfull.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sodium.h>
@@ -30,20 +32,6 @@ static int resolve(struct conf_ctx *x, struct psconf *c, struct conf_where w)
         return conf_error_at(x, w, "key_file", "%s/%s: path too long", x->dir, c->key_file);
     memcpy(c->key_file, tmp, (size_t)r + 1);
     return 0;
-}
-
-/* Read the whole file (at most KEY_MAX + 1 bytes, to notice longer ones). */
-static ssize_t read_all(int fd, unsigned char *buf, size_t len)
-{
-    size_t n = 0;
-    while (n < len) {
-        ssize_t r = read(fd, buf + n, len - n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return -1;
-        if (r == 0) break;
-        n += (size_t)r;
-    }
-    return (ssize_t)n;
 }
 
 int conf_key_load(struct conf_ctx *x, struct psconf *c)
@@ -73,7 +61,7 @@ int conf_key_load(struct conf_ctx *x, struct psconf *c)
     }
 
     unsigned char buf[KEY_MAX + 1];
-    ssize_t n = read_all(fd, buf, sizeof buf);
+    ssize_t n = read_full(fd, buf, sizeof buf); /* KEY_MAX + 1: to notice longer files */
     int saved = errno;
     close(fd);
     int rc = 0;

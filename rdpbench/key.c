@@ -3,6 +3,8 @@
  */
 #include "key.h"
 
+#include "readfull.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sodium.h>
@@ -41,14 +43,9 @@ void rb_key_load(const char *path, unsigned char key[RDP_KEY_BYTES])
         key_error("--key %s: mode %04o lets group or others at the key; run chmod 600 %s", path,
                   (unsigned)(st.st_mode & 07777), path);
     unsigned char buf[KEY_FILE_MAX + 1];
-    size_t n = 0;
-    while (n < sizeof buf) {
-        ssize_t r = read(fd, buf + n, sizeof buf - n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) key_error("--key %s: %s", path, strerror(errno));
-        if (r == 0) break;
-        n += (size_t)r;
-    }
+    ssize_t got = read_full(fd, buf, sizeof buf); /* KEY_FILE_MAX + 1: to notice longer files */
+    if (got < 0) key_error("--key %s: %s", path, strerror(errno));
+    size_t n = (size_t)got;
     close(fd);
     if (n < 32)
         key_error("--key %s: %zu bytes, a key needs at least 32 (head -c 32 /dev/urandom > %s)",

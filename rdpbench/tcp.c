@@ -5,6 +5,7 @@
 
 #include "bebytes.h"
 #include "rdp.h"
+#include "readfull.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -78,20 +79,15 @@ int rb_tcp_listen(struct sockaddr_storage *sa, socklen_t len)
 
 int rb_read_full(int fd, void *buf, size_t n)
 {
-    size_t off = 0;
-    while (off < n) {
-        ssize_t r = read(fd, (uint8_t *)buf + off, n - off);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) errno = ETIMEDOUT;
-            return -1;
-        }
-        if (r == 0) {
-            if (off == 0) return 0;
-            errno = EPIPE;
-            return -1;
-        }
-        off += (size_t)r;
+    ssize_t r = read_full(fd, buf, n);
+    if (r < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) errno = ETIMEDOUT; /* SO_RCVTIMEO */
+        return -1;
+    }
+    if (r == 0 && n) return 0;
+    if ((size_t)r < n) {
+        errno = EPIPE;
+        return -1;
     }
     return 1;
 }

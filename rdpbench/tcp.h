@@ -19,7 +19,8 @@ int rb_tcp_socket_opts(int fd, unsigned timeout_s);
 int rb_tcp_connect(const struct sockaddr_storage *sa, socklen_t len, unsigned timeout_s);
 /* Listen on sa (port 0: any; *sa gets the bound address). fd, or -1 and errno. */
 int rb_tcp_listen(struct sockaddr_storage *sa, socklen_t len);
-/* Read exactly n bytes: 1, 0 on EOF before the first byte, -1 on error/timeout/short EOF. */
+/* Read exactly n bytes (readfull.h): 1, 0 on EOF before the first byte, -1 on an error,
+ * ETIMEDOUT after the socket's timeout, EPIPE at a short EOF. */
 int rb_read_full(int fd, void *buf, size_t n);
 /* One frame: a u32 length, then the bytes. 0, or -1 and errno (ETIMEDOUT). */
 int rb_write_frame(int fd, const void *msg, size_t len);
