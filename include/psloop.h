@@ -1,10 +1,10 @@
 /*
- * psloop.h - the event loop of psid and rdpbench (loop/loop.c, libpsloop): one epoll set for
+ * psloop.h - the event loop of psid, rdpbench and psrun (loop/loop.c, libpsloop): one epoll set for
  * file descriptors and a timer heap, with nanosecond deadlines on CLOCK_MONOTONIC (a timerfd,
  * lazytimer.h), and an outside timer source (RDP's deadlines). Everything psid does runs
  * from a callback of this loop; nothing blocks. A daemon runs it (loop_run); a program that
- * waits for one thing after another, as rdpbench's client does, takes one round at a time
- * (loop_step), as redis-benchmark drives Redis's ae.
+ * waits for one thing after another (rdpbench), or sets what it waits for anew before each
+ * round (psrun), takes one round at a time (loop_step), as redis-benchmark drives Redis's ae.
  */
 #ifndef PSCLUSTER_PSLOOP_H
 #define PSCLUSTER_PSLOOP_H
@@ -18,7 +18,10 @@ typedef void (*loop_timer_fn)(void *ctx);
 
 struct loop *loop_new(void);
 void loop_free(struct loop *l);
-/* Watch fd for events (EPOLLIN, EPOLLOUT...); re-adding an fd changes its events. */
+/* Watch fd for events (EPOLLIN, EPOLLOUT...); re-adding an fd changes its events. A
+ * descriptor epoll refuses (a regular file, /dev/null) is taken as always ready, as poll(2)
+ * has it: its callback runs in every round with the events it is watched for (EPOLLIN,
+ * EPOLLOUT), and the loop does not sleep while it is watched. */
 int loop_fd(struct loop *l, int fd, uint32_t events, loop_fd_fn fn, void *ctx);
 void loop_fd_del(struct loop *l, int fd);
 /* A one-shot timer at absolute time `at` (loop_now ns); returns an id > 0, or 0 on error. */

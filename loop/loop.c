@@ -1,10 +1,14 @@
 /*
- * loop.c - the event loop of psid and rdpbench (see psloop.h): epoll for descriptors, a
+ * loop.c - the event loop of psid, rdpbench and psrun (see psloop.h): epoll for descriptors, a
  * binary min-heap of timers.
  * Timers are cancelled lazily: a cancelled entry stays in the heap and is skipped. The wait
  * has no timeout: a timerfd in the epoll set, armed at the earliest deadline before the loop
  * sleeps and left alone when that moves a little later (lazytimer.h), wakes the loop, which
  * saves reprogramming a timer at every wait.
+ *
+ * A descriptor epoll refuses (EPERM: a regular file, /dev/null) is always ready, as poll(2)
+ * has it: the loop keeps it aside and calls it in every round with the events it was watched
+ * for, and does not sleep while there is one (psrun's stdin and stdout may be such files).
  */
 #include "psloop.h"
 
@@ -21,6 +25,8 @@ struct watch {
     int fd;
     loop_fd_fn fn;
     void *ctx;
+    uint32_t events;
+    bool always; /* epoll refused it: ready in every round */
 };
 
 struct timer {
@@ -35,6 +41,7 @@ struct loop {
     bool stop;
     struct watch **w; /* indexed by fd */
     int nw;
+    int nalways; /* watches that are always ready */
     struct timer *heap;
     size_t nheap, capheap;
     uint64_t next_id;
@@ -104,9 +111,16 @@ int loop_fd(struct loop *l, int fd, uint32_t events, loop_fd_fn fn, void *ctx)
     }
     bool add = !l->w[fd];
     if (add && !(l->w[fd] = malloc(sizeof *l->w[fd]))) return -1;
-    *l->w[fd] = (struct watch){fd, fn, ctx};
+    bool always = !add && l->w[fd]->always;
+    *l->w[fd] = (struct watch){fd, fn, ctx, events, always};
+    if (always) return 0;
     struct epoll_event ev = {.events = events, .data.fd = fd};
     if (epoll_ctl(l->ep, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev) < 0) {
+        if (add && errno == EPERM) { /* a regular file or the like: always ready */
+            l->w[fd]->always = true;
+            l->nalways++;
+            return 0;
+        }
         if (add) {
             free(l->w[fd]);
             l->w[fd] = NULL;
@@ -119,7 +133,10 @@ int loop_fd(struct loop *l, int fd, uint32_t events, loop_fd_fn fn, void *ctx)
 void loop_fd_del(struct loop *l, int fd)
 {
     if (fd < 0 || fd >= l->nw || !l->w[fd]) return;
-    epoll_ctl(l->ep, EPOLL_CTL_DEL, fd, NULL);
+    if (l->w[fd]->always)
+        l->nalways--;
+    else
+        epoll_ctl(l->ep, EPOLL_CTL_DEL, fd, NULL);
     free(l->w[fd]);
     l->w[fd] = NULL;
 }
@@ -236,6 +253,15 @@ static void dispatch(struct loop *l, const struct epoll_event *ev, int n)
     }
 }
 
+/* The watches epoll refused, each with the events it was watched for (a callback may remove
+ * or add watches: each fd is looked up when its turn comes). */
+static void dispatch_always(struct loop *l)
+{
+    for (int fd = 0; fd < l->nw && l->nalways && !l->stop; fd++)
+        if (l->w[fd] && l->w[fd]->always)
+            l->w[fd]->fn(l->w[fd]->ctx, l->w[fd]->events & (EPOLLIN | EPOLLOUT));
+}
+
 int loop_once(struct loop *l)
 {
     struct epoll_event ev[64];
@@ -244,6 +270,7 @@ int loop_once(struct loop *l)
     int n = epoll_wait(l->ep, ev, 64, 0);
     if (n < 0) return errno == EINTR ? 0 : -1;
     dispatch(l, ev, n);
+    dispatch_always(l);
     if (l->before_wait) l->before_wait(l->before_ctx);
     return n;
 }
@@ -257,9 +284,11 @@ int loop_step(struct loop *l, uint64_t until)
     uint64_t d = l->nheap && l->heap[0].at < until ? l->heap[0].at : until;
     uint64_t src = l->src_deadline ? l->src_deadline(l->src_ctx) : UINT64_MAX;
     if (src < d) d = src;
-    int n = lazytimer_wait(&l->wake, l->ep, ev, 64, d);
+    int n = l->nalways ? epoll_wait(l->ep, ev, 64, 0) /* never sleep past a ready one */
+                       : lazytimer_wait(&l->wake, l->ep, ev, 64, d);
     if (n < 0) return errno == EINTR ? 0 : -1;
     dispatch(l, ev, n);
+    dispatch_always(l);
     if (l->src_due && src != UINT64_MAX && src <= loop_now()) l->src_due(l->src_ctx);
     return n;
 }

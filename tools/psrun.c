@@ -7,10 +7,12 @@
  *         [--export-all] [-t TIME] [-K] [--kill-delay S] [-v] [--] PROGRAM [ARGS...]
  *
  * Flow: read the node table (PSM_NODES), work out the partition (logger/partition.h),
- * send PSM_SPAWN, then one poll loop over the psid socket (non-blocking, framed by
- * logger/conn.h), psrun's stdin, stdout and stderr (written only when poll says so; a
- * terminal or pipe is reopened through /proc/self/fd with O_NONBLOCK, so the file
- * description psrun shares with its shell is never changed), and a signalfd. The job's
+ * send PSM_SPAWN, then the event loop psid runs on (psloop.h), a round at a time, over the
+ * psid socket (non-blocking, framed by logger/conn.h), psrun's stdin, stdout and stderr
+ * (written only when the loop says so; a terminal or pipe is reopened through /proc/self/fd
+ * with O_NONBLOCK, so the file description psrun shares with its shell is never changed; a
+ * regular file or /dev/null, which epoll refuses, is always ready, as poll has it), and a
+ * signalfd. The job's
  * bookkeeping - lines, acknowledgements, stdin window, exit statuses - is logger/job.h;
  * this file is options, signals, timers and the loop. All state lives in struct psrun.
  *
@@ -30,6 +32,7 @@
 #include "psi.h"
 #include "psi_signames.h"
 #include "psi_tid.h"
+#include "psloop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,12 +40,12 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -95,6 +98,10 @@ struct psrun {
     bool gave_up;
     int pending[4]; /* signals waiting for the job id */
     int npending;
+    struct loop *loop;
+    int watch_fd[5]; /* by W_*: the descriptor watched, or -1 */
+    uint32_t watch_ev[5];
+    size_t stdin_room; /* bytes stdin may take this round */
 };
 
 static const char usage_text[] =
@@ -571,45 +578,82 @@ static int poll_timeout(const struct psrun *p)
     return ms < 0 ? 0 : ms > 60000 ? 60000 : (int)ms;
 }
 
+/* The descriptors psrun waits on, as watches of the event loop (psloop.h). What it waits
+ * for changes with the job (room in the stdin window, output queued, requests for psid
+ * queued), so the watches are set again before every round. */
+enum { W_PSID, W_SIG, W_IN, W_OUT, W_ERR, NW };
+
+static void on_psid(void *ctx, uint32_t events)
+{
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) read_psid(ctx);
+}
+
+static void on_sig(void *ctx, uint32_t events)
+{
+    (void)events;
+    read_signals(ctx);
+}
+
+static void on_stdin(void *ctx, uint32_t events)
+{
+    struct psrun *p = ctx;
+    (void)events;
+    read_stdin(p, p->stdin_room);
+}
+
+static void on_stdout(void *ctx, uint32_t events)
+{
+    (void)events;
+    write_out(ctx, 0);
+}
+
+static void on_stderr(void *ctx, uint32_t events)
+{
+    (void)events;
+    write_out(ctx, 1);
+}
+
+/* Watch slot w's descriptor fd for events (0: not at all). A descriptor the loop cannot
+ * watch (closed, say) is handed to its callback at once, as poll reports POLLNVAL. */
+static void watch(struct psrun *p, int w, int fd, uint32_t events)
+{
+    static const loop_fd_fn fn[NW] = {on_psid, on_sig, on_stdin, on_stdout, on_stderr};
+    if (p->watch_fd[w] >= 0 && (p->watch_fd[w] != fd || !events)) {
+        loop_fd_del(p->loop, p->watch_fd[w]);
+        p->watch_fd[w] = -1;
+    }
+    if (!events || (p->watch_fd[w] == fd && p->watch_ev[w] == events)) return;
+    if (loop_fd(p->loop, fd, events, fn[w], p) < 0) {
+        fn[w](p, EPOLLERR);
+        return;
+    }
+    p->watch_fd[w] = fd;
+    p->watch_ev[w] = events;
+}
+
 static int loop(struct psrun *p)
 {
-    enum { F_PSID, F_SIG, F_IN, F_OUT, F_ERR, NF };
+    for (int w = 0; w < NW; w++) p->watch_fd[w] = -1;
     for (;;) {
         bool outputs_empty = lg_outq_empty(&p->job.out[0]) && lg_outq_empty(&p->job.out[1]);
         if (outputs_empty && (lg_job_ended(&p->job) || p->conn_lost || p->gave_up)) break;
-        struct pollfd pf[NF];
-        for (int i = 0; i < NF; i++) pf[i] = (struct pollfd){.fd = -1};
-        if (!p->conn_lost) {
-            pf[F_PSID].fd = p->conn.fd;
-            pf[F_PSID].events = POLLIN | (lg_outq_empty(&p->conn.tx) ? 0 : POLLOUT);
-        }
-        pf[F_SIG].fd = p->sigfd;
-        pf[F_SIG].events = POLLIN;
-        size_t room = 0;
+        watch(p, W_PSID, p->conn.fd,
+              p->conn_lost ? 0 : EPOLLIN | (lg_outq_empty(&p->conn.tx) ? 0 : EPOLLOUT));
+        watch(p, W_SIG, p->sigfd, EPOLLIN);
+        p->stdin_room = 0;
         if (!p->stdin_done && !p->conn_lost) {
             if (!lg_job_input_wanted(&p->job))
                 p->stdin_done = true;
-            else if ((room = lg_job_input_room(&p->job))) {
-                pf[F_IN].fd = STDIN_FILENO;
-                pf[F_IN].events = POLLIN;
-            }
+            else
+                p->stdin_room = lg_job_input_room(&p->job);
         }
+        watch(p, W_IN, STDIN_FILENO, p->stdin_room && !p->stdin_done ? EPOLLIN : 0);
         for (int s = 0; s < 2; s++)
-            if (!lg_outq_empty(&p->job.out[s])) {
-                pf[F_OUT + s].fd = p->out[s].fd;
-                pf[F_OUT + s].events = POLLOUT;
-            }
-        int n = poll(pf, NF, poll_timeout(p));
-        if (n < 0 && errno != EINTR) {
-            fprintf(stderr, "psrun: poll: %s\n", strerror(errno));
+            watch(p, W_OUT + s, p->out[s].fd, lg_outq_empty(&p->job.out[s]) ? 0 : EPOLLOUT);
+        int ms = poll_timeout(p);
+        if (loop_step(p->loop, ms < 0 ? UINT64_MAX : loop_now() + (uint64_t)ms * 1000000u) < 0) {
+            fprintf(stderr, "psrun: epoll_wait: %s\n", strerror(errno));
             return 1;
-        }
-        if (n > 0) {
-            if (pf[F_SIG].revents) read_signals(p);
-            if (pf[F_PSID].revents & (POLLIN | POLLHUP | POLLERR)) read_psid(p);
-            if (pf[F_IN].revents) read_stdin(p, room);
-            for (int s = 0; s < 2; s++)
-                if (pf[F_OUT + s].revents) write_out(p, s);
         }
         check_timers(p);
         if (!p->conn_lost) {
@@ -708,7 +752,13 @@ static int run(struct psrun *p)
     open_out(&p->out[0], STDOUT_FILENO);
     open_out(&p->out[1], STDERR_FILENO);
     if (p->o.time_limit) p->deadline = now() + p->o.time_limit;
-    return loop(p);
+    if (!(p->loop = loop_new())) {
+        fprintf(stderr, "psrun: event loop: %s\n", strerror(errno));
+        return 1;
+    }
+    rc = loop(p);
+    loop_free(p->loop);
+    return rc;
 }
 
 int main(int argc, char **argv)

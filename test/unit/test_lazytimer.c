@@ -8,7 +8,8 @@
  *     timer that serves as it is stays;
  *   - the loop runs its heap timers in order, an outside timer source (RDP's) when due, and
  *     file descriptors, woken by nothing but the timer when no descriptor is ready;
- *   - one round of it (loop_step) returns at its limit, or at once for a ready descriptor.
+ *   - one round of it (loop_step) returns at its limit, or at once for a ready descriptor;
+ *   - a descriptor epoll refuses (a regular file) is always ready, as poll has it.
  * Waits are bounded (poll timeouts, alarm) so that a broken timer fails instead of hanging.
  */
 #include "psloop.h"
@@ -17,6 +18,7 @@
 
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define MS 1000000ull
@@ -279,7 +281,42 @@ static void test_loop_step(void)
     rec_close(&r, p);
 }
 
+static void count_calls(void *ctx, uint32_t events)
+{
+    int *n = ctx;
+    if (events == EPOLLIN) (*n)++;
+}
+
+/* A descriptor epoll refuses (a regular file) is always ready, as poll has it: called in
+ * every round, the round does not sleep; removed, the loop sleeps again. */
+static void test_loop_always_ready(void)
+{
+    alarm(20);
+    struct loop *l = loop_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+    int fd = memfd_create("plain", MFD_CLOEXEC), calls = 0;
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(loop_fd(l, fd, EPOLLIN, count_calls, &calls), 0);
+    uint64_t t0 = loop_now();
+    CU_ASSERT(loop_step(l, t0 + 5000 * MS) >= 0);
+    CU_ASSERT(loop_step(l, t0 + 5000 * MS) >= 0);
+    CU_ASSERT_EQUAL(calls, 2);
+    CU_ASSERT(loop_now() - t0 < 2000 * MS);
+    CU_ASSERT_EQUAL(loop_fd(l, fd, EPOLLIN | EPOLLOUT, count_calls, &calls), 0); /* changed */
+    CU_ASSERT(loop_step(l, t0 + 5000 * MS) >= 0);
+    CU_ASSERT_EQUAL(calls, 2); /* called with both events now */
+    loop_fd_del(l, fd);
+    t0 = loop_now();
+    CU_ASSERT(loop_step(l, t0 + 30 * MS) >= 0);
+    CU_ASSERT(loop_now() - t0 >= 30 * MS);
+    CU_ASSERT_EQUAL(calls, 2);
+    alarm(0);
+    close(fd);
+    loop_free(l);
+}
+
 UNIT_SUITE(lazytimer, UNIT_TEST(test_later_keeps_earlier),
            UNIT_TEST(test_later_moves_past_half_span), UNIT_TEST(test_earlier_moves),
            UNIT_TEST(test_past_and_spurious), UNIT_TEST(test_wait_arms_only_to_sleep),
-           UNIT_TEST(test_loop_wakes_by_timer), UNIT_TEST(test_loop_step))
+           UNIT_TEST(test_loop_wakes_by_timer), UNIT_TEST(test_loop_step),
+           UNIT_TEST(test_loop_always_ready))
