@@ -14,7 +14,8 @@
  * take every event already read (psi_next_event with timeout 0 until it returns 0), since
  * those no longer make the descriptor readable.
  *
- * The typed calls are below (notify, release, signal) and in psi_nodes.h (the node table);
+ * The typed calls are below (notify, release, signal), in psi_nodes.h (the node table) and
+ * psi_tasklist.h (the cluster's tasks);
  * the names people write are parsed by psi_tid.h (task ids), psi_hostlist.h (node lists) and
  * psi_signames.h (signals).
  */
@@ -87,6 +88,9 @@ int psi_fd(const struct psi *c);
  * PSI_EVQ_MAX bytes of events arrived first; other errno values for I/O errors (ECONNRESET: psid
  * closed the connection). */
 int psi_call(struct psi *c, struct psmsg_buf *req, struct psmsg *reply);
+/* psi_call for a request without fields (PSM_NODES, PSM_TASKS, PSM_RDP, PSM_PL_SOCKETS):
+ * its reply into *reply, as psi_call. */
+int psi_ask(struct psi *c, uint16_t type, struct psmsg *reply);
 /* psi_call with descriptor fd passed along (SCM_RIGHTS, with the request's first byte): the
  * PSM_PL_* requests that name a socket (psproto.h). fd < 0: none. */
 int psi_call_fd(struct psi *c, struct psmsg_buf *req, int fd, struct psmsg *reply);

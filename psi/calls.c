@@ -25,6 +25,17 @@ static int call_errno(struct psi *c, struct psmsg_buf *b, struct psmsg *m)
     return 0;
 }
 
+int psi_ask(struct psi *c, uint16_t type, struct psmsg *reply)
+{
+    struct psmsg_buf req = {0};
+    psmsg_begin(&req, type, 0);
+    int r = psi_call(c, &req, reply);
+    int e = errno;
+    psmsg_buf_free(&req);
+    errno = e;
+    return r;
+}
+
 static int notify_or_release(struct psi *c, uint16_t type, uint64_t tid, int sig)
 {
     struct psmsg_buf b = {0};

@@ -45,13 +45,8 @@ int psi_nodetab_parse(const struct psmsg *rep, struct psi_nodetab *t)
 
 int psi_nodes(struct psi *c, struct psi_nodetab *t)
 {
-    struct psmsg_buf req = {0};
     struct psmsg rep;
-    psmsg_begin(&req, PSM_NODES, 0);
-    int r = psi_call(c, &req, &rep);
-    psmsg_buf_free(&req);
-    if (r < 0) return -1;
-    return psi_nodetab_parse(&rep, t);
+    return psi_ask(c, PSM_NODES, &rep) < 0 ? -1 : psi_nodetab_parse(&rep, t);
 }
 
 void psi_nodetab_free(struct psi_nodetab *t)

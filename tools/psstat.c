@@ -10,6 +10,8 @@
  */
 #include "psi.h"
 #include "psi_nodes.h"
+#include "psi_tasklist.h"
+#include "psi_tid.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -79,16 +81,9 @@ static int nodes(struct psi *c, int json)
     return 0;
 }
 
-struct task {
-    uint64_t tid, job;
-    uint32_t rank, uid, state;
-    int has_rank, has_job;
-    char cmd[256];
-};
-
 static int task_cmp(const void *a, const void *b)
 {
-    const struct task *x = a, *y = b;
+    const struct psi_task *x = a, *y = b;
     if (PSTID_NODE(x->tid) != PSTID_NODE(y->tid))
         return PSTID_NODE(x->tid) < PSTID_NODE(y->tid) ? -1 : 1;
     return PSTID_PID(x->tid) < PSTID_PID(y->tid) ? -1 : PSTID_PID(x->tid) > PSTID_PID(y->tid);
@@ -115,53 +110,23 @@ static void json_str(const char *s)
 
 static int tasks(struct psi *c, int json)
 {
-    struct psmsg_buf req = {0};
-    struct psmsg rep;
-    psmsg_begin(&req, PSM_TASKS, 0);
-    int r = psi_call(c, &req, &rep);
-    psmsg_buf_free(&req);
-    if (r < 0) {
+    struct psi_tasklist l;
+    if (psi_tasks(c, &l) < 0) {
         fprintf(stderr, "psstat: tasks: %s\n", strerror(errno));
         return 1;
     }
-    size_t n = 0, cap = 0, pos = 0;
-    struct task *v = NULL;
-    struct psmsg_field f;
-    while (psmsg_next(&rep.body, &pos, &f)) {
-        if (f.tag != PSF_TASK) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            struct task *nv = realloc(v, cap * sizeof *nv);
-            if (!nv) {
-                free(v);
-                fprintf(stderr, "psstat: tasks: out of memory\n");
-                return 1;
-            }
-            v = nv;
-        }
-        struct task *t = &v[n++];
-        memset(t, 0, sizeof *t);
-        struct psmsg_view rv = psmsg_record(&f);
-        psmsg_get_u64(&rv, PSF_TID, &t->tid);
-        t->has_job = psmsg_get_u64(&rv, PSF_JOB, &t->job) == 0 && t->job;
-        t->has_rank = psmsg_get_u32(&rv, PSF_RANK, &t->rank) == 0 && t->rank != PSI_NO_RANK &&
-                      t->rank != PSI_ALL_RANKS;
-        psmsg_get_u32(&rv, PSF_UID, &t->uid);
-        psmsg_get_u32(&rv, PSF_STATE, &t->state);
-        if (psmsg_get_str(&rv, PSF_CMD, t->cmd, sizeof t->cmd) < 0) strcpy(t->cmd, "?");
-    }
+    size_t n = l.n;
+    struct psi_task *v = l.v;
     if (n) qsort(v, n, sizeof *v, task_cmp);
     if (json)
         printf("{\"tasks\":[");
     else
         printf("%-16s %-16s %5s %-10s %-8s %s\n", "TID", "JOB", "RANK", "USER", "STATE", "COMMAND");
     for (size_t i = 0; i < n; i++) {
-        struct task *t = &v[i];
+        const struct psi_task *t = &v[i];
         char tid[32], job[32] = "-", rank[16] = "-", user[32];
-        snprintf(tid, sizeof tid, "%" PRIu32 ":%" PRId32, PSTID_NODE(t->tid), PSTID_PID(t->tid));
-        if (t->has_job)
-            snprintf(job, sizeof job, "%" PRIu32 ":%" PRId32, PSTID_NODE(t->job),
-                     PSTID_PID(t->job));
+        psi_tid_str(t->tid, tid, sizeof tid);
+        if (t->has_job) psi_tid_str(t->job, job, sizeof job);
         if (t->has_rank) snprintf(rank, sizeof rank, "%" PRIu32, t->rank);
         struct passwd *pw = getpwuid((uid_t)t->uid);
         if (pw)
@@ -190,7 +155,7 @@ static int tasks(struct psi *c, int json)
         }
     }
     if (json) printf("]}\n");
-    free(v);
+    psi_tasklist_free(&l);
     return 0;
 }
 
@@ -263,14 +228,10 @@ static const char *rdp_state(uint32_t s)
 
 static int rdp(struct psi *c, int json)
 {
-    struct psmsg_buf req = {0};
     struct psmsg rep;
     struct psi_nodetab names; /* best effort: "?" where unknown */
     if (psi_nodes(c, &names) < 0) names = (struct psi_nodetab){0};
-    psmsg_begin(&req, PSM_RDP, 0);
-    int r = psi_call(c, &req, &rep);
-    psmsg_buf_free(&req);
-    if (r < 0) {
+    if (psi_ask(c, PSM_RDP, &rep) < 0) {
         fprintf(stderr, "psstat: rdp: %s\n", strerror(errno));
         psi_nodetab_free(&names);
         return 1;
@@ -344,12 +305,8 @@ static int rdp(struct psi *c, int json)
 /* `psstat sockets`: the accelerated connections of this node's processes */
 static int sockets(struct psi *c, int json)
 {
-    struct psmsg_buf req = {0};
     struct psmsg rep;
-    psmsg_begin(&req, PSM_PL_SOCKETS, 0);
-    int r = psi_call(c, &req, &rep);
-    psmsg_buf_free(&req);
-    if (r < 0) {
+    if (psi_ask(c, PSM_PL_SOCKETS, &rep) < 0) {
         fprintf(stderr, "psstat: sockets: %s\n", strerror(errno));
         return 1;
     }
