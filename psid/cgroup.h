@@ -6,7 +6,7 @@
 #ifndef PSCLUSTER_PSID_CGROUP_H
 #define PSCLUSTER_PSID_CGROUP_H
 
-#include "loop.h"
+#include "psloop.h"
 #include "psproto.h"
 
 #include <stdint.h>

@@ -17,7 +17,7 @@
  */
 #include "cgroup.h"
 #include "log.h"
-#include "loop.h"
+#include "psloop.h"
 #include "privsep.h"
 #include "spawn.h"
 
