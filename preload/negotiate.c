@@ -60,11 +60,11 @@ int neg_nodes(void)
     psmsg_begin(&req, PSM_NODES, 0);
     int r = psi_call(&psp.psi, &req, &rep);
     psmsg_buf_free(&req);
-    if (r < 0 || lg_nodetab_parse(&rep, &psp.nodes) < 0) return -1;
+    if (r < 0 || psi_nodetab_parse(&rep, &psp.nodes) < 0) return -1;
     uint32_t mtu = 0; /* the cluster's link MTU: RDP's datagrams as psid's */
     if (psmsg_get_u32(&rep.body, PSF_MTU, &mtu) == 0 && mtu >= RDP_MTU_MIN && mtu <= RDP_MTU_MAX)
         psp.mtu = mtu;
-    const struct lg_node *me = lg_nodetab_id(&psp.nodes, psp.nodes.self);
+    const struct psi_node *me = psi_nodetab_id(&psp.nodes, psp.nodes.self);
     if (!me || to_sockaddr(me->addr, 0, &psp.node_addr, &psp.node_addr_len) < 0) return -1;
     psp.node = me->id;
     return 0;

@@ -15,7 +15,7 @@
 #ifndef PSCLUSTER_PRELOAD_PSP_H
 #define PSCLUSTER_PRELOAD_PSP_H
 
-#include "../logger/nodetab.h"
+#include "psi_nodes.h"
 #include "psi.h"
 #include "rdp.h"
 
@@ -183,9 +183,9 @@ struct psp {
     pthread_mutex_t lock;
     pthread_mutex_t psi_lock;
     bool inited, disabled, strict, broken;
-    pid_t pid;               /* the process this state belongs to (fork) */
-    struct psi psi;          /* connection to the node's psid (psi_lock) */
-    struct lg_nodetab nodes; /* the cluster's nodes, from psid at start */
+    pid_t pid;                /* the process this state belongs to (fork) */
+    struct psi psi;           /* connection to the node's psid (psi_lock) */
+    struct psi_nodetab nodes; /* the cluster's nodes, from psid at start */
     bool psi_open;
     uint32_t node; /* our node id */
     struct sockaddr_storage node_addr;
