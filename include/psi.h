@@ -125,6 +125,13 @@ int psi_signal(struct psi *c, uint64_t tid, int sig);
 /* Send sig to every task of job; *count (may be NULL) is the number of tasks reached. */
 int psi_signal_job(struct psi *c, uint64_t job, int sig, uint32_t *count);
 
+/* The preload library's listener registration: psid learns that the listening TCP socket fd
+ * (passed along) accepts under the library, so connections to it from other nodes and from
+ * this one are negotiated (PSM_PL_LISTEN); PSM_PL_DECLINE, with an accepted socket: this
+ * one stays on TCP. */
+int psi_pl_listen(struct psi *c, int fd);
+int psi_pl_decline(struct psi *c, int fd);
+
 /* A PSM_DEAD event, decoded. */
 struct psi_dead {
     uint64_t tid;

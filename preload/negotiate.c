@@ -173,26 +173,24 @@ int neg_open(int udp_fd, uint32_t *node, uint16_t *ep)
     return e;
 }
 
-/* A request that carries a socket and nothing else; its reply's errno. */
-static int fd_request(uint16_t type, int fd)
+/* libpsi's typed call for a request that carries a socket and nothing else (psi.h); its
+ * reply's errno. */
+static int fd_request(int (*typed)(struct psi *, int), int fd)
 {
-    struct psmsg_buf req = {0};
-    struct psmsg rep;
-    psmsg_begin(&req, type, 0);
     pthread_mutex_lock(&psp.psi_lock);
-    int e = call(&req, fd, &rep);
+    int e = psi_ensure() < 0 ? (errno ? errno : EIO) : typed(&psp.psi, fd) < 0 ? errno : 0;
     psi_unlock();
     return e;
 }
 
 int neg_listen(int fd)
 {
-    return fd_request(PSM_PL_LISTEN, fd);
+    return fd_request(psi_pl_listen, fd);
 }
 
 int neg_decline(int fd)
 {
-    return fd_request(PSM_PL_DECLINE, fd);
+    return fd_request(psi_pl_decline, fd);
 }
 
 static enum psp_reason reason_of(int e)

@@ -6,10 +6,11 @@
 
 #include <errno.h>
 
-/* psi_call, then PSF_ERRNO of the reply as the result; *m for further fields. */
-static int call_errno(struct psi *c, struct psmsg_buf *b, struct psmsg *m)
+/* psi_call (psi_call_fd with a descriptor), then PSF_ERRNO of the reply as the result; *m
+ * for further fields. */
+static int call_errno_fd(struct psi *c, struct psmsg_buf *b, int fd, struct psmsg *m)
 {
-    int r = psi_call(c, b, m);
+    int r = fd >= 0 ? psi_call_fd(c, b, fd, m) : psi_call(c, b, m);
     int e = errno;
     psmsg_buf_free(b);
     if (r < 0) {
@@ -23,6 +24,34 @@ static int call_errno(struct psi *c, struct psmsg_buf *b, struct psmsg *m)
         return -1;
     }
     return 0;
+}
+
+static int call_errno(struct psi *c, struct psmsg_buf *b, struct psmsg *m)
+{
+    return call_errno_fd(c, b, -1, m);
+}
+
+/* A preload request whose one argument is the TCP socket it passes. */
+static int socket_req(struct psi *c, uint16_t type, int fd)
+{
+    struct psmsg_buf b = {0};
+    struct psmsg m;
+    if (fd < 0) {
+        errno = EBADF;
+        return -1;
+    }
+    psmsg_begin(&b, type, 0);
+    return call_errno_fd(c, &b, fd, &m);
+}
+
+int psi_pl_listen(struct psi *c, int fd)
+{
+    return socket_req(c, PSM_PL_LISTEN, fd);
+}
+
+int psi_pl_decline(struct psi *c, int fd)
+{
+    return socket_req(c, PSM_PL_DECLINE, fd);
 }
 
 int psi_ask(struct psi *c, uint16_t type, struct psmsg *reply)

@@ -484,9 +484,43 @@ static void test_no_fds_after_fds(void)
     close(srv);
 }
 
-UNIT_SUITE(psi, UNIT_TEST(test_event_before_reply), UNIT_TEST(test_event_id0_before_reply),
-           UNIT_TEST(test_job_events_and_stale_replies), UNIT_TEST(test_error_reply),
-           UNIT_TEST(test_malformed), UNIT_TEST(test_eof_and_timeout), UNIT_TEST(test_dead_parse),
-           UNIT_TEST(test_refused), UNIT_TEST(test_reply_fds_in_pieces),
+/* The preload's listener registration: the socket goes with the request, the reply's errno
+ * comes back, a call without a socket is EBADF and sends nothing. */
+static void test_pl_listen(void)
+{
+    struct psi c;
+    int srv;
+    pair(&c, &srv);
+    int p[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+    put(srv, PSM_PL_REPLY, 1, 0, EINVAL, -1, 0);
+    put(srv, PSM_PL_REPLY, 2, 0, 0, -1, 0);
+    CU_ASSERT_EQUAL(psi_pl_listen(&c, p[0]), -1);
+    CU_ASSERT_EQUAL(errno, EINVAL);
+    CU_ASSERT_EQUAL(psi_pl_decline(&c, p[0]), 0);
+    CU_ASSERT_EQUAL(psi_pl_listen(&c, -1), -1);
+    CU_ASSERT_EQUAL(errno, EBADF);
+    struct psi_rx rx = {0};
+    got_request(&rx, srv, PSM_PL_LISTEN, 1);
+    int got = psi_rx_take_fd(&rx);
+    CU_ASSERT(got >= 0); /* the socket came with it */
+    if (got >= 0) close(got);
+    got_request(&rx, srv, PSM_PL_DECLINE, 2);
+    got = psi_rx_take_fd(&rx);
+    CU_ASSERT(got >= 0);
+    if (got >= 0) close(got);
+    struct psmsg m;
+    CU_ASSERT_EQUAL(psi_rx_next(&rx, &m), 0); /* nothing for the call without a socket */
+    psi_rx_free(&rx);
+    close(p[0]);
+    close(p[1]);
+    psi_close(&c);
+    close(srv);
+}
+
+UNIT_SUITE(psi, UNIT_TEST(test_pl_listen), UNIT_TEST(test_event_before_reply),
+           UNIT_TEST(test_event_id0_before_reply), UNIT_TEST(test_job_events_and_stale_replies),
+           UNIT_TEST(test_error_reply), UNIT_TEST(test_malformed), UNIT_TEST(test_eof_and_timeout),
+           UNIT_TEST(test_dead_parse), UNIT_TEST(test_refused), UNIT_TEST(test_reply_fds_in_pieces),
            UNIT_TEST(test_event_fd_queued), UNIT_TEST(test_fds_not_taken_closed),
            UNIT_TEST(test_no_fds_after_fds))
