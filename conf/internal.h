@@ -69,6 +69,7 @@ enum conf_key_id {
     CK_HB,
     CK_HB_INTERVAL,
     CK_HB_DEAD_LIMIT,
+    CK_HB_DOWN_GRACE,
     CK_HB_MODE,
     CK_HB_GROUP,
     CK_HB_PORT,

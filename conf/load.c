@@ -44,6 +44,7 @@ void psconf_defaults(struct psconf *c)
     c->offload = (unsigned)r.offload;
     c->hb_interval_ms = 100;
     c->hb_dead_limit = 8;
+    c->hb_down_grace_ms = 10000;
     c->hb_mode = PSCONF_HB_MULTICAST;
     c->hb_port = 4887;
     c->hb_group.sin_family = AF_INET;

@@ -241,6 +241,7 @@ static const struct conf_key rdp_keys[] = {
 static const struct conf_key hb_keys[] = {
     UINT_KEY("interval_ms", CK_HB_INTERVAL, 10, 60000, hb_interval_ms),
     UINT_KEY("dead_limit", CK_HB_DEAD_LIMIT, 2, 1000, hb_dead_limit),
+    UINT_KEY("down_grace_ms", CK_HB_DOWN_GRACE, 0, 3600000, hb_down_grace_ms),
     STR_KEY("mode", CK_HB_MODE, set_hb_mode),
     STR_KEY("group", CK_HB_GROUP, set_hb_group),
     UINT_KEY("port", CK_HB_PORT, 1, 65535, hb_port),

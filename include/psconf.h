@@ -64,6 +64,7 @@ struct psconf {
 
     /* heartbeat = { ... } */
     unsigned hb_interval_ms, hb_dead_limit;
+    unsigned hb_down_grace_ms; /* unreachable this long: down (its jobs end) */
     enum psconf_hb_mode hb_mode;
     struct sockaddr_in hb_group; /* multicast group, port = hb_port */
     unsigned hb_port;

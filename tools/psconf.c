@@ -74,9 +74,10 @@ static void show_text(const struct psconf *c, const char *fp)
            c->ack_delay_us, c->sndbuf, c->rcvbuf, c->sock_buf, mac_name(c->mac),
            rdp_mac_impl_choice_name((enum rdp_mac_impl)c->mac_impl), c->offload ? "true" : "false");
     printf("heartbeat = {\n"
-           "  interval_ms = %u;\n  dead_limit = %u;\n  mode = \"%s\";\n  group = \"%s\";\n"
-           "  port = %u;\n};\n",
-           c->hb_interval_ms, c->hb_dead_limit, psconf_hb_mode_name(c->hb_mode), group, c->hb_port);
+           "  interval_ms = %u;\n  dead_limit = %u;\n  down_grace_ms = %u;\n  mode = \"%s\";\n"
+           "  group = \"%s\";\n  port = %u;\n};\n",
+           c->hb_interval_ms, c->hb_dead_limit, c->hb_down_grace_ms,
+           psconf_hb_mode_name(c->hb_mode), group, c->hb_port);
     printf("psid = {\n  socket = ");
     put_str(stdout, c->socket_fmt, 0);
     printf(";\n  kill_delay_ms = %u;\n  max_clients = %u;\n  max_clients_per_uid = %u;\n"
@@ -112,9 +113,10 @@ static void show_json(const struct psconf *c, const char *fp)
            c->rdp_port, c->mtu, c->rto_min_us, c->rto_max_us, c->rto_init_us, c->max_retrans,
            c->ack_delay_us, c->sndbuf, c->rcvbuf, c->sock_buf, mac_name(c->mac),
            rdp_mac_impl_choice_name((enum rdp_mac_impl)c->mac_impl), c->offload ? "true" : "false");
-    printf("  \"heartbeat\": {\"interval_ms\": %u, \"dead_limit\": %u, \"mode\": \"%s\", "
-           "\"group\": \"%s\", \"port\": %u},\n",
-           c->hb_interval_ms, c->hb_dead_limit, psconf_hb_mode_name(c->hb_mode), group, c->hb_port);
+    printf("  \"heartbeat\": {\"interval_ms\": %u, \"dead_limit\": %u, \"down_grace_ms\": %u, "
+           "\"mode\": \"%s\", \"group\": \"%s\", \"port\": %u},\n",
+           c->hb_interval_ms, c->hb_dead_limit, c->hb_down_grace_ms,
+           psconf_hb_mode_name(c->hb_mode), group, c->hb_port);
     printf("  \"psid\": {\"socket\": ");
     put_str(stdout, c->socket_fmt, 1);
     printf(", \"kill_delay_ms\": %u, \"max_clients\": %u, \"max_clients_per_uid\": %u, "

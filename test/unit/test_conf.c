@@ -202,6 +202,7 @@ static void test_minimal_defaults(void)
         CU_ASSERT_EQUAL(c.mac_impl, RDP_MAC_IMPL_BEST);
         CU_ASSERT_EQUAL(c.hb_interval_ms, 100);
         CU_ASSERT_EQUAL(c.hb_dead_limit, 8);
+        CU_ASSERT_EQUAL(c.hb_down_grace_ms, 10000);
         CU_ASSERT_EQUAL(c.hb_mode, PSCONF_HB_MULTICAST);
         CU_ASSERT_EQUAL(c.hb_port, 4887);
         CU_ASSERT_EQUAL(c.hb_group.sin_family, AF_INET);
@@ -256,7 +257,7 @@ static const char full_conf[] =
     "  sock_buf = 16777216;\n"
     "  offload = false; mac = \"chacha20poly1305\"; mac_impl = \"portable\";\n"
     "};\n"
-    "heartbeat = { interval_ms = 50; dead_limit = 4; mode = \"unicast\";\n"
+    "heartbeat = { interval_ms = 50; dead_limit = 4; down_grace_ms = 2500; mode = \"unicast\";\n"
     "  group = \"10.9.9.9\"; port = 5001; };\n"
     "psid = { socket = \"/tmp/ps%%%%-%%n.sock\"; kill_delay_ms = 0; };\n"
     "nodes = (\n"
@@ -295,6 +296,7 @@ static void test_full(void)
         CU_ASSERT_EQUAL(c.mac_impl, RDP_MAC_IMPL_PORTABLE);
         CU_ASSERT_EQUAL(c.hb_interval_ms, 50);
         CU_ASSERT_EQUAL(c.hb_dead_limit, 4);
+        CU_ASSERT_EQUAL(c.hb_down_grace_ms, 2500);
         CU_ASSERT_EQUAL(c.hb_mode, PSCONF_HB_UNICAST);
         CU_ASSERT_EQUAL(c.hb_port, 5001);
         CU_ASSERT_EQUAL(ntohs(c.hb_group.sin_port), 5001);
@@ -453,6 +455,7 @@ static void test_err_ranges(void)
         {"rdp", "sock_buf", 65536, 1073741824},
         {"heartbeat", "interval_ms", 10, 60000},
         {"heartbeat", "dead_limit", 2, 1000},
+        {"heartbeat", "down_grace_ms", 0, 3600000},
         {"heartbeat", "port", 1, 65535},
         {"psid", "kill_delay_ms", 0, 3600000},
         {"psid", "max_clients", 16, 1000000},
@@ -1034,17 +1037,15 @@ static void test_example(void)
     fclose(f);
     CU_ASSERT_EQUAL(replaced, 1);
     static const char *const keys[] = {
-        "cluster",       "key_file",     "log_level",
-        "rdp",           "port",         "mtu",
-        "rto_min_us",    "rto_max_us",   "rto_init_us",
-        "max_retrans",   "ack_delay_us", "sndbuf",
-        "rcvbuf",        "sock_buf",     "mac",
-        "mac_impl",      "offload",      "heartbeat",
-        "interval_ms",   "dead_limit",   "mode",
-        "group",         "psid",         "socket",
-        "kill_delay_ms", "max_clients",  "max_clients_per_uid",
-        "client_idle_s", "nodes",        "id",
-        "name",          "address",      "cpus",
+        "cluster",       "key_file",      "log_level",    "rdp",
+        "port",          "mtu",           "rto_min_us",   "rto_max_us",
+        "rto_init_us",   "max_retrans",   "ack_delay_us", "sndbuf",
+        "rcvbuf",        "sock_buf",      "mac",          "mac_impl",
+        "offload",       "heartbeat",     "interval_ms",  "dead_limit",
+        "down_grace_ms", "mode",          "group",        "psid",
+        "socket",        "kill_delay_ms", "max_clients",  "max_clients_per_uid",
+        "client_idle_s", "nodes",         "id",           "name",
+        "address",       "cpus",
     };
     for (size_t i = 0; text && i < sizeof keys / sizeof keys[0]; i++) {
         char pat[64];
@@ -1080,6 +1081,7 @@ static void test_example(void)
         CU_ASSERT_EQUAL(c.offload, d.offload);
         CU_ASSERT_EQUAL(c.hb_interval_ms, d.hb_interval_ms);
         CU_ASSERT_EQUAL(c.hb_dead_limit, d.hb_dead_limit);
+        CU_ASSERT_EQUAL(c.hb_down_grace_ms, d.hb_down_grace_ms);
         CU_ASSERT_EQUAL(c.hb_mode, d.hb_mode);
         CU_ASSERT(memcmp(&c.hb_group, &d.hb_group, sizeof c.hb_group) == 0);
         CU_ASSERT_EQUAL(c.hb_port, d.hb_port);
