@@ -294,8 +294,10 @@ enum psrdp_state { /* PSF_STATE in a PSF_PEER record */
 };
 
 enum psnode_state {
-    PSNODE_DOWN = 0, /* never heard from, declared dead, or left */
+    PSNODE_DOWN = 0, /* never heard from, declared dead, or left: its tasks are gone */
     PSNODE_UP = 1,
+    PSNODE_UNREACHABLE = 2, /* silent (heartbeats or RDP) for less than heartbeat.down_grace_ms:
+                             * no new work goes there, its tasks are still counted as running */
 };
 
 enum pstask_state {

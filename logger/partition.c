@@ -72,7 +72,8 @@ int lg_partition_resolve(const struct lg_partition *p, const struct psi_nodetab 
         }
         if (nd->state != PSNODE_UP) {
             if (strict) {
-                snprintf(err, errsz, "%s: node '%s' is down", p->source, name);
+                snprintf(err, errsz, "%s: node '%s' is %s", p->source, name,
+                         nd->state == PSNODE_UNREACHABLE ? "unreachable" : "down");
                 goto fail;
             }
             if (skipped && lg_strv_add(skipped, name) < 0) goto oom;

@@ -5,7 +5,7 @@
  *   (the event loop: loop/loop.c, include/psloop.h, shared with rdpbench)
  *   selfnode.c    which configured node this machine is (interface addresses, libnl)
  *   hbwire.c      the heartbeat packet: encoding, MAC, validating decoding
- *   membership.c  heartbeats, the node table, declaring nodes dead
+ *   membership.c  heartbeats, the node table, declaring nodes unreachable and down
  *   rdplink.c     the RDP endpoint to the other daemons and the dispatch of their messages;
  *                 its counters for psstat rdp
  *   client.c      the UNIX socket for local clients: framing, SO_PEERCRED, requests
@@ -53,6 +53,17 @@ struct psid_node {
     uint32_t load_milli, tasks, cpus;
     uint32_t inflight;   /* ranks placed there whose start is not confirmed yet */
     uint32_t task_epoch; /* of the newest task count taken (heartbeat or RDP) */
+    /* PSNODE_UNREACHABLE: since when (loop_now()), and whether RDP's silence (not the
+     * heartbeats') put it there; down at unreachable_since + heartbeat.down_grace_ms */
+    uint64_t unreachable_since;
+    bool unreachable_rdp;
+    /* RDP's progress toward it: its packets received, and when they last changed while
+     * messages waited for it (membership.c rdp_silent) */
+    uint64_t rdp_pkts_recv, rdp_progress;
+    /* it went down and this node dropped its RDP connection: once it is heard again with
+     * the same incarnation it still holds its side; a PSM_D_HELLO opens a new connection,
+     * which shows it that its side is gone (RDP_LOST_RESTART there) */
+    bool hello_due;
 };
 
 /* Why a heartbeat was dropped (membership.c counts them; hb_drop_name names them). */
@@ -92,6 +103,7 @@ struct psid {
     uint64_t hb_next;                  /* when the next heartbeat is due */
     uint8_t hb_key[32];                /* derived from the cluster key (hbwire.h) */
     uint64_t hb_drops[HB_DROP__COUNT]; /* heartbeats dropped, by reason (membership.c) */
+    uint64_t rdp_silent_ns;            /* RDP unanswered this long: unreachable (rdplink.c) */
     struct clients *clients;
     int sig_fd;
     bool stopping;
@@ -251,6 +263,8 @@ void pending_client_gone(struct psid *d, struct client *c);
 int membership_start(struct psid *d);
 void membership_leave(struct psid *d);
 void membership_rdp_lost(struct psid *d, uint32_t node, enum rdp_lost_reason why);
+/* Whether node n's tasks count as alive: up or unreachable, not down. */
+bool membership_alive(const struct psid_node *n);
 /* A node's task count, taken only if its epoch is newer than the one we have. */
 void membership_tasks(struct psid *d, uint32_t node, uint32_t tasks, uint32_t epoch);
 struct psid_node *psid_node(struct psid *d, uint32_t id);

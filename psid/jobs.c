@@ -7,7 +7,8 @@
  * What the nodes report back (ranks started or failed, output, input written, exits) goes
  * to the client; the client's acknowledgements and input go to the ranks' nodes. When the
  * client goes away, every node with ranks of the job is told to end them; when a node is
- * lost, its unfinished ranks are reported to the client as lost.
+ * lost (down, not merely unreachable: membership.c), its unfinished ranks are reported to the
+ * client as lost, and whatever that node still sends about them is ignored.
  */
 #include "daemon.h"
 #include "log.h"
@@ -139,8 +140,9 @@ static int partition(struct psid *d, struct client *c, const struct psmsg *m,
             client_error(c, m->id, EINVAL, text);
             return -1;
         }
-        if (pn->state != PSNODE_UP) {
-            snprintf(text, sizeof text, "node %u (%s) is down", id, pn->conf->name);
+        if (pn->state != PSNODE_UP) { /* an unreachable node takes no new work */
+            snprintf(text, sizeof text, "node %u (%s) is %s", id, pn->conf->name,
+                     pn->state == PSNODE_UNREACHABLE ? "unreachable" : "down");
             client_error(c, m->id, EHOSTDOWN, text);
             return -1;
         }
@@ -335,6 +337,9 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
         return;
     struct job *j = jobs_find(d, id);
     if (!j || rank >= j->np || j->ranks[rank].node != from) return; /* stale or forged */
+    /* a rank already reported lost (its node went down, then came back): the client has its
+     * end, nothing of it counts any more */
+    if (j->ranks[rank].state == R_DONE) return;
     struct rank_info *ri = &j->ranks[rank];
     /* the node's task count as of this report: newer than any heartbeat sent before it */
     uint32_t ntasks, epoch;

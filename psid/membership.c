@@ -1,22 +1,42 @@
 /*
- * membership.c - which nodes are up: heartbeats out, heartbeats in, and declaring nodes dead.
+ * membership.c - which nodes are up: heartbeats out, heartbeats in, and declaring nodes
+ * unreachable and down.
  *
  * Every interval this daemon sends one heartbeat (node id, incarnation, load, tasks, CPUs):
  * to the multicast group, or to every other node in unicast mode (loopback clusters, or
  * when joining the group fails). A heartbeat counts only under the heartbeat key (derived
  * from the cluster key, hbwire.h) and from the configured address of the node it claims to
  * be, also in multicast mode, where the source is the sender's interface address
- * (membership_sender); every drop is counted by reason. A node is up from its first valid
- * heartbeat on; it is declared down when it has been silent for dead_limit intervals, when
- * it says it is leaving, or when RDP gives up on it (timeout or ICMP unreachable). A
- * heartbeat with a new incarnation means the node restarted: its old incarnation is gone
- * (down, then up).
- * Going down also drops the RDP connection, so that its pending messages are reported
- * undeliverable and a returning node gets a fresh connection.
+ * (membership_sender); every drop is counted by reason.
+ *
+ * A node is up from its first valid heartbeat on. It is unreachable when it has been
+ * silent for dead_limit intervals, or when RDP has had messages waiting for it unanswered
+ * for RDP's configured bound (rdp_silent): no new ranks go there, but its tasks count as
+ * running and messages to it wait (rdplink.c raises RDP's retransmissions so that RDP does
+ * not give up within the grace). Valid heartbeats of the same incarnation (and RDP answers
+ * again, if RDP's silence was the cause) make it up again, with nothing lost. It is down
+ * after down_grace_ms unreachable, or at once on authenticated evidence: a heartbeat with a
+ * new incarnation (it restarted: the old incarnation is down, the new one up), a heartbeat
+ * saying it leaves, RDP giving up (its messages were not delivered: RDP_LOST_TIMEOUT, or
+ * ICMP unreachable while connecting), or RDP_LOST_RESTART: it replaced our connection,
+ * which it does only after it dropped its side (it declared us down, or it restarted).
+ * A tick that runs late because this daemon itself was stopped or blocked judges no
+ * heartbeat silence: the others were not silent, we were not listening.
+ *
+ * Going down drops the RDP connection, so that its pending messages are reported
+ * undeliverable and a returning node gets a fresh connection. Every message between two
+ * daemons about their jobs travels on that one connection, so the rule that keeps a job
+ * from hanging is: whenever one side drops the connection, both sides run the down actions
+ * (jobs hear "node lost", tasks of the other's jobs end, notifications fire). The side that
+ * dropped it ran them in set_down; when the node is heard again with the same incarnation,
+ * this side sends it a PSM_D_HELLO on a new connection, and the node, which still held the
+ * old one, sees RDP_LOST_RESTART and runs them too. A rank can thus never be ended on one
+ * node while its home waits for its exit.
  */
 #include "daemon.h"
 #include "hbwire.h"
 #include "log.h"
+#include "psmsg.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,13 +57,20 @@ static uint64_t interval_ns(const struct psid *d)
     return (uint64_t)d->conf.hb_interval_ms * 1000000ull;
 }
 
-static void set_down(struct psid *d, struct psid_node *n, const char *why)
+bool membership_alive(const struct psid_node *n)
 {
-    if (n->state != PSNODE_UP) return;
+    return n->state != PSNODE_DOWN;
+}
+
+/* drop_conn: drop the RDP connection too (not when RDP itself just replaced or lost it). */
+static void set_down(struct psid *d, struct psid_node *n, const char *why, bool drop_conn)
+{
+    if (n->state == PSNODE_DOWN) return;
     n->state = PSNODE_DOWN;
     n->tasks = n->inflight = 0; /* its tasks are dead to everyone */
+    n->hello_due = drop_conn;
     log_notice("node %u (%s) down: %s", n->conf->id, n->conf->name, why);
-    if (d->rdp) rdp_disconnect(d->rdp, n->conf->id);
+    if (drop_conn && d->rdp) rdp_disconnect(d->rdp, n->conf->id);
     /* its tasks are dead to everyone: jobs here hear "node lost", tasks here whose job
      * lived there end, messages waiting for it are dropped */
     send_node_lost(d, n->conf->id);
@@ -53,11 +80,45 @@ static void set_down(struct psid *d, struct psid_node *n, const char *why)
     preload_node_lost(d, n->conf->id);
 }
 
-static void set_up(struct psid_node *n)
+static void set_unreachable(struct psid *d, struct psid_node *n, const char *why, bool rdp,
+                            uint64_t now)
+{
+    if (n->state != PSNODE_UP) return;
+    n->state = PSNODE_UNREACHABLE;
+    n->unreachable_since = now;
+    n->unreachable_rdp = rdp;
+    if (d->conf.hb_down_grace_ms == 0) {
+        set_down(d, n, why, true);
+        return;
+    }
+    log_notice("node %u (%s) unreachable: %s; down in %u ms unless heard again", n->conf->id,
+               n->conf->name, why, d->conf.hb_down_grace_ms);
+}
+
+static void send_hello(struct psid *d, uint32_t node)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_HELLO, 0);
+    psmsg_put_u32(&b, PSF_NODE_ID, d->self->id);
+    psmsg_put_u64(&b, PSF_INCARNATION, d->incarnation);
+    psid_send(d, node, &b);
+    psmsg_buf_free(&b);
+}
+
+static void set_up(struct psid *d, struct psid_node *n)
 {
     if (n->state == PSNODE_UP) return;
+    if (n->state == PSNODE_UNREACHABLE)
+        log_notice("node %u (%s) up again after %llu ms unreachable", n->conf->id, n->conf->name,
+                   (unsigned long long)((loop_now() - n->unreachable_since) / 1000000));
+    else
+        log_notice("node %u (%s) up", n->conf->id, n->conf->name);
     n->state = PSNODE_UP;
-    log_notice("node %u (%s) up", n->conf->id, n->conf->name);
+    n->rdp_progress = loop_now();
+    if (n->hello_due) { /* it may still hold the connection we dropped: show it it is gone */
+        n->hello_due = false;
+        send_hello(d, n->conf->id);
+    }
 }
 
 void membership_tasks(struct psid *d, uint32_t node, uint32_t tasks, uint32_t epoch)
@@ -71,8 +132,11 @@ void membership_tasks(struct psid *d, uint32_t node, uint32_t tasks, uint32_t ep
 void membership_rdp_lost(struct psid *d, uint32_t node, enum rdp_lost_reason why)
 {
     struct psid_node *n = psid_node(d, node);
-    if (!n || why == RDP_LOST_CLOSED || why == RDP_LOST_RESTART) return;
-    set_down(d, n, rdp_lost_reason_name(why));
+    if (!n || why == RDP_LOST_CLOSED) return;
+    if (why == RDP_LOST_RESTART) /* the new connection stays: RDP has put it in place */
+        set_down(d, n, "it replaced our RDP connection (it dropped its side)", false);
+    else
+        set_down(d, n, rdp_lost_reason_name(why), false);
 }
 
 static uint32_t load_milli(void)
@@ -115,13 +179,40 @@ static void send_beat(struct psid *d, enum hb_type type)
 
 static void tick(void *ctx);
 
-static void check_silence(struct psid *d, uint64_t now)
+/* Whether RDP has had messages waiting for node n, unanswered, for longer than its own
+ * configured bound (the time after which it used to give up). */
+static bool rdp_silent(struct psid *d, struct psid_node *n, uint64_t now)
+{
+    struct rdp_peer_stats ps;
+    if (!d->rdp || rdp_peer_stats(d->rdp, n->conf->id, &ps) < 0) return false;
+    if (ps.pkts_recv != n->rdp_pkts_recv || ps.queued == 0) {
+        n->rdp_pkts_recv = ps.pkts_recv;
+        n->rdp_progress = now;
+        return false;
+    }
+    return now - n->rdp_progress > d->rdp_silent_ns;
+}
+
+/* late: this tick ran long after it was due (this daemon was stopped or blocked), so
+ * silence says nothing about the others this time. */
+static void check_nodes(struct psid *d, uint64_t now, bool late)
 {
     uint64_t limit = interval_ns(d) * d->conf.hb_dead_limit;
+    uint64_t grace = (uint64_t)d->conf.hb_down_grace_ms * 1000000ull;
     for (size_t i = 0; i < d->conf.nnodes; i++) {
         struct psid_node *n = &d->nodes[i];
-        if (n->conf == d->self || n->state != PSNODE_UP) continue;
-        if (now - n->last_heard > limit) set_down(d, n, "no heartbeat");
+        if (n->conf == d->self || n->state == PSNODE_DOWN) continue;
+        if (late) {
+            n->rdp_progress = now;
+            continue;
+        }
+        bool silent = now - n->last_heard > limit, rdp = rdp_silent(d, n, now);
+        if (n->state == PSNODE_UP && (silent || rdp))
+            set_unreachable(d, n, silent ? "no heartbeat" : "RDP unanswered", !silent, now);
+        else if (n->state == PSNODE_UNREACHABLE && !silent && !rdp)
+            set_up(d, n);
+        else if (n->state == PSNODE_UNREACHABLE && now - n->unreachable_since >= grace)
+            set_down(d, n, "unreachable for down_grace_ms", true);
     }
 }
 
@@ -131,7 +222,12 @@ static void tick(void *ctx)
     if (d->stopping) return;
     send_beat(d, HB_BEAT);
     uint64_t now = loop_now();
-    check_silence(d, now);
+    bool late = now > d->hb_next && now - d->hb_next > interval_ns(d) * d->conf.hb_dead_limit / 2;
+    if (late)
+        log_info("heartbeat tick %llu ms late (this daemon was stopped or blocked): no node is "
+                 "judged by it",
+                 (unsigned long long)((now - d->hb_next) / 1000000));
+    check_nodes(d, now, late);
     /* a fixed rhythm: the next beat is due one interval after the last one was */
     d->hb_next += interval_ns(d);
     if (d->hb_next <= now) d->hb_next = now + interval_ns(d);
@@ -185,22 +281,26 @@ static void accept_beat(struct psid *d, const struct hb *h, const struct sockadd
         return;
     }
     if (h->incarnation > n->incarnation && n->incarnation) {
-        set_down(d, n, "restarted");
+        set_down(d, n, "restarted", true);
         log_info("node %u restarted (incarnation %llu)", h->node,
                  (unsigned long long)h->incarnation);
     }
-    if (h->incarnation != n->incarnation) n->task_epoch = 0;
+    if (h->incarnation != n->incarnation) {
+        n->task_epoch = 0;
+        n->hello_due = false; /* a new incarnation holds no connection of ours */
+    }
     n->incarnation = h->incarnation;
     n->last_seq = h->seq;
     if (h->type == HB_LEAVING) {
-        set_down(d, n, "left");
+        set_down(d, n, "left", true);
         return;
     }
     n->last_heard = loop_now();
     n->load_milli = h->load_milli;
     membership_tasks(d, h->node, h->tasks, h->task_epoch);
     n->cpus = h->cpus;
-    set_up(n);
+    /* unreachable for RDP's silence: up again when RDP answers too (check_nodes) */
+    if (n->state != PSNODE_UNREACHABLE || !n->unreachable_rdp) set_up(d, n);
 }
 
 static void on_hb_readable(void *ctx, uint32_t events)
@@ -277,6 +377,7 @@ int membership_start(struct psid *d)
     for (size_t i = 0; i < d->conf.nnodes; i++) {
         d->nodes[i].conf = &d->conf.nodes[i];
         d->nodes[i].cpus = d->conf.nodes[i].cpus;
+        d->nodes[i].rdp_progress = loop_now();
     }
     struct psid_node *me = psid_node(d, d->self->id);
     me->state = PSNODE_UP;
@@ -298,8 +399,10 @@ int membership_start(struct psid *d)
         return -1;
     }
     if (loop_fd(d->loop, d->hb_fd, EPOLLIN, on_hb_readable, d) < 0) return -1;
-    log_info("heartbeats every %u ms (%s), dead after %u silent intervals", d->conf.hb_interval_ms,
-             d->hb_multicast ? "multicast" : "unicast", d->conf.hb_dead_limit);
+    log_info("heartbeats every %u ms (%s), unreachable after %u silent intervals, down after "
+             "%u ms unreachable",
+             d->conf.hb_interval_ms, d->hb_multicast ? "multicast" : "unicast",
+             d->conf.hb_dead_limit, d->conf.hb_down_grace_ms);
     d->hb_next = loop_now();
     tick(d);
     return 0;

@@ -118,7 +118,7 @@ void notify_request(struct psid *d, struct client *c, const struct psmsg *m)
         return;
     }
     struct psid_node *pn = psid_node(d, PSTID_NODE(tid));
-    if (!pn || pn->state != PSNODE_UP) {
+    if (!pn || !membership_alive(pn)) { /* unreachable: registered once it answers again */
         reply(c, m->id, ESRCH);
         return;
     }

@@ -1,6 +1,7 @@
 /*
  * rdplink.c - this daemon's RDP endpoint: every other configured node is a peer. Incoming
- * messages are decoded (psmsg) and dispatched by type; RDP's losses feed membership. RDP's
+ * messages are decoded (psmsg) and dispatched by type; RDP's losses feed membership (its
+ * retransmissions are raised to outlast heartbeat.down_grace_ms: retrans_for_grace). RDP's
  * timers run from the event loop's timer source. The endpoint's counters and each
  * connection's are encoded here for `psstat rdp` (PSM_RDP_REPLY).
  */
@@ -67,11 +68,39 @@ static uint64_t deadline(void *ctx)
     return rdp_next_deadline(d->rdp);
 }
 
+/* RDP gives up on a silent peer after max_retrans retransmissions, and a connection given
+ * up loses its messages, so the node would be down. A node is only unreachable until
+ * heartbeat.down_grace_ms has passed: RDP must keep retransmitting (every rto_max_us, once
+ * backed off) at least that long after the heartbeats fell silent. The configured bound
+ * stays what makes a node unreachable (membership.c rdp_silent). */
+static void retrans_for_grace(struct psid *d, struct rdp_config *rc)
+{
+    d->rdp_silent_ns = rdp_lost_bound_us(rc) * 1000;
+    uint64_t need_us = ((uint64_t)d->conf.hb_down_grace_ms +
+                        (uint64_t)d->conf.hb_interval_ms * (d->conf.hb_dead_limit + 1)) *
+                       1000;
+    uint64_t n = (need_us + rc->rto_max_us - 1) / rc->rto_max_us;
+    for (uint64_t rto = rc->rto_min_us; rto < rc->rto_max_us; rto *= 2)
+        n++; /* the backoff's expiries below rto_max_us */
+    if (n <= rc->max_retrans) return;
+    if (n > RDP_MAX_RETRANS_MAX) {
+        n = RDP_MAX_RETRANS_MAX;
+        log_warn("rdp: even %u retransmissions of %u us do not cover heartbeat.down_grace_ms "
+                 "(%u ms): RDP may give up on a node (down) before its grace is over",
+                 RDP_MAX_RETRANS_MAX, rc->rto_max_us, d->conf.hb_down_grace_ms);
+    }
+    log_info("rdp: %llu retransmissions before giving up on a node (max_retrans %u), to cover "
+             "down_grace_ms",
+             (unsigned long long)n, rc->max_retrans);
+    rc->max_retrans = (unsigned)n;
+}
+
 int rdplink_start(struct psid *d)
 {
     struct rdp_config rc;
     if (psconf_rdp_config(&d->conf, d->self->id, &rc) < 0) return -1;
     rc.incarnation = d->incarnation; /* one incarnation for the node, heartbeats and RDP */
+    retrans_for_grace(d, &rc);
     struct rdp_callbacks cb = {.ctx = d,
                                .recv = on_recv,
                                .connected = on_connected,

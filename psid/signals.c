@@ -4,7 +4,8 @@
  * A signal for a task id goes to the task's node, which checks the permission itself (root,
  * or the task's own uid: the uid comes from the asking client's SO_PEERCRED on the node it
  * asked) and answers with kill(2)'s errors. A signal for a job goes to every node that is
- * up; each signals its own tasks of the job. A task list asks every node that is up. The
+ * not down (an unreachable node's tasks still run: RDP delivers it when the node answers);
+ * each signals its own tasks of the job. A task list asks every node that is up. The
  * asking node keeps a pending entry per request and answers the client when every node has
  * answered, or after a deadline for nodes that never do.
  */
@@ -97,13 +98,14 @@ static void reply_signal(struct client *c, uint32_t id, int err, uint32_t count)
     psmsg_buf_free(&b);
 }
 
-/* Send a daemon request to every up node (psid_send may be given the same finished buffer
- * again); returns how many were asked. */
-static unsigned fan_out(struct psid *d, struct psmsg_buf *b)
+/* Send a daemon request to every up node, and to every unreachable one too if `alive` (a
+ * signal: its tasks still run, RDP delivers it when the node answers again); psid_send may
+ * be given the same finished buffer again. Returns how many were asked. */
+static unsigned fan_out(struct psid *d, struct psmsg_buf *b, bool alive)
 {
     unsigned n = 0;
     for (size_t i = 0; i < d->conf.nnodes; i++) {
-        if (d->nodes[i].state != PSNODE_UP) continue;
+        if (alive ? !membership_alive(&d->nodes[i]) : d->nodes[i].state != PSNODE_UP) continue;
         if (psid_send(d, d->nodes[i].conf->id, b) == 0) n++;
     }
     return n;
@@ -130,7 +132,7 @@ void signals_request(struct psid *d, struct client *c, const struct psmsg *m)
             reply_signal(c, m->id, tasks_signal_one(d, tid, (int)sig, client_uid(c)), 0);
             return;
         }
-        if (!pn || pn->state != PSNODE_UP) { /* no such node, or its tasks are gone */
+        if (!pn || !membership_alive(pn)) { /* no such node, or its tasks are gone */
             reply_signal(c, m->id, ESRCH, 0);
             return;
         }
@@ -163,7 +165,7 @@ void signals_request(struct psid *d, struct client *c, const struct psmsg *m)
     psmsg_put_u64(&b, PSF_JOB, job);
     psmsg_put_u32(&b, PSF_SIGNAL, sig);
     psmsg_put_u32(&b, PSF_UID, client_uid(c));
-    unsigned n = fan_out(d, &b);
+    unsigned n = fan_out(d, &b, true);
     psmsg_buf_free(&b);
     if ((p = pending_find(d, req))) { /* local answers may have come in already */
         p->waiting -= 1000000 - n;
@@ -185,7 +187,7 @@ void tasks_list_request(struct psid *d, struct client *c, const struct psmsg *m)
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_TASKS, 0);
     psmsg_put_u32(&b, PSF_REQ, req);
-    unsigned n = fan_out(d, &b);
+    unsigned n = fan_out(d, &b, false);
     psmsg_buf_free(&b);
     if ((p = pending_find(d, req))) {
         p->waiting -= 1000000 - n;

@@ -46,7 +46,7 @@ static int usage(FILE *f, int rc)
 
 static const char *state_name(uint32_t s)
 {
-    return s == PSNODE_UP ? "up" : "down";
+    return s == PSNODE_UP ? "up" : s == PSNODE_UNREACHABLE ? "unreachable" : "down";
 }
 
 static int nodes(struct psi *c, int json)
@@ -59,7 +59,7 @@ static int nodes(struct psi *c, int json)
     if (json)
         printf("{\"self\":%u,\"nodes\":[", t.self);
     else
-        printf("%-5s %-16s %-16s %-5s %6s %6s %5s\n", "ID", "NAME", "ADDRESS", "STATE", "LOAD",
+        printf("%-5s %-16s %-16s %-11s %6s %6s %5s\n", "ID", "NAME", "ADDRESS", "STATE", "LOAD",
                "TASKS", "CPUS");
     for (size_t i = 0; i < t.n; i++) {
         const struct psi_node *nd = &t.v[i];
@@ -72,7 +72,7 @@ static int nodes(struct psi *c, int json)
             if (nd->has_age) printf(",\"heard_ms_ago\":%u", nd->age_ms);
             printf("}");
         } else {
-            printf("%-5u %-16s %-16s %-5s %6.2f %6u %5u\n", nd->id, name, addr,
+            printf("%-5u %-16s %-16s %-11s %6.2f %6u %5u\n", nd->id, name, addr,
                    state_name(nd->state), nd->load / 1000.0, nd->tasks, nd->cpus);
         }
     }

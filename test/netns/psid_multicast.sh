@@ -38,7 +38,7 @@ cat >"$D/psid.conf" <<CONF
 cluster = "mc";
 key_file = "$D/key";
 log_level = "info";
-heartbeat = { mode = "multicast"; };
+heartbeat = { mode = "multicast"; down_grace_ms = 0; }; # down when unreachable: the bound tested
 psid = { socket = "$D/psid-%n.sock"; };
 nodes = (
   { id = 0; name = "n0"; address = "$(ns_addr 0)"; cpus = 2; },

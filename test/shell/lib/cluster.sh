@@ -1,10 +1,14 @@
 # test/shell/lib/cluster.sh - helpers for integration tests on loopback clusters. Source it.
 # shellcheck shell=bash
 #   cluster_up N DIR        config + key in DIR, N psids on 127.0.0.1..N (unicast heartbeats);
-#                           $PSID_CONF_EXTRA: more keys of the psid group (limits)
+#                           $PSID_CONF_EXTRA: more keys of the psid group (limits);
+#                           $PSID_DOWN_GRACE_MS: heartbeat.down_grace_ms (default 0: a silent
+#                           node is down as soon as it is unreachable, as the tests of "down"
+#                           expect; psid_grace.sh tests the grace); $PSID_HB_EXTRA: more keys
+#                           of the heartbeat group
 #   start_node I / kill_node I [SIG]   one daemon, by the pid we recorded ($PSID_BIN, default
 #                           build/bin/psid: a test may run the ASan/UBSan build instead)
-#   state_of OBSERVER NODE  "up" or "down", as OBSERVER's psid sees NODE
+#   state_of OBSERVER NODE  "up", "unreachable" or "down", as OBSERVER's psid sees NODE
 #   wait_state OBS NODE STATE MS   poll until it is so (bounded); prints elapsed ms
 #   pass NAME / fail NAME WHY      result lines for scripts/run-tests.sh
 #   check NAME STATUS WHY   pass NAME if STATUS is 0, else fail NAME WHY
@@ -128,7 +132,7 @@ cluster_up() { # cluster_up N [extra rdp/heartbeat lines]
         echo "key_file = \"$CDIR/key\";"
         echo "log_level = \"info\";"
         echo "rdp = { port = $port; mtu = 65536; };"
-        echo "heartbeat = { mode = \"unicast\"; port = $((port + 1)); };"
+        echo "heartbeat = { mode = \"unicast\"; port = $((port + 1)); down_grace_ms = ${PSID_DOWN_GRACE_MS:-0}; ${PSID_HB_EXTRA:-} };"
         echo "psid = { socket = \"$CDIR/psid-%n.sock\"; kill_delay_ms = 1000; ${PSID_CONF_EXTRA:-} };"
         echo "nodes = ("
         for i in $(seq 0 $((NNODES - 1))); do
