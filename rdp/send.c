@@ -108,11 +108,13 @@ uint32_t rdp_inflight(const struct rdp_peer *p)
 }
 
 /* The retransmission timer first fires as a tail-loss probe after about two RTTs (and no
- * later than the RTO), then as the RTO itself. */
+ * later than the RTO), then as the RTO itself. Only on an established connection: a SYN is
+ * never probed (rdp_on_rto), so a SYN_SENT after a lost connection, whose RTT is sampled,
+ * would otherwise retransmit every two RTTs and give up on the peer within milliseconds. */
 static void arm_rto(rdp_t *ep, struct rdp_peer *p)
 {
     uint64_t rto = (uint64_t)p->rtt.rto_us * 1000;
-    if (!p->probed && p->rtt.sampled) {
+    if (p->state == RDP_ESTABLISHED && !p->probed && p->rtt.sampled) {
         uint64_t pto = 2ull * p->rtt.srtt_us * 1000 + 2ull * ep->cfg.ack_delay_us * 1000;
         if (pto < 200000) pto = 200000;
         if (pto < rto) rto = pto;

@@ -20,6 +20,10 @@
  *                probe); B is closed and its address taken by a silent socket; A's next messages
  *                are reported lost within rdp_lost_bound_us() + half an rto_max, the probe
  *                counted as one of the max_retrans retransmissions.
+ *  test_vanish_reconnect  A and B talked (RTT measured); B goes silent and A drops the
+ *                connection (rdp_disconnect), then sends again: the new attempt's SYNs go at
+ *                the RTO (not the tail-loss probe's two RTTs), so it is lost no sooner than
+ *                rto_min * max_retrans and within rdp_lost_bound_us() + 20%.
  *  test_icmp     nothing is bound at B's port: A's connection attempt fails with
  *                RDP_LOST_UNREACH at once (< 100 ms, far below the timeout bound), then the
  *                undeliverables; icmp_errors > 0.
@@ -309,6 +313,22 @@ static void test_vanish(void)
     h_ep_free(&a);
 }
 
+/* A and B talk (so A has an RTT sample), then B goes silent: closed, its address taken by a
+ * socket nobody reads (no ICMP). *alone runs A by itself. The silent socket, or -1. */
+static int talk_then_silence(struct h_net *net, struct h_ep *a, struct h_ep *b, struct h_net *alone)
+{
+    h_oneway(net, a, b, 3, 100);
+    struct h_ep *pair[2] = {a, b};
+    CU_ASSERT_EQUAL(h_run(net, quiet, pair, H_S(2)), 1);
+    struct sockaddr_in sb = b->addr;
+    h_ep_close(b);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    CU_ASSERT(fd >= 0 && bind(fd, (struct sockaddr *)&sb, sizeof sb) == 0);
+    h_net_init(alone);
+    h_net_add(alone, a);
+    return fd;
+}
+
 static void test_vanish_established(void)
 {
     unsigned char key[RDP_KEY_BYTES];
@@ -321,18 +341,10 @@ static void test_vanish_established(void)
     struct h_ep a, b;
     struct h_net net;
     if (h_open_pair(&net, &a, &b, key, key, &cfg) < 0) return;
-    h_oneway(&net, &a, &b, 3, 100);
-    struct h_ep *pair[2] = {&a, &b};
-    CU_ASSERT_EQUAL(h_run(&net, quiet, pair, H_S(2)), 1);
+    struct h_net alone;
+    int fd = talk_then_silence(&net, &a, &b, &alone);
     struct rdp_peer_stats ps0, ps;
     CU_ASSERT_EQUAL(rdp_peer_stats(a.rdp, 2, &ps0), 0);
-    struct sockaddr_in sb = b.addr;
-    h_ep_close(&b);
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0); /* B's address, silent: no ICMP */
-    CU_ASSERT(fd >= 0 && bind(fd, (struct sockaddr *)&sb, sizeof sb) == 0);
-    struct h_net alone;
-    h_net_init(&alone);
-    h_net_add(&alone, &a);
 
     uint64_t bound = rdp_lost_bound_us(&cfg) * 1000, t0 = rdp_now_ns();
     for (size_t i = 0; i < NPENDING; i++) CU_ASSERT_EQUAL(h_send(&a, 2, 3 + i, pending_len[i]), 0);
@@ -354,6 +366,44 @@ static void test_vanish_established(void)
     CU_ASSERT_EQUAL(rdp_peer_stats(a.rdp, 2, &ps), 0);
     /* the probe and max_retrans - 1 RTO retransmissions */
     CU_ASSERT_EQUAL(ps.retransmits - ps0.retransmits, cfg.max_retrans);
+    if (fd >= 0) close(fd);
+    h_ep_free(&b);
+    h_ep_free(&a);
+}
+
+static int lost_twice(void *p) /* the drop, then the new attempt */
+{
+    return h_count(p, H_LOST, 2) >= 2;
+}
+
+/* After a dropped connection, a new attempt to the silent peer retransmits its SYN at the RTO,
+ * not at the tail-loss probe's two RTTs (the RTT is sampled, but a SYN is never probed):
+ * psid drops a node it declares down and opens a new connection when it hears it again, and
+ * gave up on such nodes within milliseconds. */
+static void test_vanish_reconnect(void)
+{
+    unsigned char key[RDP_KEY_BYTES];
+    h_key(key, 7);
+    struct rdp_config cfg;
+    fast_config(&cfg);
+    struct h_ep a, b;
+    struct h_net net;
+    if (h_open_pair(&net, &a, &b, key, key, &cfg) < 0) return;
+    struct h_net alone;
+    int fd = talk_then_silence(&net, &a, &b, &alone);
+    uint64_t bound = rdp_lost_bound_us(&cfg) * 1000;
+    CU_ASSERT_EQUAL(rdp_disconnect(a.rdp, 2), 0); /* as psid drops a node it declares down */
+    uint64_t t0 = rdp_now_ns();
+    CU_ASSERT_EQUAL(h_send(&a, 2, 4, 100), 0); /* a new connection attempt */
+    CU_ASSERT_EQUAL(h_run(&alone, lost_twice, &a, bound * 3), 1);
+    const struct h_event *lost = h_find(&a, H_LOST, 2, 1);
+    uint64_t dt = lost ? lost->t_ns - t0 : 0;
+    CU_ASSERT(lost && lost->reason == RDP_LOST_TIMEOUT);
+    CU_ASSERT(dt >= (uint64_t)cfg.rto_min_us * cfg.max_retrans * 1000);
+    CU_ASSERT(dt <= bound + bound / 5);
+    if (dt < (uint64_t)cfg.rto_min_us * cfg.max_retrans * 1000 || dt > bound + bound / 5)
+        fprintf(stderr, "vanish_reconnect: the new attempt lost after %llu us, bound %llu us\n",
+                (unsigned long long)(dt / 1000), (unsigned long long)(bound / 1000));
     if (fd >= 0) close(fd);
     h_ep_free(&b);
     h_ep_free(&a);
@@ -577,6 +627,7 @@ static void test_clock_back(void)
 }
 
 UNIT_SUITE(rdp_failure, UNIT_TEST(test_restart), UNIT_TEST(test_restart_first),
-           UNIT_TEST(test_vanish), UNIT_TEST(test_vanish_established), UNIT_TEST(test_icmp),
-           UNIT_TEST(test_remove_peer), UNIT_TEST(test_clock_back),
-           UNIT_TEST(test_icmp_established), UNIT_TEST(test_icmp_forged))
+           UNIT_TEST(test_vanish), UNIT_TEST(test_vanish_established),
+           UNIT_TEST(test_vanish_reconnect), UNIT_TEST(test_icmp), UNIT_TEST(test_remove_peer),
+           UNIT_TEST(test_clock_back), UNIT_TEST(test_icmp_established),
+           UNIT_TEST(test_icmp_forged))
