@@ -62,7 +62,8 @@ bool membership_alive(const struct psid_node *n)
     return n->state != PSNODE_DOWN;
 }
 
-/* drop_conn: drop the RDP connection too (not when RDP itself just replaced or lost it). */
+/* drop_conn: drop the RDP connection too (not when RDP itself just replaced or lost it), and
+ * tell the node so once it is heard again (hello_due). */
 static void set_down(struct psid *d, struct psid_node *n, const char *why, bool drop_conn)
 {
     if (n->state == PSNODE_DOWN) return;
@@ -133,10 +134,14 @@ void membership_rdp_lost(struct psid *d, uint32_t node, enum rdp_lost_reason why
 {
     struct psid_node *n = psid_node(d, node);
     if (!n || why == RDP_LOST_CLOSED) return;
-    if (why == RDP_LOST_RESTART) /* the new connection stays: RDP has put it in place */
+    if (why == RDP_LOST_RESTART) { /* the new connection stays: RDP has put it in place */
         set_down(d, n, "it replaced our RDP connection (it dropped its side)", false);
-    else
-        set_down(d, n, rdp_lost_reason_name(why), false);
+        return;
+    }
+    set_down(d, n, rdp_lost_reason_name(why), false);
+    /* RDP gave up on an established connection: the node may still hold its side. (An ICMP
+     * error fails only an attempt, of which the node holds nothing.) */
+    if (why == RDP_LOST_TIMEOUT) n->hello_due = true;
 }
 
 static uint32_t load_milli(void)

@@ -71,15 +71,17 @@ static uint64_t deadline(void *ctx)
 /* RDP gives up on a silent peer after max_retrans retransmissions, and a connection given
  * up loses its messages, so the node would be down. A node is only unreachable until
  * heartbeat.down_grace_ms has passed: RDP must keep retransmitting (every rto_max_us, once
- * backed off) at least that long after the heartbeats fell silent. The configured bound
- * stays what makes a node unreachable (membership.c rdp_silent). */
+ * backed off) at least that long after the node became unreachable, which is the
+ * heartbeats' bound or RDP's configured one (membership.c rdp_silent) after it fell silent,
+ * plus two more retransmissions for the heartbeat tick's granularity. */
 static void retrans_for_grace(struct psid *d, struct rdp_config *rc)
 {
     d->rdp_silent_ns = rdp_lost_bound_us(rc) * 1000;
-    uint64_t need_us = ((uint64_t)d->conf.hb_down_grace_ms +
-                        (uint64_t)d->conf.hb_interval_ms * (d->conf.hb_dead_limit + 1)) *
-                       1000;
-    uint64_t n = (need_us + rc->rto_max_us - 1) / rc->rto_max_us;
+    uint64_t hb_us = (uint64_t)d->conf.hb_interval_ms * (d->conf.hb_dead_limit + 1) * 1000;
+    uint64_t silent_us = rdp_lost_bound_us(rc) + (uint64_t)d->conf.hb_interval_ms * 1000;
+    uint64_t need_us =
+        (uint64_t)d->conf.hb_down_grace_ms * 1000 + (hb_us > silent_us ? hb_us : silent_us);
+    uint64_t n = (need_us + rc->rto_max_us - 1) / rc->rto_max_us + 2;
     for (uint64_t rto = rc->rto_min_us; rto < rc->rto_max_us; rto *= 2)
         n++; /* the backoff's expiries below rto_max_us */
     if (n <= rc->max_retrans) return;

@@ -13,7 +13,11 @@
 #    process group is gone: checked by pid), and both nodes see each other up again;
 #  - psid 1 SIGKILLed and restarted (a new incarnation) while a job runs: node 0 declares it
 #    down on the new incarnation's first heartbeat, well before the grace would end, and the
-#    job hears "node lost".
+#    job hears "node lost";
+#  - (root, nftables) RDP from node 0 to node 1 dropped while heartbeats pass and input waits:
+#    node 1 is unreachable for RDP's silence, down after the grace, its job hears "node
+#    lost"; when RDP passes again, node 1 learns that node 0 dropped their connection and
+#    ends its rank (checked by pid), and both are up again.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
 
@@ -157,4 +161,53 @@ rc=$?
 check "grace: its job hears 'node lost' (exit 255)" $? "rc=$rc: $(cat "$CDIR/j3")"
 wait_state 0 1 up 3000 >/dev/null
 check "grace: the restarted node is up again" $? "node 1 is $(state_of 0 1)"
+
+# ---- 4. (root, nftables) RDP from node 0 to node 1 dropped, heartbeats pass: unreachable for
+# RDP's silence, down after the grace; once RDP passes again node 1 learns of it
+if [ "$(id -u)" -ne 0 ] || ! command -v nft >/dev/null; then
+    echo "SKIP: grace: one-way RDP loss (needs root and nft)"
+    exit $((FAILS > 0))
+fi
+NFT=psgrace$$
+unblock() { nft delete table inet "$NFT" 2>/dev/null; }
+trap 'unblock; end_tasks' EXIT
+rdp_port=$(sed -n 's/^rdp = { port = \([0-9]*\);.*/\1/p' "$CDIR/psid.conf")
+idle 5000 || fail "grace: nodes idle" "tasks still counted after 5 s"
+wait_state 0 1 up 3000 >/dev/null && wait_state 1 0 up 3000 >/dev/null
+bg_job "$CDIR/j4" -n 2 -w n0,n1 --ppn 1 -l -i all sh -c 'echo ready; read -r l; echo "got $l"; sleep 30'
+wait_until 10000 readies "$CDIR/j4"
+check "grace: a fourth 2-node job started" $? "$(cat "$CDIR/j4")"
+p4=$(rank1_pid "$CDIR/j4")
+TASKPIDS+=("$p4")
+nft add table inet "$NFT" && nft add chain inet "$NFT" out '{ type filter hook output priority 0; }' &&
+    nft add rule inet "$NFT" out ip saddr 127.0.0.1 ip daddr 127.0.0.2 udp dport "$rdp_port" drop
+check "grace: RDP from node 0 to node 1 dropped (nftables)" $? "nft failed"
+t0=$(now_ms)
+echo hello >&3 # waits for an answer that cannot come
+close_input
+wait_state 0 1 unreachable 6000 >/dev/null && grep -q "node 1 (n1) unreachable: RDP unanswered" "$CDIR/psid-0.log"
+check "grace: RDP unanswered while heartbeats pass -> unreachable ($(($(now_ms) - t0)) ms)" $? \
+    "node 1 is $(state_of 0 1): $(grep 'node 1 (n1)' "$CDIR/psid-0.log" | tail -2)"
+t1=$(now_ms)
+downs() { grep -c "node 1 (n1) down: unreachable for down_grace_ms" "$CDIR/psid-0.log"; }
+n0=$(downs) # case 2 logged one
+more_downs() { [ "$(downs)" -gt "$n0" ]; }
+wait_until $((GRACE + 3000)) more_downs
+rc=$?
+ms=$(($(now_ms) - t1))
+[ $rc -eq 0 ] && [ "$ms" -ge $((GRACE - 1000)) ]
+check "grace: ... and down after the grace ($ms ms after unreachable)" $? \
+    "$(grep 'node 1 (n1)' "$CDIR/psid-0.log" | tail -3)"
+wait_until 10000 job_done
+wait "$JOB"
+rc=$?
+[ $rc -eq 255 ] && grep -qE '^psrun: rank 1 \(node n1, task 1:[0-9]+\): node lost$' "$CDIR/j4"
+check "grace: its job hears 'node lost' (exit 255)" $? "rc=$rc: $(cat "$CDIR/j4")"
+unblock
+[ -n "$p4" ] && wait_until 10000 gone "$p4" &&
+    grep -q "node 0 (n0) down: it replaced our RDP connection" "$CDIR/psid-1.log"
+check "grace: once RDP passes again, node 1 learns of it and ends its rank (no orphan)" $? \
+    "task 1:$p4 $(gone "$p4" && echo gone || echo alive): $(grep 'node 0 (n0)' "$CDIR/psid-1.log" | tail -3)"
+wait_state 0 1 up 5000 >/dev/null && wait_state 1 0 up 5000 >/dev/null
+check "grace: both up again" $? "0 sees $(state_of 0 1), 1 sees $(state_of 1 0)"
 exit $((FAILS > 0))
