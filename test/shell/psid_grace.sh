@@ -57,6 +57,15 @@ readies() { [ "$(count "$1" '^[01]: ready$')" -ge 2 ] && [ -n "$(rank1_pid "$1")
 rank1_pid() { grep -o 'rank 1: node 1 (n1), task 1:[0-9]*' "$1" | sed 's/.*://' | head -1; }
 job_done() { ! kill -0 "$JOB" 2>/dev/null; }
 gone() { ! kill -0 -- "-$1" 2>/dev/null; } # no process left in the task's group
+# check_lost NAME FILE: the job ends by itself, exit 255, "node lost" for its rank on node 1
+check_lost() {
+    local rc
+    wait_until 10000 job_done
+    wait "$JOB"
+    rc=$?
+    [ $rc -eq 255 ] && grep -qE '^psrun: rank 1 \(node n1, task 1:[0-9]+\): node lost$' "$2"
+    check "$1" $? "rc=$rc: $(cat "$2")"
+}
 state_txt() { "$BIN/psstat" nodes | awk -v n="$1" '$1 == n { print $4 }'; }
 
 # ---- 1. stopped for 3 s, less than the grace: the job goes on
@@ -121,11 +130,7 @@ ms=$(($(now_ms) - t0))
 [ $rc -eq 0 ] && [ "$ms" -ge "$GRACE" ]
 check "grace: stopped beyond the grace -> down after the grace ($ms ms, grace $GRACE)" $? \
     "node 1 is $(state_of 0 1) after $ms ms"
-wait_until 10000 job_done
-wait "$JOB"
-rc=$?
-[ $rc -eq 255 ] && grep -qE '^psrun: rank 1 \(node n1, task 1:[0-9]+\): node lost$' "$CDIR/j2"
-check "grace: the job hears 'node lost' and ends (exit 255)" $? "rc=$rc: $(cat "$CDIR/j2")"
+check_lost "grace: the job hears 'node lost' and ends (exit 255)" "$CDIR/j2"
 kill -CONT "${PIDS[1]}"
 STOPPED=
 [ -n "$p1" ] && wait_until 10000 gone "$p1"
@@ -154,11 +159,7 @@ ms=$(($(now_ms) - t0))
 [ $rc -eq 0 ] && [ "$ms" -lt 2000 ]
 check "grace: a restarted psid is down at once, not after the grace ($ms ms)" $? \
     "after $ms ms: $(grep 'node 1 (n1)' "$CDIR/psid-0.log" | tail -3)"
-wait_until 10000 job_done
-wait "$JOB"
-rc=$?
-[ $rc -eq 255 ] && grep -qE '^psrun: rank 1 \(node n1, task 1:[0-9]+\): node lost$' "$CDIR/j3"
-check "grace: its job hears 'node lost' (exit 255)" $? "rc=$rc: $(cat "$CDIR/j3")"
+check_lost "grace: its job hears 'node lost' (exit 255)" "$CDIR/j3"
 wait_state 0 1 up 3000 >/dev/null
 check "grace: the restarted node is up again" $? "node 1 is $(state_of 0 1)"
 
@@ -198,11 +199,7 @@ ms=$(($(now_ms) - t1))
 [ $rc -eq 0 ] && [ "$ms" -ge $((GRACE - 1000)) ]
 check "grace: ... and down after the grace ($ms ms after unreachable)" $? \
     "$(grep 'node 1 (n1)' "$CDIR/psid-0.log" | tail -3)"
-wait_until 10000 job_done
-wait "$JOB"
-rc=$?
-[ $rc -eq 255 ] && grep -qE '^psrun: rank 1 \(node n1, task 1:[0-9]+\): node lost$' "$CDIR/j4"
-check "grace: its job hears 'node lost' (exit 255)" $? "rc=$rc: $(cat "$CDIR/j4")"
+check_lost "grace: its job hears 'node lost' (exit 255)" "$CDIR/j4"
 unblock
 [ -n "$p4" ] && wait_until 10000 gone "$p4" &&
     grep -q "node 0 (n0) down: it replaced our RDP connection" "$CDIR/psid-1.log"
