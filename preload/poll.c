@@ -729,6 +729,7 @@ static int translate(struct epoll_event *ev, int n)
 static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *m,
                    bool pwait)
 {
+    real_ready();
     if (nlater) { /* what a doorbell reported and the program left unread rings its bell */
         pthread_mutex_lock(&psp.lock);
         bells_due();

@@ -67,6 +67,13 @@ struct psp_real {
 };
 extern struct psp_real real;
 void real_init(void);
+/* The real functions resolved also when a wrapper runs before the library's constructor:
+ * another library's constructor may call read or close first (libcap-ng's does, under
+ * setpriv), and a NULL real.read there was a crash. */
+static inline void real_ready(void)
+{
+    if (__builtin_expect(!real.read, 0)) real_init();
+}
 
 /* --- the reasons a connection stays on TCP (PSP_STATS) --- */
 enum psp_reason {

@@ -332,6 +332,7 @@ int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 int close_range(unsigned first, unsigned last, int flags);
 int close_range(unsigned first, unsigned last, int flags)
 {
+    real_ready();
     /* ours lie at psp.hidden_base and above: the kernel's call for what lies below, one by
      * one above (the program's descriptors there, if any) */
     unsigned base = psp.inited && psp.hidden_base > 0 ? (unsigned)psp.hidden_base : ~0u;

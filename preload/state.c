@@ -409,7 +409,10 @@ bool psp_ready(void)
 
 struct conn *psp_conn_of(int fd)
 {
-    if (fd < 0 || fd >= psp.nbyfd || !psp.byfd) return NULL;
+    if (fd < 0 || fd >= psp.nbyfd || !psp.byfd) {
+        real_ready(); /* the caller's next step is real.X */
+        return NULL;
+    }
     return __atomic_load_n(&psp.byfd[fd], __ATOMIC_ACQUIRE);
 }
 
