@@ -21,7 +21,8 @@
  *    endpoint, incarnation, uid) (pl_pair_key), and hand it only to the endpoint's own
  *    process. The cluster key never leaves psid.
  * Every table is bounded: listening ports per endpoint (PSI_PL_LISTENS), connections
- * waiting (PL_WAIT_MAX in total on each side), claims in flight (PL_WAIT_MAX).
+ * waiting (PL_WAIT_MAX in total on each side, a quarter of it per listener's and per
+ * connector's uid but root's), claims in flight (PL_WAIT_MAX).
  */
 #include "bebytes.h"
 #include "daemon.h"
@@ -46,6 +47,7 @@
 #define PL_ANSWER_NS (2000000000ull) /* another psid's answer */
 #define PL_KEEP_NS   ((uint64_t)PSI_PL_ACCEPT_MS * 1000000ull)
 #define PL_WAIT_MAX  4096u
+#define PL_WAIT_UID  (PL_WAIT_MAX / 4) /* of them, for one listener's or connector's uid */
 
 struct pl_ep { /* an endpoint: ours (with a client) or a peer's (from a message) */
     uint32_t node, uid;
@@ -495,7 +497,7 @@ static void pend_expired(void *ctx)
 
 static void wait_expired(void *ctx);
 static void wait_unlink(struct preload *pl, struct pl_wait *w);
-static struct pl_local *port_listener(struct preload *pl, uint16_t port, int *err,
+static struct pl_local *port_listener(struct preload *pl, uint16_t port, uint32_t cuid, int *err,
                                       const char **why);
 
 /* A same-node connector does not wait for the reply (its connect goes on at once): a
@@ -522,7 +524,7 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
         err = EINVAL;
         why = "ring size not a power of two within the bounds";
     } else {
-        found = port_listener(pl, port, &err, &why);
+        found = port_listener(pl, port, local_of(pl, c)->ep.uid, &err, &why);
     }
     struct pl_wait *w = found ? calloc(1, sizeof *w) : NULL;
     if (found && !w) {
@@ -857,7 +859,21 @@ static void wait_expired(void *ctx)
 
 /* The one process under the library that listens on port, or NULL with *err and *why
  * (none, several) or when too many connections wait already. */
-static struct pl_local *port_listener(struct preload *pl, uint16_t port, int *err, const char **why)
+/* Whether a wait for listener uid luid from connector uid cuid would pass either's share
+ * (PL_WAIT_UID; root has none): one user's connections that are never accepted, to its own
+ * listeners or to others', cannot fill the table for everybody. */
+static bool over_share(const struct preload *pl, uint32_t luid, uint32_t cuid)
+{
+    unsigned nl = 0, nc = 0;
+    for (const struct pl_wait *w = pl->waits; w; w = w->next) {
+        nl += w->uid == luid;
+        nc += w->connector.uid == cuid;
+    }
+    return (luid != 0 && nl >= PL_WAIT_UID) || (cuid != 0 && nc >= PL_WAIT_UID);
+}
+
+static struct pl_local *port_listener(struct preload *pl, uint16_t port, uint32_t cuid, int *err,
+                                      const char **why)
 {
     unsigned n = 0;
     struct pl_local *found = NULL;
@@ -875,6 +891,11 @@ static struct pl_local *port_listener(struct preload *pl, uint16_t port, int *er
     if (pl->nwaits >= PL_WAIT_MAX) {
         *err = ENOBUFS;
         *why = "too many connections waiting for an accept";
+        return NULL;
+    }
+    if (over_share(pl, found->ep.uid, cuid)) {
+        *err = ENOBUFS;
+        *why = "too many connections of this user waiting for an accept";
         return NULL;
     }
     return found;
@@ -895,7 +916,7 @@ static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const s
         err = EINVAL;
         why = "malformed request";
     } else {
-        found = port_listener(pl, port, &err, &why);
+        found = port_listener(pl, port, cep.uid, &err, &why);
     }
     struct pl_wait *w = err ? NULL : calloc(1, sizeof *w);
     if (!err && !w) {
