@@ -14,21 +14,29 @@
  * endpoint's owner if it is a fork's child (fork.c). The new image, with the library or
  * without, then has a plain TCP connection.
  *
- * A vfork child shares our memory and runs no fork handlers (psp.pid is the parent's): it
- * must not touch our state, and passes straight through.
+ * vfork and posix_spawn: a vfork child shares our memory and runs no fork handlers, and
+ * posix_spawn's child (clone with CLONE_VFORK) execs without passing through execve here;
+ * either would hand the new image our connections as kernel sockets nobody writes to. So,
+ * as Onload does by default, vfork is fork here, and the parent waits, as vfork's would,
+ * until the child has exec'd or exited (a close-on-exec pipe); and posix_spawn first moves
+ * every connection the child would inherit (no close-on-exec) to its kernel socket, as exec
+ * does: the parent goes on with it on TCP. (posix_spawn's file actions are opaque: a
+ * connection they close in the child moves too.)
  */
 #include "psp.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 extern char **environ;
 
-static void before_exec(void)
+/* Every connection a new image would inherit (no close-on-exec) to its kernel socket. */
+static void inherited_to_tcp(void)
 {
     if (!psp.inited || psp.disabled || psp.broken || psp.pid != getpid()) return;
     for (int fd = 0; psp.nconns && fd < psp.nbyfd; fd++) {
@@ -47,7 +55,13 @@ static void before_exec(void)
         if (kfd >= 0 && neg_decline(kfd) == 0) psp_count_tcp(PSP_R_NOT_ACCEPTED);
         if (kept && c->st == CS_ORPHAN) conn_claim(c); /* a fork's child: the owner moves it */
     }
-    psp_print_stats(); /* this image's counters end here: no atexit after exec */
+}
+
+static void before_exec(void)
+{
+    inherited_to_tcp();
+    if (psp.inited && !psp.disabled && !psp.broken && psp.pid == getpid())
+        psp_print_stats(); /* this image's counters end here: no atexit after exec */
 }
 
 typedef int (*exec_path_t)(const char *, char *const[], char *const[]);
@@ -148,4 +162,44 @@ int execle(const char *path, const char *arg, ...)
     int r = execve(path, v, env);
     free(v);
     return r;
+}
+
+pid_t vfork(void)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) return fork();
+    pid_t pid = fork();
+    if (pid == 0) { /* the write end stays open until exec (close-on-exec) or exit */
+        real_ready();
+        real.close(p[0]);
+        return 0;
+    }
+    real.close(p[1]);
+    char b;
+    if (pid > 0)
+        while (real.read(p[0], &b, 1) < 0 && errno == EINTR) {
+        }
+    real.close(p[0]);
+    return pid;
+}
+
+typedef int (*spawn_t)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                       const posix_spawnattr_t *, char *const[], char *const[]);
+
+int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                const posix_spawnattr_t *at, char *const argv[], char *const envp[])
+{
+    static spawn_t next;
+    if (!next && !(next = (spawn_t)dlsym(RTLD_NEXT, "posix_spawn"))) return ENOSYS;
+    inherited_to_tcp();
+    return next(pid, path, fa, at, argv, envp);
+}
+
+int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                 const posix_spawnattr_t *at, char *const argv[], char *const envp[])
+{
+    static spawn_t next;
+    if (!next && !(next = (spawn_t)dlsym(RTLD_NEXT, "posix_spawnp"))) return ENOSYS;
+    inherited_to_tcp();
+    return next(pid, file, fa, at, argv, envp);
 }

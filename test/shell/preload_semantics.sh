@@ -23,8 +23,10 @@
 # fork_both (parent and child of a fork both use a connection on RDP), fork_close (the
 # parent closes it, the child goes on), fork_unread (bytes received before the fork, read
 # by the parent in part and the child the rest), exec_rdp (the program execs itself with
-# the connection): each moves the connection back to TCP (PSP_STATS switched=1), with the
-# kernel's transcript; exitw (the server writes 4 MiB and ends with _exit: all of it
+# the connection), vfork and spawn (a vfork child, and a posix_spawn one, exec a program
+# that writes and reads on the inherited connection; then the parent goes on with it):
+# each moves the connection back to TCP (PSP_STATS switched=1), with the kernel's
+# transcript; exitw (the server writes 4 MiB and ends with _exit: all of it
 # arrives, then EOF, and the server's _exit ran the library's exit wait: its PSP_STATS
 # line is there). PRELOAD_SCENARIOS="..." runs only the scenarios named;
 # PRELOAD_SEM_KEEP=DIR keeps the transcripts there. PRELOAD_SAME_NODE=1 runs the server on
@@ -42,7 +44,7 @@ all_up 5000 || {
     fail "$NAME: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close fork_unread exec_rdp exitw}
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close fork_unread exec_rdp vfork spawn exitw}
 PORT=$(free_port $((2 * $(wc -w <<<"$SCEN"))))
 
 # run TAG PORT MODE SCENARIO LIB: one server and one client; transcripts in $CDIR/TAG.*
@@ -91,7 +93,8 @@ for s in $SCEN; do
         # server took it under the library too; names sends no byte, so its outcome may
         # come after the client is gone
         fail "$NAME: $s" "not accelerated: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
-    elif [[ $s == fork_* || $s == exec_rdp ]] && ! grep -q 'switched=1' "$CDIR/$s.lib.stats"; then
+    elif [[ $s == fork_* || $s == exec_rdp || $s == vfork || $s == spawn ]] &&
+        ! grep -q 'switched=1' "$CDIR/$s.lib.stats"; then
         fail "$NAME: $s" "not moved to TCP: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
     elif [ "$s" = exitw ] && [ "$(grep -c . "$CDIR/$s.lib.stats")" -lt 2 ]; then
         # the server ends with _exit: its exit wait (delivery, then PSP_STATS) ran too

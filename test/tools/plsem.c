@@ -28,6 +28,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +46,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+extern char **environ;
 
 static struct sockaddr_in where;
 static volatile sig_atomic_t pipes, alarms;
@@ -890,8 +893,9 @@ static void s_fork_unread(void)
     close(fd);
 }
 
-/* exec with the connection: the new image (plsem again, "execd") echoes on it */
-static void s_exec_rdp(void)
+/* A connection to the echo server, one exchange on it printed, its number in num: what a
+ * new image (plsem again) inherits. */
+static int dial_for_heir(char *num, size_t n)
 {
     int fd = dial();
     write_full(fd, "e", 1);
@@ -899,13 +903,22 @@ static void s_exec_rdp(void)
     write_full(fd, "ab", 2);
     printf("before: %zd %.2s\n", read_full(fd, b, 2), b);
     fflush(stdout);
+    snprintf(num, n, "%d", fd);
+    return fd;
+}
+
+/* exec with the connection: the new image (plsem again, "execd") echoes on it */
+static void s_exec_rdp(void)
+{
     char num[16];
-    snprintf(num, sizeof num, "%d", fd);
+    dial_for_heir(num, sizeof num);
     execl("/proc/self/exe", "plsem", "execd", num, (char *)NULL);
     printf("exec failed: %s\n", strerror(errno));
 }
 
-static int execd(const char *num)
+/* The new image's part: 4 bytes each way on the inherited connection; with end, then its
+ * end (after exec: nobody else has it), else nothing more (a spawn's parent goes on). */
+static int heir(const char *num, const char *label, bool end)
 {
     int fd = atoi(num);
     struct timeval tv = {3, 0};
@@ -913,10 +926,50 @@ static int execd(const char *num)
     char b[8] = {0};
     write_full(fd, "cdef", 4);
     ssize_t r = read_full(fd, b, 4);
-    printf("after exec: %zd %.4s\n", r, b);
+    printf("%s: %zd %.4s\n", label, r, b);
+    if (end) {
+        shutdown(fd, SHUT_WR);
+        printf("eof %zd\n", read(fd, b, 1));
+    }
+    return 0;
+}
+
+/* vfork (or posix_spawn) and exec of a program that uses the inherited connection; then
+ * the parent goes on with it */
+static void spawn_on(bool use_vfork)
+{
+    char num[16], b[8] = {0};
+    int fd = dial_for_heir(num, sizeof num);
+    char *argv[] = {"plsem", "spawned", num, NULL};
+    pid_t k = -1;
+    if (use_vfork) {
+        k = vfork();
+        if (k == 0) {
+            execv("/proc/self/exe", argv);
+            _exit(127);
+        }
+    } else if (posix_spawn(&k, "/proc/self/exe", NULL, NULL, argv, environ) != 0) {
+        k = -1;
+    }
+    int st = 0;
+    if (k > 0) waitpid(k, &st, 0);
+    printf("child: %d exit %d\n", k > 0, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    memset(b, 0, sizeof b);
+    write_full(fd, "gh", 2);
+    printf("parent after: %zd %.2s\n", read_full(fd, b, 2), b);
     shutdown(fd, SHUT_WR);
     printf("eof %zd\n", read(fd, b, 1));
-    return 0;
+    close(fd);
+}
+
+static void s_vfork(void)
+{
+    spawn_on(true);
+}
+
+static void s_spawn(void)
+{
+    spawn_on(false);
 }
 
 /* an inetd-like server execs cat on the connection: its bytes come back at once (the
@@ -1382,7 +1435,11 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "execd")) { /* exec_rdp's new image */
         setvbuf(stdout, NULL, _IOLBF, 0);
-        return execd(argv[2]);
+        return heir(argv[2], "after exec", true);
+    }
+    if (argc == 3 && !strcmp(argv[1], "spawned")) { /* vfork's and spawn's new image */
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        return heir(argv[2], "spawned", false);
     }
     if (argc != 5) {
         fprintf(stderr, "usage: plsem server|client ADDR PORT MODE|SCENARIO\n");
@@ -1430,6 +1487,8 @@ int main(int argc, char **argv)
               {"fork_close", s_fork_close},
               {"fork_unread", s_fork_unread},
               {"exec_rdp", s_exec_rdp},
+              {"vfork", s_vfork},
+              {"spawn", s_spawn},
               {"exitw", s_exitw}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
