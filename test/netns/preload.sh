@@ -4,6 +4,7 @@
 # heartbeats), the server on node 1 and the client on node 0, byte-exact (sha256):
 #  - nc, 20 MB client->server, the library on both sides: accelerated on both (PSP_STATS);
 #  - nc with the library on the client only: TCP, no_library;
+#  - nc to an address on the bridge that is no cluster node's: TCP, not_cluster;
 #  - curl against python3's http.server, 5 MB: accelerated;
 #  - nc, 20 MB, with 5 % of packets dropped on both links (nftables numgen in each
 #    namespace): accelerated, byte-exact, RDP's retransmissions at work under the library.
@@ -116,6 +117,20 @@ nc_run 6002 no yes
 [[ $(sha256sum <"$TMP/out.bin") == "$SUM" && $(stat 0 accelerated) == 0 &&
     $(stat 0 no_library) == 1 ]]
 check "nc, library on the client only: TCP (no_library), byte-exact" $? \
+    "$(cat "$TMP"/stats.* 2>/dev/null)"
+
+# an address on the bridge that is no cluster node's (a second address in node 1's
+# namespace): the library's connection to it stays on TCP, reason not_cluster
+"$PSLOCAL" exec 1 --dir "$D" -- ip addr add 198.18.0.99/24 dev eth0
+fresh
+on 1 no /dev/null "$TMP/out.bin" nc -l 198.18.0.99 6004
+s=$!
+until_ms 5000 listening 6004
+on 0 yes "$TMP/in.bin" /dev/null nc -N 198.18.0.99 6004
+finish $! "$s"
+[[ $(sha256sum <"$TMP/out.bin") == "$SUM" && $(stat 0 accelerated) == 0 &&
+    $(stat 0 not_cluster) == 1 ]]
+check "nc to an address that is no cluster node's: TCP (not_cluster), byte-exact" $? \
     "$(cat "$TMP"/stats.* 2>/dev/null)"
 
 fresh
