@@ -34,15 +34,10 @@ fail() {
 check() { if [ "$2" -eq 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
 
 cleanup() {
-    local p ns
+    local p
     trap '' INT TERM
     for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-    timeout 20 "$PSLOCAL" down --dir "$D" >/dev/null 2>&1
-    for ns in "${NSS[@]}"; do
-        [[ -e /run/netns/$ns ]] || continue
-        for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-        ip netns del "$ns" 2>/dev/null
-    done
+    pslocal_teardown "$PSLOCAL" "$D" "${NSS[@]/#/netns:}"
     rm -rf "$TMP"
 }
 trap cleanup EXIT

@@ -36,16 +36,9 @@ read_state() {
 }
 
 cleanup() {
-    local ns l p
     trap '' INT TERM
-    timeout 20 "$PSLOCAL" down --dir "$D" >/dev/null 2>&1
-    # Belt and braces: whatever the last state file named.
-    for ns in "${NSS[@]}"; do
-        [[ -e /run/netns/$ns ]] || continue
-        for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-        ip netns del "$ns" 2>/dev/null
-    done
-    for l in "${LINKS[@]}"; do ip link del "$l" 2>/dev/null; done
+    # belt and braces: whatever the last state file named
+    pslocal_teardown "$PSLOCAL" "$D" "${NSS[@]/#/netns:}" "${LINKS[@]/#/link:}"
     rm -rf "$TMP"
 }
 trap cleanup EXIT

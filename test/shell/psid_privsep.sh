@@ -55,7 +55,11 @@ ppid=$(status_field "$orphan" PPid)
 [ -n "$orphan" ] && [ "$ppid" = "$(priv_of "$eng")" ]
 check "privsep: an orphan a task left (pid $orphan) is the privileged child's ($ppid)" $? \
     "orphan '$orphan' ppid '$ppid', child $(priv_of "$eng")"
-wait "$job"
+wait_until 10000 eval '! kill -0 "$job" 2>/dev/null' || fail "privsep: the subreaper job ends" "still running"
+{
+    kill -KILL "$job"
+    wait "$job"
+} 2>/dev/null
 
 # the privileged child killed: the engine stops, saying why
 job_out=$CDIR/job1

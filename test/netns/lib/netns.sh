@@ -18,6 +18,10 @@
 #                           on $NS_IF in every namespace (nftables, table inet psloss)
 #   ns_noloss               remove that again
 #   ns_mtu BYTES            set the MTU of every veth (both ends) and of the bridge
+#   pslocal_teardown PSLOCAL DIR NAMES...
+#                           `pslocal down --dir DIR`, then whatever it left of NAMES
+#                           ("netns:NAME", "link:NAME", as the cluster's state file named them
+#                           while it was up): processes killed, namespaces and links deleted
 #   ns_wait_port I PORT [udp|tcp] [SECONDS]
 #                           wait (default 10 s) until something listens on PORT in namespace I
 #
@@ -272,4 +276,22 @@ ns_wait_port() { # ns_wait_port I PORT [udp|tcp] [SECONDS]
     done
     _ns_err "ns_wait_port: nothing on $proto port $port in $(ns_name "$i") after $secs s"
     return 1
+}
+
+pslocal_teardown() {
+    local pl=$1 dir=$2 item ns p
+    shift 2
+    timeout 20 "$pl" down --dir "$dir" >/dev/null 2>&1
+    for item; do
+        case $item in
+        netns:*)
+            ns=${item#netns:}
+            [[ -e /run/netns/$ns ]] || continue
+            for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+            ip netns del "$ns" 2>/dev/null
+            ;;
+        link:*) ip link del "${item#link:}" 2>/dev/null ;;
+        esac
+    done
+    return 0
 }
