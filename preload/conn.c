@@ -196,6 +196,7 @@ static void destroy(struct conn *c)
             break;
         }
     psp.nconns--;
+    if (c->guard_eof) psp.guards--;
     psp_guard_del(c);
     epoll_conn_gone(c);
     bells_forget(c);
@@ -753,6 +754,7 @@ void conn_guard_event(struct conn *c, uint32_t events)
     if (r > 0) return; /* bytes on TCP: not ours to read */
     if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
     c->guard_eof = true;
+    psp.guards++;
     c->guard_at = rdp_now_ns();
     if (r < 0) c->guard_rst = true;
     psp_guard_del(c); /* once is enough: EPOLLRDHUP stays up */

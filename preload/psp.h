@@ -210,6 +210,7 @@ struct psp {
     unsigned hash_size;
     struct conn *all;
     unsigned nconns;
+    unsigned guards; /* connections whose kernel socket saw EOF (psp_arm_timer looks at them) */
     uint32_t next_conn_id;
     int hidden_base; /* hidden descriptors are placed at or above this */
     uint64_t stats_tcp[PSP_R__COUNT];

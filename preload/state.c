@@ -477,8 +477,8 @@ void psp_arm_timer(void)
 {
     if (psp.timerfd < 0 || !psp.rdp) return;
     uint64_t d = rdp_next_deadline(psp.rdp);
-    bool guards = false;
-    for (struct conn *c = psp.all; c && !guards; c = c->lnext)
+    bool guards = false; /* the walk only when a guard saw EOF: not once per send */
+    for (struct conn *c = psp.guards ? psp.all : NULL; c && !guards; c = c->lnext)
         guards = c->guard_eof && (c->st == CS_RDP || c->st == CS_SHM) && !c->rx_fin;
     if (guards) {
         uint64_t g = rdp_now_ns() + 50000000ull;
