@@ -197,6 +197,7 @@ static void destroy(struct conn *c)
         }
     psp.nconns--;
     if (c->guard_eof) psp.guards--;
+    if (c->cork_until) psp.corks--;
     psp_guard_del(c);
     epoll_conn_gone(c);
     bells_forget(c);
@@ -240,8 +241,40 @@ static int send_ctl(struct conn *c, uint8_t type, uint32_t aux)
     return sendv(c, &v, 1);
 }
 
+/* TCP_CORK and MSG_MORE, as the kernel does them: what the program writes while corked
+ * waits in c->hold until the cork is taken off, a write comes without MSG_MORE (and
+ * without TCP_CORK), CORK_FULL bytes wait (a full segment goes out), CORK_NS passed since
+ * the first, or the connection ends. On the same-node path bytes are held only while
+ * they and the new ones fit in the ring's free space, so that they always go in at once. */
+#define CORK_NS   200000000ull /* the kernel's ceiling */
+#define CORK_FULL (64u << 10)
+
+static void flush_hold_rdp(struct conn *c);
+static void flush_hold_shm(struct conn *c);
+
+static void conn_uncork(struct conn *c)
+{
+    if (!c->cork_until) return;
+    c->cork_until = 0;
+    psp.corks--;
+    if (c->st == CS_RDP) flush_hold_rdp(c);
+    if (c->st == CS_SHM) flush_hold_shm(c);
+}
+
+void conn_cork(struct conn *c, bool on)
+{
+    pthread_mutex_lock(&psp.lock);
+    c->cork_on = on;
+    if (!on && c->cork_until) {
+        conn_uncork(c);
+        conn_changed(c);
+    }
+    pthread_mutex_unlock(&psp.lock);
+}
+
 static void send_owed(struct conn *c)
 {
+    if (c->tx_fin) conn_uncork(c);                         /* the end goes after what a cork held */
     if (c->st == CS_SHM && c->tx_fin && !c->tx_fin_sent) { /* flags in the ring */
         shm_end(c, c->nfds ? PSHM_FIN : (c->linger0 ? PSHM_RST : PSHM_CLOSE));
         c->tx_fin_sent = true;
@@ -305,28 +338,41 @@ static int add_peer(const struct neg_peer *p, uint32_t *id)
     return 0;
 }
 
-/* Send what was held while the connection waited for its outcome. */
+/* Send what was held while the connection waited for its outcome (or a cork held): as
+ * much in one message as credit and the message size allow, over chunks. */
 static void flush_hold_rdp(struct conn *c)
 {
+    if (c->cork_until) return; /* corked: conn_uncork sends it */
     while (c->hold && c->credit) {
-        struct chunk *ch = c->hold;
-        size_t n = ch->len - ch->off;
-        if (n > c->credit) n = c->credit;
-        if (n > PLW_MAX_DATA) n = PLW_MAX_DATA;
+        size_t lim = c->credit < PLW_MAX_DATA ? c->credit : PLW_MAX_DATA, n = 0;
+        struct iovec iov[1 + 16];
+        int nv = 1;
+        for (struct chunk *ch = c->hold; ch && nv < 17 && n < lim; ch = ch->next) {
+            size_t off = ch == c->hold ? ch->off : 0, l = ch->len - off;
+            if (l > lim - n) l = lim - n;
+            iov[nv++] = (struct iovec){ch->data + off, l};
+            n += l;
+        }
         uint8_t h[PLW_HDR];
         plw_encode(h, PLW_DATA, flags_of(c), c->id, 0);
-        struct iovec iov[2] = {{h, PLW_HDR}, {ch->data + ch->off, n}};
-        if (sendv(c, iov, 2) < 0) return;
+        iov[0] = (struct iovec){h, PLW_HDR};
+        if (sendv(c, iov, nv) < 0) return;
         c->credit -= n;
         c->hold_bytes -= n; /* counted in tx_bytes when the program wrote them */
         psp.rdp_tx += n;
         psp.rdp_tx_msgs++;
-        ch->off += n;
-        if (ch->off == ch->len) {
+        while (n) { /* what went, off the chunks */
+            struct chunk *ch = c->hold;
+            size_t l = ch->len - ch->off;
+            if (l > n) {
+                ch->off += n;
+                break;
+            }
+            n -= l;
             c->hold = ch->next;
-            if (!c->hold) c->hold_tail = &c->hold;
             chunk_free(ch);
         }
+        if (!c->hold) c->hold_tail = &c->hold;
     }
 }
 
@@ -334,6 +380,7 @@ static void flush_hold_rdp(struct conn *c)
  * first (it fits: a same-node connection holds at most a ring). */
 static void flush_hold_shm(struct conn *c)
 {
+    if (c->cork_until) return; /* corked: conn_uncork sends it */
     while (c->hold && c->credit) {
         struct chunk *ch = c->hold;
         struct iovec v = {ch->data + ch->off, ch->len - ch->off};
@@ -768,6 +815,10 @@ void conn_timers(void)
         n = c->lnext;
         if (c->st == CS_SWITCH && now - c->sw_at > SWITCH_NS) sw_fail(c, ECONNRESET);
         if (c->st == CS_SWITCH) continue;
+        if (c->cork_until && now >= c->cork_until) {
+            conn_uncork(c);
+            conn_changed(c);
+        }
         if (c->st == CS_SHM && c->guard_eof) shm_sync(c); /* a clean end shows there */
         if ((c->st == CS_RDP || c->st == CS_SHM) && c->guard_eof && !c->rx_fin &&
             now - c->guard_at > GUARD_GRACE_NS) {
@@ -1278,19 +1329,28 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
             errno = e;
             return -1;
         }
+        /* TCP_CORK or MSG_MORE: held (see CORK_NS), while what is held fits */
+        bool corking = (c->cork_on || (flags & MSG_MORE)) && on && c->hold_bytes < CORK_FULL &&
+                       (c->st != CS_SHM || c->hold_bytes + (want - done) <= c->credit);
+        /* the cork comes off: on the same-node path, or past a full segment, at once; else
+         * these bytes join what it held, and all go in one message (as one segment would) */
+        if (!corking && c->cork_until && on && (c->st == CS_SHM || c->hold_bytes >= CORK_FULL))
+            conn_uncork(c);
         if (done == want) {
+            if (!corking && c->cork_until && on) conn_uncork(c);
             bells_update(c); /* no longer writable, perhaps */
             break;
         }
         size_t room;
         if (c->st == CS_SWITCH && c->sw == SW_INIT)
             room = 0; /* until it is over */
-        else if (c->st == CS_CONNECTING || c->st == CS_DRAIN || c->st == CS_SWITCH || c->hold)
+        else if (c->st == CS_CONNECTING || c->st == CS_DRAIN || c->st == CS_SWITCH || c->hold ||
+                 corking)
             room = c->st == CS_DRAIN ? 0 : c->hold_max - c->hold_bytes;
         else
             room = c->credit;
         if (c->st == CS_CONNECTING && c->hold_bytes >= c->hold_max) room = 0;
-        if (room && c->st == CS_SHM && !c->hold) { /* straight into the ring */
+        if (room && c->st == CS_SHM && !c->hold && !corking) { /* straight into the ring */
             done += shm_write(c, iov, iovcnt, done, want - done);
             continue;
         }
@@ -1317,7 +1377,7 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
             }
             n -= left;
             int r;
-            if (c->st == CS_RDP && !c->hold) {
+            if (c->st == CS_RDP && !c->hold && !corking) {
                 uint8_t h[PLW_HDR];
                 plw_encode(h, PLW_DATA, flags_of(c), c->id, 0);
                 v[0] = (struct iovec){h, PLW_HDR};
@@ -1343,6 +1403,11 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
                     c->hold_tail = &ch->next;
                     c->hold_bytes += n;
                     if (c->st == CS_SWITCH) sw_progress(c); /* to the socket, when it may */
+                    if (corking && !c->cork_until) {        /* the first byte a cork holds */
+                        c->cork_until = rdp_now_ns() + CORK_NS;
+                        psp.corks++;
+                        psp_kick(); /* the progress thread's timer: its deadline */
+                    }
                 }
             }
             if (r == 0) {

@@ -56,7 +56,7 @@ static ssize_t wr(int fd, struct conn *c, const struct iovec *iov, int n, int fl
 {
     if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
     if (c->st != CS_TCP) {
-        ssize_t r = conn_write(fd, c, iov, n, flags & (MSG_DONTWAIT | MSG_NOSIGNAL));
+        ssize_t r = conn_write(fd, c, iov, n, flags & (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE));
         if (r >= 0 || errno != EXDEV) return r;
     }
     struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n};

@@ -141,17 +141,19 @@ struct conn {
     bool credit_owed;                /* a CREDIT could not be sent (RDP full) */
     struct chunk *hold, **hold_tail; /* CS_CONNECTING/CS_DRAIN: bytes not yet sent */
     size_t hold_bytes;
-    bool linger0;       /* SO_LINGER with timeout 0: close sends RST */
-    bool guard_eof;     /* the kernel socket saw EOF or an error */
-    bool guard_rst;     /* an error (reset) */
-    bool err_reported;  /* err was returned once */
-    bool rd_shut;       /* shutdown(SHUT_RD) */
-    bool claiming;      /* a thread is asking psid for it (CS_ACCEPTED) */
-    int timeo[2];       /* SO_RCVTIMEO, SO_SNDTIMEO in ms (-1 none), -2: not looked up */
-    bool rdp_full;      /* RDP's queue to the peer was full: wait for can_send */
-    bool kconnected;    /* CS_CONNECTING: the kernel's connect completed */
-    uint32_t kev;       /* CS_CONNECTING: its poll events then (POLLERR: it failed) */
-    uint64_t closed_at; /* when the program closed its last descriptor */
+    bool linger0;        /* SO_LINGER with timeout 0: close sends RST */
+    bool cork_on;        /* TCP_CORK set */
+    uint64_t cork_until; /* bytes a cork or MSG_MORE holds (in hold) go out then; 0: none */
+    bool guard_eof;      /* the kernel socket saw EOF or an error */
+    bool guard_rst;      /* an error (reset) */
+    bool err_reported;   /* err was returned once */
+    bool rd_shut;        /* shutdown(SHUT_RD) */
+    bool claiming;       /* a thread is asking psid for it (CS_ACCEPTED) */
+    int timeo[2];        /* SO_RCVTIMEO, SO_SNDTIMEO in ms (-1 none), -2: not looked up */
+    bool rdp_full;       /* RDP's queue to the peer was full: wait for can_send */
+    bool kconnected;     /* CS_CONNECTING: the kernel's connect completed */
+    uint32_t kev;        /* CS_CONNECTING: its poll events then (POLLERR: it failed) */
+    uint64_t closed_at;  /* when the program closed its last descriptor */
     uint64_t rx_read;
     uint64_t guard_at; /* when */
     struct waiter *waiters;
@@ -211,6 +213,7 @@ struct psp {
     struct conn *all;
     unsigned nconns;
     unsigned guards; /* connections whose kernel socket saw EOF (psp_arm_timer looks at them) */
+    unsigned corks;  /* connections whose cork holds bytes (cork_until set) */
     uint32_t next_conn_id;
     int hidden_base; /* hidden descriptors are placed at or above this */
     uint64_t stats_tcp[PSP_R__COUNT];
@@ -303,6 +306,8 @@ void conn_changed(struct conn *c);                     /* wake waiters, ring bel
 int conn_claim(struct conn *c);                        /* CS_ACCEPTED -> RDP or TCP */
 void conn_guard_event(struct conn *c, uint32_t events);
 void conn_timers(void);
+/* TCP_CORK set or cleared on c (setsockopt); cleared sends what it held. */
+void conn_cork(struct conn *c, bool on);
 /* RDP callbacks */
 void conn_rdp_recv(void *ctx, uint32_t peer, const struct iovec *iov, int iovcnt, size_t len);
 void conn_rdp_lost(void *ctx, uint32_t peer, enum rdp_lost_reason why);

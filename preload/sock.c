@@ -375,6 +375,8 @@ int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
     struct conn *c = psp_conn_of(fd);
     if (r == 0 && c && level == SOL_SOCKET && (opt == SO_RCVTIMEO || opt == SO_SNDTIMEO))
         c->timeo[opt == SO_SNDTIMEO] = -2; /* looked up again at the next wait */
+    if (r == 0 && c && level == IPPROTO_TCP && opt == TCP_CORK && val && len >= sizeof(int))
+        conn_cork(c, *(const int *)val != 0);
     if (r == 0 && c && level == SOL_SOCKET && opt == SO_LINGER && len >= sizeof(struct linger)) {
         const struct linger *l = val;
         c->linger0 = l->l_onoff && l->l_linger == 0;

@@ -475,8 +475,8 @@ void psp_guard_del(struct conn *c)
  * may re-arm it, under psp.lock, without waking the progress thread. */
 void psp_arm_timer(void)
 {
-    if (psp.timerfd < 0 || !psp.rdp) return;
-    uint64_t d = rdp_next_deadline(psp.rdp);
+    if (psp.timerfd < 0) return;
+    uint64_t d = psp.rdp ? rdp_next_deadline(psp.rdp) : UINT64_MAX; /* same-node only: none */
     bool guards = false; /* the walk only when a guard saw EOF: not once per send */
     for (struct conn *c = psp.guards ? psp.all : NULL; c && !guards; c = c->lnext)
         guards = c->guard_eof && (c->st == CS_RDP || c->st == CS_SHM) && !c->rx_fin;
@@ -484,6 +484,8 @@ void psp_arm_timer(void)
         uint64_t g = rdp_now_ns() + 50000000ull;
         if (g < d) d = g;
     }
+    for (struct conn *c = psp.corks ? psp.all : NULL; c; c = c->lnext) /* held by a cork */
+        if (c->cork_until && c->cork_until < d) d = c->cork_until;
     if (d == psp.armed) return;
     psp.armed = d;
     struct itimerspec its = {0};

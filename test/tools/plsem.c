@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <poll.h>
 #include <pthread.h>
@@ -181,6 +182,27 @@ static void serve_cmds(int fd)
             for (size_t i = 0; i < sizeof big; i++) big[i] = (char)(i * 31);
             write_full(fd, big, sizeof big);
             _exit(0);
+        }
+        case 'K': { /* what arrives while the client corks: after each look, a "t" */
+            write_full(fd, "r", 1);
+            static const int waits[] = {60, 1000, 60, 1000, 60, 1000};
+            for (int i = 0; i < 6; i++) {
+                struct pollfd p = {fd, POLLIN, 0};
+                long t0 = now_ms();
+                char got[64] = "";
+                if (poll(&p, 1, waits[i]) == 1) {
+                    ssize_t r = recv(fd, got, sizeof got - 1, MSG_DONTWAIT);
+                    if (r > 0) got[r] = 0;
+                }
+                long dt = now_ms() - t0;
+                /* the last: bytes MSG_MORE held come by themselves, after about 200 ms */
+                printf("cork %d: '%s'%s\n", i + 1, got,
+                       i < 5       ? ""
+                       : dt >= 100 ? " late"
+                                   : " early");
+                write_full(fd, "t", 1);
+            }
+            break;
         }
         case 'k': /* a crash */
             raise(SIGKILL);
@@ -934,6 +956,33 @@ static int heir(const char *num, const char *label, bool end)
     return 0;
 }
 
+/* TCP_CORK and MSG_MORE hold bytes until uncorked, a plain send, or about 200 ms: the
+ * server looks after each step (its 'K') */
+static void s_cork(void)
+{
+    int fd = dial();
+    char t;
+    int one = 1, zero = 0, v = -1;
+    write_full(fd, "K", 1);
+    read_full(fd, &t, 1); /* the connection is up */
+    setsockopt(fd, IPPROTO_TCP, TCP_CORK, &one, sizeof one);
+    write_full(fd, "abc", 3);
+    read_full(fd, &t, 1); /* 1: nothing yet */
+    setsockopt(fd, IPPROTO_TCP, TCP_CORK, &zero, sizeof zero);
+    read_full(fd, &t, 1); /* 2: abc */
+    send(fd, "de", 2, MSG_MORE);
+    read_full(fd, &t, 1); /* 3: nothing yet */
+    send(fd, "f", 1, 0);
+    read_full(fd, &t, 1); /* 4: def */
+    send(fd, "gh", 2, MSG_MORE);
+    read_full(fd, &t, 1); /* 5: nothing yet */
+    read_full(fd, &t, 1); /* 6: gh, late */
+    socklen_t l = sizeof v;
+    getsockopt(fd, IPPROTO_TCP, TCP_CORK, &v, &l);
+    printf("cork done, TCP_CORK %d\n", v);
+    close(fd);
+}
+
 /* vfork (or posix_spawn) and exec of a program that uses the inherited connection; then
  * the parent goes on with it */
 static void spawn_on(bool use_vfork)
@@ -1488,6 +1537,7 @@ int main(int argc, char **argv)
               {"fork_unread", s_fork_unread},
               {"exec_rdp", s_exec_rdp},
               {"vfork", s_vfork},
+              {"cork", s_cork},
               {"spawn", s_spawn},
               {"exitw", s_exitw}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
