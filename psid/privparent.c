@@ -193,8 +193,9 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
         return;
     }
     bool root = geteuid() == 0;
-    if (s.uid == 0 && root && !p->cfg->root_jobs) {
-        spawn_failed(p, m->id, EPERM, "psid.root_jobs is false: no task runs as root here");
+    if ((s.uid == 0 || s.gid == 0) && root && !p->cfg->root_jobs) { /* group root too */
+        spawn_failed(p, m->id, EPERM,
+                     "psid.root_jobs is false: no task runs as root here (uid or gid 0)");
         return;
     }
     /* the environment: the job's, the rank's own, and the buffer the child fills with
