@@ -338,6 +338,23 @@ static int add_peer(const struct neg_peer *p, uint32_t *id)
     return 0;
 }
 
+/* n bytes of c->hold went out: off the chunks. */
+static void hold_consume(struct conn *c, size_t n)
+{
+    while (n) {
+        struct chunk *ch = c->hold;
+        size_t l = ch->len - ch->off;
+        if (l > n) {
+            ch->off += n;
+            break;
+        }
+        n -= l;
+        c->hold = ch->next;
+        chunk_free(ch);
+    }
+    if (!c->hold) c->hold_tail = &c->hold;
+}
+
 /* Send what was held while the connection waited for its outcome (or a cork held): as
  * much in one message as credit and the message size allow, over chunks. */
 static void flush_hold_rdp(struct conn *c)
@@ -361,38 +378,29 @@ static void flush_hold_rdp(struct conn *c)
         c->hold_bytes -= n; /* counted in tx_bytes when the program wrote them */
         psp.rdp_tx += n;
         psp.rdp_tx_msgs++;
-        while (n) { /* what went, off the chunks */
-            struct chunk *ch = c->hold;
-            size_t l = ch->len - ch->off;
-            if (l > n) {
-                ch->off += n;
-                break;
-            }
-            n -= l;
-            c->hold = ch->next;
-            chunk_free(ch);
-        }
-        if (!c->hold) c->hold_tail = &c->hold;
+        hold_consume(c, n);
     }
 }
 
-/* What the program wrote while the connection waited for its outcome goes into the ring
- * first (it fits: a same-node connection holds at most a ring). */
+/* What the program wrote while the connection waited for its outcome (or a cork held)
+ * goes into the ring first, in one write (it fits: a same-node connection holds at most a
+ * ring, and a cork only what the ring's free space takes). */
 static void flush_hold_shm(struct conn *c)
 {
     if (c->cork_until) return; /* corked: conn_uncork sends it */
     while (c->hold && c->credit) {
-        struct chunk *ch = c->hold;
-        struct iovec v = {ch->data + ch->off, ch->len - ch->off};
-        size_t n = shm_write(c, &v, 1, 0, v.iov_len);
+        struct iovec v[16];
+        int nv = 0;
+        size_t want = 0;
+        for (struct chunk *ch = c->hold; ch && nv < 16; ch = ch->next) {
+            size_t off = ch == c->hold ? ch->off : 0;
+            v[nv++] = (struct iovec){ch->data + off, ch->len - off};
+            want += ch->len - off;
+        }
+        size_t n = shm_write(c, v, nv, 0, want);
         if (!n) return;
         c->hold_bytes -= n;
-        ch->off += n;
-        if (ch->off == ch->len) {
-            c->hold = ch->next;
-            if (!c->hold) c->hold_tail = &c->hold;
-            chunk_free(ch);
-        }
+        hold_consume(c, n);
     }
 }
 
@@ -743,6 +751,16 @@ void conn_switch(struct conn *c)
     sw_begin(c, SW_INIT);
     sw_progress(c);
     conn_changed(c);
+}
+
+void conn_to_tcp_now(struct conn *c)
+{
+    pthread_mutex_lock(&psp.lock);
+    for (int i = 0; c->st == CS_CONNECTING && i < 100; i++) wait_conns(&c, 1, 100);
+    if (c->st == CS_RDP || c->st == CS_SHM) conn_switch(c);
+    for (int i = 0; c->st == CS_SWITCH && i < 100; i++) wait_conns(&c, 1, 100);
+    pthread_mutex_unlock(&psp.lock);
+    if (c->st == CS_ORPHAN) conn_claim(c); /* a fork's child: the owner moves it */
 }
 
 bool conn_switched(const struct conn *c)
@@ -1330,11 +1348,13 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
             return -1;
         }
         /* TCP_CORK or MSG_MORE: held (see CORK_NS), while what is held fits */
-        bool corking = (c->cork_on || (flags & MSG_MORE)) && on && c->hold_bytes < CORK_FULL &&
-                       (c->st != CS_SHM || c->hold_bytes + (want - done) <= c->credit);
-        /* the cork comes off: on the same-node path, or past a full segment, at once; else
-         * these bytes join what it held, and all go in one message (as one segment would) */
-        if (!corking && c->cork_until && on && (c->st == CS_SHM || c->hold_bytes >= CORK_FULL))
+        bool fits = c->st != CS_SHM || c->hold_bytes + (want - done) <= c->credit;
+        bool corking =
+            (c->cork_on || (flags & MSG_MORE)) && on && c->hold_bytes < CORK_FULL && fits;
+        /* the cork comes off: past a full segment, or where the ring could not take it all,
+         * at once; else these bytes join what it held, and all go at once (one message, or
+         * one write into the ring), as one segment would */
+        if (!corking && c->cork_until && on && (c->hold_bytes >= CORK_FULL || !fits))
             conn_uncork(c);
         if (done == want) {
             if (!corking && c->cork_until && on) conn_uncork(c);

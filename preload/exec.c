@@ -49,11 +49,9 @@ static void inherited_to_tcp(void)
             c->st = CS_TCP; /* whatever psid says: the new image reads the kernel socket */
             kfd = c->kfd;
         }
-        if (kept && (c->st == CS_RDP || c->st == CS_SHM)) conn_switch(c); /* ours: to TCP */
-        for (int i = 0; kept && c->st == CS_SWITCH && i < 100; i++) wait_conns(&c, 1, 100);
         pthread_mutex_unlock(&psp.lock);
         if (kfd >= 0 && neg_decline(kfd) == 0) psp_count_tcp(PSP_R_NOT_ACCEPTED);
-        if (kept && c->st == CS_ORPHAN) conn_claim(c); /* a fork's child: the owner moves it */
+        if (kept && kfd < 0) conn_to_tcp_now(c); /* ours, or a fork child's: the owner's */
     }
 }
 

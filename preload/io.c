@@ -40,10 +40,19 @@ static ssize_t tcp_out(int fd, const struct msghdr *mh, int flags)
     return r;
 }
 
+/* MSG_OOB: urgent data is the kernel's alone. Sending it moves the connection to its
+ * kernel socket first (what was written before goes first, no byte lost), and the urgent
+ * byte follows on TCP, where the peer's kernel marks it. Asking for it on a connection
+ * still on RDP or in memory is the kernel's "no urgent data" (EINVAL); once the peer
+ * moved it, the connection is moving or moved too, and the kernel answers. */
 static ssize_t rd(int fd, struct conn *c, struct iovec *iov, int n, int flags)
 {
     if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
-    if (c->st != CS_TCP) {
+    if ((flags & MSG_OOB) && c->st != CS_TCP && c->st != CS_SWITCH) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (c->st != CS_TCP && !(flags & MSG_OOB)) {
         ssize_t r =
             conn_read(fd, c, iov, n, flags & (MSG_PEEK | MSG_WAITALL | MSG_DONTWAIT | MSG_TRUNC));
         if (r >= 0 || errno != EXDEV) return r;
@@ -55,6 +64,7 @@ static ssize_t rd(int fd, struct conn *c, struct iovec *iov, int n, int flags)
 static ssize_t wr(int fd, struct conn *c, const struct iovec *iov, int n, int flags)
 {
     if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
+    if ((flags & MSG_OOB) && c->st != CS_TCP) conn_to_tcp_now(c);
     if (c->st != CS_TCP) {
         ssize_t r = conn_write(fd, c, iov, n, flags & (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE));
         if (r >= 0 || errno != EXDEV) return r;

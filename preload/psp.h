@@ -324,6 +324,9 @@ void conn_fork_child(void);
  * it is over (CS_TCP or CS_DRAIN); and, in a fork's child, an inherited connection's first
  * use asks the owner through fork.c (psp.lock not held). */
 void conn_switch(struct conn *c);
+/* Move c to its kernel socket now and wait (10 s at most) until it is there: its outcome
+ * first if it has none yet; a fork's child asks the owner. Not under psp.lock. */
+void conn_to_tcp_now(struct conn *c);
 bool conn_switched(const struct conn *c);
 void conn_shm_look(struct conn *c);     /* a same-node connection's rings changed (progress) */
 void conn_shm_switched(struct conn *c); /* the peer's SWITCH came: our answer starts */

@@ -27,7 +27,8 @@
 # that writes and reads on the inherited connection; then the parent goes on with it):
 # each moves the connection back to TCP (PSP_STATS switched=1), with the kernel's
 # transcript; cork (TCP_CORK and MSG_MORE: what the server sees after each step, nothing
-# while corked, all at the uncork or the plain send, the MSG_MORE bytes after ~200 ms);
+# while corked, all at the uncork or the plain send, the MSG_MORE bytes after ~200 ms); oob
+# (MSG_OOB between bytes in line: the server takes the urgent byte at its mark);
 # exitw (the server writes 4 MiB and ends with _exit: all of it
 # arrives, then EOF, and the server's _exit ran the library's exit wait: its PSP_STATS
 # line is there). PRELOAD_SCENARIOS="..." runs only the scenarios named;
@@ -46,7 +47,7 @@ all_up 5000 || {
     fail "$NAME: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close fork_unread exec_rdp vfork spawn cork exitw}
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close fork_unread exec_rdp vfork spawn cork oob exitw}
 PORT=$(free_port $((2 * $(wc -w <<<"$SCEN"))))
 
 # run TAG PORT MODE SCENARIO LIB: one server and one client; transcripts in $CDIR/TAG.*

@@ -204,6 +204,28 @@ static void serve_cmds(int fd)
             }
             break;
         }
+        case 'O': { /* urgent data: the bytes in line, and the urgent one at its mark */
+            write_full(fd, "r", 1);
+            char got[64];
+            size_t n = 0;
+            int urgent = -1;
+            for (;;) {
+                struct pollfd p = {fd, POLLIN | POLLPRI, 0};
+                if (poll(&p, 1, 5000) <= 0) break;
+                char u;
+                if (urgent < 0 && sockatmark(fd) == 1 && recv(fd, &u, 1, MSG_OOB) == 1) {
+                    urgent = u;
+                    continue;
+                }
+                ssize_t r = read(fd, got + n, sizeof got - 1 - n);
+                if (r <= 0) break;
+                n += (size_t)r;
+            }
+            got[n] = 0;
+            printf("oob: in line '%s', urgent '%c'\n", got, urgent < 0 ? '-' : urgent);
+            close(fd);
+            return;
+        }
         case 'k': /* a crash */
             raise(SIGKILL);
             break;
@@ -983,6 +1005,23 @@ static void s_cork(void)
     close(fd);
 }
 
+/* MSG_OOB: "ab", the urgent "!", "cd"; the server takes the urgent byte at its mark */
+static void s_oob(void)
+{
+    int fd = dial();
+    char t, u = 0;
+    write_full(fd, "O", 1);
+    read_full(fd, &t, 1); /* the connection is up */
+    write_full(fd, "ab", 2);
+    printf("send oob %zd\n", send(fd, "!", 1, MSG_OOB));
+    write_full(fd, "cd", 2);
+    ssize_t r = recv(fd, &u, 1, MSG_OOB | MSG_DONTWAIT); /* none came this way */
+    printf("recv oob here %zd %s\n", r, r < 0 ? en(errno) : "");
+    shutdown(fd, SHUT_WR);
+    printf("eof %zd\n", read(fd, &t, 1));
+    close(fd);
+}
+
 /* vfork (or posix_spawn) and exec of a program that uses the inherited connection; then
  * the parent goes on with it */
 static void spawn_on(bool use_vfork)
@@ -1538,6 +1577,7 @@ int main(int argc, char **argv)
               {"exec_rdp", s_exec_rdp},
               {"vfork", s_vfork},
               {"cork", s_cork},
+              {"oob", s_oob},
               {"spawn", s_spawn},
               {"exitw", s_exitw}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
