@@ -28,6 +28,8 @@
  */
 #include "cgroup.h"
 
+#include "fnv1a.h"
+
 #include "log.h"
 
 #include <dirent.h>
@@ -101,13 +103,6 @@ static int cgroup2_mount(char *out, size_t len)
     return rc;
 }
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-    return h;
-}
-
 static void job_name(uint64_t job, char *out, size_t len)
 {
     snprintf(out, len, "job-%u-%u", PSTID_NODE(job), (unsigned)PSTID_PID(job));
@@ -175,7 +170,7 @@ struct cgroups *cgroup_open(struct loop *loop, const char *socket_path)
     if (cg) {
         cg->loop = loop;
         int n = snprintf(cg->base, sizeof cg->base, "%s%s/psid-%016llx", mnt,
-                         strcmp(own, "/") ? own : "", (unsigned long long)fnv1a(socket_path));
+                         strcmp(own, "/") ? own : "", (unsigned long long)fnv1a64(socket_path));
         if (n < 0 || (size_t)n >= sizeof cg->base)
             why = "the path is too long";
         else if (mkdir(cg->base, 0755) < 0 && errno != EEXIST)
@@ -190,7 +185,7 @@ struct cgroups *cgroup_open(struct loop *loop, const char *socket_path)
         return NULL;
     }
     sweep(cg);
-    log_info("each job's tasks in a cgroup under %s", cg->base);
+    log_notice("each job's tasks in a cgroup under %s", cg->base);
     return cg;
 }
 
