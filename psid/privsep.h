@@ -35,7 +35,8 @@
  * What the child trusts: the engine's word on who a task runs as. A compromised engine may
  * start tasks as any user psid serves; with psid.root_jobs = false it can start none as
  * root or with group root, and the child signals only its own tasks (and pidfds of
- * processes that are not root). The engine never gets root back: it cannot signal, trace or reach the child.
+ * processes that are not root). The engine never gets root back: it cannot signal, trace
+ * or reach the child.
  */
 #ifndef PSCLUSTER_PSID_PRIVSEP_H
 #define PSCLUSTER_PSID_PRIVSEP_H
