@@ -16,7 +16,7 @@
 # The last line is "check: N passed, N failed, N skipped"; the exit status is 1 if anything
 # failed or no test ran.
 #
-# Environment: STEP_TIMEOUT (seconds per step, default 300), FUZZ_SECONDS (default 10), STEPS
+# Environment: STEP_TIMEOUT (seconds per step, default 300), FUZZ_SECONDS (default 5), STEPS
 # (the steps to run, by letter, e.g. "f" for `make fuzz`; default all: abcdefg), FUZZ_MERGE=1
 # (`make fuzz`: after a passing run, the inputs that reach new code are merged into the seed
 # corpus test/fuzz/corpus/NAME, to be committed).
@@ -26,7 +26,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 STEP_TIMEOUT=${STEP_TIMEOUT:-300}
-FUZZ_SECONDS=${FUZZ_SECONDS:-10}
+FUZZ_SECONDS=${FUZZ_SECONDS:-5} # make fuzz runs 60 s each
 STEPS=${STEPS:-abcdefg}
 [[ $STEPS =~ ^[a-g]+$ ]] || {
     echo "run-tests: STEPS is letters a to g (got '$STEPS')" >&2
