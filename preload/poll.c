@@ -140,8 +140,12 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
             struct conn *c = psp_conn_of(fds[i].fd);
             fds[i].revents = 0;
             kern[i] = false;
+            short r = 0;
+            if (c && c->st != CS_TCP && c->st != CS_ORPHAN && c->st != CS_ACCEPTED)
+                r = conn_poll(c) & (fds[i].events | POLLHUP | POLLERR);
+            /* conn_poll may end a move to TCP (the responder read its ring to the end):
+             * from then on the kernel socket is what to wait on, also in this round */
             if (c && c->st != CS_TCP && c->st != CS_ORPHAN && c->st != CS_ACCEPTED) {
-                short r = conn_poll(c) & (fds[i].events | POLLHUP | POLLERR);
                 if (!r && !ready && timeout && c->st == CS_SHM) { /* would sleep */
                     /* a poll on this one connection alone spins first, as a read does
                      * (its answer comes within microseconds); then: ring me */
