@@ -221,10 +221,10 @@ static void on_priv(void *ctx, uint32_t events)
     free(buf);
 }
 
-/* Send b and read until the answer of type `type` (PRIV_EXIT queued meanwhile); 0 with
- * the answer in buf, m and fds, or -1 (the child is gone). */
-static int call(struct psid *d, struct psmsg_buf *b, const int *fds_out, int nout, uint16_t type,
-                uint8_t **buf, struct psmsg *m, int *fds, int *nfds)
+/* Send b (begun with id) and read until the answer of type `type` with that id (PRIV_EXIT
+ * queued meanwhile); 0 with the answer in buf, m and fds, or -1 (the child is gone). */
+static int call(struct psid *d, struct psmsg_buf *b, uint32_t id, uint16_t type, uint8_t **buf,
+                struct psmsg *m, int *fds, int *nfds)
 {
     struct privcall *pc = d->priv;
     *buf = NULL;
@@ -233,8 +233,7 @@ static int call(struct psid *d, struct psmsg_buf *b, const int *fds_out, int nou
         errno = pc->dead ? EIO : errno;
         return -1;
     }
-    uint32_t id = b->data[8] << 24 | b->data[9] << 16 | b->data[10] << 8 | b->data[11];
-    if (priv_send(pc->fd, b, fds_out, nout) < 0) {
+    if (priv_send(pc->fd, b, NULL, 0) < 0) {
         child_gone(d, strerror(errno));
         return -1;
     }
@@ -258,7 +257,8 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
 {
     struct privcall *pc = d->priv;
     struct psmsg_buf b = {0};
-    psmsg_begin(&b, PRIV_SPAWN, ++pc->next_id);
+    uint32_t id = ++pc->next_id;
+    psmsg_begin(&b, PRIV_SPAWN, id);
     psmsg_put_u32(&b, PRIV_F_REQ, r->req);
     psmsg_put_u64(&b, PRIV_F_JOB, r->job);
     psmsg_put_u32(&b, PRIV_F_RANK, r->rank);
@@ -275,7 +275,7 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
     uint8_t *buf;
     struct psmsg m;
     int fds[PRIV_MAX_FDS], nfds;
-    int rc = call(d, &b, NULL, 0, PRIV_SPAWNED, &buf, &m, fds, &nfds);
+    int rc = call(d, &b, id, PRIV_SPAWNED, &buf, &m, fds, &nfds);
     psmsg_buf_free(&b);
     if (rc < 0) {
         *err = errno;
@@ -315,14 +315,15 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
 int priv_signal(struct psid *d, pid_t pid, int sig, bool group)
 {
     struct psmsg_buf b = {0};
-    psmsg_begin(&b, PRIV_SIGNAL, ++d->priv->next_id);
+    uint32_t id = ++d->priv->next_id;
+    psmsg_begin(&b, PRIV_SIGNAL, id);
     psmsg_put_u32(&b, PRIV_F_PID, (uint32_t)pid);
     psmsg_put_u32(&b, PRIV_F_SIG, (uint32_t)sig);
     psmsg_put_u32(&b, PRIV_F_GROUP, group ? 1 : 0);
     uint8_t *buf;
     struct psmsg m;
     int fds[PRIV_MAX_FDS], nfds;
-    int rc = call(d, &b, NULL, 0, PRIV_SIGNALED, &buf, &m, fds, &nfds);
+    int rc = call(d, &b, id, PRIV_SIGNALED, &buf, &m, fds, &nfds);
     psmsg_buf_free(&b);
     if (rc < 0) return EIO;
     uint32_t e = EPROTO;

@@ -33,7 +33,6 @@
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define NBUCKETS      1024
@@ -133,22 +132,15 @@ static int keep_request(struct priv *p, const struct psmsg *m, const struct priv
     return 0;
 }
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The user's supplementary groups, from NSS here (never from the engine), kept for a
  * second for the ranks of one request. */
 static void user_groups(struct priv *p, uint32_t uid, uint32_t gid)
 {
-    if (p->g_until > mono_ns() && p->g_uid == uid && p->g_gid == gid) return;
+    if (p->g_until > loop_now() && p->g_uid == uid && p->g_gid == gid) return;
     p->ngroups = 0;
     p->g_uid = uid;
     p->g_gid = gid;
-    p->g_until = mono_ns() + GROUPS_TTL_NS;
+    p->g_until = loop_now() + GROUPS_TTL_NS;
     struct passwd *pw = getpwuid(uid);
     if (!pw) return; /* a uid without a name: no supplementary groups */
     int n = 64;

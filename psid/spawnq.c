@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define SPAWN_BATCH_NS 2000000ull
@@ -53,13 +52,6 @@ struct spawnq {
     uint32_t next_id;
     uint64_t timer; /* the next batch, 0 if none is due */
 };
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static char *field_strdup(const struct psmsg_field *f)
 {
@@ -199,7 +191,7 @@ static void run_batch(void *ctx)
     /* the forks wait for the execs: acknowledge what came first, or the peers' tail-loss
      * probes fire meanwhile (psstat rdp showed 2 retransmissions per 3-node job) */
     if (d->rdp) rdp_flush(d->rdp);
-    uint64_t end = mono_ns() + SPAWN_BATCH_NS;
+    uint64_t end = loop_now() + SPAWN_BATCH_NS;
     do {
         struct spawn_req *r = q->head;
         start_rank(d, r, r->ranks[r->next++]);
@@ -208,7 +200,7 @@ static void run_batch(void *ctx)
             if (!q->head) q->tail = NULL;
             req_free(r);
         }
-    } while (q->head && mono_ns() < end);
+    } while (q->head && loop_now() < end);
     schedule(d);
 }
 
