@@ -1321,6 +1321,14 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
             return done ? (ssize_t)done : -1;
         }
         bool on = c->st == CS_RDP || c->st == CS_SHM; /* connected, not negotiating */
+        if (done && on && (c->err || c->tx_fin || c->peer_closed)) {
+            /* some of it went before the end showed: that much, as the kernel returns a
+             * short count; the end is the next call's (its write after the close, or its
+             * error) */
+            bells_update(c);
+            pthread_mutex_unlock(&psp.lock);
+            return (ssize_t)done;
+        }
         int e = 0;
         if (c->err && on)
             e = c->err_reported || c->err == ECONNRESET ? (c->err_reported ? EPIPE : c->err)
