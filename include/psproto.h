@@ -75,12 +75,15 @@
  *             listen) / PSM_PL_UNLISTEN {PSF_PORT}: a listening port of the process
  *             (ENOTCONN without an endpoint, ENOBUFS past PSI_PL_LISTENS).
  *   PSM_PL_CONNECT {PSF_ADDR: destination address, PSF_PORT, PSF_CONN: the process's id for
- *             this connection} + fd (the socket, bound to the node's address, not yet
- *             connected) -> {PSF_ERRNO 0}: pending; the outcome comes as a PSM_PL_OUTCOME
- *             event once the destination process accepted the connection, or not in time.
- *             Any error means TCP at once: EHOSTUNREACH (not a cluster address), EXDEV (same
- *             node), ECONNREFUSED (no process under the library listens there), EADDRINUSE
- *             (several processes listen there), ETIMEDOUT (its psid did not answer), ...
+ *             this connection} + fd (the socket, bound to the node's address, its kernel
+ *             connect under way: the port is the kernel's choice) -> {PSF_ERRNO 0}:
+ *             pending; the connector does not wait for this reply: the outcome comes as a
+ *             PSM_PL_OUTCOME event once the destination process accepted the connection,
+ *             or not in time, and so does any refusal, which means TCP at once:
+ *             EHOSTUNREACH (not a cluster address), EXDEV (same node), ECONNREFUSED (no
+ *             process under the library listens there), EADDRINUSE (several processes
+ *             listen there), ETIMEDOUT (its psid did not answer), ENOENT (accepted on TCP
+ *             before the request came), ...
  *             The destination psid keeps the connection by its 4-tuple for the acceptor.
  *             With {PSF_SAME_NODE 1, PSF_SHM_RING: the ring size wished} the destination is
  *             an address of this node (loopback, the node's, any local one): the socket
@@ -195,7 +198,10 @@ enum psm_type {
     PSM_D_PL_CONNECT_REPLY = 0x1012,
     /* listener's node -> connector's node, on PSM_PL_ACCEPT: PSF_REQ, PSF_SRC_PORT (the
      * connector's port), PSF_PORT (the listener's), the acceptor's endpoint (PSF_ENDPOINT,
-     * PSF_INCARNATION, PSF_UID, PSF_UDP_PORT) */
+     * PSF_INCARNATION, PSF_UID, PSF_UDP_PORT). With {PSF_PROBE 1} (the acceptor's claim
+     * came before the PSM_D_PL_CONNECT: the connector's SYN goes out before its request)
+     * it only asks: EAGAIN, the connector's psid has the request and sent its
+     * PSM_D_PL_CONNECT already (so it arrived first: claim again); ENOENT, it has none. */
     PSM_D_PL_CLAIM = 0x1013,
     PSM_D_PL_CLAIM_REPLY = 0x1014, /* PSF_REQ, PSF_ERRNO: 0 = the connector was told */
     /* listener's node -> connector's node: PSF_SRC_PORT, PSF_PORT: not accepted in time */
@@ -278,6 +284,7 @@ enum psf_tag {
     PSF_RX_BYTES = 92,     /* u64: bytes received */
     PSF_SAME_NODE = 93,    /* u32 1: PSM_PL_CONNECT to an address of this node */
     PSF_SHM_RING = 94,     /* u32: a same-node channel's ring bytes (include/psshm.h) */
+    PSF_PROBE = 95,        /* u32 1: PSM_D_PL_CLAIM only asks whether the connection exists */
 
     PSF_NODE = 0x8001,   /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002,   /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */

@@ -203,6 +203,7 @@ static enum psp_reason reason_of(int e)
     case EXDEV:
         return PSP_R_SAME_NODE;
     case ETIMEDOUT:
+    case ENOENT: /* the acceptor took it on TCP before the request came */
         return PSP_R_NOT_ACCEPTED;
     case ENOBUFS:
     case EMFILE:
@@ -237,25 +238,20 @@ int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, bool same,
         port = ntohs(in6->sin6_port);
     }
     struct psmsg_buf req = {0};
-    struct psmsg rep;
     psmsg_begin(&req, PSM_PL_CONNECT, 0);
     psmsg_put_str(&req, PSF_ADDR, a);
     psmsg_put_u32(&req, PSF_PORT, port);
     psmsg_put_u32(&req, PSF_CONN, conn_id);
-    if (same) { /* psid answers with the outcome (a refusal too): no wait here */
+    if (same) {
         psmsg_put_u32(&req, PSF_SAME_NODE, 1);
         psmsg_put_u32(&req, PSF_SHM_RING, psp.shm_ring);
-        pthread_mutex_lock(&psp.psi_lock);
-        int e = psi_ensure() < 0 || !psi_send_fd(&psp.psi, &req, fd) ? (errno ? errno : EIO) : 0;
-        psi_unlock();
-        psmsg_buf_free(&req);
-        if (e) *why = PSP_R_ERROR;
-        return e;
     }
+    /* psid answers with the outcome (a refusal too): no wait here */
     pthread_mutex_lock(&psp.psi_lock);
-    int e = call(&req, fd, &rep);
+    int e = psi_ensure() < 0 || !psi_send_fd(&psp.psi, &req, fd) ? (errno ? errno : EIO) : 0;
     psi_unlock();
-    if (e) *why = reason_of(e);
+    psmsg_buf_free(&req);
+    if (e) *why = PSP_R_ERROR;
     return e;
 }
 

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 extern __thread int psp_in;
@@ -51,8 +52,11 @@ static int local_port(int fd, struct sockaddr_storage *ss)
                                           : ((struct sockaddr_in6 *)ss)->sin6_port);
 }
 
-/* Bind an unbound socket to the node's address (port chosen by the kernel), so that psid
- * and the peer see the connection as coming from this node. */
+/* Bind an unbound socket to the node's address, so that psid and the peer see the
+ * connection as coming from this node. The port is left to the kernel's connect
+ * (IP_BIND_ADDRESS_NO_PORT), which may reuse a port towards another destination, or one in
+ * TIME_WAIT as its rules allow: a bind to port 0 could do neither, and a program that makes
+ * many short connections would run out of ports. */
 static int bind_node(int fd)
 {
     struct sockaddr_storage ss, b;
@@ -73,7 +77,48 @@ static int bind_node(int fd)
         errno = EAFNOSUPPORT;
         return -1;
     }
+    int one = 1;
+    (void)real.setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
     return bind(fd, (struct sockaddr *)&b, l);
+}
+
+/* The kernel's connect of a socket the program made blocking, started nonblocking (so that
+ * psid is asked while the SYN is out) and waited for here as the kernel would: SO_SNDTIMEO
+ * (then EINPROGRESS, the connect goes on), a signal (EINTR unless every handler restarts),
+ * and the connect's own error from SO_ERROR. */
+static int connect_wait(int fd)
+{
+    struct timeval tv = {0, 0};
+    socklen_t tl = sizeof tv;
+    int tmo = -1;
+    if (real.getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &tl) == 0 && (tv.tv_sec || tv.tv_usec))
+        tmo = (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        int left = tmo;
+        if (tmo >= 0) {
+            struct timespec t;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            long spent = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+            left = spent >= tmo ? 0 : tmo - (int)spent;
+        }
+        struct pollfd p = {fd, POLLOUT, 0};
+        int n = real.poll(&p, 1, left);
+        if (n > 0) break;
+        if (n == 0) {
+            errno = EINPROGRESS;
+            return -1;
+        }
+        if (errno != EINTR || !signals_all_restart()) return -1;
+    }
+    int e = 0;
+    socklen_t el = sizeof e;
+    if (real.getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e) {
+        errno = e;
+        return -1;
+    }
+    return 0;
 }
 
 static struct conn *track(int fd, enum conn_state st)
@@ -132,11 +177,61 @@ int connect(int fd, const struct sockaddr *sa, socklen_t len)
             c->same = same;
             if (same) c->hold_max = psp.shm_ring; /* what the ring takes at the outcome */
             if (same) c->shm_slot = shm_reserve(c->kfd);
-            int e = same && c->shm_slot < 0 ? ENFILE : neg_connect(fd, sa, id, same, &why);
+            int e = same && c->shm_slot < 0 ? ENFILE : 0;
             if (e == ENFILE) why = PSP_R_LIMIT;
+            /* between nodes, the kernel's connect goes first: it picks the port, and psid
+             * reads it from the socket (the acceptor may claim before psid forwarded the
+             * request: its psid asks ours, see psid/preload.c); on this node psid keeps the
+             * socket by its inode, and the request goes before the SYN */
+            int fl = same ? 0 : real.fcntl(fd, F_GETFL);
+            bool block = !same && fl >= 0 && !(fl & O_NONBLOCK);
+            int r = -1, ce = 0;
+            if (!e && !same) {
+                if (block) real.fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+                r = real.connect(fd, sa, len);
+                ce = errno;
+                if (block) real.fcntl(fd, F_SETFL, fl);
+                if (r < 0 && ce != EINPROGRESS) e = -1; /* the kernel's answer, on TCP */
+            }
+            if (!e) e = neg_connect(fd, sa, id, same, &why);
+            if (!e && same) {
+                r = real.connect(fd, sa, len);
+                ce = errno;
+            }
+            if (!same && e) {
+                untrack(fd);
+                if (e < 0) { /* the connect failed at once: as without the library */
+                    errno = ce;
+                    return r;
+                }
+                psp_count_tcp(why); /* the connect is under way: on TCP */
+                if (psp.strict) {
+                    fprintf(stderr, "pspreload: strict: a connection between nodes would stay "
+                                    "on TCP (psid did not take the request)\n");
+                    errno = ENETUNREACH;
+                    return -1;
+                }
+                if (block && r < 0) return connect_wait(fd);
+                errno = ce;
+                return r;
+            }
             if (!e) {
-                int r = real.connect(fd, sa, len);
-                int ce = errno;
+                if (block && r < 0) { /* the program's connect blocks until it is done */
+                    pthread_mutex_lock(&psp.lock);
+                    if (psp_conn_of(fd) == c) psp_guard_add(c);
+                    pthread_mutex_unlock(&psp.lock);
+                    r = connect_wait(fd);
+                    ce = errno;
+                    pthread_mutex_lock(&psp.lock);
+                    if (r == 0 && psp_conn_of(fd) == c && c->st == CS_CONNECTING) {
+                        c->kconnected = true;
+                        c->kev = POLLOUT;
+                    }
+                    pthread_mutex_unlock(&psp.lock);
+                    if (r < 0 && ce != EINPROGRESS && ce != EINTR) untrack(fd);
+                    errno = ce;
+                    return r;
+                }
                 if (r == 0 || ce == EINPROGRESS || ce == EINTR || ce == EALREADY) {
                     pthread_mutex_lock(&psp.lock);
                     if (r == 0) {

@@ -8,15 +8,19 @@
  *    process can only speak for sockets it holds.
  *  - An endpoint belongs to one client connection (SO_PEERCRED: its uid) and dies with it,
  *    as do its listening ports and what waits for it.
- *  - Connector's node: PSM_PL_CONNECT is forwarded to the destination node as
- *    PSM_D_PL_CONNECT; on its yes the client is told "pending" and a pl_pend records the
- *    connection (with the socket's inode) until its outcome.
+ *  - Connector's node: PSM_PL_CONNECT (sent after the kernel's connect started: the port
+ *    is the kernel's choice) is forwarded to the destination node as PSM_D_PL_CONNECT; on
+ *    its yes a pl_pend records the connection (with the socket's inode) until its outcome;
+ *    a refusal is the client's outcome (it does not wait for the reply).
  *  - Listener's node: the port must have exactly one registered listener; the connection
  *    is kept by its 4-tuple (pl_wait) until a process of the listener's uid claims it
  *    (PSM_PL_ACCEPT after its accept), or PSI_PL_ACCEPT_MS passed (PSM_D_PL_EXPIRED). A
  *    claim asks the connector's psid (PSM_D_PL_CLAIM), which checks with sock_diag that the
  *    4-tuple is still the registered socket, sends the connector its PSM_PL_OUTCOME, and
  *    answers; then the acceptor gets its reply. One place decides: the two never disagree.
+ *    A claim that comes before the request (the SYN went first) probes the connector's psid
+ *    (PSF_PROBE): EAGAIN, the request was forwarded before the answer, claim again; ENOENT,
+ *    TCP, and a tombstone (pl_tomb) refuses the request should it come later.
  *  - Keys: both psids derive the pair key from the cluster key and both endpoints' (node,
  *    endpoint, incarnation, uid) (pl_pair_key), and hand it only to the endpoint's own
  *    process. The cluster key never leaves psid.
@@ -48,6 +52,10 @@
 #define PL_KEEP_NS   ((uint64_t)PSI_PL_ACCEPT_MS * 1000000ull)
 #define PL_WAIT_MAX  4096u
 #define PL_WAIT_UID  (PL_WAIT_MAX / 4) /* of them, for one listener's or connector's uid */
+/* a probe for a connection of a user with an endpoint, whose request is not here yet: looked
+ * for each ms, up to 200 ms (a connector preempted between its SYN and its request) */
+#define PL_RECHECK_NS     1000000ull
+#define PL_RECHECK_MAX_NS 200000000ull
 
 struct pl_ep { /* an endpoint: ours (with a client) or a peer's (from a message) */
     uint32_t node, uid;
@@ -104,10 +112,37 @@ struct pl_claim { /* listener's side: an accept waiting for the connector's psid
     uint32_t req, client_id;
     struct client *c; /* the acceptor (NULL once gone) */
     struct pl_ep acceptor;
-    struct pl_wait w; /* what it claims (taken off the waits) */
+    struct pl_wait w; /* what it claims (taken off the waits); a probe: node and ports */
+    bool probe;       /* no wait yet: only asks whether the connector's request exists */
+    bool can;         /* a probe: the acceptor could take a same-node channel */
+    struct sockaddr_storage local, peer; /* a probe: the acceptor's socket, to claim again */
     uint64_t timer;
     struct psid *d;
     struct pl_claim *next;
+};
+
+struct pl_recheck { /* connector's side: a probe that found nothing, looked at again */
+    uint32_t from, req;
+    uint16_t sport, dport;
+    uint64_t until; /* looked at each ms until then: the socket's user has an endpoint */
+    uint64_t timer;
+    struct psid *d;
+    struct pl_recheck *next;
+};
+
+struct pl_closed { /* listener's side: a port whose registered listener closed lately */
+    uint16_t port;
+    uint32_t uid;
+    uint64_t until;
+    struct pl_closed *next;
+};
+
+struct pl_tomb { /* listener's side: a connection its acceptor took on TCP before the
+                  * connector's request came: that request is refused when it comes */
+    uint32_t node;
+    uint16_t sport, dport;
+    uint64_t until;
+    struct pl_tomb *next;
 };
 
 struct pl_query { /* psstat sockets: the node's processes asked, their answers collected */
@@ -134,6 +169,12 @@ struct preload {
     struct pl_pend *pends;
     struct pl_claim *claims;
     struct pl_late *lates; /* claims looked at again after this pass of the loop */
+    struct pl_recheck *rechecks;
+    unsigned nrechecks;
+    struct pl_tomb *tombs;
+    unsigned ntombs;
+    struct pl_closed *closed;
+    unsigned nclosed;
     uint16_t next_id;
 };
 
@@ -247,6 +288,7 @@ static int get_port(const struct psmsg *m, uint16_t tag, uint16_t *port)
 }
 
 static int passed_udp(struct psid *d, struct client *c, uint16_t *port, const char **why);
+static void closed_add(struct preload *pl, uint16_t port, uint32_t uid);
 
 static void pl_open(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
@@ -437,6 +479,7 @@ static void pl_listen(struct psid *d, struct preload *pl, struct client *c, cons
             return;
         }
         l->ports[i] = l->ports[--l->nports];
+        closed_add(pl, port, l->ep.uid);
     } else if (i == l->nports) {
         if (l->nports == PSI_PL_LISTENS) {
             reply(c, m->id, ENOBUFS, "too many listening ports");
@@ -447,14 +490,48 @@ static void pl_listen(struct psid *d, struct preload *pl, struct client *c, cons
     reply(c, m->id, 0, NULL);
 }
 
+/* A listener closed: a connection it accepted just before may still be announced (the
+ * connector's request follows its SYN); see closed_took. Bounded; old ones go first. */
+static void closed_add(struct preload *pl, uint16_t port, uint32_t uid)
+{
+    uint64_t now = loop_now();
+    for (struct pl_closed **pp = &pl->closed; *pp;) {
+        struct pl_closed *k = *pp;
+        if (k->until > now && !(k->port == port && k->uid == uid)) {
+            pp = &k->next;
+            continue;
+        }
+        *pp = k->next;
+        free(k);
+        pl->nclosed--;
+    }
+    struct pl_closed *k = pl->nclosed < PL_WAIT_MAX ? calloc(1, sizeof *k) : NULL;
+    if (!k) return;
+    *k = (struct pl_closed){
+        .port = port, .uid = uid, .until = now + PL_ANSWER_NS, .next = pl->closed};
+    pl->closed = k;
+    pl->nclosed++;
+}
+
 static const struct psconf_node *node_by_text(const struct psid *d, const char *text)
 {
+
     for (size_t i = 0; i < d->conf.nnodes; i++)
         if (!strcmp(d->nodes[i].conf->addr_str, text)) return d->nodes[i].conf;
     return NULL;
 }
 
 /* --- connector's side --- */
+
+/* A connector does not wait for the reply (its connect goes on at once): a refusal is an
+ * outcome too. */
+static void refuse(struct psid *d, struct client *c, uint32_t id, uint32_t conn, int err,
+                   const char *why)
+{
+    if (!c) return;
+    reply(c, id, err, why);
+    outcome(d, c, conn, err, why, NULL, NULL);
+}
 
 static void ask_done(struct preload *pl, struct pl_ask *a)
 {
@@ -471,7 +548,7 @@ static void ask_expired(void *ctx)
 {
     struct pl_ask *a = ctx;
     a->timer = 0;
-    if (a->c) reply(a->c, a->client_id, ETIMEDOUT, "the listener's psid did not answer");
+    refuse(a->d, a->c, a->client_id, a->conn, ETIMEDOUT, "the listener's psid did not answer");
     ask_done(a->d->preload, a);
 }
 
@@ -497,17 +574,11 @@ static void pend_expired(void *ctx)
 
 static void wait_expired(void *ctx);
 static void wait_unlink(struct preload *pl, struct pl_wait *w);
+static void tomb_add(struct psid *d, struct preload *pl, uint32_t node, uint16_t sport,
+                     uint16_t dport);
+static bool tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_t dport);
 static struct pl_local *port_listener(struct preload *pl, uint16_t port, uint32_t cuid, int *err,
                                       const char **why);
-
-/* A same-node connector does not wait for the reply (its connect goes on at once): a
- * refusal is an outcome too. */
-static void refuse_same(struct psid *d, struct client *c, uint32_t id, uint32_t conn, int err,
-                        const char *why)
-{
-    reply(c, id, err, why);
-    outcome(d, c, conn, err, why, NULL, NULL);
-}
 
 /* PSM_PL_CONNECT to an address of this node: the port's one listener is ours to look up,
  * and the connection waits here, by its socket's inode, for the acceptor's claim (the
@@ -532,7 +603,7 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
         why = "out of memory";
     }
     if (err) {
-        refuse_same(d, c, m->id, conn, err, why);
+        refuse(d, c, m->id, conn, err, why);
         return;
     }
     for (struct pl_wait *o = pl->waits, *next; o; o = next) { /* the socket asked again */
@@ -584,14 +655,18 @@ static void pl_connect(struct psid *d, struct preload *pl, struct client *c, con
         why = "need an address, a port and a connection id";
     }
     if (!err) addr_text(&local, mine);
-    /* a same-node connector's connect goes on while psid reads this: connected is fine */
-    if (!err && (listening || (peer.ss_family != AF_UNSPEC && !same))) {
+    /* the connector's connect goes on while psid reads this: connected is fine, to the
+     * address asked for */
+    char theirs[INET6_ADDRSTRLEN] = "";
+    if (!err && peer.ss_family != AF_UNSPEC) addr_text(&peer, theirs);
+    if (!err && (listening || (peer.ss_family != AF_UNSPEC && !same &&
+                               (strcmp(theirs, addr) || port_of(&peer) != port)))) {
         err = EISCONN;
-        why = "the socket is connected or listening";
+        why = "the socket is connected elsewhere, or listening";
     }
     if (same) { /* the connector does not wait for the reply */
         if (err)
-            refuse_same(d, c, m->id, conn, err, why);
+            refuse(d, c, m->id, conn, err, why);
         else
             connect_same(d, pl, c, m, port, conn, ino);
         return;
@@ -622,7 +697,7 @@ static void pl_connect(struct psid *d, struct preload *pl, struct client *c, con
         why = "out of memory";
     }
     if (err) {
-        reply(c, m->id, err, why);
+        refuse(d, c, m->id, conn, err, why);
         return;
     }
     *a = (struct pl_ask){.req = ++d->next_req,
@@ -675,7 +750,7 @@ static void d_connect_reply(struct psid *d, struct preload *pl, uint32_t from,
     } else if (a->c) {
         char why[128] = "refused by the listener's psid";
         psmsg_get_str(&m->body, PSF_TEXT, why, sizeof why);
-        reply(a->c, a->client_id, err ? (int)err : ENOMEM, why);
+        refuse(d, a->c, a->client_id, a->conn, err ? (int)err : ENOMEM, why);
     }
     ask_done(pl, a);
 }
@@ -707,8 +782,8 @@ static void unmap(const struct sockaddr_storage *in, struct sockaddr_storage *ou
 /* The inode of the TCP socket from local to remote, or 0: sock_diag's exact lookup. IPv4
  * addresses (v4-mapped ones count as IPv4) are looked for in an IPv4 socket and then in an
  * IPv6 socket with v4-mapped addresses; IPv6 addresses in an IPv6 socket. */
-static uint64_t diag_inode(const struct sockaddr_storage *local_in,
-                           const struct sockaddr_storage *remote_in)
+static uint64_t diag_sock(const struct sockaddr_storage *local_in,
+                          const struct sockaddr_storage *remote_in, uint32_t *uid)
 {
     struct sockaddr_storage local, remote;
     unmap(local_in, &local);
@@ -766,18 +841,125 @@ static uint64_t diag_inode(const struct sockaddr_storage *local_in,
             continue;
         const struct inet_diag_msg *dm = NLMSG_DATA(&a.nh);
         ino = dm->idiag_inode;
+        if (uid) *uid = dm->idiag_uid;
     }
     close(s);
     return ino;
 }
 
+static uint64_t diag_inode(const struct sockaddr_storage *local_in,
+                           const struct sockaddr_storage *remote_in)
+{
+    return diag_sock(local_in, remote_in, NULL);
+}
+
 /* A process on the listener's node took the connection: is it still the connector's
  * registered socket? Then the connector learns its outcome, and the listener's psid may
  * answer the acceptor. */
+static void claim_answer(struct psid *d, uint32_t to, uint32_t req, int err)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_PL_CLAIM_REPLY, 0);
+    psmsg_put_u32(&b, PSF_REQ, req);
+    psmsg_put_u32(&b, PSF_ERRNO, (uint32_t)err);
+    psid_send(d, to, &b);
+    psmsg_buf_free(&b);
+}
+
+/* A probe: whether a request of ours for (from, sport, dport) is out (asked or pending). */
+static bool probe_finds(const struct preload *pl, uint32_t from, uint16_t sport, uint16_t dport)
+{
+    for (const struct pl_ask *a = pl->asks; a; a = a->next)
+        if (a->node == from && a->sport == sport && a->dport == dport) return true;
+    for (const struct pl_pend *p = pl->pends; p; p = p->next)
+        if (p->node == from && p->sport == sport && p->dport == dport) return true;
+    return false;
+}
+
+static void recheck_done(struct preload *pl, struct pl_recheck *r)
+{
+    for (struct pl_recheck **pp = &pl->rechecks; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    pl->nrechecks--;
+    loop_timer_cancel(r->d->loop, r->timer);
+    free(r);
+}
+
+/* After one pass of the loop: the connector's request may have been among the messages
+ * read in the same pass as the probe (it wrote it right after its SYN went out). */
+static void recheck_again(void *ctx)
+{
+    struct pl_recheck *r = ctx;
+    r->timer = 0;
+    struct preload *pl = r->d->preload;
+    bool found = probe_finds(pl, r->from, r->sport, r->dport);
+    uint64_t now = loop_now();
+    if (!found && now < r->until) {
+        r->timer = loop_timer(r->d->loop, now + PL_RECHECK_NS, recheck_again, r);
+        return;
+    }
+    claim_answer(r->d, r->from, r->req, found ? EAGAIN : ENOENT);
+    recheck_done(pl, r);
+}
+
+/* Whether the socket (sport -> from's dport) is here, of a user with an endpoint open: a
+ * process under the library that was preempted between its connect and its request. */
+static bool probe_may_come(struct psid *d, struct preload *pl, uint32_t from, uint16_t sport,
+                           uint16_t dport)
+{
+    struct psid_node *pn = psid_node(d, from);
+    if (!pn) return false;
+    struct sockaddr_storage me, them;
+    memcpy(&me, &d->self->addr, sizeof me);
+    memcpy(&them, &pn->conf->addr, sizeof them);
+    ((struct sockaddr_in *)&me)->sin_port = htons(sport);
+    ((struct sockaddr_in *)&them)->sin_port = htons(dport);
+    uint32_t uid = UINT32_MAX;
+    if (!diag_sock(&me, &them, &uid)) return false;
+    for (const struct pl_local *l = pl->locals; l; l = l->next)
+        if (l->ep.uid == uid) return true;
+    return false;
+}
+
+static void d_probe(struct psid *d, struct preload *pl, uint32_t from, uint32_t req,
+                    const struct psmsg *m)
+{
+    uint16_t sport, dport;
+    if (get_port(m, PSF_SRC_PORT, &sport) < 0 || get_port(m, PSF_PORT, &dport) < 0) {
+        claim_answer(d, from, req, ENOENT);
+        return;
+    }
+    if (probe_finds(pl, from, sport, dport)) {
+        claim_answer(d, from, req, EAGAIN);
+        return;
+    }
+    struct pl_recheck *r = pl->nrechecks < PL_WAIT_MAX ? calloc(1, sizeof *r) : NULL;
+    if (!r) {
+        claim_answer(d, from, req, ENOENT);
+        return;
+    }
+    *r = (struct pl_recheck){
+        .from = from, .req = req, .sport = sport, .dport = dport, .d = d, .next = pl->rechecks};
+    /* after one pass at least (the request may be among this pass's messages); longer when
+     * a process under the library may still send it */
+    if (probe_may_come(d, pl, from, sport, dport)) r->until = loop_now() + PL_RECHECK_MAX_NS;
+    pl->rechecks = r;
+    pl->nrechecks++;
+    r->timer = loop_timer(d->loop, loop_now(), recheck_again, r);
+}
+
 static void d_claim(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)
 {
-    uint32_t req = 0;
+    uint32_t req = 0, is_probe = 0;
     psmsg_get_u32(&m->body, PSF_REQ, &req);
+    psmsg_get_u32(&m->body, PSF_PROBE, &is_probe);
+    if (is_probe) {
+        d_probe(d, pl, from, req, m);
+        return;
+    }
     struct pl_pend *p = pend_find(pl, from, m);
     struct pl_ep acceptor;
     int err = 0;
@@ -798,12 +980,7 @@ static void d_claim(struct psid *d, struct preload *pl, uint32_t from, const str
         }
     }
     if (p) pend_done(pl, p);
-    struct psmsg_buf b = {0};
-    psmsg_begin(&b, PSM_D_PL_CLAIM_REPLY, 0);
-    psmsg_put_u32(&b, PSF_REQ, req);
-    psmsg_put_u32(&b, PSF_ERRNO, (uint32_t)err);
-    psid_send(d, from, &b);
-    psmsg_buf_free(&b);
+    claim_answer(d, from, req, err);
 }
 
 static void d_expired(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)
@@ -901,6 +1078,29 @@ static struct pl_local *port_listener(struct preload *pl, uint16_t port, uint32_
     return found;
 }
 
+/* A request for a port without a registered listener: its listener closed lately (a
+ * program that accepts one connection and closes its listener, as socat and nc do), and
+ * the connection is here, accepted, in a socket of that listener's uid. The request came
+ * after the accept (the connector's SYN goes first): it waits for the claim all the same. */
+static bool closed_took(struct psid *d, struct preload *pl, uint32_t from, uint16_t sport,
+                        uint16_t dport, uint32_t cuid, uint32_t *luid)
+{
+    uint64_t now = loop_now();
+    const struct pl_closed *k = pl->closed;
+    while (k && (k->port != dport || k->until <= now)) k = k->next;
+    struct psid_node *pn = psid_node(d, from);
+    if (!k || !pn || pl->nwaits >= PL_WAIT_MAX || over_share(pl, k->uid, cuid)) return false;
+    struct sockaddr_storage me, them;
+    memcpy(&me, &d->self->addr, sizeof me);
+    memcpy(&them, &pn->conf->addr, sizeof them);
+    ((struct sockaddr_in *)&me)->sin_port = htons(dport);
+    ((struct sockaddr_in *)&them)->sin_port = htons(sport);
+    uint32_t uid = UINT32_MAX;
+    if (!diag_sock(&me, &them, &uid) || uid != k->uid) return false;
+    *luid = uid;
+    return true;
+}
+
 /* A PSM_D_PL_CONNECT: the port's one listener, and the wait. */
 static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)
 {
@@ -915,8 +1115,16 @@ static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const s
         psmsg_get_u32(&m->body, PSF_CONN, &conn) < 0 || get_ep(m, from, &cep) < 0) {
         err = EINVAL;
         why = "malformed request";
+    } else if (tomb_take(pl, from, sport, port)) {
+        err = ENOENT;
+        why = "accepted on TCP before the request came";
     } else {
         found = port_listener(pl, port, cep.uid, &err, &why);
+    }
+    uint32_t luid = found ? found->ep.uid : 0;
+    if (err == ECONNREFUSED && closed_took(d, pl, from, sport, port, cep.uid, &luid)) {
+        err = 0;
+        why = NULL;
     }
     struct pl_wait *w = err ? NULL : calloc(1, sizeof *w);
     if (!err && !w) {
@@ -937,7 +1145,7 @@ static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const s
                               .dport = port,
                               .conn = conn,
                               .connector = cep,
-                              .uid = found->ep.uid,
+                              .uid = luid,
                               .d = d,
                               .next = pl->waits};
         w->timer = loop_timer(d->loop, loop_now() + PL_KEEP_NS, wait_expired, w);
@@ -970,6 +1178,7 @@ static void claim_expired(void *ctx)
     struct pl_claim *k = ctx;
     k->timer = 0;
     if (k->c) reply(k->c, k->client_id, ENOENT, "the connector's psid did not answer");
+    if (k->probe) tomb_add(k->d, k->d->preload, k->w.node, k->w.sport, k->w.dport);
     claim_done(k->d->preload, k);
 }
 
@@ -1076,9 +1285,10 @@ static void accept_same(struct psid *d, struct preload *pl, struct client *c, ui
     free(w);
 }
 
+enum claim_pass { CLAIM_FIRST, CLAIM_LATE, CLAIM_PROBED };
 static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
                   const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
-                  bool first);
+                  enum claim_pass pass);
 
 static void pl_accept(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
@@ -1102,7 +1312,7 @@ static void pl_accept(struct psid *d, struct preload *pl, struct client *c, cons
     }
     uint32_t can = 0; /* the acceptor has room for a same-node channel's descriptors */
     psmsg_get_u32(&m->body, PSF_SHM_RING, &can);
-    claim(d, pl, c, m->id, can != 0, &local, &peer, true);
+    claim(d, pl, c, m->id, can != 0, &local, &peer, CLAIM_FIRST);
 }
 
 /* A claim that found no connection waits for one pass of the loop: a same-node connector
@@ -1134,18 +1344,104 @@ static void late_again(void *ctx)
 {
     struct pl_late *t = ctx;
     t->timer = 0;
-    if (t->c) claim(t->d, t->d->preload, t->c, t->id, t->can, &t->local, &t->peer, false);
+    if (t->c) claim(t->d, t->d->preload, t->c, t->id, t->can, &t->local, &t->peer, CLAIM_LATE);
     late_done(t->d->preload, t);
+}
+
+/* The connection (node, sport, dport) was taken on TCP: its request, if it comes, is
+ * refused (a bounded list: without a tomb the request waits and ends as not accepted). */
+static void tomb_add(struct psid *d, struct preload *pl, uint32_t node, uint16_t sport,
+                     uint16_t dport)
+{
+    uint64_t now = loop_now();
+    for (struct pl_tomb **pp = &pl->tombs; *pp;) { /* the old ones go first */
+        struct pl_tomb *t = *pp;
+        if (t->until > now) {
+            pp = &t->next;
+            continue;
+        }
+        *pp = t->next;
+        free(t);
+        pl->ntombs--;
+    }
+    struct pl_tomb *t = pl->ntombs < PL_WAIT_MAX ? calloc(1, sizeof *t) : NULL;
+    if (!t) return;
+    *t = (struct pl_tomb){.node = node,
+                          .sport = sport,
+                          .dport = dport,
+                          .until = now + 2 * PL_ANSWER_NS,
+                          .next = pl->tombs};
+    pl->tombs = t;
+    pl->ntombs++;
+    (void)d;
+}
+
+/* Whether a tomb says (node, sport, dport) was taken on TCP; it is used up. */
+static bool tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_t dport)
+{
+    uint64_t now = loop_now();
+    for (struct pl_tomb **pp = &pl->tombs; *pp; pp = &(*pp)->next) {
+        struct pl_tomb *t = *pp;
+        if (t->node != node || t->sport != sport || t->dport != dport) continue;
+        *pp = t->next;
+        pl->ntombs--;
+        bool live = t->until > now;
+        free(t);
+        return live;
+    }
+    return false;
+}
+
+/* A claim that found no wait, of a connection from another node's address: the connector
+ * sends its SYN before its request, so the acceptor may be first. Its psid is asked whether
+ * it has the request (PSF_PROBE); it forwarded it before answering, so after a yes the wait
+ * is here. Whether a probe went out (else: ENOENT, TCP). */
+static bool probe(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
+                  const struct sockaddr_storage *local, const struct sockaddr_storage *peer)
+{
+    char a[INET6_ADDRSTRLEN];
+    addr_text(local, a);
+    if (strcmp(a, d->self->addr_str)) return false;
+    addr_text(peer, a);
+    const struct psconf_node *n = node_by_text(d, a);
+    struct psid_node *pn = n && n != d->self ? psid_node(d, n->id) : NULL;
+    if (!pn || pn->state != PSNODE_UP || pl->nclaims >= PL_WAIT_MAX) return false;
+    struct pl_claim *k = calloc(1, sizeof *k);
+    if (!k) return false;
+    *k = (struct pl_claim){.req = ++d->next_req,
+                           .client_id = id,
+                           .c = c,
+                           .acceptor = local_of(pl, c)->ep,
+                           .w = {.node = n->id, .sport = port_of(peer), .dport = port_of(local)},
+                           .probe = true,
+                           .can = can,
+                           .local = *local,
+                           .peer = *peer,
+                           .d = d,
+                           .next = pl->claims};
+    pl->claims = k;
+    pl->nclaims++;
+    k->timer = loop_timer(d->loop, loop_now() + PL_ANSWER_NS, claim_expired, k);
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_PL_CLAIM, 0);
+    psmsg_put_u32(&b, PSF_REQ, k->req);
+    psmsg_put_u32(&b, PSF_SRC_PORT, k->w.sport);
+    psmsg_put_u32(&b, PSF_PORT, k->w.dport);
+    psmsg_put_u32(&b, PSF_PROBE, 1);
+    put_ep(&b, &k->acceptor);
+    psid_send(d, n->id, &b);
+    psmsg_buf_free(&b);
+    return true;
 }
 
 /* The acceptor's socket (local, peer): the connection it is, and its outcome to both. */
 static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
                   const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
-                  bool first)
+                  enum claim_pass pass)
 {
     struct pl_local *l = local_of(pl, c);
     struct pl_wait *w = l ? wait_of(d, pl, local, peer) : NULL;
-    if (!w && first && l && pl->nlates < PL_WAIT_MAX) {
+    if (!w && pass == CLAIM_FIRST && l && pl->nlates < PL_WAIT_MAX) {
         struct pl_late *t = calloc(1, sizeof *t);
         if (t) {
             *t = (struct pl_late){.c = c,
@@ -1161,6 +1457,7 @@ static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t
             return;
         }
     }
+    if (!w && pass == CLAIM_LATE && l && probe(d, pl, c, id, can, local, peer)) return;
     if (!w || w->uid != l->ep.uid) {
         reply(c, id, ENOENT, w ? "not the listener's user" : "no such connection negotiated");
         return;
@@ -1204,6 +1501,15 @@ static void d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, con
     while (k && (k->req != req || k->w.node != from)) k = k->next;
     if (!k) return;
     psmsg_get_u32(&m->body, PSF_ERRNO, &err);
+    if (k->probe) { /* EAGAIN: its PSM_D_PL_CONNECT came before this answer */
+        if (err != EAGAIN) tomb_add(d, pl, k->w.node, k->w.sport, k->w.dport);
+        if (k->c && err == EAGAIN)
+            claim(d, pl, k->c, k->client_id, k->can, &k->local, &k->peer, CLAIM_PROBED);
+        else if (k->c)
+            reply(k->c, k->client_id, ENOENT, "no such connection negotiated");
+        claim_done(pl, k);
+        return;
+    }
     if (k->c && err) {
         reply(k->c, k->client_id, ENOENT, "the connector's socket is gone");
     } else if (k->c) {
@@ -1432,7 +1738,7 @@ void preload_node_lost(struct psid *d, uint32_t node)
     for (struct pl_ask *a = pl->asks, *next; a; a = next) {
         next = a->next;
         if (a->node != node) continue;
-        if (a->c) reply(a->c, a->client_id, EHOSTDOWN, "the listener's node was lost");
+        refuse(d, a->c, a->client_id, a->conn, EHOSTDOWN, "the listener's node was lost");
         ask_done(pl, a);
     }
     for (struct pl_pend *p = pl->pends, *next; p; p = next) {
@@ -1447,6 +1753,10 @@ void preload_node_lost(struct psid *d, uint32_t node)
         if (k->c) reply(k->c, k->client_id, ENOENT, "the connector's node was lost");
         claim_done(pl, k);
     }
+    for (struct pl_recheck *r = pl->rechecks, *next; r; r = next) {
+        next = r->next;
+        if (r->from == node) recheck_done(pl, r);
+    }
 }
 
 void preload_free(struct psid *d)
@@ -1457,6 +1767,17 @@ void preload_free(struct psid *d)
     while (pl->pends) pend_done(pl, pl->pends);
     while (pl->claims) claim_done(pl, pl->claims);
     while (pl->lates) late_done(pl, pl->lates);
+    while (pl->rechecks) recheck_done(pl, pl->rechecks);
+    while (pl->closed) {
+        struct pl_closed *k = pl->closed;
+        pl->closed = k->next;
+        free(k);
+    }
+    while (pl->tombs) {
+        struct pl_tomb *t = pl->tombs;
+        pl->tombs = t->next;
+        free(t);
+    }
     while (pl->queries) {
         pl->queries->c = NULL;
         query_done(pl, pl->queries);

@@ -10,7 +10,9 @@
  *                                  "listen ERRNO [WHY]"
  *   unlisten PORT                  "unlisten ERRNO [WHY]"
  *   connect ADDR PORT CONN SRC     a socket bound to SRC:0, PSM_PL_CONNECT with it, then the
- *                                  real connect when psid said pending: "connect ERRNO [WHY]"
+ *                                  real connect when psid said pending: "connect ERRNO [WHY]";
+ *                                  a refusal must come as CONN's outcome event too (the
+ *                                  library waits for no reply): else ", no outcome" follows
  *   accept                         the real accept (3 s at most), then PSM_PL_ACCEPT with the
  *                                  accepted socket: "accept 0 node N ep E udp U addr A key
  *                                  HEX conn C" or "accept ERRNO WHY"
@@ -154,7 +156,22 @@ int main(void)
             }
             conns[nconns] = fd;
             conn_ids[nconns++] = b;
-            answer(cmd, &m, false);
+            if (!e) {
+                answer(cmd, &m, false);
+                fflush(stdout);
+                continue;
+            }
+            /* a refusal: its outcome must come too, with the same errno (the reply is
+             * read before: the next message overwrites it) */
+            char why[256] = "";
+            psmsg_get_str(&m.body, PSF_TEXT, why, sizeof why);
+            struct psmsg ev;
+            uint32_t id = 0, ee = 0;
+            while (psi_next_event(&c, &ev, 3000) > 0 &&
+                   (psmsg_get_u32(&ev.body, PSF_CONN, &id) < 0 || id != b))
+                ;
+            bool told = id == b && psmsg_get_u32(&ev.body, PSF_ERRNO, &ee) == 0 && ee == e;
+            printf("connect %u%s%s%s\n", e, *why ? " " : "", why, told ? "" : ", no outcome");
             fflush(stdout);
             continue;
         } else if (!strcmp(cmd, "accept") || !strcmp(cmd, "decline")) {
@@ -245,6 +262,13 @@ int main(void)
         if (r < 0) goto broken;
         answer(cmd, &m, peer);
         fflush(stdout);
+        if (!strcmp(cmd, "nofd") && addr[0] == 'c') { /* its refusal's outcome, not kept */
+            struct psmsg ev;
+            uint32_t id = 0;
+            while (psi_next_event(&c, &ev, 3000) > 0 &&
+                   (psmsg_get_u32(&ev.body, PSF_CONN, &id) < 0 || id != 1))
+                ;
+        }
     }
     psi_close(&c);
     return 0;
