@@ -246,6 +246,14 @@ int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, bool same,
         psmsg_put_u32(&req, PSF_SAME_NODE, 1);
         psmsg_put_u32(&req, PSF_SHM_RING, psp.shm_ring);
     }
+    if (!same && psp.strict) { /* a refusal fails the connect itself: wait for the answer */
+        struct psmsg rep;
+        pthread_mutex_lock(&psp.psi_lock);
+        int e = call(&req, fd, &rep);
+        psi_unlock();
+        if (e) *why = reason_of(e);
+        return e;
+    }
     /* psid answers with the outcome (a refusal too): no wait here */
     pthread_mutex_lock(&psp.psi_lock);
     int e = psi_ensure() < 0 || !psi_send_fd(&psp.psi, &req, fd) ? (errno ? errno : EIO) : 0;

@@ -205,9 +205,9 @@ int connect(int fd, const struct sockaddr *sa, socklen_t len)
                     return r;
                 }
                 psp_count_tcp(why); /* the connect is under way: on TCP */
-                if (psp.strict) {
+                if (psp.strict) {   /* psid waited for here: the refusal fails the connect */
                     fprintf(stderr, "pspreload: strict: a connection between nodes would stay "
-                                    "on TCP (psid did not take the request)\n");
+                                    "on TCP\n");
                     errno = ENETUNREACH;
                     return -1;
                 }

@@ -92,6 +92,10 @@ struct pl_ask { /* connector's side: a PSM_PL_CONNECT waiting for the other psid
     uint32_t req, client_id, node, conn;
     uint16_t sport, dport;
     uint64_t ino;
+    /* a probe came for it (the acceptor's claim was first): answered as a claim when the
+     * other psid's yes comes (probe_req 0: none) */
+    uint32_t probe_req;
+    struct pl_ep acceptor;
     struct client *c;
     uint64_t timer;
     struct psid *d;
@@ -124,6 +128,7 @@ struct pl_claim { /* listener's side: an accept waiting for the connector's psid
 struct pl_recheck { /* connector's side: a probe that found nothing, looked at again */
     uint32_t from, req;
     uint16_t sport, dport;
+    struct pl_ep acceptor;
     uint64_t until; /* looked at each ms until then: the socket's user has an endpoint */
     uint64_t timer;
     struct psid *d;
@@ -289,6 +294,7 @@ static int get_port(const struct psmsg *m, uint16_t tag, uint16_t *port)
 
 static int passed_udp(struct psid *d, struct client *c, uint16_t *port, const char **why);
 static void closed_add(struct preload *pl, uint16_t port, uint32_t uid);
+static void claim_answer(struct psid *d, uint32_t to, uint32_t req, int err);
 
 static void pl_open(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
@@ -549,6 +555,7 @@ static void ask_expired(void *ctx)
     struct pl_ask *a = ctx;
     a->timer = 0;
     refuse(a->d, a->c, a->client_id, a->conn, ETIMEDOUT, "the listener's psid did not answer");
+    if (a->probe_req) claim_answer(a->d, a->node, a->probe_req, ENOENT);
     ask_done(a->d->preload, a);
 }
 
@@ -574,6 +581,8 @@ static void pend_expired(void *ctx)
 
 static void wait_expired(void *ctx);
 static void wait_unlink(struct preload *pl, struct pl_wait *w);
+static void claim_pend(struct psid *d, struct preload *pl, uint32_t from, uint32_t req,
+                       struct pl_pend *p, const struct pl_ep *acceptor);
 static void tomb_add(struct psid *d, struct preload *pl, uint32_t node, uint16_t sport,
                      uint16_t dport);
 static bool tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_t dport);
@@ -747,10 +756,12 @@ static void d_connect_reply(struct psid *d, struct preload *pl, uint32_t from,
         pl->npends++;
         p->timer = loop_timer(d->loop, loop_now() + PL_KEEP_NS + 2 * PL_ANSWER_NS, pend_expired, p);
         reply(a->c, a->client_id, 0, NULL);
-    } else if (a->c) {
+        if (a->probe_req) claim_pend(d, pl, from, a->probe_req, p, &a->acceptor);
+    } else {
         char why[128] = "refused by the listener's psid";
         psmsg_get_str(&m->body, PSF_TEXT, why, sizeof why);
         refuse(d, a->c, a->client_id, a->conn, err ? (int)err : ENOMEM, why);
+        if (a->probe_req) claim_answer(d, from, a->probe_req, ENOENT);
     }
     ask_done(pl, a);
 }
@@ -866,13 +877,23 @@ static void claim_answer(struct psid *d, uint32_t to, uint32_t req, int err)
     psmsg_buf_free(&b);
 }
 
-/* A probe: whether a request of ours for (from, sport, dport) is out (asked or pending). */
-static bool probe_finds(const struct preload *pl, uint32_t from, uint16_t sport, uint16_t dport)
+/* A probe for (from, sport, dport): a request still asked is answered as a claim once the
+ * other psid's yes comes (it sent the yes before that answer: its wait is there by then);
+ * one pending already, EAGAIN (claim again). Whether a request of ours was found. */
+static bool probe_match(struct psid *d, struct preload *pl, uint32_t from, uint32_t req,
+                        uint16_t sport, uint16_t dport, const struct pl_ep *acceptor)
 {
-    for (const struct pl_ask *a = pl->asks; a; a = a->next)
-        if (a->node == from && a->sport == sport && a->dport == dport) return true;
+    for (struct pl_ask *a = pl->asks; a; a = a->next)
+        if (a->node == from && a->sport == sport && a->dport == dport && !a->probe_req) {
+            a->probe_req = req;
+            a->acceptor = *acceptor;
+            return true;
+        }
     for (const struct pl_pend *p = pl->pends; p; p = p->next)
-        if (p->node == from && p->sport == sport && p->dport == dport) return true;
+        if (p->node == from && p->sport == sport && p->dport == dport) {
+            claim_answer(d, from, req, EAGAIN);
+            return true;
+        }
     return false;
 }
 
@@ -895,13 +916,13 @@ static void recheck_again(void *ctx)
     struct pl_recheck *r = ctx;
     r->timer = 0;
     struct preload *pl = r->d->preload;
-    bool found = probe_finds(pl, r->from, r->sport, r->dport);
+    bool found = probe_match(r->d, pl, r->from, r->req, r->sport, r->dport, &r->acceptor);
     uint64_t now = loop_now();
     if (!found && now < r->until) {
         r->timer = loop_timer(r->d->loop, now + PL_RECHECK_NS, recheck_again, r);
         return;
     }
-    claim_answer(r->d, r->from, r->req, found ? EAGAIN : ENOENT);
+    if (!found) claim_answer(r->d, r->from, r->req, ENOENT);
     recheck_done(pl, r);
 }
 
@@ -928,21 +949,25 @@ static void d_probe(struct psid *d, struct preload *pl, uint32_t from, uint32_t 
                     const struct psmsg *m)
 {
     uint16_t sport, dport;
-    if (get_port(m, PSF_SRC_PORT, &sport) < 0 || get_port(m, PSF_PORT, &dport) < 0) {
+    struct pl_ep acceptor;
+    if (get_port(m, PSF_SRC_PORT, &sport) < 0 || get_port(m, PSF_PORT, &dport) < 0 ||
+        get_ep(m, from, &acceptor) < 0) {
         claim_answer(d, from, req, ENOENT);
         return;
     }
-    if (probe_finds(pl, from, sport, dport)) {
-        claim_answer(d, from, req, EAGAIN);
-        return;
-    }
+    if (probe_match(d, pl, from, req, sport, dport, &acceptor)) return;
     struct pl_recheck *r = pl->nrechecks < PL_WAIT_MAX ? calloc(1, sizeof *r) : NULL;
     if (!r) {
         claim_answer(d, from, req, ENOENT);
         return;
     }
-    *r = (struct pl_recheck){
-        .from = from, .req = req, .sport = sport, .dport = dport, .d = d, .next = pl->rechecks};
+    *r = (struct pl_recheck){.from = from,
+                             .req = req,
+                             .sport = sport,
+                             .dport = dport,
+                             .acceptor = acceptor,
+                             .d = d,
+                             .next = pl->rechecks};
     /* after one pass at least (the request may be among this pass's messages); longer when
      * a process under the library may still send it */
     if (probe_may_come(d, pl, from, sport, dport)) r->until = loop_now() + PL_RECHECK_MAX_NS;
@@ -962,9 +987,22 @@ static void d_claim(struct psid *d, struct preload *pl, uint32_t from, const str
     }
     struct pl_pend *p = pend_find(pl, from, m);
     struct pl_ep acceptor;
+    if (!p || get_ep(m, from, &acceptor) < 0) {
+        if (p) pend_done(pl, p);
+        claim_answer(d, from, req, ENOENT);
+        return;
+    }
+    claim_pend(d, pl, from, req, p, &acceptor);
+}
+
+/* The acceptor took p: if it is still the socket the connector registered, the connector
+ * learns its outcome; the answer to the listener's psid either way. p is done. */
+static void claim_pend(struct psid *d, struct preload *pl, uint32_t from, uint32_t req,
+                       struct pl_pend *p, const struct pl_ep *acceptor)
+{
     int err = 0;
-    struct pl_local *l = p && p->c ? local_of(pl, p->c) : NULL;
-    if (!p || !l || get_ep(m, from, &acceptor) < 0) {
+    struct pl_local *l = p->c ? local_of(pl, p->c) : NULL;
+    if (!l) {
         err = ENOENT;
     } else {
         struct sockaddr_storage me, them;
@@ -976,10 +1014,10 @@ static void d_claim(struct psid *d, struct preload *pl, uint32_t from, const str
             err = ENOENT;
             outcome(d, p->c, p->conn, ECONNRESET, "the socket is gone", NULL, NULL);
         } else {
-            outcome(d, p->c, p->conn, 0, NULL, &l->ep, &acceptor);
+            outcome(d, p->c, p->conn, 0, NULL, &l->ep, acceptor);
         }
     }
-    if (p) pend_done(pl, p);
+    pend_done(pl, p);
     claim_answer(d, from, req, err);
 }
 
@@ -1406,6 +1444,10 @@ static bool probe(struct psid *d, struct preload *pl, struct client *c, uint32_t
     const struct psconf_node *n = node_by_text(d, a);
     struct psid_node *pn = n && n != d->self ? psid_node(d, n->id) : NULL;
     if (!pn || pn->state != PSNODE_UP || pl->nclaims >= PL_WAIT_MAX) return false;
+    /* the connector's psid may take it at once: the acceptor must be of the accepted
+     * socket's user (the listener's), as the wait would have checked */
+    uint32_t uid = UINT32_MAX;
+    if (!diag_sock(local, peer, &uid) || uid != local_of(pl, c)->ep.uid) return false;
     struct pl_claim *k = calloc(1, sizeof *k);
     if (!k) return false;
     *k = (struct pl_claim){.req = ++d->next_req,
@@ -1501,14 +1543,25 @@ static void d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, con
     while (k && (k->req != req || k->w.node != from)) k = k->next;
     if (!k) return;
     psmsg_get_u32(&m->body, PSF_ERRNO, &err);
-    if (k->probe) { /* EAGAIN: its PSM_D_PL_CONNECT came before this answer */
-        if (err != EAGAIN) tomb_add(d, pl, k->w.node, k->w.sport, k->w.dport);
-        if (k->c && err == EAGAIN)
-            claim(d, pl, k->c, k->client_id, k->can, &k->local, &k->peer, CLAIM_PROBED);
-        else if (k->c)
-            reply(k->c, k->client_id, ENOENT, "no such connection negotiated");
-        claim_done(pl, k);
-        return;
+    if (k->probe) {
+        /* its PSM_D_PL_CONNECT came before this answer: 0, the connector's psid made the
+         * claim at once (its wait is taken here now); EAGAIN, claim again */
+        struct pl_wait *w = err == 0 ? wait_of(d, pl, &k->local, &k->peer) : NULL;
+        if (w) {
+            wait_unlink(pl, w);
+            k->w = *w;
+            free(w);
+            k->probe = false; /* an answered claim now */
+        } else {
+            if (err != EAGAIN) tomb_add(d, pl, k->w.node, k->w.sport, k->w.dport);
+            if (err == 0) log_warn("preload: a connection claimed by probe has no wait here");
+            if (k->c && err == EAGAIN)
+                claim(d, pl, k->c, k->client_id, k->can, &k->local, &k->peer, CLAIM_PROBED);
+            else if (k->c)
+                reply(k->c, k->client_id, ENOENT, "no such connection negotiated");
+            claim_done(pl, k);
+            return;
+        }
     }
     if (k->c && err) {
         reply(k->c, k->client_id, ENOENT, "the connector's socket is gone");

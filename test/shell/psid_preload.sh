@@ -10,6 +10,9 @@
 #    node's address, no endpoint opened, no socket passed;
 #  - a connector that closed its socket before the accept: the acceptor gets ENOENT (the
 #    socket's inode is checked with sock_diag), the connector an error outcome;
+#  - a claim that comes before the connector's request (the SYN goes first) waits for it
+#    (the connector's psid is probed); one whose request never comes is TCP, and the request
+#    refused when it comes after all;
 #  - a connection nobody takes: the connector's outcome is ETIMEDOUT after PSI_PL_ACCEPT_MS;
 #  - a client passing more descriptors than psid takes is disconnected, psid stays up;
 #  - registrations die with their process; an endpoint is one per connection.
@@ -70,6 +73,33 @@ check "preload: the accept of a negotiated connection gets the connector's endpo
 e1=$(say C "event")
 [[ $e1 == "outcome 77 0 node 1 ep $(field ep "$lo") udp 40001 addr 127.0.0.2 key $key" ]]
 check "preload: the connector's outcome names the acceptor, with the same key" $? "$e1"
+
+# the acceptor's claim before the connector's request (the library's SYN goes first): the
+# listener's psid probes the connector's, which holds the probe until the request comes (up
+# to 200 ms: the connector's user has an endpoint) and answers it as the claim
+say C "early 127.0.0.2 5000 91 127.0.0.1" >/dev/null
+n=$(wc -l <"$CDIR/L.out")
+echo accept >&"${FD[L]}"
+wait_until 100 more_lines "$CDIR/L.out" "$n" && early="answered before the request"
+an=$(say C "announce 91")
+wait_until 3000 more_lines "$CDIR/L.out" "$n"
+a6=$(sed -n "$((n + 1))p" "$CDIR/L.out")
+e6=$(say C "event")
+[[ -z ${early:-} && $an == "announce 0" && $a6 == "accept 0 "*"conn 91" &&
+    $e6 == "outcome 91 0 "*"key $(field key "$a6")" ]]
+check "preload: a claim before the connector's request waits for it, then both are told" $? \
+    "${early:-} / $an / $a6 / $e6"
+# ... and a request that never comes: the acceptor goes TCP, and the request, when it comes
+# after all, is refused (the two sides never disagree)
+say C "early 127.0.0.2 5000 92 127.0.0.1" >/dev/null
+a7=$(say L "accept")
+an=$(say C "announce 92")
+e7=$(say C "event")
+[[ $a7 == "accept 2 no such connection negotiated" &&
+    $an == "announce 2 accepted on TCP before the request came" &&
+    $e7 == "outcome 92 2 accepted on TCP before the request came" ]]
+check "preload: a claim whose request never came: TCP; the late request is refused" $? \
+    "$a7 / $an / $e7"
 
 # declined (the acceptor execs a program with the socket, as inetd): the connector's
 # outcome is TCP (ETIMEDOUT) at once, not after the 10 s bound

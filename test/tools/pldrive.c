@@ -13,6 +13,9 @@
  *                                  real connect when psid said pending: "connect ERRNO [WHY]";
  *                                  a refusal must come as CONN's outcome event too (the
  *                                  library waits for no reply): else ", no outcome" follows
+ *   early ADDR PORT CONN SRC       a socket bound to SRC:0 and connected, psid not told yet (the
+ *                                  library's SYN goes before its request): "early 0"
+ *   announce CONN                  PSM_PL_CONNECT for that socket now: "announce ERRNO [WHY]"
  *   accept                         the real accept (3 s at most), then PSM_PL_ACCEPT with the
  *                                  accepted socket: "accept 0 node N ep E udp U addr A key
  *                                  HEX conn C" or "accept ERRNO WHY"
@@ -93,6 +96,7 @@ int main(void)
     }
     int lfd = -1, conns[MAXCONN];
     unsigned conn_ids[MAXCONN], nconns = 0;
+    struct sockaddr_in early_addr[MAXCONN];
     char line[512], cmd[32], addr[128], src[128];
     unsigned a, b;
     while (fgets(line, sizeof line, stdin)) {
@@ -174,6 +178,39 @@ int main(void)
             printf("connect %u%s%s%s\n", e, *why ? " " : "", why, told ? "" : ", no outcome");
             fflush(stdout);
             continue;
+        } else if (!strcmp(cmd, "early") &&
+                   sscanf(line, "%*s %127s %u %u %127s", addr, &a, &b, src) == 4 &&
+                   nconns < MAXCONN) {
+            struct sockaddr_in me;
+            int fd = tcp_socket(src, 0, &me);
+            if (fd < 0 || bind(fd, (struct sockaddr *)&me, sizeof me) < 0 ||
+                tcp_socket(addr, a, &sa) < 0 ||
+                connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+                printf("early %s\n", strerror(errno));
+                fflush(stdout);
+                continue;
+            }
+            conns[nconns] = fd;
+            conn_ids[nconns++] = b;
+            early_addr[nconns - 1] = sa;
+            printf("early 0\n");
+            fflush(stdout);
+            continue;
+        } else if (!strcmp(cmd, "announce") && sscanf(line, "%*s %u", &b) == 1) {
+            unsigned i = 0;
+            while (i < nconns && conn_ids[i] != b) i++;
+            if (i == nconns) {
+                printf("announce none\n");
+                fflush(stdout);
+                continue;
+            }
+            char dst[INET_ADDRSTRLEN];
+            inet_ntop(AF_INET, &early_addr[i].sin_addr, dst, sizeof dst);
+            psmsg_begin(&req, PSM_PL_CONNECT, 0);
+            psmsg_put_str(&req, PSF_ADDR, dst);
+            psmsg_put_u32(&req, PSF_PORT, ntohs(early_addr[i].sin_port));
+            psmsg_put_u32(&req, PSF_CONN, b);
+            pass = conns[i];
         } else if (!strcmp(cmd, "accept") || !strcmp(cmd, "decline")) {
             /* the real accept, then PSM_PL_ACCEPT or PSM_PL_DECLINE with the socket */
             struct pollfd pf = {.fd = lfd, .events = POLLIN};
