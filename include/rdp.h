@@ -18,6 +18,7 @@
 #ifndef PSCLUSTER_RDP_H
 #define PSCLUSTER_RDP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -237,6 +238,7 @@ struct rdp_peer_stats {
     uint64_t icmp_errors;                /* ICMP errors naming the peer's address (hints) */
     uint64_t key_tx_id, key_rx_id;       /* fingerprints of the connection's two keys (not the
                                           * keys): one end's tx is the other's rx; 0: none */
+    bool interactive; /* taken for request/response: ACKs wait for an answer to carry them */
 };
 
 struct rdp_stats {

@@ -47,8 +47,9 @@ extern __thread int psp_in;
 /* RDP's delayed ACK for a process's endpoint: a request/response program answers within a
  * millisecond, and the answer carries the ACK. RDP's default (100 us) made an ACK of its
  * own, and a wake-up of the progress thread, for most requests of redis-benchmark -c 50
- * (GET 54k/s against 75k/s with 1 ms, same run); streams are acknowledged every second
- * packet either way, and RDP's tail-loss probe allows for the delay. */
+ * (GET 54k/s against 75k/s with 1 ms, same run; 70-76k against 92-98k in a later one).
+ * RDP holds back the ACK of a stream's fragments 100 us at most whatever this says, and
+ * takes our credits for no answers (docs/rdp-protocol.md, "Acknowledgements"). */
 #define PSP_ACK_DELAY_US     1000u
 #define PSP_BUSY_POLL_MAX_US 10000u /* PSP_BUSY_POLL's bound: 10 ms of spinning per wait */
 #define TAG_RDP              1u
@@ -201,11 +202,12 @@ void psp_print_stats(void)
     for (int i = 0; i < PSP_R__COUNT; i++) tcp += psp.stats_tcp[i];
     /* datagrams RDP dropped (forged, replayed, unknown sender, ...), and of them those whose
      * MAC did not verify; the library's own malformed messages */
-    uint64_t dropped = 0, bad_mac = 0;
+    uint64_t dropped = 0, bad_mac = 0, retrans = 0;
     pthread_mutex_lock(&psp.lock);
     if (psp.rdp) {
         struct rdp_stats rs;
         rdp_stats(psp.rdp, &rs);
+        retrans = rs.retransmits;
         for (int i = 0; i < RDP_DROP__COUNT; i++)
             if (i != RDP_DROP_DUPLICATE) dropped += rs.drops[i]; /* duplicates are normal */
         bad_mac = rs.drops[RDP_DROP_MAC];
@@ -219,7 +221,7 @@ void psp_print_stats(void)
         "error=%llu rdp_tx_bytes=%llu rdp_rx_bytes=%llu tcp_tx_bytes=%llu "
         "tcp_rx_bytes=%llu rdp_tx_msgs=%llu rdp_rx_msgs=%llu tcp_tx_msgs=%llu tcp_rx_msgs=%llu "
         "rdp_dropped=%llu rdp_bad_mac=%llu bad_msgs=%llu switched=%llu shm=%llu "
-        "shm_tx_bytes=%llu shm_rx_bytes=%llu shm_tx_msgs=%llu\n",
+        "shm_tx_bytes=%llu shm_rx_bytes=%llu shm_tx_msgs=%llu rdp_retransmits=%llu\n",
         (int)getpid(), (unsigned long long)psp.accelerated, (unsigned long long)tcp,
         (unsigned long long)psp.stats_tcp[PSP_R_NOT_CLUSTER],
         (unsigned long long)psp.stats_tcp[PSP_R_NO_LIBRARY],
@@ -235,7 +237,7 @@ void psp_print_stats(void)
         (unsigned long long)bad_mac, (unsigned long long)psp.bad_msgs,
         (unsigned long long)psp.switched, (unsigned long long)psp.shm_conns,
         (unsigned long long)psp.shm_tx, (unsigned long long)psp.shm_rx,
-        (unsigned long long)psp.shm_tx_msgs);
+        (unsigned long long)psp.shm_tx_msgs, (unsigned long long)retrans);
     if (n <= 0) return;
     if (!strcmp(psp.stats, "1")) {
         (void)!real.write(2, line, (size_t)n);

@@ -356,6 +356,7 @@ int rdp_peer_stats(const rdp_t *ep, uint32_t node, struct rdp_peer_stats *st)
     st->peer_wnd = p->peer_wnd;
     st->inflight = rdp_inflight(p);
     st->queued = p->queued;
+    st->interactive = p->interactive;
     st->mac = p->mac_tx;
     st->payload = p->payload;
     st->rcv_wnd = rdp_rcv_wnd(p);

@@ -46,8 +46,11 @@
 #define RDP_GSO_BYTES     65000 /* payload bytes per GSO send (an IP packet is at most 64 KiB) */
 #define RDP_GRO_BUF       65536 /* receive buffer of one coalesced (GRO) read */
 #define RDP_RST_GAP_NS    1000000ull
-#define RDP_ACK_DEFER_MAX 64    /* packets an interactive connection leaves unacknowledged */
-#define RDP_PIPE_BYTES    32768 /* bytes per send slice of a message on an interactive link */
+#define RDP_ACK_DEFER_MAX 64 /* packets an interactive connection leaves unacknowledged */
+/* The delayed ACK of a fragment of a longer message (a stream): at most this, whatever
+ * ack_delay_us says (that one is for a lone packet, which an answer may carry) */
+#define RDP_ACK_DELAY_BULK_US 100u
+#define RDP_PIPE_BYTES        32768 /* bytes per send slice of a message on an interactive link */
 /* fragment size from which rdp_send sends from the caller's buffer and copies after the send
  * (rdp_buf.ext) */
 #define RDP_EXT_MIN 2048
@@ -153,9 +156,13 @@ struct rdp_peer {
     bool ack_now;         /* send an ACK at the end of this round */
     uint64_t ack_at;      /* delayed ACK deadline; 0: none */
     /* request/response: the application answered a delivered message within the ACK delay,
-     * so ACKs wait for its answer to carry them (until the delayed ACK fires unused) */
+     * so ACKs wait for its answer to carry them (until the delayed ACK fires unused). Not a
+     * stream: a small message back to a bulk sender (a receiver's credit), or a bulk message
+     * while our earlier ones are still unacknowledged (a sender's next), is no answer. */
     bool interactive;
     uint64_t delivered_ns; /* when the last message from the peer was delivered */
+    size_t delivered_len;  /* ... and its length */
+    bool rx_lone;          /* the last packet in order was a whole message by itself */
     uint64_t rst_sent_ns;
 
     bool dirty; /* on the endpoint's list of peers to look at after a round */
@@ -284,6 +291,7 @@ void rdp_recvq_reset(rdp_t *ep, struct rdp_peer *p, uint32_t iseq);
 void rdp_handle_data(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, struct rdp_buf **bufp);
 void rdp_ack_sent(struct rdp_peer *p);
 void rdp_flush_ack(rdp_t *ep, struct rdp_peer *p);
+unsigned rdp_ack_delay_us(const rdp_t *ep, bool lone);
 size_t rdp_sack_build(const struct rdp_peer *p, uint8_t *out, size_t max);
 uint32_t rdp_rcv_wnd(const struct rdp_peer *p);
 

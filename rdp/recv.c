@@ -140,6 +140,7 @@ static void deliver_msg(rdp_t *ep, struct rdp_peer *p, const struct iovec *iov, 
     p->st.msgs_recv++;
     p->st.bytes_recv += len;
     p->delivered_ns = ep->now;
+    p->delivered_len = len;
     rdp_trace(RDP_TR_DELIVER, (uint32_t)len);
     if (ep->cb.recvv)
         ep->cb.recvv(ep->cb.ctx, p->node, iov, n, len);
@@ -325,6 +326,7 @@ void rdp_handle_data(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, str
     bool gap_filled = p->rx_held > 0;
     p->rcv_nxt++;
     p->ack_pending++;
+    p->rx_lone = (h->flags & (RDP_F_FIRST | RDP_F_LAST)) == (RDP_F_FIRST | RDP_F_LAST);
     consume(ep, p, bufp); /* it may take the buffer (*bufp = NULL) */
     /* the callback may have run anything but rdp_close; our state is still ours */
     while (p->rx_held && p->state == RDP_ESTABLISHED) {
@@ -342,6 +344,16 @@ void rdp_handle_data(rdp_t *ep, struct rdp_peer *p, const struct rdp_hdr *h, str
     if (gap_filled) p->ack_now = true;
 }
 
+/* How long a receiver holds back its ACK: ack_delay_us where an answer may carry it (a lone
+ * packet, a whole message; or any on an interactive connection), at most
+ * RDP_ACK_DELAY_BULK_US for a fragment of a longer message otherwise (a stream: the
+ * sender's window waits for it). */
+unsigned rdp_ack_delay_us(const rdp_t *ep, bool lone)
+{
+    unsigned d = ep->cfg.ack_delay_us;
+    return lone || d < RDP_ACK_DELAY_BULK_US ? d : RDP_ACK_DELAY_BULK_US;
+}
+
 /* End of a round: acknowledge now, or arm the delayed ACK. Two or more packets are
  * acknowledged at once (as TCP does), except on an interactive connection: there the answer
  * is about to carry the ACK, also of a message still arriving, and a pure ACK would only
@@ -355,6 +367,6 @@ void rdp_flush_ack(rdp_t *ep, struct rdp_peer *p)
         rdp_send_ctl(ep, p, RDP_T_ACK);
         p->ack_now = false;
     } else if (p->ack_pending && !p->ack_at) {
-        p->ack_at = ep->now + (uint64_t)ep->cfg.ack_delay_us * 1000;
+        p->ack_at = ep->now + (uint64_t)rdp_ack_delay_us(ep, p->rx_lone || p->interactive) * 1000;
     }
 }

@@ -115,7 +115,14 @@ static void arm_rto(rdp_t *ep, struct rdp_peer *p)
 {
     uint64_t rto = (uint64_t)p->rtt.rto_us * 1000;
     if (p->state == RDP_ESTABLISHED && !p->probed && p->rtt.sampled) {
-        uint64_t pto = 2ull * p->rtt.srtt_us * 1000 + 2ull * ep->cfg.ack_delay_us * 1000;
+        /* the receiver may hold back the ACK of the newest packet that long */
+        bool lone = true;
+        if (p->snd_tx != p->snd_una) {
+            unsigned f = be_get16(slot(p, p->snd_tx - 1)->buf->data + 2); /* its flags */
+            lone = (f & (RDP_F_FIRST | RDP_F_LAST)) == (RDP_F_FIRST | RDP_F_LAST);
+        }
+        uint64_t pto = 2ull * p->rtt.srtt_us * 1000 +
+                       2ull * rdp_ack_delay_us(ep, lone || p->interactive) * 1000;
         if (pto < 200000) pto = 200000;
         if (pto < rto) rto = pto;
     }
@@ -288,8 +295,12 @@ static bool ring_has_room(const struct rdp_peer *p, uint32_t nfrag)
 static int queue_msg(rdp_t *ep, struct rdp_peer *p, struct gather *src, size_t len, uint32_t nfrag)
 {
     if (p->state == RDP_CLOSED) rdp_conn_open(ep, p);
-    if (p->delivered_ns && ep->now - p->delivered_ns <= (uint64_t)ep->cfg.ack_delay_us * 1000)
-        p->interactive = true; /* an answer */
+    /* an answer: not a small word back to a bulk sender (a receiver's credit), nor a bulk
+     * message while more than a packet of ours is unacknowledged (a stream's next) */
+    bool bulk_in = p->delivered_len > p->payload, bulk_out = nfrag > 1;
+    if (p->delivered_ns && ep->now - p->delivered_ns <= (uint64_t)ep->cfg.ack_delay_us * 1000 &&
+        !(bulk_in && !bulk_out) && !(bulk_out && p->queued > p->payload))
+        p->interactive = true;
 
     uint32_t first = p->snd_nxt, last = first + nfrag - 1;
     size_t frag = (len + nfrag - 1) / nfrag;

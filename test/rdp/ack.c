@@ -22,6 +22,11 @@
  *                      so a receiver that waited would stall the stream past its 10 s
  *                      deadline, and a lone message after it would stay unacknowledged
  *                      past 2 s.
+ *  test_ack_credit_stream  a stream of 64 KiB messages whose receiver returns a 12-byte
+ *                      word for each (as the preload library's credit): that word is no
+ *                      answer, so the receiver acknowledges as a stream's does (every second
+ *                      packet), instead of holding its ACKs back for an answer that never
+ *                      carries them in time (under loss the stream then stalled on it).
  *  test_flush_in_callback  lone messages with a delayed ACK and RTO of 30 s: rdp_flush
  *                      called inside the receiver's callback sends one ACK then and there
  *                      (and the sender has all acknowledged); without it nothing leaves
@@ -94,6 +99,8 @@ static void test_ack_piggyback(void)
     CU_ASSERT(sa.pkts_sent >= data && sa.pkts_sent <= data + 6);
     CU_ASSERT(sb.pkts_sent >= data && sb.pkts_sent <= data + 6);
     CU_ASSERT_EQUAL(sa.retransmits + sb.retransmits, 0);
+    struct rdp_peer_stats pb;
+    CU_ASSERT(rdp_peer_stats(b.rdp, 1, &pb) == 0 && pb.interactive); /* B answers */
     if (sa.pkts_sent > data + 6 || sb.pkts_sent > data + 6)
         fprintf(stderr, "ack: %llu rounds of %d B: A sent %llu packets, B %llu (data: %llu each)\n",
                 (unsigned long long)rounds, MSG_LEN, (unsigned long long)sa.pkts_sent,
@@ -183,6 +190,39 @@ static void test_ack_stream(void)
     h_ep_free(&b);
 }
 
+/* The stream's receiver answers each message with a small word of its own. */
+struct credit_ctx {
+    struct h_stream s;
+    struct h_ep *b;
+    uint64_t n, words;
+};
+
+static int credit_step(void *p)
+{
+    struct credit_ctx *c = p;
+    if (h_stream_pump(&c->s) < 0) return -1;
+    while (c->words < h_count(c->b, H_RECV, 1) && h_send(c->b, 1, c->words, 12) == 0) c->words++;
+    return h_count(c->b, H_RECV, 1) == c->n && c->words == c->n;
+}
+
+static void test_ack_credit_stream(void)
+{
+    struct h_ep a, b;
+    struct h_net net;
+    /* the preload library's delayed ACK: 1 ms */
+    if (open_1500(&net, &a, &b, 55, 1000, 0) < 0) return;
+    struct credit_ctx c = {.b = &b, .n = 300};
+    h_stream_init(&c.s, &a, 2, c.n, 65536, 65536);
+    CU_ASSERT_EQUAL_FATAL(h_run(&net, credit_step, &c, H_S(20)), 1);
+    CU_ASSERT(h_check_recv_seq(&b, 1, 0, c.n));
+    /* B does not take it for request/response: its words are no answers */
+    struct rdp_peer_stats pb;
+    CU_ASSERT_EQUAL_FATAL(rdp_peer_stats(b.rdp, 1, &pb), 0);
+    CU_ASSERT(!pb.interactive);
+    h_ep_free(&a);
+    h_ep_free(&b);
+}
+
 /* An interactive connection sends a long message in slices of RDP_PIPE_BYTES (so the
  * receiver starts on the first while the sender signs the next); a stream does not. */
 static void test_pipe_slices(void)
@@ -268,5 +308,6 @@ static void test_flush_in_callback(void)
 }
 
 UNIT_SUITE(rdp_ack, UNIT_TEST(test_ack_piggyback), UNIT_TEST(test_ack_long),
-           UNIT_TEST(test_ack_window), UNIT_TEST(test_ack_stream), UNIT_TEST(test_pipe_slices),
+           UNIT_TEST(test_ack_window), UNIT_TEST(test_ack_stream),
+           UNIT_TEST(test_ack_credit_stream), UNIT_TEST(test_pipe_slices),
            UNIT_TEST(test_flush_in_callback))
