@@ -49,6 +49,20 @@ static const char *state_name(uint32_t s)
     return s == PSNODE_UP ? "up" : s == PSNODE_UNREACHABLE ? "unreachable" : "down";
 }
 
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
 static int nodes(struct psi *c, int json)
 {
     struct psi_nodetab t;
@@ -64,11 +78,13 @@ static int nodes(struct psi *c, int json)
     for (size_t i = 0; i < t.n; i++) {
         const struct psi_node *nd = &t.v[i];
         const char *name = nd->name[0] ? nd->name : "?", *addr = nd->addr[0] ? nd->addr : "?";
-        if (json) {
-            printf("%s{\"id\":%u,\"name\":\"%s\",\"address\":\"%s\",\"state\":\"%s\","
-                   "\"load\":%.2f,\"tasks\":%u,\"cpus\":%u",
-                   i ? "," : "", nd->id, name, addr, state_name(nd->state), nd->load / 1000.0,
-                   nd->tasks, nd->cpus);
+        if (json) { /* names and addresses come from psid's message: escaped as any string */
+            printf("%s{\"id\":%u,\"name\":", i ? "," : "", nd->id);
+            json_str(name);
+            printf(",\"address\":");
+            json_str(addr);
+            printf(",\"state\":\"%s\",\"load\":%.2f,\"tasks\":%u,\"cpus\":%u",
+                   state_name(nd->state), nd->load / 1000.0, nd->tasks, nd->cpus);
             if (nd->has_age) printf(",\"heard_ms_ago\":%u", nd->age_ms);
             printf("}");
         } else {
@@ -92,20 +108,6 @@ static int task_cmp(const void *a, const void *b)
 static const char *task_state(uint32_t s)
 {
     return s == PSTASK_RUNNING ? "running" : s == PSTASK_EXITED ? "exited" : "?";
-}
-
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p < 0x20)
-            printf("\\u%04x", *p);
-        else
-            putchar(*p);
-    }
-    putchar('"');
 }
 
 static int tasks(struct psi *c, int json)
