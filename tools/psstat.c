@@ -156,8 +156,24 @@ static int tasks(struct psi *c, int json)
                    t->cmd);
         }
     }
-    if (json) printf("]}\n");
+    if (json) printf("]");
     psi_tasklist_free(&l);
+    /* an unreachable node does not answer: its tasks run on, but are not in the list */
+    struct psi_nodetab t;
+    if (json) printf(",\"unreachable\":[");
+    if (psi_nodes(c, &t) == 0) {
+        unsigned k = 0;
+        for (size_t i = 0; i < t.n; i++) {
+            if (t.v[i].state != PSNODE_UNREACHABLE) continue;
+            if (json)
+                printf("%s%u", k++ ? "," : "", t.v[i].id);
+            else
+                fprintf(stderr, "psstat: node %s (%u) is unreachable: its tasks are not listed\n",
+                        t.v[i].name[0] ? t.v[i].name : "?", t.v[i].id);
+        }
+        psi_nodetab_free(&t);
+    }
+    if (json) printf("]}\n");
     return 0;
 }
 

@@ -3,7 +3,8 @@
 # heartbeat.down_grace_ms = 4000 (no root needed). A job of 2 ranks, one per node, runs from
 # node 0 throughout:
 #  - psid 1 SIGSTOPped for 3 s (a swap storm) while input for its rank waits in RDP: node 0
-#    shows node 1 "unreachable" (psstat text and --json), never "down"; no new rank goes
+#    shows node 1 "unreachable" (psstat text and --json), never "down", and psstat tasks
+#    says it cannot list node 1's tasks (stderr; --json "unreachable"); no new rank goes
 #    there meanwhile (-w n1 is refused as unreachable, the default partition is node 0
 #    alone); after SIGCONT node 1 is up again and the job completes: exit 0, the input
 #    reached both ranks, every line of both ranks' output is there;
@@ -83,6 +84,10 @@ check "grace: a stopped psid is unreachable ($ms ms)" $? "node 1 is $(state_of 0
 txt=$(state_txt 1)
 [ "$txt" = unreachable ]
 check "grace: psstat nodes (text) says unreachable" $? "'$txt': $("$BIN/psstat" nodes)"
+out=$(timeout 10 "$BIN/psstat" tasks 2>&1 >/dev/null)
+js=$(timeout 10 "$BIN/psstat" --json tasks 2>/dev/null | jq -c .unreachable)
+[[ $out == "psstat: node n1 (1) is unreachable: its tasks are not listed" && $js == "[1]" ]]
+check "grace: psstat tasks says whose tasks it cannot list" $? "'$out' / $js"
 out=$(timeout 10 "$PSRUN" -w n1 true 2>&1)
 rc=$?
 [ $rc -eq 1 ] && grep -q "n1.*unreachable" <<<"$out"
