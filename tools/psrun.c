@@ -102,7 +102,15 @@ struct psrun {
     int watch_fd[5]; /* by W_*: the descriptor watched, or -1 */
     uint32_t watch_ev[5];
     size_t stdin_room; /* bytes stdin may take this round */
+    /* the nodes of the job, looked at every NODES_POLL_S: an unreachable one is said once,
+     * and again when it answers (psid declares it down only after its grace) */
+    double nodes_at;
+    uint32_t nodes_req;    /* a PSM_NODES in flight: its id; 0: none */
+    uint32_t *unreachable; /* node ids said to be unreachable */
+    size_t nunreachable;
 };
+
+#define NODES_POLL_S 1.0
 
 static const char usage_text[] =
     "usage: psrun [OPTIONS] [--] PROGRAM [ARGS...]\n"
@@ -458,6 +466,60 @@ static void read_signals(struct psrun *p)
     while (read(p->sigfd, &si, sizeof si) == (ssize_t)sizeof si) on_signal(p, (int)si.ssi_signo);
 }
 
+static bool said_unreachable(const struct psrun *p, uint32_t id, size_t *at)
+{
+    for (size_t i = 0; i < p->nunreachable; i++)
+        if (p->unreachable[i] == id) {
+            if (at) *at = i;
+            return true;
+        }
+    return false;
+}
+
+/* The node table came: a node with running ranks of the job that became unreachable, or
+ * answers again, is said (the ranks there run on meanwhile, their output waits). */
+static void on_nodes(struct psrun *p, const struct psmsg *m)
+{
+    struct psi_nodetab t;
+    if (psi_nodetab_parse(m, &t) < 0) return;
+    for (size_t i = 0; i < t.n; i++) {
+        const struct psi_node *nd = &t.v[i];
+        char ranks[96] = "";
+        size_t len = 0, n = 0;
+        for (uint32_t r = 0; r < p->o.np; r++) {
+            if (p->job.r[r].state != LG_R_RUN || p->job.r[r].node != nd->id) continue;
+            if (n++ < 8 && len + 12 < sizeof ranks)
+                len += (size_t)snprintf(ranks + len, sizeof ranks - len, "%s%" PRIu32,
+                                        len ? "," : "", r);
+        }
+        if (n > 8) snprintf(ranks + len, sizeof ranks - len, ",...");
+        size_t at;
+        bool said = said_unreachable(p, nd->id, &at);
+        if (nd->state == PSNODE_UNREACHABLE && n && !said) {
+            uint32_t *v = realloc(p->unreachable, (p->nunreachable + 1) * sizeof *v);
+            if (!v) continue;
+            p->unreachable = v;
+            v[p->nunreachable++] = nd->id;
+            lg_job_say(&p->job,
+                       "node %s is unreachable: rank%s %s of the job run%s on there, and "
+                       "its output waits (psid declares the node down if it stays silent)",
+                       nd->name, n == 1 ? "" : "s", ranks, n == 1 ? "s" : "");
+        } else if (nd->state == PSNODE_UP && said) {
+            p->unreachable[at] = p->unreachable[--p->nunreachable];
+            lg_job_say(&p->job, "node %s answers again", nd->name);
+        }
+    }
+    psi_nodetab_free(&t);
+}
+
+static void ask_nodes(struct psrun *p)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_NODES, 0);
+    if (lg_conn_send(&p->conn, &b, 0, &p->nodes_req) < 0) p->nodes_req = 0;
+    psmsg_buf_free(&b);
+}
+
 static void read_psid(struct psrun *p)
 {
     for (int round = 0; round < 16; round++) {
@@ -473,6 +535,11 @@ static void read_psid(struct psrun *p)
         struct psmsg m;
         int n;
         while ((n = lg_conn_next(&p->conn, &m)) == 1) {
+            if (m.type == PSM_NODES_REPLY && p->nodes_req && m.id == p->nodes_req) {
+                p->nodes_req = 0;
+                on_nodes(p, &m);
+                continue;
+            }
             bool had_id = p->job.spawned;
             if (lg_job_handle(&p->job, &m) < 0) {
                 lg_job_say(&p->job, "%s", strerror(p->job.error));
@@ -531,6 +598,11 @@ static void write_out(struct psrun *p, int s)
 static void check_timers(struct psrun *p)
 {
     double t = now();
+    if (p->job.spawned && !lg_job_ended(&p->job) && !p->conn_lost && !p->nodes_req &&
+        t >= p->nodes_at) {
+        p->nodes_at = t + NODES_POLL_S;
+        ask_nodes(p);
+    }
     if (p->deadline && t >= p->deadline) {
         p->deadline = 0;
         lg_job_say(&p->job, "time limit of %g s reached: terminating the job", p->o.time_limit);
@@ -571,6 +643,9 @@ static int poll_timeout(const struct psrun *p)
 {
     double t = now(), next = 0;
     if (p->deadline) next = p->deadline;
+    if (p->job.spawned && !lg_job_ended(&p->job) && !p->conn_lost && !p->nodes_req &&
+        (!next || p->nodes_at < next))
+        next = p->nodes_at;
     if (p->kill_at && (!next || p->kill_at < next)) next = p->kill_at;
     if (p->give_up_at && (!next || p->give_up_at < next)) next = p->give_up_at;
     if (!next) return -1;
@@ -772,6 +847,7 @@ int main(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     rc = run(&p);
     lg_job_free(&p.job);
+    free(p.unreachable);
     lg_conn_close(&p.conn);
     psi_close(&p.psi);
     psi_nodetab_free(&p.nodes);

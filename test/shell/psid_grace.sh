@@ -7,7 +7,8 @@
 #    says it cannot list node 1's tasks (stderr; --json "unreachable"); no new rank goes
 #    there meanwhile (-w n1 is refused as unreachable, the default partition is node 0
 #    alone); after SIGCONT node 1 is up again and the job completes: exit 0, the input
-#    reached both ranks, every line of both ranks' output is there;
+#    reached both ranks, every line of both ranks' output is there, and psrun said that
+#    rank 1's node was unreachable and when it answered again;
 #  - psid 1 SIGSTOPped beyond the grace: node 0 declares it down, not before the grace; the
 #    job's psrun says "node lost" for the rank there and exits 255 (no hang); after SIGCONT
 #    node 1 learns that node 0 dropped their connection and ends its rank of the job (its
@@ -114,6 +115,10 @@ rc=$?
     [ "$(count "$CDIR/j1" '^[01]: tick [1-8]$')" -eq 16 ] && [ "$(count "$CDIR/j1" '^[01]: done$')" -eq 2 ] &&
     ! grep -q "lost" "$CDIR/j1"
 check "grace: the job completes (exit 0, input and every line of output)" $? "rc=$rc: $(cat "$CDIR/j1")"
+grep -q "^psrun: node n1 is unreachable: rank 1 of the job runs on there" "$CDIR/j1" &&
+    grep -q "^psrun: node n1 answers again$" "$CDIR/j1"
+check "grace: psrun says that rank 1's node is unreachable, and when it answers again" $? \
+    "$(grep '^psrun' "$CDIR/j1")"
 grep -q "node 1 (n1) up again after" "$CDIR/psid-0.log"
 check "grace: node 0 logs unreachable and up again" $? "$(grep 'node 1' "$CDIR/psid-0.log" | tail -3)"
 ! grep -q "node 1 (n1) down" "$CDIR/psid-0.log"
