@@ -25,7 +25,11 @@
  *                                      a link going down), then ask each psid for its node
  *                                      table every POLL_US (default 1000) until it says NODE
  *                                      is down; prints "cmd_us US", "observer I US" per SOCK
- *                                      (from CMD's exit) and "max US". Exit 1 on a timeout.
+ *                                      (from CMD's exit) and "max US"; and "unreach I US" and
+ *                                      "max_unreach US": when each first saw NODE no longer up
+ *                                      (unreachable: no new work goes there; down follows
+ *                                      after the grace, or at once on evidence). Exit 1 on a
+ *                                      timeout.
  * Exit status 0 on success, 1 on failure, 2 for a bad command line.
  */
 #include "psi_nodes.h"
@@ -337,9 +341,10 @@ static int do_detect(uint32_t node, long timeout_ms, char **socks, int nsocks, c
 {
     struct psi *c = calloc((size_t)nsocks, sizeof *c);
     int64_t *done = calloc((size_t)nsocks, sizeof *done);
+    int64_t *gone = calloc((size_t)nsocks, sizeof *gone); /* no longer up */
     const char *ps = getenv("POLL_US");
     long poll_us = ps ? num(ps, 0, 1000000) : 1000;
-    if (!c || !done) return 1;
+    if (!c || !done || !gone) return 1;
     for (int i = 0; i < nsocks; i++) {
         if (psi_open(&c[i], socks[i]) < 0) {
             fprintf(stderr, "sigstamp: connect %s: %s\n", socks[i], strerror(errno));
@@ -366,7 +371,7 @@ static int do_detect(uint32_t node, long timeout_ms, char **socks, int nsocks, c
         return 1;
     }
     int left = nsocks;
-    int64_t max = 0;
+    int64_t max = 0, max_gone = 0;
     while (left) {
         for (int i = 0; i < nsocks; i++) {
             if (done[i]) continue;
@@ -374,6 +379,10 @@ static int do_detect(uint32_t node, long timeout_ms, char **socks, int nsocks, c
             if (s < 0) {
                 fprintf(stderr, "sigstamp: %s: no answer\n", socks[i]);
                 return 1;
+            }
+            if (s != PSNODE_UP && !gone[i]) {
+                gone[i] = now_ns() - t0;
+                if (gone[i] > max_gone) max_gone = gone[i];
             }
             if (s == PSNODE_DOWN) {
                 done[i] = now_ns() - t0;
@@ -391,6 +400,8 @@ static int do_detect(uint32_t node, long timeout_ms, char **socks, int nsocks, c
     printf("cmd_us %.1f\n", (double)(t0 - tc) / 1e3);
     for (int i = 0; i < nsocks; i++) printf("observer %d %.1f\n", i, (double)done[i] / 1e3);
     printf("max %.1f\n", (double)max / 1e3);
+    for (int i = 0; i < nsocks; i++) printf("unreach %d %.1f\n", i, (double)gone[i] / 1e3);
+    printf("max_unreach %.1f\n", (double)max_gone / 1e3);
     return 0;
 }
 
