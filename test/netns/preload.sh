@@ -8,6 +8,8 @@
 #  - curl against python3's http.server, 5 MB: accelerated;
 #  - 18 short connections from a node with 10 ephemeral ports to two listeners: all
 #    accelerated (the kernel's connect picks the port, per destination);
+#  - redis-benchmark (50 connections, SET and GET), iperf3 (-t 2: control and data
+#    connections) and sockperf ping-pong (2 s): accelerated on both sides;
 #  - nc, 20 MB, with 5 % of packets dropped on both links (nftables numgen in each
 #    namespace): accelerated, byte-exact, RDP's retransmissions at work under the library.
 # Everything pslocal creates is named after the test's directory; the EXIT trap runs
@@ -46,7 +48,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-for p in nc curl python3 sha256sum nft; do
+for p in nc curl python3 sha256sum nft redis-server redis-benchmark iperf3 sockperf; do
     command -v "$p" >/dev/null || {
         fail "$p" "not installed (scripts/install-deps.sh --check)"
         exit 1
@@ -176,6 +178,51 @@ finish $! "$s"
 check "18 short connections from a node with 10 ports, to two listeners: all accelerated" $? \
     "$(cat "$TMP/out.bin"; cat "$TMP"/stats.* "$TMP"/err.* 2>/dev/null | tail -5)"
 "$PSLOCAL" exec 0 --dir "$D" -- sysctl -qw net.ipv4.ip_local_port_range="32768 60999"
+
+# redis-benchmark, iperf3 and sockperf between the namespaces, the library on both sides
+fresh
+on 1 yes /dev/null "$TMP/redis.log" redis-server --bind 198.18.0.2 --port 6007 --save '' \
+    --appendonly no --protected-mode no
+rs=$!
+until_ms 10000 listening 6007
+on 0 yes /dev/null "$TMP/bench.out" timeout 60 redis-benchmark -h 198.18.0.2 -p 6007 -q \
+    -n 10000 -c 50 -t set,get
+wait $!
+rc=$?
+kill "$rs" 2>/dev/null
+finish "$rs"
+[[ $rc -eq 0 ]] && grep -q "GET: .* requests per second" "$TMP/bench.out" &&
+    (($(stat 0 accelerated) >= 50)) && [[ $(stat 0 tcp) == 0 ]]
+check "redis-benchmark, 50 connections, SET and GET: every one accelerated" $? \
+    "rc $rc: $(tail -2 "$TMP/bench.out") $(cat "$TMP"/stats.* 2>/dev/null)"
+
+fresh
+on 1 yes /dev/null "$TMP/iperfs.out" timeout 30 iperf3 -s -1 -B 198.18.0.2 -p 6008
+is=$!
+until_ms 10000 listening 6008
+on 0 yes /dev/null "$TMP/iperfc.out" timeout 30 iperf3 -c 198.18.0.2 -p 6008 -t 2
+wait $!
+rc=$?
+wait "$is"
+src=$?
+[[ $rc -eq 0 && $src -eq 0 && $(stat 0 accelerated) == 2 && $(stat 0 tcp) == 0 &&
+    $(stat 1 accelerated) == 2 ]] && grep -q receiver "$TMP/iperfc.out"
+check "iperf3 -t 2: control and data connection accelerated on both sides" $? \
+    "client rc $rc, server rc $src: $(tail -3 "$TMP/iperfc.out" | tr '\n' ' ') $(cat "$TMP"/stats.* 2>/dev/null)"
+
+fresh
+on 1 yes /dev/null "$TMP/sps.out" sockperf sr --tcp -i 198.18.0.2 -p 6009
+ss_pid=$!
+until_ms 10000 listening 6009
+on 0 yes /dev/null "$TMP/spc.out" timeout 30 sockperf pp --tcp -i 198.18.0.2 -p 6009 -t 2
+wait $!
+rc=$?
+kill -INT "$ss_pid" 2>/dev/null
+finish "$ss_pid"
+[[ $rc -eq 0 && $(stat 0 accelerated) == 1 && $(stat 0 tcp) == 0 &&
+    $(stat 1 accelerated) == 1 ]] && grep -q "Summary: Latency is [0-9.]* usec" "$TMP/spc.out"
+check "sockperf ping-pong over TCP for 2 s: accelerated on both sides" $? \
+    "rc $rc: $(grep -E 'Summary|ERROR' "$TMP/spc.out" | tr '\n' ' ') $(cat "$TMP"/stats.* 2>/dev/null)"
 
 # 5 % of what arrives on each node's link dropped (so, both directions)
 for ns in "${NSS[@]}"; do
