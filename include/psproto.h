@@ -171,6 +171,12 @@ enum psm_type {
     PSM_PL_QUERY = 79,   /* event: report your connections */
     PSM_PL_REPORT = 80,  /* the answer, no reply */
     PSM_PL_DECLINE = 81, /* an accepted socket its holder will not take: TCP at once */
+    /* {PSF_PID}: a same-node connection of ours moves back to TCP; psid pokes that process
+     * (its endpoint's client) with PSM_PL_POKED so that its progress thread looks at its
+     * channels (the pid comes from the channel's header: a lie pokes a process for
+     * nothing). No reply; at most PL_POKES_PER_S per client. */
+    PSM_PL_POKE = 82,
+    PSM_PL_POKED = 83, /* event: look at your same-node channels */
 
     /* daemon to daemon (over RDP) */
     PSM_D_HELLO = 0x1000,     /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
@@ -318,7 +324,8 @@ enum pstask_state {
 static inline int psm_is_event(unsigned type)
 {
     return type == PSM_RANK || type == PSM_IO || type == PSM_INPUT_ACK || type == PSM_EXIT ||
-           type == PSM_DEAD || type == PSM_PL_OUTCOME || type == PSM_PL_QUERY;
+           type == PSM_DEAD || type == PSM_PL_OUTCOME || type == PSM_PL_QUERY ||
+           type == PSM_PL_POKED;
 }
 
 /* Task ids */

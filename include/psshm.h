@@ -64,7 +64,11 @@ struct pshm_ring {
 
 struct pshm_hdr {
     uint32_t magic, version, ring, pad;
-    uint8_t pad0[48];
+    /* the two processes as psid saw them ([0] the connector, [1] the acceptor): one asks
+     * psid to poke the other (PSM_PL_POKE) when it moves the connection back to TCP, so that
+     * the other's progress thread answers even while its program uses the connection not */
+    uint32_t pid[2];
+    uint8_t pad0[40];
     struct pshm_ring dir[2]; /* [0]: connector -> acceptor, [1]: acceptor -> connector */
 };
 

@@ -742,6 +742,7 @@ void conn_switch(struct conn *c)
     if (c->st == CS_SHM && c->shm && !c->err) { /* SWITCH after our last byte */
         sw_begin(c, SW_INIT);
         shm_end(c, PSHM_SWITCH);
+        psp_poke(shm_peer_pid(c)); /* its program may not look: its progress thread will */
         shm_watch(c, true);
         sw_progress(c);
         conn_changed(c);

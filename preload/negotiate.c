@@ -399,6 +399,13 @@ void neg_events(bool progress)
             report(num);
             continue;
         }
+        if (ev.type == PSM_PL_POKED) { /* a peer moves a channel back to TCP: answer it */
+            pthread_mutex_lock(&psp.lock);
+            for (struct conn *c = psp.all; c; c = c->lnext)
+                if (c->st == CS_SHM && c->shm && shm_peer_switch(c)) conn_shm_look(c);
+            pthread_mutex_unlock(&psp.lock);
+            continue;
+        }
         if (ev.type != PSM_PL_OUTCOME) continue;
         uint32_t id, err = EPROTO;
         if (psmsg_get_u32(&ev.body, PSF_CONN, &id) < 0) continue;
@@ -421,6 +428,17 @@ void neg_events(bool progress)
     }
     pthread_mutex_unlock(&psp.psi_lock);
     if (__atomic_exchange_n(&psi_muted, false, __ATOMIC_ACQ_REL)) psi_listen(true);
+}
+
+void neg_poke(uint32_t pid)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_PL_POKE, 0);
+    psmsg_put_u32(&b, PSF_PID, pid);
+    pthread_mutex_lock(&psp.psi_lock);
+    if (psp.psi_open) psi_send(&psp.psi, &b); /* no reply comes */
+    psi_unlock();
+    psmsg_buf_free(&b);
 }
 
 void neg_unlisten(uint16_t port)

@@ -232,6 +232,7 @@ struct psp {
     bool shm_off;
     unsigned shm_ring, shm_spin_ns;
     uint64_t shm_conns, shm_tx, shm_rx, shm_tx_msgs;
+    uint32_t pokes[8]; /* pids for psid to poke, sent by the progress thread (0: free) */
 };
 extern struct psp psp;
 
@@ -248,6 +249,8 @@ int psp_hide(int fd);
 /* Whether fd is one of ours (the program must not close or replace it). */
 bool psp_is_hidden(int fd);
 void psp_kick(void); /* wake the progress thread */
+/* Have psid poke process pid (PSM_PL_POKE): the progress thread sends it (under psp.lock) */
+void psp_poke(uint32_t pid);
 /* A program thread waits on the RDP socket itself: whether it counted (to leave then). */
 bool psp_poller_enter(void);
 void psp_poller_leave(bool entered);
@@ -265,6 +268,7 @@ int neg_listen(int fd);
 /* PSM_PL_DECLINE: an accepted socket we will not take (exec): the connector goes TCP. */
 int neg_decline(int fd);
 void neg_unlisten(uint16_t port);
+void neg_poke(uint32_t pid); /* PSM_PL_POKE: no reply */
 /* PSM_PL_CONNECT: 0 pending, or an errno value (TCP); *why set to a reason. same: the
  * destination is an address of this node (the same-node path). */
 int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, bool same,
@@ -349,6 +353,8 @@ void shm_unmap_all(struct shm_chan *s);
 void shm_sync(struct conn *c); /* the rings' state into c's fields */
 /* The peer's SWITCH or SWITCH_ACK flag (0: none yet). */
 uint32_t shm_peer_switch(const struct conn *c);
+/* The peer process's pid as psid saw it (the channel's header), 0 if unknown. */
+uint32_t shm_peer_pid(const struct conn *c);
 /* The bytes of ours in the ring the peer did not read (it switched: it reads no more),
  * SIZE_MAX when the ring is broken; and a copy of n of them from the at-th on. */
 size_t shm_unread(const struct conn *c);

@@ -197,6 +197,11 @@ uint32_t shm_peer_switch(const struct conn *c)
                   : 0;
 }
 
+uint32_t shm_peer_pid(const struct conn *c)
+{
+    return c->shm ? c->shm->h->pid[c->connector ? 1 : 0] : 0;
+}
+
 size_t shm_unread(const struct conn *c)
 {
     const struct shm_chan *s = c->shm;

@@ -451,6 +451,18 @@ void psp_poller_leave(bool entered)
     if (entered && __atomic_sub_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL) == 0) poller_sync();
 }
 
+void psp_poke(uint32_t pid)
+{
+    if (!pid) return;
+    for (int i = 0; i < 8; i++)
+        if (!psp.pokes[i] || psp.pokes[i] == pid) {
+            psp.pokes[i] = pid;
+            psp_kick();
+            return;
+        }
+    /* more at once than we keep: the peer answers when its program looks (6 s at most) */
+}
+
 void psp_kick(void)
 {
     if (psp.wakefd >= 0) (void)!real.write(psp.wakefd, &(uint64_t){1}, 8);
@@ -551,8 +563,13 @@ static void *progress(void *arg)
         conn_timers();
         psp_arm_timer();
         struct shm_chan *dead = shm_reap();
+        uint32_t pokes[8];
+        memcpy(pokes, psp.pokes, sizeof pokes);
+        memset(psp.pokes, 0, sizeof psp.pokes);
         pthread_mutex_unlock(&psp.lock);
         shm_unmap_all(dead); /* not under the lock: munmap may wait for other CPUs */
+        for (int i = 0; i < 8 && pokes[i]; i++)
+            neg_poke(pokes[i]); /* psi_lock: not under psp.lock */
         if (psi_ready) neg_events(true);
     }
     return NULL;

@@ -521,6 +521,7 @@ static void dispatch(struct client *c, const uint8_t *frame, size_t len)
     case PSM_PL_DECLINE:
     case PSM_PL_SOCKETS:
     case PSM_PL_REPORT:
+    case PSM_PL_POKE:
         preload_request(c->d, c, &m);
         break;
     default:

@@ -68,8 +68,12 @@ struct pl_local {
     struct client *c;
     uint16_t ports[PSI_PL_LISTENS];
     unsigned nports;
+    uint64_t poke_since; /* PSM_PL_POKE: the second its count is of */
+    unsigned pokes;
     struct pl_local *next;
 };
+
+#define PL_POKES_PER_S 256u
 
 struct pl_wait {           /* listener's side: a connection registered before its connect */
     uint32_t node;         /* the connector's node */
@@ -1285,7 +1289,8 @@ static void accept_same(struct psid *d, struct preload *pl, struct client *c, ui
     } else if (!can) {
         err = EMFILE;
         why = "the acceptor has no descriptors to spare";
-    } else if (shmchan_make(w->ring, &ch) < 0) {
+    } else if (shmchan_make(w->ring, (uint32_t)client_pid(w->cc), (uint32_t)client_pid(c), &ch) <
+               0) {
         err = errno;
         why = "no shared memory for the channel";
         log_warn("same-node channel of %u bytes: %s", w->ring, strerror(err));
@@ -1674,6 +1679,29 @@ static void close_passed(struct client *c)
     if (fd >= 0) close(fd);
 }
 
+/* PSM_PL_POKE {PSF_PID}: the process of that pid with an endpoint is told to look at its
+ * same-node channels (the other end moves one back to TCP). Only from a process with an
+ * endpoint, and at most PL_POKES_PER_S a second: a poke wakes a progress thread, no more. */
+static void pl_poke(struct preload *pl, struct client *c, const struct psmsg *m)
+{
+    struct pl_local *me = local_of(pl, c);
+    uint32_t pid;
+    if (!me || psmsg_get_u32(&m->body, PSF_PID, &pid) < 0 || pid == 0) return;
+    uint64_t sec = loop_now() / 1000000000ull;
+    if (me->poke_since != sec) {
+        me->poke_since = sec;
+        me->pokes = 0;
+    }
+    if (++me->pokes > PL_POKES_PER_S) return;
+    for (struct pl_local *l = pl->locals; l; l = l->next) {
+        if (l == me || (uint32_t)client_pid(l->c) != pid) continue;
+        struct psmsg_buf b = {0};
+        psmsg_begin(&b, PSM_PL_POKED, 0);
+        client_send(l->c, &b);
+        psmsg_buf_free(&b);
+    }
+}
+
 void preload_request(struct psid *d, struct client *c, const struct psmsg *m)
 {
     struct preload *pl = state(d);
@@ -1703,6 +1731,9 @@ void preload_request(struct psid *d, struct client *c, const struct psmsg *m)
         break;
     case PSM_PL_REPORT:
         pl_report(pl, c, m);
+        break;
+    case PSM_PL_POKE:
+        pl_poke(pl, c, m);
         break;
     }
 }

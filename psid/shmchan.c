@@ -21,14 +21,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int shmchan_make(uint32_t ring, struct shmchan *ch)
+int shmchan_make(uint32_t ring, uint32_t cpid, uint32_t apid, struct shmchan *ch)
 {
     if (ring < PSHM_RING_MIN || ring > PSHM_RING_MAX || (ring & (ring - 1))) {
         errno = EINVAL;
         return -1;
     }
     int mfd = memfd_create("pscluster-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING), sp[2] = {-1, -1};
-    struct pshm_hdr h = {.magic = PSHM_MAGIC, .version = PSHM_VERSION, .ring = ring};
+    struct pshm_hdr h = {
+        .magic = PSHM_MAGIC, .version = PSHM_VERSION, .ring = ring, .pid = {cpid, apid}};
     if (mfd < 0 || ftruncate(mfd, (off_t)PSHM_SIZE(ring)) < 0 ||
         pwrite(mfd, &h, sizeof h, 0) != (ssize_t)sizeof h ||
         fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 ||

@@ -13,9 +13,9 @@ struct shmchan {
     int acceptor[2], connector[2];
 };
 
-/* A channel with rings of ring bytes (a power of two, PSHM_RING_MIN..PSHM_RING_MAX).
- * 0, or -1 and errno. */
-int shmchan_make(uint32_t ring, struct shmchan *ch);
+/* A channel with rings of ring bytes (a power of two, PSHM_RING_MIN..PSHM_RING_MAX)
+ * between the processes cpid (connector) and apid (acceptor). 0, or -1 and errno. */
+int shmchan_make(uint32_t ring, uint32_t cpid, uint32_t apid, struct shmchan *ch);
 /* Reset it under both ends (PSHM_RST in both rings, the connector rung): one end has it
  * and the other cannot get it. */
 void shmchan_reset(struct shmchan *ch);

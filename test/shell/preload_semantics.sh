@@ -21,7 +21,8 @@
 # writeclosed (writes after the peer closed), epoll0 (events 0: EPOLLHUP, EPOLLERR), inetd
 # (the server execs cat on the accepted socket, as inetd does: TCP at once, not_accepted),
 # fork_both (parent and child of a fork both use a connection on RDP), fork_close (the
-# parent closes it, the child goes on), fork_unread (bytes received before the fork, read
+# parent closes it, the child goes on), forkidle (a child writes while the peer program
+# touches nothing for 3 s: at once), fork_unread (bytes received before the fork, read
 # by the parent in part and the child the rest), exec_rdp (the program execs itself with
 # the connection), vfork and spawn (a vfork child, and a posix_spawn one, exec a program
 # that writes and reads on the inherited connection; then the parent goes on with it):
@@ -47,7 +48,7 @@ all_up 5000 || {
     fail "$NAME: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close fork_unread exec_rdp vfork spawn cork oob exitw}
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw}
 PORT=$(free_port $((2 * $(wc -w <<<"$SCEN"))))
 
 # run TAG PORT MODE SCENARIO LIB: one server and one client; transcripts in $CDIR/TAG.*

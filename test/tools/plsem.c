@@ -226,6 +226,12 @@ static void serve_cmds(int fd)
             close(fd);
             return;
         }
+        case 'Z': { /* touch nothing for 3 s, then echo one byte */
+            ms_sleep(3000);
+            char z;
+            if (read(fd, &z, 1) == 1) write_full(fd, &z, 1);
+            break;
+        }
         case 'k': /* a crash */
             raise(SIGKILL);
             break;
@@ -912,6 +918,29 @@ static void s_fork_close(void)
     printf("child exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
+/* a fork's child writes while the peer program touches nothing for 3 s: the write returns
+ * at once, as on a kernel socket (the move to TCP must not wait for the peer's program) */
+static void s_forkidle(void)
+{
+    int fd = dial();
+    write_full(fd, "Z", 1);
+    ms_sleep(100); /* the server has read its command and sleeps */
+    pid_t k = fork();
+    if (k == 0) {
+        long t0 = now_ms();
+        ssize_t w = write(fd, "x", 1);
+        printf("child write %zd %s\n", w, now_ms() - t0 < 1500 ? "at once" : "late");
+        fflush(stdout);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(k, &st, 0);
+    char c = '-';
+    ssize_t r = read(fd, &c, 1);
+    printf("echo %zd %c\n", r, c);
+    close(fd);
+}
+
 /* bytes received before the fork and not read by then are read once, by either process:
  * the parent reads 2 of 6, the child the other 4 */
 static void s_fork_unread(void)
@@ -1573,6 +1602,7 @@ int main(int argc, char **argv)
               {"fork_both", s_fork_both},
               {"inetd", s_inetd},
               {"fork_close", s_fork_close},
+              {"forkidle", s_forkidle},
               {"fork_unread", s_fork_unread},
               {"exec_rdp", s_exec_rdp},
               {"vfork", s_vfork},
