@@ -586,6 +586,10 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
         return -1;
     }
     pthread_mutex_lock(&psp.lock);
+    if (c->st == CS_TCP) { /* it went TCP since we looked (its outcome, on another thread) */
+        pthread_mutex_unlock(&psp.lock);
+        return real.epoll_ctl(epfd, op, fd, ev);
+    }
     int ret = -1;
     struct epreg *r = reg_find(c, epfd, fd);
     if (op == EPOLL_CTL_ADD && r && r->dormant && ev) { /* deleted before: taken up again */
