@@ -89,7 +89,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 all:
 	@scripts/install-deps.sh
-	@$(MAKE) --no-print-directory build-all
+	@$(MAKE) --no-print-directory -j$(JOBS) build-all
 
 build-all: $(LIBS) $(TOOLS) $(PRELOAD)
 
@@ -175,46 +175,56 @@ $(BUILD)/test/tools/%: $(BUILD)/obj/test/tools/%.o $(LIBPSIDC) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $< $(LIBPSIDC) $(LIBS) $(SYS_LIBS) -lm -o $@
 
-# libFuzzer targets need clang; each links the library sources directly.
+# libFuzzer targets need clang. The library sources are compiled once for them (with
+# -fsanitize=fuzzer-no-link and RDP_FUZZING) into one archive, which each target links.
+FUZZ_LIB_SRC := $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(LOOP_SRC) $(PSIDC_SRC) $(LOG_SRC) \
+                $(RDPB_SRC) preload/wire.c
+FUZZ_CFLAGS   = -std=gnu11 -D_GNU_SOURCE -DRDP_FUZZING $(MB_DEFS) -Iinclude -g -O1 \
+                $(shell pkg-config --cflags $(PKGS))
+FUZZ_LIB := $(BUILD)/fuzz/libfuzzcore.a
 FUZZ_BIN := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 build-fuzz: $(FUZZ_BIN)
-$(BUILD)/fuzz/%: test/fuzz/%.c $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(LOOP_SRC) $(PSIDC_SRC) $(LOG_SRC) \
-                 $(RDPB_SRC)
+$(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -D_GNU_SOURCE -DRDP_FUZZING $(MB_DEFS) -Iinclude -g -O1 \
-	    -fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS)) \
-	    $< $(RDP_SRC) $(CONF_SRC) $(PSI_SRC) $(LOOP_SRC) $(PSIDC_SRC) $(LOG_SRC) $(RDPB_SRC) \
-	    preload/wire.c \
-	    $(SYS_LIBS) -lm -o $@
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
+$(FUZZ_LIB): $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_LIB_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && $(AR) rcs $@ $^
+$(BUILD)/fuzz/%: $(BUILD)/fuzz/obj/test/fuzz/%.o $(FUZZ_LIB)
+	@mkdir -p $(dir $@)
+	clang -fsanitize=fuzzer,address,undefined $< $(FUZZ_LIB) $(SYS_LIBS) -lm -o $@
+
+# parallel builds: as many jobs as CPUs
+JOBS := $(shell nproc 2>/dev/null || echo 2)
 
 check:
 	@scripts/install-deps.sh --check
-	@$(MAKE) --no-print-directory build-tests
-	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 build-tests
-	@if command -v clang >/dev/null; then $(MAKE) --no-print-directory build-fuzz; fi
+	@$(MAKE) --no-print-directory -j$(JOBS) build-tests
+	@$(MAKE) --no-print-directory -j$(JOBS) BUILD=build/san SAN=1 build-tests
+	@if command -v clang >/dev/null; then $(MAKE) --no-print-directory -j$(JOBS) build-fuzz; fi
 	@scripts/run-tests.sh
 
 soak:
 	@scripts/install-deps.sh --check
-	@$(MAKE) --no-print-directory build-tests
+	@$(MAKE) --no-print-directory -j$(JOBS) build-tests
 	@scripts/soak.sh
 
 demo:
 	@scripts/install-deps.sh --demo
-	@$(MAKE) --no-print-directory build-all
+	@$(MAKE) --no-print-directory -j$(JOBS) build-all
 	@scripts/demo.sh
 
 # the benchmarks also drive the small test programs (bench/psid.sh: sigstamp, jobdrive)
 bench:
 	@scripts/install-deps.sh --bench
-	@$(MAKE) --no-print-directory build-all $(TTOOLS)
+	@$(MAKE) --no-print-directory -j$(JOBS) build-all $(TTOOLS)
 	@bench/run.sh
 
 # the fuzz step of the test driver alone, longer; inputs that reach new code join the seed
 # corpus (test/fuzz/corpus/, which make check's short runs start from)
 fuzz:
 	@scripts/install-deps.sh --check
-	@$(MAKE) --no-print-directory build-fuzz
+	@$(MAKE) --no-print-directory -j$(JOBS) build-fuzz
 	@secs=$${FUZZ_SECONDS:-60}; STEPS=f FUZZ_MERGE=$${FUZZ_MERGE:-1} FUZZ_SECONDS=$$secs \
 	    STEP_TIMEOUT=$$((secs + 120)) scripts/run-tests.sh
 
@@ -248,4 +258,4 @@ format:
 format-check:
 	clang-format --dry-run -Werror $(FORMAT_SRC)
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/fuzz/obj -name '*.d' 2>/dev/null)
