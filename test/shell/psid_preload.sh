@@ -80,7 +80,7 @@ check "preload: the connector's outcome names the acceptor, with the same key" $
 say C "early 127.0.0.2 5000 91 127.0.0.1" >/dev/null
 n=$(wc -l <"$CDIR/L.out")
 echo accept >&"${FD[L]}"
-wait_until 100 more_lines "$CDIR/L.out" "$n" && early="answered before the request"
+wait_until 20 more_lines "$CDIR/L.out" "$n" && early="answered before the request"
 an=$(say C "announce 91")
 wait_until 3000 more_lines "$CDIR/L.out" "$n"
 a6=$(sed -n "$((n + 1))p" "$CDIR/L.out")

@@ -81,7 +81,7 @@ check "spawn flood: 2000 ranks of nobody and root's 2-node job side by side: bot
     "root rc $rrc ($(head -c 300 "$CDIR/o3")), big rc $brc ($(head -c 300 "$CDIR/o2")), downs $d0 -> $(downs)"
 
 # 3. the user's other jobs count on their node
-timeout 60 "${AS_NOBODY[@]}" "$BIN/psrun" -w 1 -n 1000 --overbook -- sleep 3 >"$CDIR/o4" 2>&1 &
+timeout 60 "${AS_NOBODY[@]}" "$BIN/psrun" -w 1 -n 1000 --overbook -- sleep 8 >"$CDIR/o4" 2>&1 &
 BG+=($!)
 first=$!
 wait_until 20000 has_tasks "$NOBODY" 1 1000
