@@ -45,9 +45,14 @@ unsigned pl_choose_port(const struct pl_up *u)
                  u->o->port, u->o->port + 1, u->n);
         return u->o->port;
     }
-    unsigned start = PROBE_BASE + (unsigned)getpid() % PROBE_SPAN;
+    /* a random even start: clusters made at the same moment (tests running side by side)
+     * probe different pairs (a start from the pid gave neighbours' overlapping pairs) */
+    unsigned r = 0;
+    if (getrandom(&r, sizeof r, 0) != sizeof r) r = (unsigned)getpid() * 2654435761u;
+    unsigned start = (r % (PROBE_SPAN / 2)) * 2;
     for (unsigned k = 0; k < PROBE_SPAN; k += 2) {
-        unsigned p = PROBE_BASE + (start - PROBE_BASE + k) % (PROBE_SPAN - 1);
+        unsigned p = PROBE_BASE + (start + k) % PROBE_SPAN;
+        if (p + 1 >= PROBE_BASE + PROBE_SPAN) continue;
         if (ports_free(u->n, p)) return p;
     }
     errx(1, "no free pair of UDP ports in %u..%u", PROBE_BASE, PROBE_BASE + PROBE_SPAN);
