@@ -80,19 +80,32 @@ brc=$? ms=$(($(now_ms) - t0))
 check "spawn flood: 2000 ranks of nobody and root's 2-node job side by side: both exit 0, no node down ($ms ms)" $? \
     "root rc $rrc ($(head -c 300 "$CDIR/o3")), big rc $brc ($(head -c 300 "$CDIR/o2")), downs $d0 -> $(downs)"
 
-# 3. the user's other jobs count on their node
-timeout 60 "${AS_NOBODY[@]}" "$BIN/psrun" -w 1 -n 1000 --overbook -- sleep 8 >"$CDIR/o4" 2>&1 &
+# 3. the user's other jobs count on their node: the first job's 1000 tasks each read one byte
+# from a fifo that the test holds open (for reading and writing: their opens do not wait;
+# nothing else holds it), so that none ends before the 300 more were asked for, however
+# slowly they start; then the test writes 50 bytes every 0.1 s: they end 50 at a time (a
+# thousand exits at one instant stall a 2-CPU machine for longer than the heartbeat timeout)
+mkfifo "$CDIR/gate" && chmod 666 "$CDIR/gate"
+exec 9<>"$CDIR/gate"
+timeout 60 "${AS_NOBODY[@]}" "$BIN/psrun" -w 1 -n 1000 --overbook -- \
+    dd if="$CDIR/gate" of=/dev/null bs=1 count=1 status=none >"$CDIR/o4" 2>&1 9>&- &
 BG+=($!)
 first=$!
-wait_until 20000 has_tasks "$NOBODY" 1 1000
-timeout 30 "${AS_NOBODY[@]}" "$BIN/psrun" -w 1 -n 300 --overbook -- true >"$CDIR/o5" 2>&1
+wait_until 30000 has_tasks "$NOBODY" 1 1000
+timeout 30 "${AS_NOBODY[@]}" "$BIN/psrun" -w 1 -n 300 --overbook -- true >"$CDIR/o5" 2>&1 9>&-
 rc=$?
+# release: a byte per task (the pipe holds them all; a task that starts late finds its byte)
+for _ in $(seq 20); do
+    printf '%050d' 0 >&9
+    sleep 0.1
+done
 wait "$first"
 frc=$?
+exec 9>&-
 nfail=$(grep -c "^psrun: rank [0-9]* (node n1): user $NOBODY has 1000 tasks on node 1 (n1), limit 1200 (psid.max_tasks_per_uid): Resource temporarily unavailable$" "$CDIR/o5")
 [ "$rc" -ne 0 ] && [ "$nfail" -eq 100 ] && [ "$frc" -eq 0 ]
 check "spawn flood: with 1000 tasks of nobody on n1, 300 more: 100 fail with EAGAIN and the count, the first job exits 0" $? \
-    "rc $rc, $nfail such lines: $(head -c 400 "$CDIR/o5"); first job rc $frc"
+    "first job rc $frc ($(head -c 300 "$CDIR/o4")); rc $rc, $nfail such lines: $(head -c 300 "$CDIR/o5")"
 
 # 4. the client killed while ranks wait in the queue: none starts afterwards, none is left
 "${AS_NOBODY[@]}" "$BIN/psrun" -w 1 -n 1150 --overbook -- sleep 30.25 >"$CDIR/o6" 2>&1 &
