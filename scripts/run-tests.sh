@@ -9,6 +9,8 @@
 #   e. test/shell/*.sh                  integration tests on loopback clusters (no root)
 #   e. test/netns/*.sh                  namespace tests (root only)
 #   f. build/fuzz/*                     each fuzz target for FUZZ_SECONDS (clang only)
+# The scripts of e and the targets of f run CHECK_JOBS at a time (default: the CPUs, at most
+# 4), each shown whole when it ends; a few run alone (SOLO, below).
 #   g. style                            clang-format (the tree's one C style) and shellcheck
 #                                       (warnings and worse) over the tracked sources
 # CUnit binaries are counted from their "Run Summary" table, namespace scripts from their
@@ -53,6 +55,9 @@ stop_group() {
 # the step's own cleanup output is still shown (tail follows the log until the step is gone).
 cleanup() {
     local pg pid
+    while read -r pg; do # background steps still running
+        kill -0 -- "-$pg" 2>/dev/null && stop_group "$pg"
+    done < <(cat "$tmp/bg.pgids" 2>/dev/null)
     pg=$(cat "$tmp/step.pgid" 2>/dev/null || true)
     if [[ -n $pg ]] && kill -0 -- "-$pg" 2>/dev/null; then
         echo "run-tests: interrupted; stopping the running step"
@@ -189,9 +194,68 @@ tally() {
     fi
 }
 
+# Steps in the background, LANES at once: each in a session of its own under timeout, its
+# output shown whole when it ends; whatever it left running in its process group is killed
+# then. bg_start KEY LOG CMD...; bg_next: waits for one to end, sets bg_key, step_rc and
+# step_secs, and shows its output.
+declare -A bg_pid=() bg_log=() bg_t0=()
+bg_start() {
+    local key=$1 log=$2
+    shift 2
+    : >"$log"
+    setsid timeout -k 10 "$STEP_TIMEOUT" "$@" </dev/null >"$log" 2>&1 &
+    bg_pid[$key]=$!
+    bg_log[$key]=$log
+    bg_t0[$key]=$EPOCHREALTIME
+    echo "$!" >>"$tmp/bg.pgids"
+}
+bg_next() {
+    local pid k t1
+    step_rc=0
+    wait -n -p pid "${bg_pid[@]}" 2>/dev/null || step_rc=$?
+    bg_key=
+    for k in "${!bg_pid[@]}"; do [[ ${bg_pid[$k]} == "$pid" ]] && bg_key=$k; done
+    [[ -n $bg_key ]] || return 1
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    t1=$EPOCHREALTIME
+    step_secs=$(awk -v a="${bg_t0[$bg_key]}" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+    printf '\n-- %s\n' "$bg_key"
+    cat "${bg_log[$bg_key]}"
+    if ((step_rc == 124)) || { ((step_rc == 137)) &&
+        awk -v s="$step_secs" -v t="$STEP_TIMEOUT" 'BEGIN { exit !(s >= t) }'; }; then
+        echo "TIMEOUT: no result after ${STEP_TIMEOUT} s"
+    fi
+    unset "bg_pid[$bg_key]"
+}
+
+# pool ITEM...: start_one ITEM for each, LANES at once, and done_one for each as it ends
+# (bg_key, step_rc, step_secs set, its output shown); an item whose base name is in SOLO
+# runs alone. The scripts of a step each run on clusters of their own (their own
+# directories, ports, daemons and namespaces), so they can run side by side; SOLO holds the
+# CPU hogs and floods, the timing of failure detection, and the tree's own make.
+LANES=${CHECK_JOBS:-$(nproc)}
+((LANES > 4)) && LANES=4
+((LANES < 1)) && LANES=1
+SOLO=" psid_spawnflood psid_stress psid_busy psid_grace make_targets "
+pool() {
+    local item base
+    for item in "$@" ""; do
+        base=$(basename "$item" .sh)
+        # a lane free (all of them before a solo item, and at the end)
+        while ((${#bg_pid[@]} > 0)) &&
+            { [[ -z $item || $SOLO == *" $base "* ]] || ((${#bg_pid[@]} >= LANES)); }; do
+            bg_next || break
+            done_one "$bg_key"
+        done
+        [[ -z $item ]] && break
+        start_one "$item"
+        if [[ $SOLO == *" $base "* ]] && bg_next; then done_one "$bg_key"; fi
+    done
+}
+
 netns_step() {
-    local scripts=() sc name log pidf pid p f s left
-    header "e. namespace tests (test/netns/*.sh)"
+    local scripts=()
+    header "e. namespace tests (test/netns/*.sh, $LANES at a time)"
     shopt -s nullglob
     scripts=(test/netns/*.sh)
     shopt -u nullglob
@@ -205,17 +269,21 @@ netns_step() {
         summary+=("$(printf '%-32s skipped: need root' "namespace tests")")
         return
     fi
-    for sc in "${scripts[@]}"; do
-        name=netns/$(basename "$sc" .sh)
-        printf '\n-- %s\n' "$sc"
-        log=$tmp/netns-$(basename "$sc").log
-        pidf=$tmp/netns.pid
-        rm -f "$pidf"
-        # exec keeps the pid, so the script's $$ (and the names its namespaces get) is known.
+    # exec keeps the pid, so the script's $$ (and the names its namespaces get) is known
+    start_one() {
+        local base
+        base=$(basename "$1" .sh)
+        rm -f "$tmp/netns-$base.pid"
         # shellcheck disable=SC2016 # $$ and $1 belong to the inner shell
-        run_logged "$log" bash -c 'echo $$ >"$1"; exec bash "$2"' netns-test "$pidf" "$sc"
-        tally "$name" "$log"
-        pid=$(cat "$pidf" 2>/dev/null || true)
+        bg_start "$1" "$tmp/netns-$base.log" bash -c 'echo $$ >"$1"; exec bash "$2"' netns-test \
+            "$tmp/netns-$base.pid" "$1"
+    }
+    done_one() {
+        local name base pid left p f s
+        base=$(basename "$1" .sh)
+        name=netns/$base
+        tally "$name" "${bg_log[$1]}"
+        pid=$(cat "$tmp/netns-$base.pid" 2>/dev/null || true)
         if [[ -n $pid ]]; then
             left=$(netns_leftovers "$pid")
             if [[ -n $left ]]; then
@@ -224,15 +292,16 @@ netns_step() {
             fi
         fi
         record "$name" "$p" "$f" "$s"
-    done
+    }
+    pool "${scripts[@]}"
 }
 
 # Integration scripts on loopback clusters: PASS:/FAIL:/SKIP: lines, like the namespace
 # tests, but no root needed. Each script cleans up after itself (trap); whatever it left
-# running in its process group is killed by run_logged.
+# running in its process group is killed when it ends.
 shell_step() {
-    local scripts=() sc name log p f s
-    header "e. integration tests (test/shell/*.sh)"
+    local scripts=()
+    header "e. integration tests (test/shell/*.sh, $LANES at a time)"
     shopt -s nullglob
     scripts=(test/shell/*.sh)
     shopt -u nullglob
@@ -240,19 +309,19 @@ shell_step() {
         echo "(no integration tests yet)"
         return
     fi
-    for sc in "${scripts[@]}"; do
-        name=shell/$(basename "$sc" .sh)
-        printf '\n-- %s\n' "$sc"
-        log=$tmp/shell-$(basename "$sc").log
-        run_logged "$log" bash "$sc"
-        tally "$name" "$log"
+    start_one() { bg_start "$1" "$tmp/shell-$(basename "$1" .sh).log" bash "$1"; }
+    done_one() {
+        local p f s name
+        name=shell/$(basename "$1" .sh)
+        tally "$name" "${bg_log[$1]}"
         record "$name" "$p" "$f" "$s"
-    done
+    }
+    pool "${scripts[@]}"
 }
 
 fuzz_step() {
-    local bins=() b name corpus work art p f
-    header "f. fuzz targets (build/fuzz/*, ${FUZZ_SECONDS} s each)"
+    local bins=() b
+    header "f. fuzz targets (build/fuzz/*, ${FUZZ_SECONDS} s each, $LANES at a time)"
     for b in build/fuzz/*; do
         [[ -f $b && -x $b ]] && bins+=("$b")
     done
@@ -268,9 +337,9 @@ fuzz_step() {
         fi
         return
     fi
-    for b in "${bins[@]}"; do
+    start_one() {
+        local b=$1 name work corpus art extra=()
         name=$(basename "$b")
-        printf '\n-- %s\n' "$name"
         # The repository's corpus is copied: libFuzzer adds to the directory it is given.
         work=$tmp/corpus-$name
         mkdir -p "$work"
@@ -283,27 +352,32 @@ fuzz_step() {
         # Crash inputs are kept under build/ to reproduce with: BINARY FILE
         art=build/fuzz-artifacts/$name
         mkdir -p "$art"
-        local extra=()
         [[ -f test/fuzz/${name#fuzz_}.dict ]] && extra+=("-dict=test/fuzz/${name#fuzz_}.dict")
         [[ -f test/fuzz/$name.dict ]] && extra+=("-dict=test/fuzz/$name.dict")
-        run_logged "$tmp/fuzz-$name.log" "$b" -max_total_time="$FUZZ_SECONDS" -timeout=10 \
+        bg_start "$b" "$tmp/fuzz-$name.log" "$b" -max_total_time="$FUZZ_SECONDS" -timeout=10 \
             -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art/" \
             "${extra[@]}" "$work"
+    }
+    done_one() {
+        local b=$1 name p f
+        name=$(basename "$b")
         if ((step_rc == 0)); then
             p=1 f=0
             echo "PASS: $name"
             if [[ ${FUZZ_MERGE:-0} == 1 ]]; then
                 mkdir -p "test/fuzz/corpus/$name"
-                "$b" -merge=1 "test/fuzz/corpus/$name" "$work" >"$tmp/merge-$name.log" 2>&1 &&
+                "$b" -merge=1 "test/fuzz/corpus/$name" "$tmp/corpus-$name" \
+                    >"$tmp/merge-$name.log" 2>&1 &&
                     echo "$name: $(grep -o 'MERGE-OUTER: [0-9]* new files' "$tmp/merge-$name.log" ||
                         echo "merge said nothing") -> test/fuzz/corpus/$name/"
             fi
         else
             p=0 f=1
-            echo "FAIL: $name (exit status $step_rc; inputs kept in $art/)"
+            echo "FAIL: $name (exit status $step_rc; inputs kept in build/fuzz-artifacts/$name/)"
         fi
         record "fuzz/$name" "$p" "$f" 0
-    done
+    }
+    pool "${bins[@]}"
 }
 
 # The tracked files ending in one of the suffixes given (git ls-files; find outside a checkout).
