@@ -60,13 +60,14 @@
  *             its connection to each other node it has one with. Anyone may ask.
  *
  * Preload negotiation (docs/preload-design.md): a process under libpspreload, identified by
- * its connection (SO_PEERCRED), decides per TCP connection, before any byte, whether it
- * travels over RDP. The requests about a socket carry it (SCM_RIGHTS, one descriptor
- * sent with the message's first byte): the endpoint's UDP socket (OPEN), a TCP socket
- * (LISTEN, CONNECT, ACCEPT, DECLINE); psid reads the addresses and ports from the kernel
+ * its connection (SO_PEERCRED), decides per TCP connection whether it travels over RDP (or
+ * shared memory); the connection runs on the kernel's TCP meanwhile, and no request below
+ * is waited for but OPEN, LISTEN and UNLISTEN. The requests about a socket carry it (SCM_RIGHTS,
+ * one descriptor sent with the message's first byte): the endpoint's UDP socket (OPEN), a TCP
+ * socket (LISTEN, CONNECT, ACCEPT, DECLINE); psid reads the addresses and ports from the kernel
  * (getsockname, getpeername, SO_ACCEPTCONN), never from the message, so a process can only
  * speak for sockets it holds; psid closes its copy at once. Every reply is PSM_PL_REPLY
- * {PSF_ERRNO, [PSF_TEXT: why TCP]}, with more fields where said:
+ * {PSF_ERRNO, [PSF_TEXT: why TCP]}, with more fields where said, but ACCEPT's:
  *   PSM_PL_OPEN + fd (its RDP endpoint's UDP socket, bound to the node's address; psid
  *             reads the port from it: EBADF without one, EADDRNOTAVAIL elsewhere) -> the
  *             endpoint: {PSF_NODE_ID, PSF_ENDPOINT, PSF_INCARNATION}. One per connection
@@ -84,23 +85,27 @@
  *             process under the library listens there), EADDRINUSE (several processes
  *             listen there), ETIMEDOUT (its psid did not answer), ENOENT (accepted on TCP
  *             before the request came), ...
- *             The destination psid keeps the connection by its 4-tuple for the acceptor.
+ * *             The destination psid keeps the connection by its 4-tuple for the acceptor.
  *             With {PSF_SAME_NODE 1, PSF_SHM_RING: the ring size wished} the destination is
  *             an address of this node (loopback, the node's, any local one): the socket
- *             may be unbound or already connected (the connector does not wait for the
- *             reply: any refusal also comes as its PSM_PL_OUTCOME); the port's one
- *             listener is looked up here, and the connection waits here, by its socket's
- *             inode, for the acceptor.
- *   PSM_PL_ACCEPT + fd (the accepted socket) -> {PSF_NODE_ID, PSF_ENDPOINT, PSF_UDP_PORT,
+ *             may be unbound, connecting or connected (the connector does not wait for
+ *             the reply: any refusal also comes as its PSM_PL_OUTCOME); the port's one
+ *             listener is looked up here (or the one that closed lately, when the
+ *             accepted socket is its user's), and the connection waits here, by its
+ *             socket's inode, for the acceptor.
+ *   PSM_PL_ACCEPT {PSF_TAG: the acceptor's name for the connection} + fd (the accepted
+ *             socket), answered by the event PSM_PL_ACCEPTED {PSF_TAG, PSF_ERRNO,
+ *             [PSF_TEXT]}, with PSF_ERRNO 0 {PSF_NODE_ID, PSF_ENDPOINT, PSF_UDP_PORT,
  *             PSF_ADDR: the connector's endpoint, PSF_KEY: the pair's key, PSF_CONN: the
  *             connector's id for the connection}: RDP; ENOENT: TCP. Any process of the
  *             listener's uid with an endpoint may take it (prefork servers accept in the
  *             child); before answering, the connector's psid checks that the connection
  *             is still the socket the connector registered (sock_diag: its inode).
- *             A same-node connection (the request says {PSF_SHM_RING 1} when the acceptor
- *             can take one; else TCP) is answered {PSF_CONN, PSF_SHM_RING} + two
- *             descriptors (include/psshm.h: the channel's memfd, the acceptor's end of the
- *             doorbell), and the connector's outcome the same with its own end: the
+ *             A claim that comes before the request waits for it (docs/preload-design.md,
+ *             "Who asks whom"). A same-node connection (the request says {PSF_SHM_RING 1}
+ *             when the acceptor can take one; else TCP) is answered {PSF_CONN, PSF_SHM_RING}
+ *             + two descriptors (include/psshm.h: the channel's memfd, the acceptor's end
+ *             of the doorbell), and the connector's outcome the same with its own end: the
  *             shared-memory path instead of RDP.
  *   PSM_PL_DECLINE + fd (an accepted socket) -> {PSF_ERRNO 0}: its holder will not take it
  *             under the library (it is handed to a program through exec); the connector
@@ -176,7 +181,8 @@ enum psm_type {
      * channels (the pid comes from the channel's header: a lie pokes a process for
      * nothing). No reply; at most PL_POKES_PER_S per client. */
     PSM_PL_POKE = 82,
-    PSM_PL_POKED = 83, /* event: look at your same-node channels */
+    PSM_PL_POKED = 83,    /* event: look at your same-node channels */
+    PSM_PL_ACCEPTED = 84, /* event: a PSM_PL_ACCEPT's answer */
 
     /* daemon to daemon (over RDP) */
     PSM_D_HELLO = 0x1000,     /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
@@ -291,6 +297,7 @@ enum psf_tag {
     PSF_SAME_NODE = 93,    /* u32 1: PSM_PL_CONNECT to an address of this node */
     PSF_SHM_RING = 94,     /* u32: a same-node channel's ring bytes (include/psshm.h) */
     PSF_PROBE = 95,        /* u32 1: PSM_D_PL_CLAIM only asks whether the connection exists */
+    PSF_TAG = 96,          /* u32: an acceptor's name for a connection it claims (PSM_PL_ACCEPT) */
 
     PSF_NODE = 0x8001,   /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002,   /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */
@@ -325,7 +332,7 @@ static inline int psm_is_event(unsigned type)
 {
     return type == PSM_RANK || type == PSM_IO || type == PSM_INPUT_ACK || type == PSM_EXIT ||
            type == PSM_DEAD || type == PSM_PL_OUTCOME || type == PSM_PL_QUERY ||
-           type == PSM_PL_POKED;
+           type == PSM_PL_POKED || type == PSM_PL_ACCEPTED;
 }
 
 /* Task ids */

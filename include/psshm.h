@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define PSHM_MAGIC    0x70736d31u /* "psm1" */
-#define PSHM_VERSION  1u
+#define PSHM_VERSION  2u
 #define PSHM_HDR      4096u /* the header page; the rings follow */
 #define PSHM_RING_MIN (64u << 10)
 #define PSHM_RING_MAX (16u << 20)
@@ -47,6 +47,10 @@
                              * the producer no longer reads its own ring: the consumer of this     \
                              * one takes back from its ring what the producer did not read */
 #define PSHM_SWITCH_ACK 16u /* the answer: nothing more comes here either */
+#define PSHM_UP                                                                                    \
+    32u /* set before the first byte: the producer's bytes went to the                             \
+         * kernel socket until now, `ktx` of them; the consumer reads                              \
+         * that many from its kernel socket, then this ring */
 /* consumer's flags (cflags) */
 #define PSHM_GONE 1u /* the consumer reads no more (closed) */
 
@@ -59,7 +63,8 @@ struct pshm_ring {
     uint32_t cflags;    /* PSHM_GONE (the consumer's) */
     uint32_t want_data; /* the consumer sleeps: ring it on bytes or pflags */
     uint32_t want_room; /* the producer sleeps: ring it on room or cflags */
-    uint8_t pad2[48];
+    uint64_t ktx;       /* with PSHM_UP: bytes the producer wrote to the kernel socket */
+    uint8_t pad2[40];
 };
 
 struct pshm_hdr {

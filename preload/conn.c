@@ -1,12 +1,12 @@
 /*
  * conn.c - one TCP connection of the program, as the library carries it (psp.h).
  *
- * States: a connector's connection waits in CS_CONNECTING for its outcome from psid (writes
- * are held, up to the window); an acceptor's waits in CS_ACCEPTED until the first process
- * that uses it claims it (so that a child of a prefork server takes what its parent
- * accepted); then CS_RDP, or CS_DRAIN/CS_TCP when it stays on TCP. The messages (wire.h)
- * arrive in conn_rdp_recv, from the progress thread or from an rdp_send in a program
- * thread, always under psp.lock.
+ * States: an acceptor's connection waits in CS_ACCEPTED until the first process that uses
+ * it claims it (so that a child of a prefork server takes what its parent accepted); a
+ * connector's, and a claimed one, negotiate in CS_CONNECTING while their bytes travel on the
+ * kernel socket ("The TCP phase" below); then CS_RDP or CS_SHM, or CS_TCP when the answer is
+ * no. The messages (wire.h) arrive in conn_rdp_recv, from the progress thread or from an
+ * rdp_send in a program thread, always under psp.lock.
  *
  * Flow control is per connection: the sender may have at most psp.window bytes that the
  * receiving program has not read yet; the receiver returns credit as the program reads. So
@@ -25,6 +25,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,9 @@ static void orphans_adopt(struct conn *c);
 static void kids_tell(struct conn *c, uint8_t err);
 static void to_tcp(struct conn *c);
 static void guard_out(struct conn *c);
+static void guard_check(struct conn *c);
+static void plain_del(struct conn *c);
+static void gather(uint8_t *out, const struct iovec *iov, int iovcnt, size_t skip);
 
 static unsigned hash_of(uint32_t peer, uint32_t id, bool connector)
 {
@@ -196,7 +200,10 @@ static void destroy(struct conn *c)
             break;
         }
     psp.nconns--;
-    if (c->guard_eof) psp.guards--;
+    if (c->guard_fired) psp.guards--;
+    if (c->st == CS_PLAIN) plain_del(c);
+    if (!c->counted && (c->st == CS_CONNECTING || c->st == CS_PLAIN))
+        psp_count_tcp(PSP_R_SHORT); /* it ended before its negotiation, or its answer */
     if (c->cork_until) psp.corks--;
     psp_guard_del(c);
     epoll_conn_gone(c);
@@ -274,6 +281,15 @@ void conn_cork(struct conn *c, bool on)
 
 static void send_owed(struct conn *c)
 {
+    if (c->up_owed && !c->shm && psp.rdp) { /* before anything else of ours */
+        uint8_t h[PLW_HDR], n[PLW_UP_LEN];
+        plw_encode(h, PLW_UP, flags_of(c), c->id, 0);
+        for (int i = 0; i < PLW_UP_LEN; i++) n[i] = (uint8_t)(c->k_tx >> (56 - 8 * i));
+        struct iovec v[2] = {{h, PLW_HDR}, {n, PLW_UP_LEN}};
+        if (sendv(c, v, 2) < 0) return; /* RDP full: can_send comes back here */
+        c->up_owed = false;
+    }
+    if (c->up_owed) return;
     if (c->tx_fin) conn_uncork(c);                         /* the end goes after what a cork held */
     if (c->st == CS_SHM && c->tx_fin && !c->tx_fin_sent) { /* flags in the ring */
         shm_end(c, c->nfds ? PSHM_FIN : (c->linger0 ? PSHM_RST : PSHM_CLOSE));
@@ -359,7 +375,7 @@ static void hold_consume(struct conn *c, size_t n)
  * much in one message as credit and the message size allow, over chunks. */
 static void flush_hold_rdp(struct conn *c)
 {
-    if (c->cork_until) return; /* corked: conn_uncork sends it */
+    if (c->cork_until || c->up_owed) return; /* corked: conn_uncork sends it; UP first */
     while (c->hold && c->credit) {
         size_t lim = c->credit < PLW_MAX_DATA ? c->credit : PLW_MAX_DATA, n = 0;
         struct iovec iov[1 + 16];
@@ -404,34 +420,188 @@ static void flush_hold_shm(struct conn *c)
     }
 }
 
-/* The same-node path: the channel's descriptors came with the outcome or the reply. */
-static void shm_begin(struct conn *c, const struct neg_peer *p)
+/* --- The TCP phase ---
+ *
+ * A connection starts on its kernel socket, whatever the library decides for it: connect
+ * asks psid without waiting, an accepted connection's first use claims it without waiting,
+ * and meanwhile the program's reads and writes go to the kernel socket (under psp.lock,
+ * never blocking there: a call that must wait sleeps in wait_conns_k on the socket and on
+ * the negotiation's answer). So a short connection never waits for psid, and a peer
+ * without the library, or a server that speaks first, sees plain TCP from the first byte.
+ * Each side counts what its program wrote to the kernel socket (k_tx) and read from it
+ * (k_rx).
+ *
+ * When the answer is yes, each side moves up on its own (conn_up): it sends UP with its
+ * k_tx as its first message on the fast path (on the same-node path: the ring's header)
+ * and writes there from then on; the kernel socket is never written again. The other side
+ * reads its kernel socket until it has read the peer's k_tx bytes, then the fast path
+ * (krx). No byte is injected into the TCP stream, none is lost or doubled, and the two
+ * sides need not move at the same moment. When the answer is no, nothing changes: CS_TCP.
+ *
+ * A connection closed while it negotiates (a zombie) closes its kernel socket at once, as
+ * without the library; if the answer is yes after all, the peer is told CLOSE (RST with
+ * SO_LINGER 0) instead of UP: it reads on to the kernel's end of the stream. */
+
+/* Bytes on the kernel socket (TCP phase, or the peer's still to read), never blocking:
+ * what recvmsg or sendmsg returned, counted. */
+static ssize_t kernel_io(struct conn *c, bool out, const struct iovec *iov, int iovcnt, size_t done,
+                         size_t n, int flags)
 {
-    c->id = p->conn;
-    if (shm_attach(c, c->connector, p->shm_ring, p->shm_fds) == 0) {
-        psp.accelerated++;
-        psp.shm_conns++;
-        epoll_conn_to_shm(c);
+    struct iovec v[64];
+    int nv = 0;
+    size_t vi_off = done, left = n;
+    int vi = 0;
+    while (vi < iovcnt && vi_off >= iov[vi].iov_len) vi_off -= iov[vi++].iov_len;
+    while (left && vi < iovcnt && nv < 64) {
+        size_t l = iov[vi].iov_len - vi_off;
+        if (l > left) l = left;
+        if (l) v[nv++] = (struct iovec){(uint8_t *)iov[vi].iov_base + vi_off, l};
+        left -= l;
+        vi++;
+        vi_off = 0;
     }
-    psp_guard_add(c);
+    struct msghdr mh = {.msg_iov = v, .msg_iovlen = (size_t)nv};
+    ssize_t r;
+    if (out) {
+        r = real.sendmsg(c->kfd, &mh, flags | MSG_DONTWAIT);
+        if (r > 0) {
+            c->k_tx += (uint64_t)r;
+            c->tx_bytes += (uint64_t)r;
+            c->kmore = flags & MSG_MORE;
+            psp.tcp_tx += (uint64_t)r;
+            psp.tcp_tx_msgs++;
+        }
+    } else {
+        r = real.recvmsg(c->kfd, &mh, flags | MSG_DONTWAIT);
+        if (r > 0 && !(flags & MSG_PEEK)) {
+            c->k_rx += (uint64_t)r;
+            c->rx_total += (uint64_t)r;
+            psp.tcp_rx += (uint64_t)r;
+            psp.tcp_rx_msgs++;
+        }
+    }
+    return r;
 }
 
-static void shm_outcome(struct conn *c, const struct neg_peer *p)
+void conn_krx_check(struct conn *c)
 {
-    shm_begin(c, p);
-    flush_hold_shm(c);
-    if (!c->nfds && !c->forked) c->tx_fin = true;
-    send_owed(c);
-    if (c->st == CS_SHM && (c->sw_kids[0] >= 0 || (!c->nfds && c->forked))) {
-        conn_switch(c); /* a child needs it */
-        return;
-    }
-    if (!c->nfds) {
-        shm_free(c);
-        if (!c->users) destroy(c);
-        return;
-    }
+    if (!c->krx || !c->peer_up || c->k_rx < c->peer_ktx) return;
+    c->krx = false; /* the peer's kernel bytes are read: the fast path from now on */
+    epoll_conn_krx_done(c);
+    if (c->guard_fired && !c->guard_eof) guard_check(c); /* its FIN came meanwhile */
     conn_changed(c);
+}
+
+/* The peer's UP over RDP: its count of kernel bytes. */
+static void on_up(struct conn *c, const struct iovec *iov, int iovcnt)
+{
+    uint8_t n[PLW_UP_LEN];
+    gather(n, iov, iovcnt, PLW_HDR);
+    uint64_t k = 0;
+    for (int i = 0; i < PLW_UP_LEN; i++) k = k << 8 | n[i];
+    if (c->peer_up || c->k_rx > k) { /* a second one, or fewer than we read: broken */
+        psp.bad_msgs++;
+        c->err = ECONNRESET;
+        c->rx_fin = c->peer_closed = true;
+        send_ctl(c, PLW_RST, ECONNRESET);
+        return;
+    }
+    c->peer_up = true;
+    c->peer_ktx = k;
+    conn_krx_check(c);
+}
+
+/* Bytes the kernel socket holds back for a MSG_MORE of the TCP phase go out when the next
+ * write without it comes, as the kernel would send them then: nothing more is written
+ * there to push them, so a cork set and cleared does. (A cork the program set stays on the
+ * kernel socket too: its uncork, which the kernel sees as well, pushes them.) */
+static void kernel_push(struct conn *c)
+{
+    if (!c->kmore) return;
+    c->kmore = false;
+    int on = 1, off = 0;
+    real.setsockopt(c->kfd, IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+    if (!c->cork_on) real.setsockopt(c->kfd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
+}
+
+/* c has its fast path (its RDP peer, or its channel mapped): our bytes go there from now on,
+ * after UP; the peer's are read from the kernel socket until its UP's count. */
+static void conn_up(struct conn *c)
+{
+    c->counted = true;
+    c->krx = true;
+    psp.accelerated++;
+    if (c->st == CS_SHM) {
+        psp.shm_conns++;
+        shm_up(c, c->k_tx);
+        epoll_conn_up(c);
+        epoll_conn_to_shm(c);
+        shm_sync(c);       /* the peer's UP may be there already */
+        conn_krx_check(c); /* (and shm_attach's look saw it before krx was set) */
+    } else {
+        c->up_owed = true;
+        epoll_conn_up(c);
+    }
+    psp_guard_add(c);
+    send_owed(c); /* UP, and a FIN the program made on the kernel socket before */
+    if (c->sw_kids[0] >= 0 || (!c->nfds && c->forked) || c->sw_epoll)
+        conn_switch(c); /* a child needs it; or its epoll sets could not take it */
+    conn_changed(c);
+}
+
+/* A zombie's answer was yes: the peer hears CLOSE (or RST), with no UP: the kernel's
+ * stream, which ended with our close, is the whole of ours. */
+static void zombie_end(struct conn *c)
+{
+    c->counted = true;
+    psp_count_tcp(PSP_R_SHORT); /* it could have been accelerated, had it lived */
+    if (c->peer) send_ctl(c, c->linger0 ? PLW_RST : PLW_CLOSE, c->linger0 ? ECONNRESET : 0);
+    destroy(c);
+}
+
+/* RDP for c: the peer's endpoint and key from the answer. */
+static int rdp_begin(struct conn *c, const struct neg_peer *p)
+{
+    if (!psp.rdp || add_peer(p, &c->peer) < 0) return -1;
+    c->id = p->conn;
+    c->st = CS_RDP;
+    c->credit = psp.window;
+    hash_add(c);
+    if (c->zombie) {
+        zombie_end(c);
+        return 1;
+    }
+    conn_up(c);       /* our UP first: anything we answer goes after it */
+    orphans_adopt(c); /* the peer's UP (and more) may have come first */
+    conn_changed(c);
+    return 0;
+}
+
+/* The negotiation's answer for c (connector or acceptor): the fast path, or TCP. */
+static void conn_answer(struct conn *c, int err, const struct neg_peer *p, enum psp_reason why)
+{
+    if (!err && p && p->shm_ring) {
+        c->id = p->conn;
+        if (c->zombie) {
+            shm_refuse(p->shm_fds, c->connector, c->linger0);
+            c->counted = true;
+            psp_count_tcp(PSP_R_SHORT);
+            destroy(c);
+            return;
+        }
+        if (shm_attach(c, c->connector, p->shm_ring, p->shm_fds) == 0) conn_up(c);
+        conn_changed(c);
+        return;
+    }
+    if (!err && p && rdp_begin(c, p) >= 0) return;
+    if (c->zombie) { /* closed on TCP, and on TCP it would have stayed (an error now is
+                      * most likely of its closing: its socket was gone) */
+        c->counted = true;
+        psp_count_tcp(err && why != PSP_R_ERROR ? why : PSP_R_SHORT);
+        destroy(c);
+        return;
+    }
+    conn_fallback(c, err ? why : PSP_R_ERROR);
 }
 
 void conn_outcome(uint32_t id, int err, const struct neg_peer *p)
@@ -439,30 +609,156 @@ void conn_outcome(uint32_t id, int err, const struct neg_peer *p)
     struct conn *c;
     for (c = psp.all; c; c = c->lnext)
         if (c->connector && c->id == id && c->st == CS_CONNECTING) break;
-    if (!c) { /* closed meanwhile; the other side will find no one */
-        if (p && p->shm_ring)
-            for (int i = 0; i < 2; i++) real.close(p->shm_fds[i]);
+    if (!c) { /* gone meanwhile */
+        if (p && p->shm_ring) shm_refuse(p->shm_fds, true, false);
         return;
     }
-    if (!err && p && p->shm_ring) {
-        shm_outcome(c, p);
+    conn_answer(c, err, p, neg_reason(err));
+}
+
+void conn_accepted(uint32_t tag, int err, const struct neg_peer *p)
+{
+    struct conn *c;
+    for (c = psp.all; c; c = c->lnext)
+        if (!c->connector && c->tag == tag && c->st == CS_CONNECTING) break;
+    if (!c) {
+        if (p && p->shm_ring) shm_refuse(p->shm_fds, false, false);
         return;
     }
-    if (err || !psp.rdp || add_peer(p, &c->peer) < 0) {
-        conn_fallback(c, err ? neg_reason(err) : PSP_R_ERROR);
-        return;
+    conn_answer(c, err, p, err == ENOENT ? PSP_R_NO_LIBRARY : neg_reason(err));
+}
+
+/* CS_PLAIN: a queue by age (every one waits PSP_UPGRADE_US from its start, so the order of
+ * arrival is the order of their times); the progress thread's timer looks at its head. */
+static struct conn **pprev_of(struct conn *c)
+{
+    struct conn **pp = &psp.plain;
+    while (*pp && *pp != c) pp = &(*pp)->pnext;
+    return *pp ? pp : NULL;
+}
+
+static void plain_del(struct conn *c)
+{
+    struct conn **pp = pprev_of(c);
+    if (!pp) return;
+    *pp = c->pnext;
+    if (!*pp) psp.plain_tail = pp;
+    c->pnext = NULL;
+}
+
+int conn_plain(struct conn *c)
+{
+    c->st = CS_PLAIN;
+    if (psp.sync || !psp.upgrade_ns) {
+        c->users++; /* conn_negotiate's, at once */
+        return -1;
     }
-    c->st = CS_RDP;
-    c->credit = psp.window;
-    hash_add(c);
-    psp.accelerated++;
-    psp_guard_add(c);
-    orphans_adopt(c);
-    flush_hold_rdp(c);
-    send_owed(c);
-    if (!c->nfds && !c->forked) c->tx_fin = true;
-    if (c->sw_kids[0] >= 0 || (!c->nfds && c->forked)) conn_switch(c); /* a child needs it */
+    c->plain_at = rdp_now_ns() + psp.upgrade_ns;
+    c->pnext = NULL;
+    if (!psp.plain) psp.plain_tail = &psp.plain;
+    *psp.plain_tail = c;
+    psp.plain_tail = &c->pnext;
+    if (psp.plain == c) psp_arm_timer();
+    return 0;
+}
+
+int conn_plain_due(struct conn **out, int max)
+{
+    uint64_t now = rdp_now_ns();
+    int n = 0;
+    while (n < max && psp.plain && psp.plain->plain_at <= now) {
+        struct conn *c = psp.plain;
+        psp.plain = c->pnext;
+        if (!psp.plain) psp.plain_tail = &psp.plain;
+        c->pnext = NULL;
+        c->users++;
+        out[n++] = c;
+    }
+    return n;
+}
+
+void conn_plain_to_tcp(struct conn *c)
+{
+    plain_del(c);
+    if (!c->counted) psp_count_tcp(PSP_R_SHORT);
+    c->counted = true;
+    c->st = CS_TCP;
+    epoll_conn_to_tcp(c);
+    kids_tell(c, 0);
     conn_changed(c);
+}
+
+void conn_negotiate(struct conn *c)
+{
+    pthread_mutex_lock(&psp.lock);
+    int fd = -1, slot = -1;
+    struct sockaddr_storage dst;
+    socklen_t dl = sizeof dst;
+    bool go = c->st == CS_PLAIN && c->kfd >= 0 && psp.rdp;
+    if (go) { /* psid gets a descriptor of its own: the program may close its socket now */
+        psp_in++;
+        fd = real.fcntl(c->kfd, F_DUPFD_CLOEXEC, psp.hidden_base);
+        psp_in--;
+        go = fd >= 0;
+    }
+    if (go && c->connector && getpeername(fd, (struct sockaddr *)&dst, &dl) < 0) {
+        go = false; /* its connect is still under way: later */
+        if (errno == ENOTCONN && c->nfds) {
+            c->plain_at = rdp_now_ns() + psp.upgrade_ns;
+            c->pnext = NULL;
+            if (!psp.plain) psp.plain_tail = &psp.plain;
+            *psp.plain_tail = c;
+            psp.plain_tail = &c->pnext;
+            psp_arm_timer();
+        }
+    }
+    uint32_t id = 0;
+    bool connector = c->connector, same = c->same;
+    if (go) {
+        c->st = CS_CONNECTING;
+        if (!connector) c->tag = ++psp.next_conn_id ? psp.next_conn_id : ++psp.next_conn_id;
+        id = connector ? c->id : c->tag;
+    }
+    pthread_mutex_unlock(&psp.lock);
+    if (go && !psp.shm_off && (!connector || same) && c->shm_slot < 0) slot = shm_reserve(fd);
+    int e = 0;
+    enum psp_reason why = PSP_R_ERROR;
+    if (go) {
+        pthread_mutex_lock(&psp.lock);
+        if (c->shm_slot < 0) {
+            c->shm_slot = slot;
+            slot = -1;
+        }
+        bool shm = c->shm_slot >= 0;
+        pthread_mutex_unlock(&psp.lock);
+        if (connector && same && !shm) {
+            e = ENFILE; /* no descriptor for the channel's doorbell */
+            why = PSP_R_LIMIT;
+        } else if (connector) {
+            e = neg_connect(fd, (struct sockaddr *)&dst, id, same, &why);
+        } else {
+            e = neg_accept(fd, shm, id);
+        }
+    }
+    psp_in++;
+    if (fd >= 0) real.close(fd);
+    if (slot >= 0) real.close(slot);
+    psp_in--;
+    pthread_mutex_lock(&psp.lock);
+    c->users--;
+    if (go && e && c->st == CS_CONNECTING && c->connector == connector)
+        conn_answer(c, e, NULL, connector ? why : neg_reason(e));
+    pthread_mutex_unlock(&psp.lock);
+}
+
+#define SETTLE_MS 12000 /* the longest a negotiation takes: not accepted in time, and more */
+
+void conn_settle(struct conn *c)
+{
+    if (!psp.sync || c->st != CS_CONNECTING) return;
+    pthread_mutex_lock(&psp.lock);
+    for (int i = 0; c->st == CS_CONNECTING && i < SETTLE_MS / 100; i++) wait_conns(&c, 1, 100);
+    pthread_mutex_unlock(&psp.lock);
 }
 
 /* Write what is held to the kernel socket, without blocking; true when all is out. */
@@ -496,7 +792,8 @@ static bool drain_hold(struct conn *c)
 
 void conn_fallback(struct conn *c, enum psp_reason r)
 {
-    psp_count_tcp(r);
+    if (!c->counted) psp_count_tcp(r);
+    c->counted = true;
     /* strict: but a local service without the library is no cluster connection */
     if (psp.strict && !(c->same && r == PSP_R_NO_LIBRARY)) {
         static const char *why[] = {"not a cluster address",
@@ -660,6 +957,8 @@ static void sw_progress(struct conn *c)
         return;
     }
     if (c->st != CS_SWITCH || !psp.rdp) return;
+    if (c->up_owed) send_owed(c); /* UP goes first */
+    if (c->up_owed) return;
     if (c->sw_ack_owed) {
         if (send_ctl(c, c->sw == SW_INIT ? PLW_SWITCH : PLW_SWITCH_ACK, 0) < 0) return;
         c->sw_ack_owed = false; /* RDP full: can_send comes back here */
@@ -757,6 +1056,7 @@ void conn_switch(struct conn *c)
 void conn_to_tcp_now(struct conn *c)
 {
     pthread_mutex_lock(&psp.lock);
+    if (c->st == CS_PLAIN) conn_plain_to_tcp(c); /* not negotiated yet: never */
     for (int i = 0; c->st == CS_CONNECTING && i < 100; i++) wait_conns(&c, 1, 100);
     if (c->st == CS_RDP || c->st == CS_SHM) conn_switch(c);
     for (int i = 0; c->st == CS_SWITCH && i < 100; i++) wait_conns(&c, 1, 100);
@@ -792,7 +1092,7 @@ void conn_kid_gone(int kid)
             if (c->sw_kids[i] == kid) c->sw_kids[i] = -1;
 }
 
-void conn_guard_event(struct conn *c, uint32_t events)
+void conn_guard_event(struct conn *c)
 {
     if (c->st == CS_DRAIN) {
         if (drain_hold(c))
@@ -808,22 +1108,28 @@ void conn_guard_event(struct conn *c, uint32_t events)
         conn_changed(c);
         return;
     }
-    if (c->st == CS_CONNECTING) { /* the kernel's connect completed, or failed */
-        c->kconnected = !(events & (EPOLLERR | EPOLLHUP));
-        c->kev = events & (EPOLLERR | EPOLLHUP) ? POLLOUT | POLLERR | POLLHUP : POLLOUT;
-        conn_changed(c);
-        return;
-    }
-    if ((c->st != CS_RDP && c->st != CS_SHM) || c->guard_eof) return;
+    if ((c->st != CS_RDP && c->st != CS_SHM) || c->guard_fired) return;
+    c->guard_fired = true; /* once is enough: EPOLLRDHUP stays up */
+    psp.guards++;
+    c->guard_at = rdp_now_ns();
+    psp_guard_del(c);
+    psp_arm_timer();    /* its grace */
+    if (c->krx) return; /* the peer's kernel bytes come first: looked at once they are read */
+    guard_check(c);
+}
+
+/* The guard fired (its FIN or reset) and the kernel socket holds nothing of the peer's to
+ * read: no byte there is ours to take, so a peek tells FIN from reset. */
+static void guard_check(struct conn *c)
+{
     char b;
     ssize_t r = real.recv(c->kfd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
     if (r > 0) return; /* bytes on TCP: not ours to read */
     if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
     c->guard_eof = true;
-    psp.guards++;
     c->guard_at = rdp_now_ns();
     if (r < 0) c->guard_rst = true;
-    psp_guard_del(c); /* once is enough: EPOLLRDHUP stays up */
+    psp_arm_timer(); /* its grace */
 }
 
 void conn_timers(void)
@@ -838,7 +1144,17 @@ void conn_timers(void)
             conn_uncork(c);
             conn_changed(c);
         }
-        if (c->st == CS_SHM && c->guard_eof) shm_sync(c); /* a clean end shows there */
+        if (c->st == CS_SHM && c->guard_fired) shm_sync(c); /* a clean end shows there */
+        /* the peer's kernel socket closed while its kernel bytes are still to read here: a
+         * peer on the fast path closes it only after its CLOSE (or FIN) went, so without one
+         * it died: writes fail (reads take what is left first, then the kernel's end); a
+         * peer not yet up closed it before moving, or died: its CLOSE will come, or the
+         * doorbell's other end is gone */
+        if ((c->st == CS_RDP || c->st == CS_SHM) && c->guard_fired && c->krx && !c->rx_fin &&
+            !c->peer_closed && now - c->guard_at > GUARD_GRACE_NS && (c->peer_up || shm_hup(c))) {
+            c->peer_closed = true;
+            conn_changed(c);
+        }
         if ((c->st == CS_RDP || c->st == CS_SHM) && c->guard_eof && !c->rx_fin &&
             now - c->guard_at > GUARD_GRACE_NS) {
             c->rx_fin = c->peer_closed = true; /* the peer process is gone */
@@ -886,8 +1202,23 @@ static void conn_close(struct conn *c)
         psp_kick();
         return; /* conn_timers destroys it once delivered */
     }
-    if (c->st == CS_CONNECTING) {
-        if (!c->forked) c->tx_fin = true; /* on a late outcome: CLOSE at once */
+    if (c->st == CS_PLAIN) { /* never negotiated: as the kernel's close */
+        plain_del(c);
+        psp_count_tcp(PSP_R_SHORT);
+        c->counted = true;
+        c->st = CS_TCP;
+        if (c->users) return; /* conn_negotiate lets it go; conn_timers destroys it */
+        destroy(c);
+        return;
+    }
+    if (c->st == CS_CONNECTING && c->forked) return; /* a child goes on: moved at the answer */
+    if (c->st == CS_CONNECTING) { /* the kernel's close now; the answer gets CLOSE */
+        psp_guard_del(c);
+        psp_in++;
+        real.close(c->kfd);
+        psp_in--;
+        c->kfd = -1;
+        c->zombie = true;
         return;
     }
     destroy(c);
@@ -1037,11 +1368,14 @@ static void deliver(struct conn *c, const struct plw_msg *mp, const struct iovec
     bool sw = c->st == CS_SWITCH;
     switch (m.type) {
     case PLW_DATA:
-        if (sw && c->sw_peer_end) { /* nothing comes over RDP after its switch */
+        if ((sw && c->sw_peer_end) || !c->peer_up) { /* nothing after its switch, or before UP */
             psp.bad_msgs++;
             break;
         }
         on_data(c, iov, iovcnt, len);
+        break;
+    case PLW_UP:
+        on_up(c, iov, iovcnt);
         break;
     case PLW_CREDIT:
         if (sw) break; /* what is held goes to the kernel socket */
@@ -1159,6 +1493,7 @@ void conn_rdp_can_send(void *ctx, uint32_t peer)
             conn_changed(c);
         } else if (c->st == CS_RDP && c->peer == peer) {
             c->rdp_full = false;
+            send_owed(c); /* UP first, if owed */
             flush_hold_rdp(c);
             send_owed(c);
             conn_changed(c);
@@ -1171,6 +1506,16 @@ static bool nonblocking(const struct conn *c, int fd, int flags)
 {
     (void)c;
     return (flags & MSG_DONTWAIT) || (real.fcntl(fd, F_GETFL) & O_NONBLOCK);
+}
+
+/* The end of a read or write that stops on error e (psp.lock held, released here): what was
+ * moved so far if anything, as a stream call reports it, else -1 with errno e */
+static ssize_t io_end(size_t done, int e)
+{
+    pthread_mutex_unlock(&psp.lock);
+    if (done) return (ssize_t)done;
+    errno = e;
+    return -1;
 }
 
 /* SO_RCVTIMEO or SO_SNDTIMEO in ms, -1 for none; looked up once (setsockopt forgets it) */
@@ -1245,13 +1590,49 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
     for (int i = 0; i < iovcnt; i++) want += iov[i].iov_len;
     size_t done = 0;
     int tmo = -2;
+    short kwait = 0; /* a wait is for the kernel socket's bytes too */
+    bool kpast = false;
     pthread_mutex_lock(&psp.lock);
     for (;;) {
         if (c->shm) conn_shm_sync(c);
-        if (c->st == CS_TCP || c->st == CS_DRAIN || c->st == CS_ORPHAN) {
+        if (c->st == CS_TCP || c->st == CS_DRAIN || c->st == CS_ORPHAN || c->st == CS_ACCEPTED) {
             pthread_mutex_unlock(&psp.lock);
             errno = c->st == CS_ORPHAN ? EIO : EXDEV; /* EXDEV: the caller passes through */
             return done ? (ssize_t)done : -1;
+        }
+        kwait = 0;
+        /* the TCP phase, and the peer's bytes still on the kernel socket: from there first
+         * (up to the peer's UP count, once it is known); then, in the same call, what the
+         * fast path has, as one receive queue would give it (kpast: a peek saw all of the
+         * kernel's part) */
+        bool kphase = c->st == CS_CONNECTING || c->st == CS_PLAIN;
+        if ((kphase || c->krx) && want && !kpast) {
+            size_t lim = want - done;
+            bool upto = !kphase && c->peer_up;
+            if (upto && c->peer_ktx - c->k_rx < lim) lim = (size_t)(c->peer_ktx - c->k_rx);
+            if (!lim) { /* read to the peer's count: its fast path from now on */
+                conn_krx_check(c);
+                continue;
+            }
+            ssize_t r = kernel_io(c, false, iov, iovcnt, done, lim, flags & (MSG_PEEK | MSG_TRUNC));
+            if (r > 0) {
+                done += (size_t)r;
+                if (flags & MSG_PEEK) { /* the fast path's bytes follow the whole part */
+                    if (!upto || (size_t)r < lim || done == want) break;
+                    kpast = true;
+                    continue;
+                }
+                conn_krx_check(c);
+                if (done == want || (c->krx && !(flags & MSG_WAITALL))) break;
+                continue;
+            }
+            if (r == 0) break; /* the kernel's end of the stream: the peer closed before UP */
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                return io_end(done, errno); /* the kernel's error (a reset) */
+            }
+            if (done && !(flags & MSG_WAITALL)) break;
+            kwait = POLLIN;
+            goto wait;
         }
         /* moving to TCP: the initiator's program waits (what came is returned); the
          * responder's reads what came before the switch, then waits for the end */
@@ -1277,19 +1658,13 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
         if (done && !(flags & MSG_WAITALL)) break;
     wait:
         if (nonblocking(c, fd, flags)) {
-            pthread_mutex_unlock(&psp.lock);
-            if (done) return (ssize_t)done;
-            errno = EAGAIN;
-            return -1;
+            return io_end(done, EAGAIN);
         }
-        if (c->st == CS_SHM && (shm_spin(c, true) || shm_arm(c, POLLIN))) continue;
+        if (c->st == CS_SHM && !kwait && shm_spin(c, true)) continue;
+        if (c->st == CS_SHM && shm_arm(c, POLLIN)) continue; /* (UP, if kwait) */
         if (tmo == -2) tmo = timeout_of(c, SO_RCVTIMEO);
-        if (wait_conns(&c, 1, tmo) < 0) {
-            int e = errno;
-            pthread_mutex_unlock(&psp.lock);
-            if (done) return (ssize_t)done;
-            errno = e;
-            return -1;
+        if (wait_conns_k(&c, 1, tmo, kwait ? c->kfd : -1, kwait) < 0) {
+            return io_end(done, errno);
         }
     }
     if (done && !(flags & MSG_PEEK)) {
@@ -1316,11 +1691,34 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
     pthread_mutex_lock(&psp.lock);
     for (;;) {
         if (c->shm) conn_shm_sync(c);
-        if (c->st == CS_TCP || c->st == CS_ORPHAN) {
+        if (c->st == CS_TCP || c->st == CS_ORPHAN || c->st == CS_ACCEPTED) {
             pthread_mutex_unlock(&psp.lock);
             errno = c->st == CS_ORPHAN ? EIO : EXDEV;
             return done ? (ssize_t)done : -1;
         }
+        if (c->st == CS_CONNECTING || c->st == CS_PLAIN) { /* the TCP phase: the kernel's,
+                                                            * without blocking there */
+            if (done == want) break;
+            ssize_t r = kernel_io(c, true, iov, iovcnt, done, want - done,
+                                  flags & (MSG_NOSIGNAL | MSG_MORE));
+            if (r > 0) {
+                done += (size_t)r;
+                continue;
+            }
+            if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                return io_end(done,
+                              errno); /* the kernel's (EPIPE: it raised SIGPIPE as it would) */
+            }
+            if (nonblocking(c, fd, flags)) {
+                return io_end(done, EAGAIN);
+            }
+            if (tmo == -2) tmo = timeout_of(c, SO_SNDTIMEO);
+            if (wait_conns_k(&c, 1, tmo, c->kfd, POLLOUT) < 0) {
+                return io_end(done, errno);
+            }
+            continue;
+        }
+        if (c->kmore && !(flags & MSG_MORE)) kernel_push(c);
         bool on = c->st == CS_RDP || c->st == CS_SHM; /* connected, not negotiating */
         if (done && on && (c->err || c->tx_fin || c->peer_closed)) {
             /* some of it went before the end showed: that much, as the kernel returns a
@@ -1371,14 +1769,12 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
             break;
         }
         size_t room;
-        if (c->st == CS_SWITCH && c->sw == SW_INIT)
-            room = 0; /* until it is over */
-        else if (c->st == CS_CONNECTING || c->st == CS_DRAIN || c->st == CS_SWITCH || c->hold ||
-                 corking)
+        if ((c->st == CS_SWITCH && c->sw == SW_INIT) || c->up_owed)
+            room = 0; /* until it is over; until our UP went */
+        else if (c->st == CS_DRAIN || c->st == CS_SWITCH || c->hold || corking)
             room = c->st == CS_DRAIN ? 0 : c->hold_max - c->hold_bytes;
         else
             room = c->credit;
-        if (c->st == CS_CONNECTING && c->hold_bytes >= c->hold_max) room = 0;
         if (room && c->st == CS_SHM && !c->hold && !corking) { /* straight into the ring */
             done += shm_write(c, iov, iovcnt, done, want - done);
             continue;
@@ -1447,28 +1843,17 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
                 continue;
             }
             if (errno != EAGAIN) {
-                int e2 = errno;
-                pthread_mutex_unlock(&psp.lock);
-                if (done) return (ssize_t)done;
-                errno = e2;
-                return -1;
+                return io_end(done, errno);
             }
         }
         /* no room: credit, RDP's queue, the ring, or the hold */
         if (nonblocking(c, fd, flags)) {
-            pthread_mutex_unlock(&psp.lock);
-            if (done) return (ssize_t)done;
-            errno = EAGAIN;
-            return -1;
+            return io_end(done, EAGAIN);
         }
         if (c->st == CS_SHM && (shm_spin(c, false) || shm_arm(c, POLLOUT))) continue;
         if (tmo == -2) tmo = timeout_of(c, SO_SNDTIMEO);
         if (wait_conns(&c, 1, tmo) < 0) {
-            int e2 = errno;
-            pthread_mutex_unlock(&psp.lock);
-            if (done) return (ssize_t)done;
-            errno = e2;
-            return -1;
+            return io_end(done, errno);
         }
     }
     pthread_mutex_unlock(&psp.lock);
@@ -1480,6 +1865,15 @@ int conn_shutdown(struct conn *c, int how)
     pthread_mutex_lock(&psp.lock);
     /* the kernel's socket is CLOSED once both FINs went (or a reset came): ENOTCONN, after
      * the shutdown flags are set all the same */
+    if (c->st == CS_CONNECTING || c->st == CS_PLAIN) { /* the kernel's; a FIN follows UP */
+        int r = real.shutdown(c->kfd, how);
+        int e = errno;
+        if (r == 0 && how != SHUT_RD) c->tx_fin = true;
+        if (r == 0 && how != SHUT_WR) c->rd_shut = true;
+        pthread_mutex_unlock(&psp.lock);
+        errno = e;
+        return r;
+    }
     if (c->shm) conn_shm_sync(c);
     bool closed = (c->st == CS_RDP || c->st == CS_SHM) && ((c->rx_fin && c->tx_fin) || c->err);
     if (how == SHUT_RD || how == SHUT_RDWR) c->rd_shut = true;
@@ -1496,24 +1890,35 @@ int conn_shutdown(struct conn *c, int how)
     return 0;
 }
 
+/* The kernel socket's readiness now (the TCP phase, the peer's bytes still there). */
+static short kernel_poll(const struct conn *c, short events)
+{
+    struct pollfd p = {.fd = c->kfd, .events = events};
+    return c->kfd >= 0 && real.poll(&p, 1, 0) == 1 ? p.revents : 0;
+}
+
 short conn_poll(struct conn *c)
 {
     short r = 0;
-    if (c->st == CS_CONNECTING) {
-        if (!c->kconnected) return (short)(c->kev & POLLERR ? c->kev : 0);
-        return c->hold_bytes < c->hold_max ? POLLOUT : 0;
-    }
+    if (c->st == CS_CONNECTING || c->st == CS_ACCEPTED || c->st == CS_PLAIN)
+        return kernel_poll(c, POLLIN | POLLOUT | POLLRDHUP | POLLPRI);
     if (c->shm) conn_shm_sync(c);
     if (c->st == CS_DRAIN) return 0;
+    /* the peer's bytes on the kernel socket come first: its data or its end there */
+    short k = c->krx ? kernel_poll(c, POLLIN | POLLRDHUP) : 0;
+    bool kin = k & (POLLIN | POLLHUP | POLLERR);
     if (c->st == CS_SWITCH) /* the initiator's program waits; the responder's reads first */
         return c->sw == SW_INIT ? 0
-                                : (short)((c->rx_bytes ? POLLIN : 0) |
+                                : (short)((c->rx_bytes || kin ? POLLIN : 0) |
                                           (c->hold_bytes < psp.window ? POLLOUT : 0));
-    if (c->rx_bytes || c->rx_fin || c->err || c->rd_shut) r |= POLLIN;
-    if (c->rx_fin || c->rd_shut) r |= POLLRDHUP;
+    bool rx_end = c->rx_fin && !c->krx; /* the fast path's end, once it is the reader's */
+    if (c->krx ? kin || c->rd_shut : c->rx_bytes || c->rx_fin || c->rd_shut) r |= POLLIN;
+    if (c->err) r |= POLLIN;
+    if (rx_end || c->rd_shut || (c->krx && !c->peer_up && (k & POLLRDHUP))) r |= POLLRDHUP;
     if (c->err && !c->err_reported) r |= POLLERR; /* until a call returned it */
-    if ((c->rx_fin && c->tx_fin) || c->err) r |= POLLHUP;
-    if ((c->credit && !c->tx_fin && !c->rdp_full) || c->err || c->peer_closed) r |= POLLOUT;
+    if ((rx_end && c->tx_fin) || c->err) r |= POLLHUP;
+    if ((c->credit && !c->tx_fin && !c->rdp_full && !c->up_owed) || c->err || c->peer_closed)
+        r |= POLLOUT;
     if (c->peer_closed && c->tx_fin) r |= POLLHUP;
     return r;
 }
@@ -1531,45 +1936,24 @@ int conn_claim(struct conn *c)
         pthread_mutex_unlock(&psp.lock);
         return 0;
     }
-    pthread_mutex_lock(&psp.lock);
-    while (c->claiming) wait_conns(&c, 1, 100);
-    if (c->st != CS_ACCEPTED) {
+    /* this process's from now on (a prefork server's child); on the kernel socket, its
+     * claim sent later (CS_PLAIN) or now, and not waited for: it goes on over the kernel
+     * socket until the answer (conn_accepted), unless PSP_SYNC */
+    if (psp_endpoint() < 0) {
+        pthread_mutex_lock(&psp.lock);
+        if (c->st == CS_ACCEPTED) conn_fallback(c, PSP_R_ERROR);
         pthread_mutex_unlock(&psp.lock);
         return 0;
     }
-    c->claiming = true;
-    pthread_mutex_unlock(&psp.lock);
-    struct neg_peer p;
-    int slot = psp.shm_off ? -1 : shm_reserve(c->kfd); /* the same-node path needs one more */
-    int e = psp_endpoint() < 0 ? EIO : neg_accept(c->kfd, slot >= 0, &p);
     pthread_mutex_lock(&psp.lock);
-    c->claiming = false;
-    if (c->shm_slot < 0) {
-        c->shm_slot = slot;
-    } else if (slot >= 0) {
-        psp_in++;
-        real.close(slot);
-        psp_in--;
-    }
-    if (!e && p.shm_ring) {
+    int now = 0;
+    if (c->st == CS_ACCEPTED) {
         c->connector = false;
-        shm_begin(c, &p);
-    } else if (!e && add_peer(&p, &c->peer) == 0) {
-        c->st = CS_RDP;
-        c->id = p.conn;
-        c->connector = false;
-        c->credit = psp.window;
-        hash_add(c);
-        psp.accelerated++;
-        psp_guard_add(c);
-        orphans_adopt(c);
-    } else {
-        psp_count_tcp(e == ENOENT ? PSP_R_NO_LIBRARY : PSP_R_ERROR);
-        c->st = CS_TCP;
-        epoll_conn_to_tcp(c);
+        now = conn_plain(c);
     }
-    conn_changed(c);
     pthread_mutex_unlock(&psp.lock);
+    if (now) conn_negotiate(c);
+    conn_settle(c);
     return 0;
 }
 
@@ -1582,7 +1966,7 @@ void conn_fork_child(void)
         c->forked = false;
         for (int i = 0; i < 4; i++) c->sw_kids[i] = -1;
         if (c->st == CS_RDP || c->st == CS_CONNECTING || c->st == CS_DRAIN || c->st == CS_SWITCH ||
-            c->st == CS_SHM)
+            c->st == CS_PLAIN || c->st == CS_SHM)
             c->st = CS_ORPHAN;
     }
 }

@@ -3,7 +3,7 @@
  *
  * The new image keeps the descriptors without close-on-exec, and none of our records. A
  * connection accepted on a registered listener and not yet claimed (CS_ACCEPTED) is still
- * waited for by the listener's psid, and its connector holds its writes meanwhile: inetd,
+ * waited for by the listener's psid, and its connector negotiates meanwhile: inetd,
  * xinetd and systemd's Accept=yes services accept, fork, put the socket on 0 and 1 and
  * exec a handler, which (under the library or not) sees a plain kernel socket. So before
  * exec every such connection that the new image inherits is declined (PSM_PL_DECLINE):
@@ -45,7 +45,7 @@ static void inherited_to_tcp(void)
         struct conn *c = psp_conn_of(fd);
         int kfd = -1;
         bool kept = c && !(real.fcntl(fd, F_GETFD) & FD_CLOEXEC);
-        if (kept && c->st == CS_ACCEPTED && !c->claiming) {
+        if (kept && c->st == CS_ACCEPTED) {
             c->st = CS_TCP; /* whatever psid says: the new image reads the kernel socket */
             kfd = c->kfd;
         }

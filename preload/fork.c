@@ -50,7 +50,8 @@ void fork_prepare(void)
     if (!psp.rdp || psp.epfd < 0 || nkids >= KIDS_MAX) return;
     bool any = false;
     for (struct conn *c = psp.all; c && !any; c = c->lnext)
-        any = c->st == CS_RDP || c->st == CS_SWITCH || c->st == CS_CONNECTING || c->st == CS_SHM;
+        any = c->st == CS_RDP || c->st == CS_SWITCH || c->st == CS_CONNECTING || c->st == CS_SHM ||
+              c->st == CS_PLAIN;
     int sp[2];
     if (!any || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) return;
     pending[0] = psp_hide(sp[0]);
@@ -66,7 +67,7 @@ void fork_parent(void)
             kids[nkids++] = pending[0];
             for (struct conn *c = psp.all; c; c = c->lnext)
                 if (c->st == CS_RDP || c->st == CS_SWITCH || c->st == CS_CONNECTING ||
-                    c->st == CS_SHM)
+                    c->st == CS_SHM || c->st == CS_PLAIN)
                     c->forked = true;
         } else {
             real.close(pending[0]);
@@ -92,7 +93,7 @@ int fork_ask_switch(struct conn *c)
 {
     uint8_t req[9], ans = EIO;
     be_put32(req, c->peer);
-    be_put32(req + 4, c->id);
+    be_put32(req + 4, !c->peer && c->tag ? c->tag : c->id); /* one negotiating: its tag */
     req[8] = c->connector;
     pthread_mutex_lock(&ask_lock);
     for (int tries = 0; parent_fd >= 0 && tries < 100; tries++) {
@@ -137,10 +138,13 @@ void fork_kid_ready(int fd)
         return;
     }
     if (n != 9) return;
-    /* as the child knows it: a connection still waiting for its outcome has no peer yet */
+    /* as the child knows it: a connection still negotiating has no peer yet, and an
+     * acceptor's is named by its tag until the answer (which gave it the connector's id) */
     uint32_t peer = be_get32(req), id = be_get32(req + 4);
+    bool connector = req[8] != 0;
     struct conn *c = psp.all;
-    while (c && !(c->id == id && c->connector == (req[8] != 0) && (c->peer == peer || !peer)))
+    while (c && !(c->connector == connector && (peer ? c->peer == peer && c->id == id
+                                                     : (connector ? c->id == id : c->tag == id))))
         c = c->lnext;
     if (!c) { /* gone here: closed and moved to TCP already */
         uint8_t ok = 0;
@@ -148,5 +152,6 @@ void fork_kid_ready(int fd)
         return;
     }
     if (c->st == CS_RDP || c->st == CS_SHM) conn_switch(c); /* CS_CONNECTING: at its outcome */
+    if (c->st == CS_PLAIN) conn_plain_to_tcp(c);            /* not negotiated: never now */
     conn_switch_notify(c, fd);
 }

@@ -48,7 +48,9 @@ static ssize_t tcp_out(int fd, const struct msghdr *mh, int flags)
 static ssize_t rd(int fd, struct conn *c, struct iovec *iov, int n, int flags)
 {
     if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
-    if ((flags & MSG_OOB) && c->st != CS_TCP && c->st != CS_SWITCH) {
+    conn_settle(c);
+    if ((flags & MSG_OOB) && c->st != CS_TCP && c->st != CS_SWITCH && c->st != CS_CONNECTING &&
+        c->st != CS_PLAIN) {
         errno = EINVAL;
         return -1;
     }
@@ -64,6 +66,7 @@ static ssize_t rd(int fd, struct conn *c, struct iovec *iov, int n, int flags)
 static ssize_t wr(int fd, struct conn *c, const struct iovec *iov, int n, int flags)
 {
     if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
+    conn_settle(c);
     if ((flags & MSG_OOB) && c->st != CS_TCP) conn_to_tcp_now(c);
     if (c->st != CS_TCP) {
         ssize_t r = conn_write(fd, c, iov, n, flags & (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE));

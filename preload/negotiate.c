@@ -294,21 +294,16 @@ static int get_peer(const struct psmsg *m, struct neg_peer *p)
     return 0;
 }
 
-int neg_accept(int fd, bool shm, struct neg_peer *p)
+int neg_accept(int fd, bool shm, uint32_t tag)
 {
     struct psmsg_buf req = {0};
-    struct psmsg rep;
     psmsg_begin(&req, PSM_PL_ACCEPT, 0);
     psmsg_put_u32(&req, PSF_SHM_RING, shm);
+    psmsg_put_u32(&req, PSF_TAG, tag);
     pthread_mutex_lock(&psp.psi_lock);
-    int e = call(&req, fd, &rep);
-    if (!e && (get_peer(&rep, p) < 0 ||
-               psmsg_find(&rep.body, PSF_CONN, &(struct psmsg_field){0}) == false)) {
-        if (p->shm_ring)
-            for (int i = 0; i < 2; i++) real.close(p->shm_fds[i]);
-        e = EPROTO;
-    }
+    int e = psi_ensure() < 0 || !psi_send_fd(&psp.psi, &req, fd) ? (errno ? errno : EIO) : 0;
     psi_unlock();
+    psmsg_buf_free(&req);
     return e;
 }
 
@@ -406,21 +401,34 @@ void neg_events(bool progress)
             pthread_mutex_unlock(&psp.lock);
             continue;
         }
-        if (ev.type != PSM_PL_OUTCOME) continue;
+        if (ev.type != PSM_PL_OUTCOME && ev.type != PSM_PL_ACCEPTED) continue;
+        bool acc = ev.type == PSM_PL_ACCEPTED;
         uint32_t id, err = EPROTO;
-        if (psmsg_get_u32(&ev.body, PSF_CONN, &id) < 0) continue;
+        if (psmsg_get_u32(&ev.body, acc ? PSF_TAG : PSF_CONN, &id) < 0) continue;
         psmsg_get_u32(&ev.body, PSF_ERRNO, &err);
         struct neg_peer p;
-        bool ok = err == 0 && get_peer(&ev, &p) == 0;
+        bool ok = err == 0 && get_peer(&ev, &p) == 0 &&
+                  psmsg_find(&ev.body, PSF_CONN, &(struct psmsg_field){0});
+        if (!ok && err == 0 && p.shm_ring)
+            for (int i = 0; i < 2; i++) real.close(p.shm_fds[i]);
+        int e = ok ? 0 : (err ? (int)err : EPROTO);
         pthread_mutex_lock(&psp.lock);
-        conn_outcome(id, ok ? 0 : (err ? (int)err : EPROTO), ok ? &p : NULL);
+        if (acc)
+            conn_accepted(id, e, ok ? &p : NULL);
+        else
+            conn_outcome(id, e, ok ? &p : NULL);
         pthread_mutex_unlock(&psp.lock);
     }
     if (r < 0 && errno != EINTR) {
         /* psid is gone: connections waiting for an outcome go TCP */
         pthread_mutex_lock(&psp.lock);
         for (struct conn *c = psp.all; c; c = c->lnext)
-            if (c->st == CS_CONNECTING) conn_fallback(c, PSP_R_ERROR);
+            if (c->st == CS_CONNECTING || c->st == CS_PLAIN) {
+                if (c->st == CS_PLAIN)
+                    conn_plain_to_tcp(c);
+                else
+                    conn_fallback(c, PSP_R_ERROR);
+            }
         if (psp.epfd >= 0) real.epoll_ctl(psp.epfd, EPOLL_CTL_DEL, psi_fd(&psp.psi), NULL);
         pthread_mutex_unlock(&psp.lock);
         pthread_mutex_unlock(&psp.psi_lock);

@@ -15,6 +15,12 @@
  * pointer or small integer has); epoll_wait translates a tagged event back into the
  * program's descriptor's events and data. A connection that falls back to TCP has its
  * registrations moved to the kernel socket itself.
+ *
+ * A connection negotiating (the TCP phase, conn.c) is the kernel socket's: poll and select
+ * ask the kernel about it (and wake when it moves up), and its epoll registrations are
+ * the program's own descriptor in the program's sets, recorded (kern) to be moved to the
+ * bells when it moves up. While the peer's bytes are still to be read from the kernel
+ * socket (krx), that socket sits in the sets beside the bells (edge-triggered, tagged).
  */
 #include "psp.h"
 
@@ -46,16 +52,19 @@ struct epreg {
                              * be taken up again by the next ADD (event loops that delete and add a
                              * descriptor per request, as redis-benchmark's, cost one call each) */
     uint32_t in_ev, out_ev; /* the events its bell_in and bell_out are in the set with */
-    bool hup; /* bell_hup is in the set for it (events without EPOLLIN and EPOLLOUT) */
+    bool hup;   /* bell_hup is in the set for it (events without EPOLLIN and EPOLLOUT) */
+    bool kern;  /* the TCP phase: the program's descriptor itself is in the set */
+    bool kbell; /* the kernel socket is in the set for it (krx) */
     struct epreg *next;
 };
 
 static struct epreg **regs; /* by index (the tag's low bits) */
 static unsigned nregs, capregs;
-#define RDP_IDX  0xffffffffu  /* the tag of the RDP socket in a program's epoll set */
-#define PSI_IDX  0xfffffffeu  /* the tag of the psid connection in a program's epoll set */
-#define BELL_BIT (1ull << 32) /* in a tag: the registration's doorbell (same-node path) */
-static int *rdp_sets;         /* the program's epoll sets that hold the RDP socket */
+#define RDP_IDX   0xffffffffu  /* the tag of the RDP socket in a program's epoll set */
+#define PSI_IDX   0xfffffffeu  /* the tag of the psid connection in a program's epoll set */
+#define BELL_BIT  (1ull << 32) /* in a tag: the registration's doorbell (same-node path) */
+#define KBELL_BIT (1ull << 33) /* in a tag: the kernel socket, while the peer's bytes are there */
+static int *rdp_sets;          /* the program's epoll sets that hold the RDP socket */
 static unsigned nrdp_sets;
 
 /* An epoll set of the program that holds a doorbell holds the RDP socket too, so that the
@@ -100,8 +109,10 @@ static uint64_t now_ms(void)
 
 /* --- poll --- */
 
-/* The connections among fds (claimed first where accepted and not yet claimed). */
-static int conns_in(struct pollfd *fds, nfds_t n, struct conn **cs)
+/* The connections among fds (claimed first where accepted and not yet claimed), and
+ * whether each is asked for input (its kernel socket matters then while the peer's bytes
+ * are there). */
+static int conns_in(struct pollfd *fds, nfds_t n, struct conn **cs, bool *in)
 {
     int k = 0;
     if (!psp.nconns) return 0;
@@ -109,26 +120,40 @@ static int conns_in(struct pollfd *fds, nfds_t n, struct conn **cs)
         struct conn *c = psp_conn_of(fds[i].fd);
         if (!c) continue;
         if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
+        conn_settle(c);
         if (c->st == CS_TCP || c->st == CS_ORPHAN) continue;
-        cs[k++] = c;
+        in[k] = fds[i].events & (POLLIN | POLLRDHUP);
+        cs[k++] = c; /* negotiating: the kernel's, and its move up wakes us */
     }
     return k;
+}
+
+/* Whether the library answers for c's readiness (else the kernel socket's is the answer). */
+static bool ours(const struct conn *c)
+{
+    return c && c->st != CS_TCP && c->st != CS_ORPHAN && c->st != CS_ACCEPTED &&
+           c->st != CS_CONNECTING && c->st != CS_PLAIN;
 }
 
 static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
 {
     struct conn *small[16], **cs = n <= 16 ? small : malloc(n * sizeof *cs);
     bool kern_small[16], *kern = n <= 16 ? kern_small : malloc(n * sizeof *kern);
-    /* the kernel's: the program's others, our eventfd, the RDP socket, the doorbells */
-    struct pollfd sp[34], *kp = n <= 16 ? sp : malloc((2 * n + 2) * sizeof *kp);
-    if (!cs || !kp || !kern) {
+    bool in_small[16], *in = n <= 16 ? in_small : malloc(n * sizeof *in);
+    nfds_t kat_small[16], *kat = n <= 16 ? kat_small : malloc(n * sizeof *kat);
+    /* the kernel's: the program's others, our eventfd, the RDP socket, the doorbells and
+     * kernel sockets of connections */
+    struct pollfd sp[50], *kp = n <= 16 ? sp : malloc((3 * n + 2) * sizeof *kp);
+    if (!cs || !kp || !kern || !in || !kat) {
         if (cs != small) free(cs);
         if (kp != sp) free(kp);
         if (kern != kern_small) free(kern);
+        if (in != in_small) free(in);
+        if (kat != kat_small) free(kat);
         errno = ENOMEM;
         return -1;
     }
-    int ncs = conns_in(fds, n, cs);
+    int ncs = conns_in(fds, n, cs, in);
     uint64_t deadline = timeout > 0 ? now_ms() + (uint64_t)timeout : 0;
     uint64_t busy = psp_busy_until(); /* PSP_BUSY_POLL: look without sleeping until then */
     int ret;
@@ -141,11 +166,10 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
             fds[i].revents = 0;
             kern[i] = false;
             short r = 0;
-            if (c && c->st != CS_TCP && c->st != CS_ORPHAN && c->st != CS_ACCEPTED)
-                r = conn_poll(c) & (fds[i].events | POLLHUP | POLLERR);
+            if (ours(c)) r = conn_poll(c) & (fds[i].events | POLLHUP | POLLERR);
             /* conn_poll may end a move to TCP (the responder read its ring to the end):
              * from then on the kernel socket is what to wait on, also in this round */
-            if (c && c->st != CS_TCP && c->st != CS_ORPHAN && c->st != CS_ACCEPTED) {
+            if (ours(c)) {
                 if (!r && !ready && timeout && c->st == CS_SHM) { /* would sleep */
                     /* a poll on this one connection alone spins first, as a read does
                      * (its answer comes within microseconds); then: ring me */
@@ -171,10 +195,18 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
         kp[nk] = (struct pollfd){.fd = wfd, .events = POLLIN};
         /* and the RDP socket: its datagrams are taken by this thread (wait.c) */
         kp[nk + 1] = (struct pollfd){.fd = psp.rdp ? rdp_fd(psp.rdp) : -1, .events = POLLIN};
-        nfds_t nb = 0; /* the doorbells of connections on the same-node path */
-        for (int i = 0; i < ncs; i++)
+        nfds_t nb = 0; /* the doorbells of connections on the same-node path, and the kernel
+                        * sockets of those whose peer's bytes are still there */
+        for (int i = 0; i < ncs; i++) {
+            kat[i] = 0; /* where its kernel socket is in kp (0: not) */
             if (shm_bell(cs[i]) >= 0)
                 kp[nk + 2 + nb++] = (struct pollfd){.fd = shm_bell(cs[i]), .events = POLLIN};
+            /* (once it woke us for nothing the program asked for, not again in this call) */
+            if (ours(cs[i]) && cs[i]->krx && cs[i]->kfd >= 0 && in[i]) {
+                kat[i] = nk + 2 + nb;
+                kp[nk + 2 + nb++] = (struct pollfd){.fd = cs[i]->kfd, .events = POLLIN | POLLRDHUP};
+            }
+        }
         struct waiter ws[ncs > 0 ? ncs : 1];
         waiters_add(cs, ncs, ws, wfd);
         pthread_mutex_unlock(&psp.lock);
@@ -198,9 +230,16 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
         if (r > 0 && kp[nk + 1].revents && psp.rdp) {
             rdp_process(psp.rdp);
             if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
-            if (r == 1 + bells) continue; /* only datagrams (and doorbells): look again */
+            if (r == 1 + bells && !ready) continue; /* only datagrams (and bells): look again */
         }
-        if (r > 0 && r == bells) continue; /* only doorbells: look again */
+        /* only doorbells or kernel sockets: look again (a kernel socket stays readable: not
+         * when this round found something ready already, it ends now) */
+        if (r > 0 && r == bells && !ready) {
+            for (int i = 0; i < ncs; i++)
+                if (kat[i] && kp[kat[i]].revents && !(conn_poll(cs[i]) & (POLLIN | POLLRDHUP)))
+                    in[i] = false;
+            continue;
+        }
         if (r < 0) {
             errno = e;
             ret = -1;
@@ -221,8 +260,7 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
             ready = 0;
             for (nfds_t i = 0; i < n; i++) {
                 struct conn *c = psp_conn_of(fds[i].fd);
-                if (c && c->st != CS_TCP && c->st != CS_ORPHAN && c->st != CS_ACCEPTED)
-                    fds[i].revents = conn_poll(c) & (fds[i].events | POLLHUP | POLLERR);
+                if (ours(c)) fds[i].revents = conn_poll(c) & (fds[i].events | POLLHUP | POLLERR);
                 if (fds[i].revents) ready++;
             }
         }
@@ -235,6 +273,8 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
     if (cs != small) free(cs);
     if (kp != sp) free(kp);
     if (kern != kern_small) free(kern);
+    if (in != in_small) free(in);
+    if (kat != kat_small) free(kat);
     return ret;
 }
 
@@ -533,6 +573,27 @@ static void doorbell_ctl(int epfd, int op, struct epreg *r)
     real.epoll_ctl(epfd, op, fd, op == EPOLL_CTL_DEL ? NULL : &e); /* EEXIST: a dup's */
 }
 
+/* The kernel socket in the set beside the bells while the peer's bytes are still there
+ * (edge-triggered: each arrival is reported once, as the bells' event). */
+static void kbell_ctl(int op, struct epreg *r)
+{
+    struct conn *c = r->c;
+    if (op == EPOLL_CTL_DEL) {
+        if (r->kbell && c->kfd >= 0) real.epoll_ctl(r->epfd, EPOLL_CTL_DEL, c->kfd, NULL);
+        r->kbell = false;
+        return;
+    }
+    if (r->kbell || !c->krx || c->kfd < 0) return;
+    struct epoll_event e = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
+                            .data.u64 = PSP_TAG | KBELL_BIT | r->idx};
+    r->kbell = real.epoll_ctl(r->epfd, EPOLL_CTL_ADD, c->kfd, &e) == 0; /* EEXIST: a dup's */
+}
+
+void epoll_conn_krx_done(struct conn *c)
+{
+    for (struct epreg *r = c->regs; r; r = r->next) kbell_ctl(EPOLL_CTL_DEL, r);
+}
+
 void epoll_conn_unbell(struct conn *c)
 {
     for (struct epreg *r = c->regs; r; r = r->next) doorbell_ctl(r->epfd, EPOLL_CTL_DEL, r);
@@ -552,6 +613,7 @@ static int bell_ctl(int epfd, int op, struct epreg *r)
         real.epoll_ctl(epfd, op, r->c->bell_out, NULL);
         hup_ctl(epfd, op, r);
         doorbell_ctl(epfd, op, r);
+        kbell_ctl(op, r);
         return 0;
     }
     doorbell_ctl(epfd, op, r);
@@ -576,10 +638,73 @@ static int bell_ctl(int epfd, int op, struct epreg *r)
     return 0;
 }
 
+/* A new registration record of c in epfd for fd (not yet in regs[]); NULL without memory. */
+static struct epreg *reg_new(struct conn *c, int epfd, int fd, const struct epoll_event *ev)
+{
+    unsigned idx = 0;
+    while (idx < nregs && regs[idx]) idx++;
+    if (idx == capregs) {
+        unsigned cap = capregs ? capregs * 2 : 64;
+        struct epreg **v = realloc(regs, cap * sizeof *v);
+        if (!v) return NULL;
+        memset(v + capregs, 0, (cap - capregs) * sizeof *v);
+        regs = v;
+        capregs = cap;
+    }
+    struct epreg *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    *r = (struct epreg){.epfd = epfd,
+                        .fd = fd,
+                        .events = ev->events,
+                        .data = ev->data,
+                        .c = c,
+                        .idx = idx,
+                        .next = c->regs};
+    return r;
+}
+
+static void reg_add(struct conn *c, struct epreg *r)
+{
+    regs[r->idx] = r;
+    if (r->idx == nregs) nregs++;
+    c->regs = r;
+}
+
+/* The TCP phase: the kernel's call on the program's descriptor, and its record. */
+static int kern_ctl(struct conn *c, int epfd, int op, int fd, struct epoll_event *ev)
+{
+    struct epreg *r = reg_find(c, epfd, fd);
+    if (r && !r->kern) { /* (a registration of before: cannot be, but not the kernel's) */
+        errno = EEXIST;
+        return -1;
+    }
+    struct epreg *n = op == EPOLL_CTL_ADD && ev && !r ? reg_new(c, epfd, fd, ev) : NULL;
+    if (op == EPOLL_CTL_ADD && ev && !r && !n) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int ret = real.epoll_ctl(epfd, op, fd, ev);
+    if (ret < 0) {
+        free(n);
+        return -1;
+    }
+    if (n) {
+        n->kern = true;
+        reg_add(c, n);
+    } else if (r && op == EPOLL_CTL_DEL) {
+        reg_free(c, r);
+    } else if (r && op == EPOLL_CTL_MOD && ev) {
+        r->events = ev->events;
+        r->data = ev->data;
+    }
+    return 0;
+}
+
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
     struct conn *c = psp_conn_of(fd);
     if (c && (c->st == CS_ACCEPTED || c->st == CS_ORPHAN)) conn_claim(c);
+    if (c) conn_settle(c);
     if (!c || c->st == CS_TCP || c->st == CS_ORPHAN) return real.epoll_ctl(epfd, op, fd, ev);
     if (psp_is_hidden(epfd)) {
         errno = EBADF;
@@ -591,6 +716,11 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
         return real.epoll_ctl(epfd, op, fd, ev);
     }
     int ret = -1;
+    if (c->st == CS_CONNECTING || c->st == CS_PLAIN) {
+        ret = kern_ctl(c, epfd, op, fd, ev);
+        pthread_mutex_unlock(&psp.lock);
+        return ret;
+    }
     struct epreg *r = reg_find(c, epfd, fd);
     if (op == EPOLL_CTL_ADD && r && r->dormant && ev) { /* deleted before: taken up again */
         r->dormant = false;
@@ -613,32 +743,14 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
         }
         /* the kernel's checks on epfd (EBADF, EINVAL, ELOOP) come from adding our bells */
         if (bells(c) < 0) goto out;
-        unsigned idx = 0;
-        while (idx < nregs && regs[idx]) idx++;
-        if (idx == capregs) {
-            unsigned cap = capregs ? capregs * 2 : 64;
-            struct epreg **v = realloc(regs, cap * sizeof *v);
-            if (!v) goto out;
-            memset(v + capregs, 0, (cap - capregs) * sizeof *v);
-            regs = v;
-            capregs = cap;
-        }
-        r = calloc(1, sizeof *r);
+        r = reg_new(c, epfd, fd, ev);
         if (!r) goto out;
-        *r = (struct epreg){.epfd = epfd,
-                            .fd = fd,
-                            .events = ev->events,
-                            .data = ev->data,
-                            .c = c,
-                            .idx = idx,
-                            .next = c->regs};
         if (bell_ctl(epfd, EPOLL_CTL_ADD, r) < 0) {
             free(r);
             goto out;
         }
-        regs[idx] = r;
-        if (idx == nregs) nregs++;
-        c->regs = r;
+        reg_add(c, r);
+        kbell_ctl(EPOLL_CTL_ADD, r);
         rdp_in_set(epfd);
         if (c->st == CS_SHM) bells_update(c); /* the peer rings us from now on */
         ret = 0;
@@ -705,6 +817,14 @@ static int translate(struct epoll_event *ev, int n)
             continue;
         }
         struct epreg *r = idx < nregs ? regs[idx] : NULL;
+        if (t & KBELL_BIT) { /* the peer's bytes on the kernel socket: as its bells would be */
+            if (!r || r->kern) continue;
+            wake_conn(r->c);
+            bells_later(r->c);
+        }
+        if (r && r->kern)
+            continue;       /* (cannot be: the kernel's registrations carry the
+                             * program's data) */
         if (t & BELL_BIT) { /* the peer published: reported now, as its bells would be */
             if (!r || r->c->st != CS_SHM) continue;
             shm_bell_drain(r->c);
@@ -803,10 +923,11 @@ void epoll_fd_closed(struct conn *c, int fd)
 {
     for (struct epreg *r = c->regs, *n; r; r = n) {
         n = r->next;
-        if (r->fd == fd) {
-            bell_ctl(r->epfd, EPOLL_CTL_DEL, r);
-            reg_free(c, r);
-        }
+        if (r->fd != fd) continue;
+        if (!r->kern) bell_ctl(r->epfd, EPOLL_CTL_DEL, r);
+        /* (the kernel's registration of a closed descriptor ends with the socket: ours is
+         * closed with it in the TCP phase, conn.c) */
+        reg_free(c, r);
     }
 }
 
@@ -819,9 +940,35 @@ void epoll_conn_to_tcp(struct conn *c)
 {
     while (c->regs) {
         struct epreg *r = c->regs;
-        bell_ctl(r->epfd, EPOLL_CTL_DEL, r);
-        struct epoll_event ev = {.events = r->events, .data = r->data};
-        if (!r->dormant) real.epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->fd, &ev);
+        if (!r->kern) { /* (the TCP phase's are the kernel's already) */
+            bell_ctl(r->epfd, EPOLL_CTL_DEL, r);
+            struct epoll_event ev = {.events = r->events, .data = r->data};
+            if (!r->dormant) real.epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->fd, &ev);
+        }
         reg_free(c, r);
     }
+}
+
+void epoll_conn_up(struct conn *c)
+{
+    bool any = false;
+    for (struct epreg *r = c->regs; r && !any; r = r->next) any = r->kern;
+    if (!any) return;
+    if (bells(c) < 0) { /* no descriptors for its bells: back to TCP, the switch's way */
+        c->sw_epoll = true;
+        return;
+    }
+    for (struct epreg *r = c->regs, *n; r; r = n) {
+        n = r->next;
+        if (!r->kern) continue;
+        real.epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->fd, NULL);
+        r->kern = false;
+        if (bell_ctl(r->epfd, EPOLL_CTL_ADD, r) < 0) { /* the set is gone */
+            reg_free(c, r);
+            continue;
+        }
+        kbell_ctl(EPOLL_CTL_ADD, r);
+        rdp_in_set(r->epfd);
+    }
+    bells_update(c);
 }

@@ -84,13 +84,19 @@ enum psp_reason {
     PSP_R_RULE,         /* PSP_RULES */
     PSP_R_LIMIT,        /* a resource limit */
     PSP_R_ERROR,        /* anything else */
+    PSP_R_SHORT,        /* it ended (or the process did) before its negotiation's answer */
     PSP_R__COUNT
 };
 
 /* --- conn.c: one TCP connection of the program --- */
 enum conn_state {
-    CS_CONNECTING, /* connector: asked psid, waiting for the outcome; writes are held */
-    CS_ACCEPTED,   /* acceptor: accepted on a registered listener, not yet claimed */
+    CS_PLAIN,      /* ours, on the kernel socket; its negotiation starts once it lived
+                    * PSP_UPGRADE_US (conn.c, "The TCP phase"): a short one never asks */
+    CS_CONNECTING, /* negotiating: psid was asked (the connector's request, or the acceptor's
+                    * claim), the answer is not here yet; the bytes travel on the kernel
+                    * socket meanwhile (conn.c, "The TCP phase") */
+    CS_ACCEPTED,   /* acceptor: accepted on a registered listener, not yet claimed (the
+                    * kernel socket's, until the first use claims it) */
     CS_RDP,        /* bytes travel over RDP */
     CS_DRAIN,      /* fell back to TCP; held bytes are still being written to the socket */
     CS_TCP,        /* plain TCP from now on */
@@ -144,18 +150,32 @@ struct conn {
     bool linger0;        /* SO_LINGER with timeout 0: close sends RST */
     bool cork_on;        /* TCP_CORK set */
     uint64_t cork_until; /* bytes a cork or MSG_MORE holds (in hold) go out then; 0: none */
-    bool guard_eof;      /* the kernel socket saw EOF or an error */
+    bool guard_fired;    /* the guard's event came (EPOLLRDHUP: the peer's FIN or reset) */
+    bool guard_eof;      /* ... and nothing of the peer's is left to read there */
     bool guard_rst;      /* an error (reset) */
     bool err_reported;   /* err was returned once */
     bool rd_shut;        /* shutdown(SHUT_RD) */
-    bool claiming;       /* a thread is asking psid for it (CS_ACCEPTED) */
     int timeo[2];        /* SO_RCVTIMEO, SO_SNDTIMEO in ms (-1 none), -2: not looked up */
     bool rdp_full;       /* RDP's queue to the peer was full: wait for can_send */
-    bool kconnected;     /* CS_CONNECTING: the kernel's connect completed */
-    uint32_t kev;        /* CS_CONNECTING: its poll events then (POLLERR: it failed) */
     uint64_t closed_at;  /* when the program closed its last descriptor */
+    /* the TCP phase and the move up (conn.c, "The TCP phase"): what went over the kernel
+     * socket before the fast path, each way */
+    uint64_t k_tx;      /* bytes the program wrote to the kernel socket */
+    uint64_t k_rx;      /* bytes it read from there */
+    uint64_t peer_ktx;  /* with peer_up: the peer's k_tx, its bytes still to read there */
+    bool peer_up;       /* the peer's UP came: its bytes travel the fast path after peer_ktx */
+    bool krx;           /* reads take the kernel socket's bytes first (until peer_ktx) */
+    bool up_owed;       /* our UP is not sent yet (RDP full): nothing may go before it */
+    bool kmore;         /* the last write to the kernel socket had MSG_MORE */
+    bool zombie;        /* closed while negotiating: the answer gets CLOSE (or RST), no UP */
+    bool counted;       /* in PSP_STATS: accelerated, or on TCP with its reason */
+    uint64_t plain_at;  /* CS_PLAIN: when its negotiation starts */
+    struct conn *pnext; /* CS_PLAIN: the queue of those, by plain_at */
+    uint32_t tag;       /* an acceptor's name for its claim (PSF_TAG) */
+    bool sw_epoll;      /* its epoll registrations could not move up (no descriptors for its
+                         * bells): it moves back to TCP */
     uint64_t rx_read;
-    uint64_t guard_at; /* when */
+    uint64_t guard_at; /* when (the event, then the check) */
     struct waiter *waiters;
     int bell_in, bell_out; /* epoll doorbells (-1 until used in epoll) */
     int bell_hup;          /* readable on POLLHUP/POLLERR alone: for registrations with
@@ -181,7 +201,7 @@ struct conn {
     /* the same-node path */
     struct shm_chan *shm; /* CS_SHM: the channel (NULL: it could not be mapped: reset) */
     bool same;            /* CS_CONNECTING: to a listener on this node */
-    size_t hold_max;      /* CS_CONNECTING: bytes that may be held (the window, or a ring) */
+    size_t hold_max;      /* bytes that may be held (the window) */
     int users;            /* threads inside a call on it without psp.lock (waits, spins) */
     int shm_slot;         /* a hidden descriptor kept for the doorbell, or -1 */
     bool bells_later;     /* poll.c: its bells are brought up to date at the next epoll wait */
@@ -192,9 +212,13 @@ struct psp {
     pthread_mutex_t lock;
     pthread_mutex_t psi_lock;
     bool inited, disabled, strict, broken;
-    pid_t pid;                /* the process this state belongs to (fork) */
-    struct psi psi;           /* connection to the node's psid (psi_lock) */
-    struct psi_nodetab nodes; /* the cluster's nodes, from psid at start */
+    bool sync;           /* PSP_SYNC (or PSP_STRICT): the first use of a connection waits for its
+                          * negotiation, so that every byte of an accelerated one takes the fast path */
+    uint64_t upgrade_ns; /* PSP_UPGRADE_US: a connection's age at its negotiation */
+    struct conn *plain, **plain_tail; /* CS_PLAIN connections, oldest first */
+    pid_t pid;                        /* the process this state belongs to (fork) */
+    struct psi psi;                   /* connection to the node's psid (psi_lock) */
+    struct psi_nodetab nodes;         /* the cluster's nodes, from psid at start */
     bool psi_open;
     uint32_t node; /* our node id */
     struct sockaddr_storage node_addr;
@@ -283,8 +307,9 @@ struct neg_peer {
     uint32_t shm_ring; /* nonzero: the same-node path, with the channel's descriptors */
     int shm_fds[2];    /* the memfd, our end of the doorbell */
 };
-/* PSM_PL_ACCEPT: 0 and *p, or an errno value (TCP). shm: we can take the same-node path. */
-int neg_accept(int fd, bool shm, struct neg_peer *p);
+/* PSM_PL_ACCEPT, not waited for: 0, or an errno value (TCP). The answer comes as the event
+ * PSM_PL_ACCEPTED with tag (conn_accepted). shm: we can take the same-node path. */
+int neg_accept(int fd, bool shm, uint32_t tag);
 /* Take the events psid sent (outcomes): under psi_lock, then psp.lock inside. The progress
  * thread (progress: true) stops listening to psid while another thread holds it. */
 void neg_events(bool progress);
@@ -303,12 +328,35 @@ void conn_attach(struct conn *c, int fd); /* the program's descriptor fd refers 
 void conn_detach(int fd);                 /* the program closed fd */
 int conn_set_peer(struct conn *c, const struct neg_peer *p);
 void conn_outcome(uint32_t conn_id, int err, const struct neg_peer *p);
+/* The answer to an acceptor's claim (PSM_PL_ACCEPTED): its tag, and the peer or an errno
+ * value (TCP). */
+void conn_accepted(uint32_t tag, int err, const struct neg_peer *p);
+/* A negotiating connection's answer has come (PSP_SYNC: a call waits for it first, at most
+ * SETTLE_MS). Not under psp.lock. */
+void conn_settle(struct conn *c);
+/* A connection of ours is on the kernel socket (connected, or its accept's first use):
+ * negotiate now (PSP_SYNC, or PSP_UPGRADE_US=0) or once it lived PSP_UPGRADE_US
+ * (CS_PLAIN). Under psp.lock; 0, or -1 when the negotiation is to start now (the caller
+ * calls conn_negotiate without the lock). */
+int conn_plain(struct conn *c);
+/* Start c's negotiation (the request to psid, not waited for): CS_PLAIN -> CS_CONNECTING.
+ * Not under psp.lock; c's users count was raised by the caller, and is lowered here. */
+void conn_negotiate(struct conn *c);
+/* The progress thread: the CS_PLAIN connections due now, at most max, each with its users
+ * count raised (conn_negotiate lowers it). Under psp.lock. */
+int conn_plain_due(struct conn **out, int max);
+/* A CS_PLAIN connection moves to its kernel socket for good, never negotiated (a fork's
+ * child uses it, exec, urgent data). Under psp.lock. */
+void conn_plain_to_tcp(struct conn *c);
+/* The peer's UP came (shm.c, from the ring's header): reads go on from the kernel socket
+ * until its count, then from the fast path. Under psp.lock. */
+void conn_krx_check(struct conn *c);
 struct conn *conn_find(uint32_t peer, uint32_t id, bool connector);
 bool conn_rdp_peers(void); /* whether any RDP peer was added (a connection between nodes) */
 void conn_fallback(struct conn *c, enum psp_reason r); /* to TCP, held bytes first */
 void conn_changed(struct conn *c);                     /* wake waiters, ring bells */
 int conn_claim(struct conn *c);                        /* CS_ACCEPTED -> RDP or TCP */
-void conn_guard_event(struct conn *c, uint32_t events);
+void conn_guard_event(struct conn *c);
 void conn_timers(void);
 /* TCP_CORK set or cleared on c (setsockopt); cleared sends what it held. */
 void conn_cork(struct conn *c, bool on);
@@ -365,6 +413,11 @@ bool shm_hup(const struct conn *c); /* the peer's end of the doorbell is closed 
 /* Copy up to want bytes out (MSG_PEEK, MSG_TRUNC) into iov at offset done; bytes. */
 size_t shm_read(struct conn *c, const struct iovec *iov, int iovcnt, size_t done, size_t want,
                 int flags);
+/* Our UP: the count of bytes we wrote to the kernel socket, before any byte of the ring. */
+void shm_up(struct conn *c, uint64_t ktx);
+/* Write CLOSE (RST: rst) into our ring of a channel we will not use (closed while it was
+ * negotiated), through the memfd, and ring; both descriptors are closed. */
+void shm_refuse(const int fds[2], bool connector, bool rst);
 /* Copy up to n bytes (at most the ring's room) in from iov at offset done; bytes. */
 size_t shm_write(struct conn *c, const struct iovec *iov, int iovcnt, size_t done, size_t n);
 void shm_end(struct conn *c, uint32_t flag); /* PSHM_FIN, PSHM_CLOSE, PSHM_RST */
@@ -398,6 +451,8 @@ bool signals_all_restart(void); /* no handler without SA_RESTART is installed */
  * timeout_ms < 0: forever; the kernel restarts or interrupts the wait as it would a socket
  * read (SA_RESTART). 0, or -1 and errno (EINTR, EAGAIN on timeout). */
 int wait_conns(struct conn **cs, int n, int timeout_ms);
+/* ... and, with kfd >= 0, until kfd has one of the poll events kev (a kernel socket). */
+int wait_conns_k(struct conn **cs, int n, int timeout_ms, int kfd, short kev);
 void wake_conn(struct conn *c);
 int wait_fd(void); /* the calling thread's eventfd that wakers write to */
 /* PSP_BUSY_POLL: until when a wait may spin before sleeping (rdp_now_ns), 0: no spin */
@@ -411,7 +466,11 @@ void epoll_set_closed(int epfd); /* the program closed a descriptor: if an epoll
 void epoll_fd_closed(struct conn *c, int fd); /* the program closed fd: its registrations go */
 void epoll_conn_to_tcp(struct conn *c);
 void epoll_conn_to_shm(struct conn *c); /* its doorbell joins the sets it is in */
-void epoll_conn_unbell(struct conn *c); /* and leaves them (before it is closed) */
+/* It moved onto the fast path: its registrations, on the kernel socket so far, go to its
+ * bells (and its kernel socket joins the sets while reads take bytes from there). */
+void epoll_conn_up(struct conn *c);
+void epoll_conn_krx_done(struct conn *c); /* the kernel socket leaves the sets again */
+void epoll_conn_unbell(struct conn *c);   /* and leaves them (before it is closed) */
 void bells_update(struct conn *c);
 void bells_forget(struct conn *c); /* it is destroyed: not due any more */
 

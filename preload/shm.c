@@ -110,15 +110,29 @@ static void ring_bell(int fd)
     if (fd >= 0) (void)!real.send(fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL); /* full: it rings */
 }
 
+/* Flags f into ring i's producer flags through the descriptor (a channel not mapped). */
+static void flags_unmapped(int memfd, int i, uint32_t f)
+{
+    (void)!pwrite(memfd, &f, sizeof f,
+                  (off_t)(offsetof(struct pshm_hdr, dir) + (size_t)i * sizeof(struct pshm_ring) +
+                          offsetof(struct pshm_ring, pflags)));
+}
+
 /* Reset a channel we could not map: both rings say RST, through the descriptor. */
 static void reset_unmapped(int memfd, int bell)
 {
-    uint32_t f = PSHM_RST | PSHM_CLOSE;
-    for (int i = 0; i < 2; i++)
-        (void)!pwrite(memfd, &f, sizeof f,
-                      (off_t)(offsetof(struct pshm_hdr, dir) + i * sizeof(struct pshm_ring) +
-                              offsetof(struct pshm_ring, pflags)));
+    for (int i = 0; i < 2; i++) flags_unmapped(memfd, i, PSHM_RST | PSHM_CLOSE);
     ring_bell(bell);
+}
+
+void shm_refuse(const int fds[2], bool connector, bool rst)
+{
+    flags_unmapped(fds[0], connector ? 0 : 1, rst ? PSHM_RST | PSHM_CLOSE : PSHM_CLOSE);
+    ring_bell(fds[1]);
+    psp_in++;
+    real.close(fds[0]);
+    real.close(fds[1]);
+    psp_in--;
 }
 
 int shm_reserve(int any)
@@ -251,6 +265,11 @@ void shm_sync(struct conn *c)
     }
     c->rx_bytes = (size_t)(head - s->rx_tail);
     c->credit = (size_t)(s->ring - (s->tx_head - tail));
+    if ((pf & PSHM_UP) && !c->peer_up) { /* its count came before the flag (release) */
+        c->peer_up = true;
+        c->peer_ktx = __atomic_load_n(&s->rx->ktx, __ATOMIC_RELAXED);
+        conn_krx_check(c);
+    }
     if (pf & PSHM_RST) {
         c->rx_fin = c->peer_closed = true;
         if (!c->err) c->err = ECONNRESET;
@@ -335,6 +354,18 @@ size_t shm_write(struct conn *c, const struct iovec *iov, int iovcnt, size_t don
     return put;
 }
 
+void shm_up(struct conn *c, uint64_t ktx)
+{
+    struct shm_chan *s = c->shm;
+    if (!s) return;
+    __atomic_store_n(&s->tx->ktx, ktx, __ATOMIC_RELAXED);
+    __atomic_fetch_or(&s->tx->pflags, PSHM_UP, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* against the peer's arm-then-look */
+    if (__atomic_load_n(&s->tx->want_data, __ATOMIC_RELAXED) &&
+        __atomic_exchange_n(&s->tx->want_data, 0, __ATOMIC_ACQ_REL))
+        ring_bell(s->bell);
+}
+
 void shm_end(struct conn *c, uint32_t flag)
 {
     struct shm_chan *s = c->shm;
@@ -373,14 +404,13 @@ short shm_arm(struct conn *c, short events)
     return conn_poll(c) & events;
 }
 
-/* What a spin waits for has come: bytes or flags to read, or room to write. */
+/* What a spin waits for has come: bytes or flags to read, or room to write (UP, there from
+ * the start, is no news). */
 static bool spin_ready(const struct shm_chan *s, bool data)
 {
-    if (data)
-        return __atomic_load_n(&s->rx->head, __ATOMIC_ACQUIRE) != s->rx_tail ||
-               __atomic_load_n(&s->rx->pflags, __ATOMIC_ACQUIRE);
-    return s->tx_head - __atomic_load_n(&s->tx->tail, __ATOMIC_ACQUIRE) < s->ring ||
-           __atomic_load_n(&s->rx->pflags, __ATOMIC_ACQUIRE);
+    uint32_t f = __atomic_load_n(&s->rx->pflags, __ATOMIC_ACQUIRE) & ~PSHM_UP;
+    if (data) return __atomic_load_n(&s->rx->head, __ATOMIC_ACQUIRE) != s->rx_tail || f;
+    return s->tx_head - __atomic_load_n(&s->tx->tail, __ATOMIC_ACQUIRE) < s->ring || f;
 }
 
 bool shm_spin(struct conn *c, bool data)

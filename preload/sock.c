@@ -164,6 +164,28 @@ int connect(int fd, const struct sockaddr *sa, socklen_t len)
         why = PSP_R_RULE;
     else if (psp_endpoint() < 0 || (!same && bind_node(fd) < 0))
         why = PSP_R_ERROR;
+    if (why == PSP_R__COUNT && !psp.sync && psp.upgrade_ns) {
+        /* the kernel's connect as it is, the negotiation once the connection lived
+         * PSP_UPGRADE_US (conn.c, "The TCP phase"): a short one never asks psid */
+        pthread_mutex_lock(&psp.lock);
+        uint32_t id = ++psp.next_conn_id ? psp.next_conn_id : ++psp.next_conn_id;
+        pthread_mutex_unlock(&psp.lock);
+        struct conn *c = track(fd, CS_PLAIN);
+        if (c) {
+            c->connector = true;
+            c->id = id;
+            c->same = same;
+        }
+        int r = real.connect(fd, sa, len), e = errno;
+        pthread_mutex_lock(&psp.lock);
+        bool ok = r == 0 || e == EINPROGRESS || e == EINTR || e == EALREADY;
+        if (c && ok && psp_conn_of(fd) == c) conn_plain(c);
+        pthread_mutex_unlock(&psp.lock);
+        if (c && !ok) untrack(fd); /* the kernel's answer, on TCP */
+        if (!c) psp_count_tcp(PSP_R_LIMIT);
+        errno = e;
+        return r;
+    }
     if (why == PSP_R__COUNT) {
         pthread_mutex_lock(&psp.lock);
         uint32_t id = ++psp.next_conn_id ? psp.next_conn_id : ++psp.next_conn_id;
@@ -175,7 +197,6 @@ int connect(int fd, const struct sockaddr *sa, socklen_t len)
             c->connector = true;
             c->id = id;
             c->same = same;
-            if (same) c->hold_max = psp.shm_ring; /* what the ring takes at the outcome */
             if (same) c->shm_slot = shm_reserve(c->kfd);
             int e = same && c->shm_slot < 0 ? ENFILE : 0;
             if (e == ENFILE) why = PSP_R_LIMIT;
@@ -215,36 +236,17 @@ int connect(int fd, const struct sockaddr *sa, socklen_t len)
                 errno = ce;
                 return r;
             }
-            if (!e) {
+            if (!e) { /* the TCP phase: the kernel's socket until the outcome (conn.c) */
                 if (block && r < 0) { /* the program's connect blocks until it is done */
-                    pthread_mutex_lock(&psp.lock);
-                    if (psp_conn_of(fd) == c) psp_guard_add(c);
-                    pthread_mutex_unlock(&psp.lock);
                     r = connect_wait(fd);
                     ce = errno;
-                    pthread_mutex_lock(&psp.lock);
-                    if (r == 0 && psp_conn_of(fd) == c && c->st == CS_CONNECTING) {
-                        c->kconnected = true;
-                        c->kev = POLLOUT;
-                    }
-                    pthread_mutex_unlock(&psp.lock);
                     if (r < 0 && ce != EINPROGRESS && ce != EINTR) untrack(fd);
+                    if (r == 0) conn_settle(c); /* PSP_SYNC: the outcome first */
                     errno = ce;
                     return r;
                 }
-                if (r == 0 || ce == EINPROGRESS || ce == EINTR || ce == EALREADY) {
-                    pthread_mutex_lock(&psp.lock);
-                    if (r == 0) {
-                        c->kconnected = true;
-                        c->kev = POLLOUT;
-                    }
-                    /* its EPOLLOUT: the kernel's connect completed (a socket not yet
-                     * connecting would show EPOLLHUP at once) */
-                    if (psp_conn_of(fd) == c) psp_guard_add(c);
-                    pthread_mutex_unlock(&psp.lock);
-                } else {
-                    untrack(fd);
-                }
+                if (r < 0 && ce != EINPROGRESS && ce != EINTR && ce != EALREADY) untrack(fd);
+                if (r == 0) conn_settle(c);
                 errno = ce;
                 return r;
             }
@@ -506,7 +508,13 @@ int ioctl(int fd, unsigned long req, ...)
     if (c && (c->st == CS_RDP || c->st == CS_SHM) && (req == FIONREAD || req == SIOCOUTQ)) {
         pthread_mutex_lock(&psp.lock);
         if (c->st == CS_SHM) shm_sync(c);
-        *(int *)arg = req == FIONREAD ? (int)c->rx_bytes : 0;
+        size_t n = c->rx_bytes;
+        int k = 0; /* the peer's bytes still on the kernel socket come first */
+        if (c->krx && real.ioctl(c->kfd, FIONREAD, &k) == 0) {
+            uint64_t left = c->peer_up ? c->peer_ktx - c->k_rx : UINT64_MAX;
+            n = (uint64_t)k >= left ? (size_t)left + c->rx_bytes : (size_t)k;
+        }
+        *(int *)arg = req == FIONREAD ? (n > INT32_MAX ? INT32_MAX : (int)n) : 0;
         pthread_mutex_unlock(&psp.lock);
         return 0;
     }

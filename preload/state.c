@@ -52,11 +52,17 @@ extern __thread int psp_in;
  * takes our credits for no answers (docs/rdp-protocol.md, "Acknowledgements"). */
 #define PSP_ACK_DELAY_US     1000u
 #define PSP_BUSY_POLL_MAX_US 10000u /* PSP_BUSY_POLL's bound: 10 ms of spinning per wait */
-#define TAG_RDP              1u
-#define TAG_TIMER            2u
-#define TAG_WAKE             3u
-#define TAG_PSI              PSP_TAG_PSI
-#define TAG_GUARD            16u /* + the guard's descriptor */
+/* A connection negotiates once it lived this long (PSP_UPGRADE_US; 0: at its connect and
+ * its accept's first use): one that ends sooner never asks psid. The negotiation costs both
+ * psids and both processes work worth several kernel connections' (bench/RESULTS.md 8.7),
+ * which a connection that exchanges one request does not earn back. */
+#define PSP_UPGRADE_US     1000u
+#define PSP_UPGRADE_MAX_US 10000000u
+#define TAG_RDP            1u
+#define TAG_TIMER          2u
+#define TAG_WAKE           3u
+#define TAG_PSI            PSP_TAG_PSI
+#define TAG_GUARD          16u /* + the guard's descriptor */
 
 struct psp psp = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -194,12 +200,9 @@ bool psp_rules_allow(const struct sockaddr *sa)
 void psp_print_stats(void)
 {
     if (!psp.stats || !*psp.stats || psp.pid != getpid()) return;
-    if (!psp.accelerated && !psp.stats_tcp[0] && !psp.stats_tcp[1] && !psp.stats_tcp[2] &&
-        !psp.stats_tcp[3] && !psp.stats_tcp[4] && !psp.stats_tcp[5] && !psp.stats_tcp[6] &&
-        !psp.inited)
-        return;
     uint64_t tcp = 0;
     for (int i = 0; i < PSP_R__COUNT; i++) tcp += psp.stats_tcp[i];
+    if (!psp.accelerated && !tcp && !psp.inited) return;
     /* datagrams RDP dropped (forged, replayed, unknown sender, ...), and of them those whose
      * MAC did not verify; the library's own malformed messages */
     uint64_t dropped = 0, bad_mac = 0, retrans = 0;
@@ -218,7 +221,7 @@ void psp_print_stats(void)
         line, sizeof line,
         "pspreload: pid=%d accelerated=%llu tcp=%llu not_cluster=%llu "
         "no_library=%llu not_accepted=%llu same_node=%llu rule=%llu limit=%llu "
-        "error=%llu rdp_tx_bytes=%llu rdp_rx_bytes=%llu tcp_tx_bytes=%llu "
+        "error=%llu short=%llu rdp_tx_bytes=%llu rdp_rx_bytes=%llu tcp_tx_bytes=%llu "
         "tcp_rx_bytes=%llu rdp_tx_msgs=%llu rdp_rx_msgs=%llu tcp_tx_msgs=%llu tcp_rx_msgs=%llu "
         "rdp_dropped=%llu rdp_bad_mac=%llu bad_msgs=%llu switched=%llu shm=%llu "
         "shm_tx_bytes=%llu shm_rx_bytes=%llu shm_tx_msgs=%llu rdp_retransmits=%llu\n",
@@ -229,7 +232,8 @@ void psp_print_stats(void)
         (unsigned long long)psp.stats_tcp[PSP_R_SAME_NODE],
         (unsigned long long)psp.stats_tcp[PSP_R_RULE],
         (unsigned long long)psp.stats_tcp[PSP_R_LIMIT],
-        (unsigned long long)psp.stats_tcp[PSP_R_ERROR], (unsigned long long)psp.rdp_tx,
+        (unsigned long long)psp.stats_tcp[PSP_R_ERROR],
+        (unsigned long long)psp.stats_tcp[PSP_R_SHORT], (unsigned long long)psp.rdp_tx,
         (unsigned long long)psp.rdp_rx, (unsigned long long)psp.tcp_tx,
         (unsigned long long)psp.tcp_rx, (unsigned long long)psp.rdp_tx_msgs,
         (unsigned long long)psp.rdp_rx_msgs, (unsigned long long)psp.tcp_tx_msgs,
@@ -279,6 +283,12 @@ static void exit_wait(bool may_block)
         if (!exit_lock(may_block)) return;
         for (int fd = 0; fd < psp.nbyfd; fd++)
             if (psp.byfd[fd]) conn_detach(fd);
+        for (struct conn *c = psp.all; c; c = c->lnext)
+            if ((c->st == CS_CONNECTING || c->st == CS_PLAIN) && !c->counted) {
+                /* it ends before its negotiation, or its answer */
+                c->counted = true;
+                psp_count_tcp(PSP_R_SHORT);
+            }
         uint64_t until = rdp_now_ns() + PSP_EXIT_WAIT_MS * 1000000ull;
         for (;;) {
             bool busy = false;
@@ -287,8 +297,7 @@ static void exit_wait(bool may_block)
                 if (c->st == CS_RDP && rdp_peer_stats(psp.rdp, c->peer, &st) == 0 &&
                     st.state == RDP_ESTABLISHED && st.queued)
                     busy = true;
-                if ((c->st == CS_CONNECTING && c->hold_bytes) || c->st == CS_DRAIN)
-                    busy = true; /* bytes the program wrote wait for the outcome */
+                if (c->st == CS_DRAIN) busy = true; /* bytes the program wrote, for TCP */
             }
             if (!busy || rdp_now_ns() > until) break;
             pthread_mutex_unlock(&psp.lock);
@@ -324,6 +333,11 @@ __attribute__((constructor)) static void psp_ctor(void)
     psp.disabled = v && *v && strcmp(v, "0");
     v = getenv("PSP_STRICT");
     psp.strict = v && *v && strcmp(v, "0");
+    v = getenv("PSP_SYNC"); /* the first use of a connection waits for its negotiation */
+    psp.sync = psp.strict || (v && *v && strcmp(v, "0"));
+    v = getenv("PSP_UPGRADE_US"); /* a connection's age when its negotiation starts */
+    unsigned long up = v && *v ? strtoul(v, NULL, 10) : PSP_UPGRADE_US;
+    psp.upgrade_ns = (up > PSP_UPGRADE_MAX_US ? PSP_UPGRADE_MAX_US : up) * 1000ull;
     v = getenv("PSP_STATS");
     if (v && *v && strcmp(v, "0")) psp.stats = strdup(v);
     /* rules: the environment's first (a user's own), then the node's file */
@@ -468,13 +482,12 @@ void psp_kick(void)
     if (psp.wakefd >= 0) (void)!real.write(psp.wakefd, &(uint64_t){1}, 8);
 }
 
-/* CS_CONNECTING: until the kernel's connect completes; CS_RDP: until EOF or an error.
- * One event each (EPOLLONESHOT): the condition stays, the event is needed once. */
+/* A connection on the fast path: until its kernel socket sees the peer's FIN or a reset
+ * (EPOLLRDHUP). One event (EPOLLONESHOT): the condition stays, the event is needed once. */
 void psp_guard_add(struct conn *c)
 {
-    if (psp.epfd < 0) return;
-    struct epoll_event ev = {.events =
-                                 (c->st == CS_CONNECTING ? EPOLLOUT : EPOLLRDHUP) | EPOLLONESHOT,
+    if (psp.epfd < 0 || c->kfd < 0) return;
+    struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLONESHOT,
                              .data.u64 = TAG_GUARD + (uint64_t)c->kfd};
     if (real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, c->kfd, &ev) < 0 && errno == EEXIST)
         real.epoll_ctl(psp.epfd, EPOLL_CTL_MOD, c->kfd, &ev);
@@ -493,13 +506,15 @@ void psp_arm_timer(void)
     uint64_t d = psp.rdp ? rdp_next_deadline(psp.rdp) : UINT64_MAX; /* same-node only: none */
     bool guards = false; /* the walk only when a guard saw EOF: not once per send */
     for (struct conn *c = psp.guards ? psp.all : NULL; c && !guards; c = c->lnext)
-        guards = c->guard_eof && (c->st == CS_RDP || c->st == CS_SHM) && !c->rx_fin;
+        guards = c->guard_fired && (c->st == CS_RDP || c->st == CS_SHM) && !c->rx_fin &&
+                 !(c->krx && c->peer_closed);
     if (guards) {
         uint64_t g = rdp_now_ns() + 50000000ull;
         if (g < d) d = g;
     }
     for (struct conn *c = psp.corks ? psp.all : NULL; c; c = c->lnext) /* held by a cork */
         if (c->cork_until && c->cork_until < d) d = c->cork_until;
+    if (psp.plain && psp.plain->plain_at < d) d = psp.plain->plain_at; /* a negotiation due */
     if (d == psp.armed) return;
     psp.armed = d;
     struct itimerspec its = {0};
@@ -554,7 +569,7 @@ static void *progress(void *arg)
                 int kfd = (int)(tag - TAG_GUARD);
                 for (struct conn *c = psp.all; c; c = c->lnext)
                     if (c->kfd == kfd) {
-                        conn_guard_event(c, ev[i].events);
+                        conn_guard_event(c);
                         break;
                     }
             }
@@ -563,6 +578,8 @@ static void *progress(void *arg)
         conn_timers();
         psp_arm_timer();
         struct shm_chan *dead = shm_reap();
+        struct conn *due[32]; /* negotiations to start (psi_lock: not under psp.lock) */
+        int ndue = conn_plain_due(due, 32);
         uint32_t pokes[8];
         memcpy(pokes, psp.pokes, sizeof pokes);
         memset(psp.pokes, 0, sizeof psp.pokes);
@@ -570,6 +587,8 @@ static void *progress(void *arg)
         shm_unmap_all(dead); /* not under the lock: munmap may wait for other CPUs */
         for (int i = 0; i < 8 && pokes[i]; i++)
             neg_poke(pokes[i]); /* psi_lock: not under psp.lock */
+        for (int i = 0; i < ndue; i++) conn_negotiate(due[i]);
+        if (ndue == 32) psp_kick(); /* more are due: the next round */
         if (psi_ready) neg_events(true);
     }
     return NULL;

@@ -74,10 +74,10 @@ static int plain_wait(int fd, int timeout_ms)
 /* Sleep on our eventfd, the RDP socket and the doorbells of cs[0..n) on the same-node path:
  * a datagram for us is taken by this thread, with no hop through the progress thread
  * (which leaves the socket to us meanwhile); a doorbell is emptied. */
-static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n)
+static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n, int kfd, short kev)
 {
     bool entered = psp_poller_enter();
-    struct pollfd pf[3 + n];
+    struct pollfd pf[4 + n];
     pf[0] = (struct pollfd){.fd = fd, .events = POLLIN};
     pf[1] = (struct pollfd){.fd = psp.rdp ? rdp_fd(psp.rdp) : -1, .events = POLLIN};
     for (int i = 0; i < n; i++)
@@ -88,13 +88,15 @@ static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n)
     for (int i = 0; i < n; i++) outcome |= cs[i]->st == CS_CONNECTING;
     pf[2 + n] =
         (struct pollfd){.fd = outcome && psp.psi_open ? psi_fd(&psp.psi) : -1, .events = POLLIN};
+    /* a kernel socket: the TCP phase's bytes or room, or the peer's still to read there */
+    pf[3 + n] = (struct pollfd){.fd = kfd, .events = kev};
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int r = -1, wait = timeout_ms;
     uint64_t busy = psp_busy_until(); /* PSP_BUSY_POLL: look without sleeping until then */
     for (;;) {
         bool spin = busy && rdp_now_ns() < busy;
-        int p = real.poll(pf, (nfds_t)(3 + n), spin ? 0 : wait);
+        int p = real.poll(pf, (nfds_t)(4 + n), spin ? 0 : wait);
         if (p < 0 && errno == EINTR && timeout_ms < 0 && signals_all_restart()) continue;
         if (p < 0) break;
         if (p == 0 && spin) continue;
@@ -134,6 +136,10 @@ static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n)
             r = 0;
             break;
         }
+        if (pf[3 + n].revents) { /* the kernel socket is ready: the caller looks */
+            r = 0;
+            break;
+        }
         if (timeout_ms > 0) {
             struct timespec t1;
             clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -155,6 +161,11 @@ uint64_t psp_busy_until(void)
 
 int wait_conns(struct conn **cs, int n, int timeout_ms)
 {
+    return wait_conns_k(cs, n, timeout_ms, -1, 0);
+}
+
+int wait_conns_k(struct conn **cs, int n, int timeout_ms, int kfd, short kev)
+{
     int fd = wait_fd();
     if (fd < 0) return -1;
     struct waiter w[n > 0 ? n : 1];
@@ -165,7 +176,11 @@ int wait_conns(struct conn **cs, int n, int timeout_ms)
         cs[i]->users++; /* it stays while we sleep, closed or not */
     }
     pthread_mutex_unlock(&psp.lock);
-    int r = psp.rdp || shm ? progress_wait(fd, timeout_ms, cs, n) : plain_wait(fd, timeout_ms);
+    bool negotiating = false;
+    for (int i = 0; i < n; i++) negotiating |= cs[i]->st == CS_CONNECTING;
+    int r = psp.rdp || shm || kfd >= 0 || negotiating
+                ? progress_wait(fd, timeout_ms, cs, n, kfd, kev)
+                : plain_wait(fd, timeout_ms);
     int e = errno;
     pthread_mutex_lock(&psp.lock);
     for (int i = 0; i < n; i++) cs[i]->users--;

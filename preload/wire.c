@@ -20,6 +20,8 @@ int plw_decode(const uint8_t *hdr, size_t len, struct plw_msg *m)
     case PLW_RETURN:
         if (m->len == 0 || m->len > PLW_MAX_DATA || m->aux) return -1;
         return 0;
+    case PLW_UP:
+        return m->len == PLW_UP_LEN && !m->aux ? 0 : -1;
     case PLW_CREDIT:
         if (m->aux == 0) return -1;
         /* fall through */

@@ -11,7 +11,9 @@
  *     4    4  connection id (chosen by the connector; PSF_CONN in the negotiation)
  *     8    4  aux: CREDIT: bytes consumed; RST: an errno value; RETURN_END: bytes
  *             returned; else 0
- *    12       DATA, RETURN: the bytes (at least one); every other type: nothing
+ *    12       DATA, RETURN: the bytes (at least one); UP: 8 bytes, the count of bytes
+ *             the sender wrote to the kernel socket before it moved (u64); every other
+ *             type: nothing
  * All integers big-endian. A connection id is unique among the connector's live
  * connections, so (peer, id, which side connected) names a connection at either end.
  */
@@ -39,7 +41,13 @@ enum plw_type {
     PLW_RETURN = 8,     /* bytes the receiver sent that the sender's program did not read:
                          * the receiver writes them to the kernel socket first */
     PLW_RETURN_END = 9, /* no more returned bytes; aux: how many there were */
+    /* the move onto RDP (docs/preload-design.md, "Deciding per connection"): the sender's
+     * first message of the connection. Its bytes went to the kernel socket until now; the
+     * receiver reads that many from its kernel socket, then this connection's DATA. */
+    PLW_UP = 10,
 };
+
+#define PLW_UP_LEN 8 /* UP's bytes: the kernel count, big-endian */
 
 struct plw_msg {
     uint8_t type, flags;
@@ -49,7 +57,8 @@ struct plw_msg {
 
 /* Decode the header of a message of len bytes whose first bytes are hdr (at least
  * min(len, PLW_HDR) of them). 0, or -1 when malformed: short, other version, unknown type or
- * flags, a DATA without bytes, bytes after another type, or DATA over PLW_MAX_DATA. */
+ * flags, a DATA without bytes, bytes after another type, DATA over PLW_MAX_DATA, or an UP of
+ * other than PLW_UP_LEN bytes or with aux. */
 int plw_decode(const uint8_t *hdr, size_t len, struct plw_msg *m);
 void plw_encode(uint8_t hdr[PLW_HDR], uint8_t type, uint8_t flags, uint32_t conn, uint32_t aux);
 

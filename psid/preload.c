@@ -1,7 +1,8 @@
 /*
  * preload.c - psid's side of the preload library's negotiation (docs/preload-design.md,
  * messages in psproto.h): which local processes have an RDP endpoint, which TCP ports they
- * listen on, and, per TCP connection between nodes, the decision before any byte.
+ * listen on, and, per TCP connection, the decision (the connection runs on the kernel's TCP
+ * meanwhile: nobody waits for it but under PSP_SYNC).
  *
  *  - Sockets, not claims: PSM_PL_LISTEN, PSM_PL_CONNECT and PSM_PL_ACCEPT carry the TCP
  *    socket itself (client_take_fd); ports and addresses are read from the kernel, so a
@@ -17,10 +18,12 @@
  *    (PSM_PL_ACCEPT after its accept), or PSI_PL_ACCEPT_MS passed (PSM_D_PL_EXPIRED). A
  *    claim asks the connector's psid (PSM_D_PL_CLAIM), which checks with sock_diag that the
  *    4-tuple is still the registered socket, sends the connector its PSM_PL_OUTCOME, and
- *    answers; then the acceptor gets its reply. One place decides: the two never disagree.
- *    A claim that comes before the request (the SYN went first) probes the connector's psid
- *    (PSF_PROBE): EAGAIN, the request was forwarded before the answer, claim again; ENOENT,
- *    TCP, and a tombstone (pl_tomb) refuses the request should it come later.
+ *    answers; then the acceptor gets its answer (the event PSM_PL_ACCEPTED). One place
+ *    decides: the two never disagree. A claim that comes before the request (the two sides
+ *    ask independently) probes the connector's psid (PSF_PROBE), which holds it while the
+ *    request may still come; on one node the claim itself waits (pl_late) and the request
+ *    takes it. One that waited for nothing is TCP, and a tombstone (pl_tomb) refuses the
+ *    request should it come later.
  *  - Keys: both psids derive the pair key from the cluster key and both endpoints' (node,
  *    endpoint, incarnation, uid) (pl_pair_key), and hand it only to the endpoint's own
  *    process. The cluster key never leaves psid.
@@ -233,6 +236,25 @@ static void reply(struct client *c, uint32_t id, int err, const char *why)
     psmsg_begin(&b, PSM_PL_REPLY, id);
     psmsg_put_u32(&b, PSF_ERRNO, (uint32_t)err);
     if (why) psmsg_put_str(&b, PSF_TEXT, why);
+    client_send(c, &b);
+    psmsg_buf_free(&b);
+}
+
+/* The answer to a PSM_PL_ACCEPT, an event (PSM_PL_ACCEPTED), since the acceptor does not
+ * wait for it: its connection goes on over the kernel socket meanwhile. tag is the
+ * acceptor's name for the connection (PSF_TAG of its request). */
+static void acc_begin(struct psmsg_buf *b, uint32_t tag, int err, const char *why)
+{
+    psmsg_begin(b, PSM_PL_ACCEPTED, 0);
+    psmsg_put_u32(b, PSF_TAG, tag);
+    psmsg_put_u32(b, PSF_ERRNO, (uint32_t)err);
+    if (why) psmsg_put_str(b, PSF_TEXT, why);
+}
+
+static void acc_reply(struct client *c, uint32_t tag, int err, const char *why)
+{
+    struct psmsg_buf b = {0};
+    acc_begin(&b, tag, err, why);
     client_send(c, &b);
     psmsg_buf_free(&b);
 }
@@ -590,6 +612,9 @@ static void claim_pend(struct psid *d, struct preload *pl, uint32_t from, uint32
 static void tomb_add(struct psid *d, struct preload *pl, uint32_t node, uint16_t sport,
                      uint16_t dport);
 static bool tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_t dport);
+static void lates_take(struct preload *pl, uint64_t ino);
+static bool closed_owner(struct preload *pl, uint16_t dport, const struct sockaddr_storage *me,
+                         const struct sockaddr_storage *them, uint32_t cuid, uint32_t *luid);
 static struct pl_local *port_listener(struct preload *pl, uint16_t port, uint32_t cuid, int *err,
                                       const char **why);
 
@@ -597,21 +622,35 @@ static struct pl_local *port_listener(struct preload *pl, uint16_t port, uint32_
  * and the connection waits here, by its socket's inode, for the acceptor's claim (the
  * socket needs no port yet: the kernel's connect picks it, as without the library). */
 static void connect_same(struct psid *d, struct preload *pl, struct client *c,
-                         const struct psmsg *m, uint16_t port, uint32_t conn, uint64_t ino)
+                         const struct psmsg *m, uint16_t port, uint32_t conn, uint64_t ino,
+                         const struct sockaddr_storage *local, const struct sockaddr_storage *peer)
 {
     int err = 0;
     const char *why = NULL;
-    uint32_t ring = 0;
+    uint32_t ring = 0, cuid = local_of(pl, c)->ep.uid, luid = 0;
     psmsg_get_u32(&m->body, PSF_SHM_RING, &ring);
     struct pl_local *found = NULL;
     if (ring < PSHM_RING_MIN || ring > PSHM_RING_MAX || (ring & (ring - 1))) {
         err = EINVAL;
         why = "ring size not a power of two within the bounds";
     } else {
-        found = port_listener(pl, port, local_of(pl, c)->ep.uid, &err, &why);
+        found = port_listener(pl, port, cuid, &err, &why);
     }
-    struct pl_wait *w = found ? calloc(1, sizeof *w) : NULL;
-    if (found && !w) {
+    if (found) luid = found->ep.uid;
+    /* a connection that negotiates after its accept (PSP_UPGRADE_US): its listener may
+     * have closed meanwhile (socat, nc): the accepted socket, the connector's peer, is
+     * that listener's user's */
+    if (err == ECONNREFUSED && peer->ss_family != AF_UNSPEC &&
+        closed_owner(pl, port, peer, local, cuid, &luid)) {
+        err = 0;
+        why = NULL;
+    }
+    if (peer->ss_family != AF_UNSPEC && tomb_take(pl, d->self->id, port_of(local), port)) {
+        err = ENOENT; /* the acceptor's claim came first, and waited for nothing */
+        why = "accepted on TCP before the request came";
+    }
+    struct pl_wait *w = !err ? calloc(1, sizeof *w) : NULL;
+    if (!err && !w) {
         err = ENOMEM;
         why = "out of memory";
     }
@@ -630,7 +669,7 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
                           .dport = port,
                           .conn = conn,
                           .connector = local_of(pl, c)->ep,
-                          .uid = found->ep.uid,
+                          .uid = luid,
                           .d = d,
                           .next = pl->waits,
                           .same = true,
@@ -642,6 +681,7 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
     pl->nwaits++;
     pl->nsame++;
     reply(c, m->id, 0, NULL);
+    lates_take(pl, ino); /* its acceptor's claim, if it came first */
 }
 
 static void pl_connect(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
@@ -681,7 +721,7 @@ static void pl_connect(struct psid *d, struct preload *pl, struct client *c, con
         if (err)
             refuse(d, c, m->id, conn, err, why);
         else
-            connect_same(d, pl, c, m, port, conn, ino);
+            connect_same(d, pl, c, m, port, conn, ino, &local, &peer);
         return;
     }
     if (!err && (strcmp(mine, d->self->addr_str) || !port_of(&local))) {
@@ -1122,25 +1162,34 @@ static struct pl_local *port_listener(struct preload *pl, uint16_t port, uint32_
 
 /* A request for a port without a registered listener: its listener closed lately (a
  * program that accepts one connection and closes its listener, as socat and nc do), and
- * the connection is here, accepted, in a socket of that listener's uid. The request came
- * after the accept (the connector's SYN goes first): it waits for the claim all the same. */
-static bool closed_took(struct psid *d, struct preload *pl, uint32_t from, uint16_t sport,
-                        uint16_t dport, uint32_t cuid, uint32_t *luid)
+ * the connection is here, accepted (me, them: the accepted socket's addresses), in a
+ * socket of that listener's uid. The request came after the accept (the connector's SYN
+ * goes first, and a connection negotiates once it lived PSP_UPGRADE_US): it waits for the
+ * claim all the same. */
+static bool closed_owner(struct preload *pl, uint16_t dport, const struct sockaddr_storage *me,
+                         const struct sockaddr_storage *them, uint32_t cuid, uint32_t *luid)
 {
     uint64_t now = loop_now();
     const struct pl_closed *k = pl->closed;
     while (k && (k->port != dport || k->until <= now)) k = k->next;
+    if (!k || pl->nwaits >= PL_WAIT_MAX || over_share(pl, k->uid, cuid)) return false;
+    uint32_t uid = UINT32_MAX;
+    if (!diag_sock(me, them, &uid) || uid != k->uid) return false;
+    *luid = uid;
+    return true;
+}
+
+static bool closed_took(struct psid *d, struct preload *pl, uint32_t from, uint16_t sport,
+                        uint16_t dport, uint32_t cuid, uint32_t *luid)
+{
     struct psid_node *pn = psid_node(d, from);
-    if (!k || !pn || pl->nwaits >= PL_WAIT_MAX || over_share(pl, k->uid, cuid)) return false;
+    if (!pn) return false;
     struct sockaddr_storage me, them;
     memcpy(&me, &d->self->addr, sizeof me);
     memcpy(&them, &pn->conf->addr, sizeof them);
     ((struct sockaddr_in *)&me)->sin_port = htons(dport);
     ((struct sockaddr_in *)&them)->sin_port = htons(sport);
-    uint32_t uid = UINT32_MAX;
-    if (!diag_sock(&me, &them, &uid) || uid != k->uid) return false;
-    *luid = uid;
-    return true;
+    return closed_owner(pl, dport, &me, &them, cuid, luid);
 }
 
 /* A PSM_D_PL_CONNECT: the port's one listener, and the wait. */
@@ -1219,7 +1268,7 @@ static void claim_expired(void *ctx)
 {
     struct pl_claim *k = ctx;
     k->timer = 0;
-    if (k->c) reply(k->c, k->client_id, ENOENT, "the connector's psid did not answer");
+    if (k->c) acc_reply(k->c, k->client_id, ENOENT, "the connector's psid did not answer");
     if (k->probe) tomb_add(k->d, k->d->preload, k->w.node, k->w.sport, k->w.dport);
     claim_done(k->d->preload, k);
 }
@@ -1307,14 +1356,13 @@ static void accept_same(struct psid *d, struct preload *pl, struct client *c, ui
         }
         psmsg_buf_free(&b);
         if (!err) {
-            psmsg_begin(&b, PSM_PL_REPLY, id);
-            psmsg_put_u32(&b, PSF_ERRNO, 0);
+            acc_begin(&b, id, 0, NULL);
             psmsg_put_u32(&b, PSF_CONN, w->conn);
             psmsg_put_u32(&b, PSF_SHM_RING, ch.ring);
             if (client_send_fds(c, &b, ch.acceptor, 2) < 0) {
                 /* the connector has its end already: the channel is reset under it */
                 shmchan_reset(&ch);
-                reply(c, id, ENOENT, "the acceptor cannot take more descriptors");
+                acc_reply(c, id, ENOENT, "the acceptor cannot take more descriptors");
             }
             psmsg_buf_free(&b);
         }
@@ -1322,7 +1370,7 @@ static void accept_same(struct psid *d, struct preload *pl, struct client *c, ui
     }
     if (err) { /* TCP on both sides */
         outcome(d, w->cc, w->conn, ECONNRESET, why, NULL, NULL);
-        reply(c, id, ENOENT, why);
+        acc_reply(c, id, ENOENT, why);
     }
     wait_unlink(pl, w);
     free(w);
@@ -1349,13 +1397,15 @@ static void pl_accept(struct psid *d, struct preload *pl, struct client *c, cons
         err = ENOTCONN;
         why = "the socket is not connected";
     }
+    uint32_t tag = 0; /* the acceptor's name for the connection: its answer carries it */
+    psmsg_get_u32(&m->body, PSF_TAG, &tag);
     if (err) {
-        reply(c, m->id, err, why);
+        acc_reply(c, tag, err, why);
         return;
     }
     uint32_t can = 0; /* the acceptor has room for a same-node channel's descriptors */
     psmsg_get_u32(&m->body, PSF_SHM_RING, &can);
-    claim(d, pl, c, m->id, can != 0, &local, &peer, CLAIM_FIRST);
+    claim(d, pl, c, tag, can != 0, &local, &peer, CLAIM_FIRST);
 }
 
 /* A claim that found no connection waits for one pass of the loop: a same-node connector
@@ -1366,6 +1416,11 @@ struct pl_late {
     uint32_t id;
     bool can;
     struct sockaddr_storage local, peer;
+    /* a same-node connection (the connector's socket is on this host: its inode): looked
+     * at each ms until `until`, when a process of the connector socket's user has an
+     * endpoint (it may yet ask: a connection negotiates once it lived PSP_UPGRADE_US, so
+     * the accept's claim can come first); its request, when it comes, takes the claim */
+    uint64_t ino, until;
     uint64_t timer;
     struct psid *d;
     struct pl_late *next;
@@ -1386,9 +1441,31 @@ static void late_done(struct preload *pl, struct pl_late *t)
 static void late_again(void *ctx)
 {
     struct pl_late *t = ctx;
+    struct preload *pl = t->d->preload;
     t->timer = 0;
-    if (t->c) claim(t->d, t->d->preload, t->c, t->id, t->can, &t->local, &t->peer, CLAIM_LATE);
-    late_done(t->d->preload, t);
+    bool none = t->c && t->ino && !wait_of(t->d, pl, &t->local, &t->peer);
+    if (none && loop_now() < t->until) { /* its request may still come */
+        t->timer = loop_timer(t->d->loop, loop_now() + PL_RECHECK_NS, late_again, t);
+        return;
+    }
+    if (none) /* taken on TCP: a request that comes after all is refused */
+        tomb_add(t->d, pl, t->d->self->id, port_of(&t->peer), port_of(&t->local));
+    if (t->c) claim(t->d, pl, t->c, t->id, t->can, &t->local, &t->peer, CLAIM_LATE);
+    late_done(pl, t);
+}
+
+/* A same-node request came: a claim that came first (a late one of that socket) goes on
+ * now. */
+static void lates_take(struct preload *pl, uint64_t ino)
+{
+    for (struct pl_late *t = pl->lates; t; t = t->next)
+        if (t->ino && t->ino == ino && t->c) {
+            loop_timer_cancel(t->d->loop, t->timer);
+            t->timer = 0;
+            t->until = 0;
+            late_again(t);
+            return;
+        }
 }
 
 /* The connection (node, sport, dport) was taken on TCP: its request, if it comes, is
@@ -1491,11 +1568,23 @@ static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t
     if (!w && pass == CLAIM_FIRST && l && pl->nlates < PL_WAIT_MAX) {
         struct pl_late *t = calloc(1, sizeof *t);
         if (t) {
+            /* the connector's socket, if it is on this host and no other node's (a loopback
+             * cluster's nodes share one: their connections are the other psid's) */
+            char pa[INET6_ADDRSTRLEN];
+            addr_text(peer, pa);
+            const struct psconf_node *pn = node_by_text(d, pa);
+            uint32_t cuid = UINT32_MAX;
+            uint64_t ino = pn && pn != d->self ? 0 : diag_sock(peer, local, &cuid);
+            bool may = false; /* a process of its user has an endpoint: it may yet ask */
+            for (struct pl_local *o = pl->locals; ino && o && !may; o = o->next)
+                may = o->ep.uid == cuid;
             *t = (struct pl_late){.c = c,
                                   .id = id,
                                   .can = can,
                                   .local = *local,
                                   .peer = *peer,
+                                  .ino = ino,
+                                  .until = may ? loop_now() + PL_RECHECK_MAX_NS : 0,
                                   .d = d,
                                   .next = pl->lates};
             pl->lates = t;
@@ -1506,7 +1595,7 @@ static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t
     }
     if (!w && pass == CLAIM_LATE && l && probe(d, pl, c, id, can, local, peer)) return;
     if (!w || w->uid != l->ep.uid) {
-        reply(c, id, ENOENT, w ? "not the listener's user" : "no such connection negotiated");
+        acc_reply(c, id, ENOENT, w ? "not the listener's user" : "no such connection negotiated");
         return;
     }
     if (w->same) {
@@ -1515,7 +1604,7 @@ static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t
     }
     struct pl_claim *k = pl->nclaims < PL_WAIT_MAX ? calloc(1, sizeof *k) : NULL;
     if (!k) {
-        reply(c, id, ENOBUFS, "too many accepts in flight");
+        acc_reply(c, id, ENOBUFS, "too many accepts in flight");
         return;
     }
     wait_unlink(pl, w);
@@ -1563,17 +1652,16 @@ static void d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, con
             if (k->c && err == EAGAIN)
                 claim(d, pl, k->c, k->client_id, k->can, &k->local, &k->peer, CLAIM_PROBED);
             else if (k->c)
-                reply(k->c, k->client_id, ENOENT, "no such connection negotiated");
+                acc_reply(k->c, k->client_id, ENOENT, "no such connection negotiated");
             claim_done(pl, k);
             return;
         }
     }
     if (k->c && err) {
-        reply(k->c, k->client_id, ENOENT, "the connector's socket is gone");
+        acc_reply(k->c, k->client_id, ENOENT, "the connector's socket is gone");
     } else if (k->c) {
         struct psmsg_buf b = {0};
-        psmsg_begin(&b, PSM_PL_REPLY, k->client_id);
-        psmsg_put_u32(&b, PSF_ERRNO, 0);
+        acc_begin(&b, k->client_id, 0, NULL);
         put_peer(d, &b, &k->acceptor, &k->w.connector);
         psmsg_put_u32(&b, PSF_CONN, k->w.conn);
         client_send(k->c, &b);
@@ -1834,7 +1922,7 @@ void preload_node_lost(struct psid *d, uint32_t node)
     for (struct pl_claim *k = pl->claims, *next; k; k = next) {
         next = k->next;
         if (k->w.node != node) continue;
-        if (k->c) reply(k->c, k->client_id, ENOENT, "the connector's node was lost");
+        if (k->c) acc_reply(k->c, k->client_id, ENOENT, "the connector's node was lost");
         claim_done(pl, k);
     }
     for (struct pl_recheck *r = pl->rechecks, *next; r; r = next) {

@@ -1,10 +1,11 @@
 /*
  * pspreload.c - run a program under libpspreload, like SMC's smc_run:
  *
- *   pspreload [-s|--stats[=FILE]] [--strict] [-r|--rules RULES] [-d|--disable] [--]
- *             PROGRAM [ARGS...]
+ *   pspreload [-s|--stats[=FILE]] [--strict] [--sync] [-r|--rules RULES] [-d|--disable]
+ *             [--] PROGRAM [ARGS...]
  *
- * Sets the library's variables (PSP_STATS, PSP_STRICT, PSP_RULES, PSP_DISABLE), puts the
+ * Sets the library's variables (PSP_STATS, PSP_STRICT, PSP_SYNC, PSP_RULES, PSP_DISABLE),
+ * puts the
  * library first in LD_PRELOAD (keeping what is there) and execs PROGRAM. The library is
  * $PSPRELOAD_LIB, else ../lib/libpspreload.so next to this program's own directory (the
  * build tree's build/bin and build/lib; PREFIX/bin and PREFIX/lib when installed). A bad
@@ -22,13 +23,15 @@
 #include <unistd.h>
 
 static const char usage_text[] =
-    "usage: pspreload [-s|--stats[=FILE]] [--strict] [-r|--rules RULES] [-d|--disable]\n"
-    "                 [--] PROGRAM [ARGS...]\n"
+    "usage: pspreload [-s|--stats[=FILE]] [--strict] [--sync] [-r|--rules RULES]\n"
+    "                 [-d|--disable] [--] PROGRAM [ARGS...]\n"
     "\n"
     "Run PROGRAM with libpspreload: its TCP connections to listeners under the library on\n"
     "other cluster nodes travel over RDP; everything else stays with the kernel.\n"
     "  -s, --stats[=FILE]  at exit, one line of counters per process to stderr (or FILE)\n"
     "      --strict        a connection between nodes that would stay on TCP fails instead\n"
+    "      --sync          a connection's first use waits for its negotiation, so that all\n"
+    "                      of an accelerated one's bytes take the fast path\n"
     "  -r, --rules RULES   which destinations: [!]ADDR[/LEN][:PORT[-PORT]],... first match\n"
     "                      wins, ! keeps TCP, the default accelerates\n"
     "  -d, --disable       load the library but pass everything through\n"
@@ -37,10 +40,13 @@ static const char usage_text[] =
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"stats", optional_argument, 0, 's'}, {"strict", no_argument, 0, 'S'},
-        {"rules", required_argument, 0, 'r'}, {"disable", no_argument, 0, 'd'},
-        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"stats", optional_argument, 0, 's'},
+                                         {"strict", no_argument, 0, 'S'},
+                                         {"sync", no_argument, 0, 'Y'},
+                                         {"rules", required_argument, 0, 'r'},
+                                         {"disable", no_argument, 0, 'd'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "+s::r:dh", opts, NULL)) != -1) {
         switch (o) {
@@ -49,6 +55,9 @@ int main(int argc, char **argv)
             break;
         case 'S':
             setenv("PSP_STRICT", "1", 1);
+            break;
+        case 'Y':
+            setenv("PSP_SYNC", "1", 1);
             break;
         case 'r':
             setenv("PSP_RULES", optarg, 1);

@@ -32,7 +32,14 @@
 # (MSG_OOB between bytes in line: the server takes the urgent byte at its mark);
 # exitw (the server writes 4 MiB and ends with _exit: all of it
 # arrives, then EOF, and the server's _exit ran the library's exit wait: its PSP_STATS
-# line is there). PRELOAD_SCENARIOS="..." runs only the scenarios named;
+# line is there); upgrade (two connections, a ping-pong and a stream each way, from their
+# first byte).
+# The library's run waits for each connection's negotiation before its first byte
+# (PSP_SYNC=1), so that the scenario tests the fast path from byte 0; the scenarios of
+# PRELOAD_ASYNC (default: echo peek epoll bulk cork fork_unread upgrade) run a third time
+# without it, where bytes start on the kernel socket and the connection moves up on the way
+# (conn.c, "The TCP phase"): the same transcript again, and for upgrade bytes over both
+# paths, TCP first. PRELOAD_SCENARIOS="..." runs only the scenarios named;
 # PRELOAD_SEM_KEEP=DIR keeps the transcripts there. PRELOAD_SAME_NODE=1 runs the server on
 # the client's node too (127.0.0.1, node 0's psid): the same-node path (shm), whose
 # connections are counted as shm= in PSP_STATS (preload_same.sh).
@@ -48,13 +55,16 @@ all_up 5000 || {
     fail "$NAME: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw}
-PORT=$(free_port $((2 * $(wc -w <<<"$SCEN"))))
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw upgrade}
+ASYNC=${PRELOAD_ASYNC-echo peek epoll bulk cork fork_unread upgrade}
+PORT=$(free_port $((3 * $(wc -w <<<"$SCEN"))))
 
-# run TAG PORT MODE SCENARIO LIB: one server and one client; transcripts in $CDIR/TAG.*
+# run TAG PORT MODE SCENARIO LIB: one server and one client; transcripts in $CDIR/TAG.*;
+# LIB: no, yes (PSP_SYNC=1), async (the library without PSP_SYNC)
 run() {
     local tag=$1 port=$2 mode=$3 scen=$4 lib=$5 env=()
-    [ "$lib" = yes ] && env=(LD_PRELOAD="$LIB" PSP_STATS="$CDIR/$tag.stats")
+    [ "$lib" = yes ] && env=(LD_PRELOAD="$LIB" PSP_STATS="$CDIR/$tag.stats" PSP_SYNC=1)
+    [ "$lib" = async ] && env=(LD_PRELOAD="$LIB" PSP_STATS="$CDIR/$tag.stats")
     env PSID_SOCKET="$CDIR/psid-$SRV_NODE.sock" "${env[@]}" "$SEM" server "$SRV_ADDR" "$port" \
         "$mode" >"$CDIR/$tag.srv" 2>&1 &
     local s=$!
@@ -68,6 +78,17 @@ run() {
     wait "$s" 2>/dev/null
 }
 
+# moved_up STATS: the client's line of STATS says two connections accelerated, and bytes
+# on the kernel socket first (both ways: on one node the move is quick enough to come
+# before the server's first answer) and received on the fast path after (RDP's or shared
+# memory's)
+moved_up() {
+    awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+           if (v["accelerated"] >= 2 && v["tcp_rx_bytes"] + v["tcp_tx_bytes"] > 0 &&
+               v["rdp_rx_bytes"] + v["shm_rx_bytes"] > 0) ok = 1 }
+         END { exit !ok }' "$1"
+}
+
 if [ ! -f "$LIB" ]; then
     for s in $SCEN; do fail "$NAME: $s" "library not built"; done
     exit 1
@@ -75,13 +96,15 @@ fi
 i=0
 for s in $SCEN; do
     mode=cmd
-    case $s in two | many | fork | v6mapped | reuseport | relisten | inetd) mode=$s ;; esac
+    case $s in two | many | fork | v6mapped | reuseport | relisten | inetd) mode=$s ;; upgrade) mode=cmdt ;; esac
     run "$s.tcp" $((PORT + i)) "$mode" "$s" no
     run "$s.lib" $((PORT + i + 1)) "$mode" "$s" yes
-    i=$((i + 2))
+    async=no
+    [[ " $ASYNC " == *" $s "* ]] && async=yes && run "$s.async" $((PORT + i + 2)) "$mode" "$s" async
+    i=$((i + 3))
     # the client's connections that went over RDP: every one the scenario opens
     want=1
-    case $s in reuseport | relisten | epoll0) want=2 ;; inetd) want=0 ;; esac
+    case $s in reuseport | relisten | epoll0 | upgrade) want=2 ;; inetd) want=0 ;; esac
     key=accelerated
     [ "$SAME" = 1 ] && key=shm
     acc=$(grep -o " $key=[0-9]*" "$CDIR/$s.lib.stats" 2>/dev/null | cut -d= -f2 | sort -n |
@@ -106,6 +129,12 @@ for s in $SCEN; do
     elif [ "$s" = inetd ] && ! grep -q 'accelerated=0 tcp=1 .*not_accepted=1' \
         "$CDIR/$s.lib.stats"; then
         fail "$NAME: $s" "not declined: $(cat "$CDIR/$s.lib.stats" 2>/dev/null)"
+    elif [ $async = yes ] && ! d=$(diff "$CDIR/$s.tcp.cli" "$CDIR/$s.async.cli"); then
+        fail "$NAME: $s" "without PSP_SYNC: client transcripts differ (< kernel, > library): $d"
+    elif [ $async = yes ] && ! d=$(diff "$CDIR/$s.tcp.srv" "$CDIR/$s.async.srv"); then
+        fail "$NAME: $s" "without PSP_SYNC: server transcripts differ: $d"
+    elif [ "$s" = upgrade ] && ! moved_up "$CDIR/$s.async.stats"; then
+        fail "$NAME: $s" "without PSP_SYNC: not moved up with bytes on both paths: $(cat "$CDIR/$s.async.stats" 2>/dev/null)"
     elif ! grep -q '^exit 0' "$CDIR/$s.tcp.cli"; then
         fail "$NAME: $s" "the kernel run failed: $(cat "$CDIR/$s.tcp.cli")"
     else

@@ -38,7 +38,9 @@ check "$N: setpriv under the library (a library constructor that reads before ou
 
 # the hog: 4200 connections to two listeners of its own (a kernel backlog holds 4096),
 # never accepted: without a share they would fill psid's table of 4096; "connected N" when
-# done, then it holds them until its stdin closes
+# done, then it holds them until its stdin closes. Each connection negotiates at its connect
+# (PSP_UPGRADE_US=0), and root's pair before its first byte (PSP_SYNC=1), so that their
+# answers are in before the checks.
 cat >"$CDIR/hog.py" <<'EOF'
 import resource, socket, sys
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -62,7 +64,8 @@ mkfifo "$CDIR/hold"
 chmod 666 "$CDIR/hold"
 exec 3<>"$CDIR/hold"
 touch "$CDIR/stats.hog" && chmod 666 "$CDIR/stats.hog"
-lib "${AS_NOBODY[@]}" env PSP_STATS="$CDIR/stats.hog" python3 "$CDIR/hog.py" "$PORT" "$((PORT + 2))" \
+lib "${AS_NOBODY[@]}" env PSP_STATS="$CDIR/stats.hog" PSP_UPGRADE_US=0 python3 "$CDIR/hog.py" \
+    "$PORT" "$((PORT + 2))" \
     <"$CDIR/hold" >"$CDIR/hog.out" 2>&1 3>&- &
 hog=$!
 PIDS+=("$hog")
@@ -70,7 +73,7 @@ wait_until 60000 grep -q "^connected" "$CDIR/hog.out"
 connected=$(sed -n 's/^connected //p' "$CDIR/hog.out")
 
 # root's pair while the hog holds its connections
-lib env PSP_STATS="$CDIR/stats.srv" python3 -c '
+lib env PSP_STATS="$CDIR/stats.srv" PSP_SYNC=1 python3 -c '
 import socket, sys
 l = socket.socket(); l.bind(("127.0.0.1", int(sys.argv[1]))); l.listen(1)
 print("listening", flush=True)
@@ -78,7 +81,7 @@ c, _ = l.accept(); c.sendall(c.recv(100)); c.close()' "$((PORT + 1))" >"$CDIR/sr
 srv=$!
 PIDS+=("$srv")
 wait_until 5000 grep -q "^listening" "$CDIR/srv.out"
-reply=$(lib env PSP_STATS="$CDIR/stats.cli" timeout 10 python3 -c '
+reply=$(lib env PSP_STATS="$CDIR/stats.cli" PSP_SYNC=1 timeout 10 python3 -c '
 import socket, sys
 c = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); c.sendall(b"ping")
 print(c.recv(100).decode())' "$((PORT + 1))" 2>&1)

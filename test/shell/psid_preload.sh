@@ -12,7 +12,7 @@
 #    socket's inode is checked with sock_diag), the connector an error outcome;
 #  - a claim that comes before the connector's request (the SYN goes first) waits for it
 #    (the connector's psid is probed); one whose request never comes is TCP, and the request
-#    refused when it comes after all;
+#    refused when it comes after all; the same on one node, where the claim itself waits;
 #  - a connection nobody takes: the connector's outcome is ETIMEDOUT after PSI_PL_ACCEPT_MS;
 #  - a client passing more descriptors than psid takes is disconnected, psid stays up;
 #  - registrations die with their process; an endpoint is one per connection.
@@ -100,6 +100,36 @@ e7=$(say C "event")
     $e7 == "outcome 92 2 accepted on TCP before the request came" ]]
 check "preload: a claim whose request never came: TCP; the late request is refused" $? \
     "$a7 / $an / $e7"
+
+# on one node (a connection negotiates once it lived PSP_UPGRADE_US, so the accept's claim
+# may come first): the claim waits for the request, which takes it at once; and a claim
+# whose request never comes is TCP after 200 ms, the request refused when it comes after all
+start SL 0
+start SC 0
+s1=$(say SL "open 40011 127.0.0.1")
+s2=$(say SC "open 40012 127.0.0.1")
+s3=$(say SL "listen 127.0.0.1 5010")
+say SC "early 127.0.0.1 5010 95 127.0.0.1" >/dev/null
+n=$(wc -l <"$CDIR/SL.out")
+echo accept-shm >&"${FD[SL]}"
+wait_until 20 more_lines "$CDIR/SL.out" "$n" && early="answered before the request"
+an=$(say SC "announce-same 95")
+wait_until 3000 more_lines "$CDIR/SL.out" "$n"
+a8=$(sed -n "$((n + 1))p" "$CDIR/SL.out")
+e8=$(say SC "event")
+[[ $s1 == "open 0 "* && $s2 == "open 0 "* && $s3 == "listen 0" && -z ${early:-} &&
+    $an == "announce-same 0" && $a8 == "accept-shm 0 "*"conn 95" && $e8 == "outcome 95 0 "* ]]
+check "preload: on one node, a claim before the request waits for it, then both are told" $? \
+    "$s1 / $s2 / $s3 / ${early:-} / $an / $a8 / $e8"
+say SC "early 127.0.0.1 5010 96 127.0.0.1" >/dev/null
+t0=$(now_ms)
+a9=$(say SL "accept-shm")
+dt=$(($(now_ms) - t0))
+an=$(say SC "announce-same 96")
+[[ $a9 == "accept-shm 2 no such connection negotiated" && $dt -ge 150 &&
+    $an == "announce-same 2 accepted on TCP before the request came" ]]
+check "preload: on one node, a claim whose request never came: TCP after 200 ms, the late request refused" \
+    $? "$a9 after $dt ms / $an"
 
 # declined (the acceptor execs a program with the socket, as inetd): the connector's
 # outcome is TCP (ETIMEDOUT) at once, not after the 10 s bound

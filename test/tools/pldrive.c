@@ -17,8 +17,12 @@
  *                                  library's SYN goes before its request): "early 0"
  *   announce CONN                  PSM_PL_CONNECT for that socket now: "announce ERRNO [WHY]"
  *   accept                         the real accept (3 s at most), then PSM_PL_ACCEPT with the
- *                                  accepted socket: "accept 0 node N ep E udp U addr A key
+ *                                  accepted socket, and its answer, the PSM_PL_ACCEPTED event
+ *                                  (12 s at most): "accept 0 node N ep E udp U addr A key
  *                                  HEX conn C" or "accept ERRNO WHY"
+ *   accept-shm                     the same, able to take a same-node channel: "accept-shm 0
+ *                                  ... conn C"
+ *   announce-same CONN             announce, to a listener of this node (PSF_SAME_NODE)
  *   decline                        the real accept, then PSM_PL_DECLINE with the accepted
  *                                  socket: "decline ERRNO [WHY]"
  *   event                          the next PSM_PL_OUTCOME (12 s at most): "outcome CONN 0
@@ -57,7 +61,7 @@ static void peer_fields(const struct psmsg *m)
     psmsg_find(&m->body, PSF_KEY, &key);
     printf(" node %u ep %u udp %u addr %s key ", node, ep, udp, addr);
     for (uint32_t i = 0; i < key.len; i++) printf("%02x", key.val[i]);
-    if (psmsg_get_u32(&m->body, PSF_CONN, &conn) == 0 && m->type == PSM_PL_REPLY)
+    if (psmsg_get_u32(&m->body, PSF_CONN, &conn) == 0 && m->type == PSM_PL_ACCEPTED)
         printf(" conn %u", conn);
 }
 
@@ -196,7 +200,8 @@ int main(void)
             printf("early 0\n");
             fflush(stdout);
             continue;
-        } else if (!strcmp(cmd, "announce") && sscanf(line, "%*s %u", &b) == 1) {
+        } else if ((!strcmp(cmd, "announce") || !strcmp(cmd, "announce-same")) &&
+                   sscanf(line, "%*s %u", &b) == 1) {
             unsigned i = 0;
             while (i < nconns && conn_ids[i] != b) i++;
             if (i == nconns) {
@@ -210,8 +215,13 @@ int main(void)
             psmsg_put_str(&req, PSF_ADDR, dst);
             psmsg_put_u32(&req, PSF_PORT, ntohs(early_addr[i].sin_port));
             psmsg_put_u32(&req, PSF_CONN, b);
+            if (cmd[8] == '-') { /* announce-same: to a listener of this node */
+                psmsg_put_u32(&req, PSF_SAME_NODE, 1);
+                psmsg_put_u32(&req, PSF_SHM_RING, 1u << 20);
+            }
             pass = conns[i];
-        } else if (!strcmp(cmd, "accept") || !strcmp(cmd, "decline")) {
+        } else if (!strcmp(cmd, "accept") || !strcmp(cmd, "accept-shm") ||
+                   !strcmp(cmd, "decline")) {
             /* the real accept, then PSM_PL_ACCEPT or PSM_PL_DECLINE with the socket */
             struct pollfd pf = {.fd = lfd, .events = POLLIN};
             int fd = lfd >= 0 && poll(&pf, 1, 3000) == 1 ? accept(lfd, NULL, NULL) : -1;
@@ -221,6 +231,7 @@ int main(void)
                 continue;
             }
             psmsg_begin(&req, cmd[0] == 'a' ? PSM_PL_ACCEPT : PSM_PL_DECLINE, 0);
+            if (cmd[6] == '-') psmsg_put_u32(&req, PSF_SHM_RING, 1); /* it can take a channel */
             pass = fd;
             peer = cmd[0] == 'a';
         } else if (!strcmp(cmd, "event")) {
@@ -291,6 +302,25 @@ int main(void)
             continue;
         } else {
             printf("%s usage\n", cmd);
+            fflush(stdout);
+            continue;
+        }
+        if (!strncmp(cmd, "accept", 6) || (!strcmp(cmd, "nofd") && addr[0] == 'a')) {
+            /* not a reply: the PSM_PL_ACCEPTED event with our tag (outcomes are skipped) */
+            psmsg_put_u32(&req, PSF_TAG, 7);
+            uint32_t sent = psi_send_fd(&c, &req, pass);
+            psmsg_buf_free(&req);
+            if (!sent) goto broken;
+            uint32_t tag = 0;
+            while ((r = psi_next_event(&c, &m, 12000)) > 0 &&
+                   (m.type != PSM_PL_ACCEPTED || psmsg_get_u32(&m.body, PSF_TAG, &tag) < 0))
+                ;
+            if (r <= 0 || tag != 7) {
+                printf("%s none\n", cmd);
+                fflush(stdout);
+                continue;
+            }
+            answer(cmd, &m, peer);
             fflush(stdout);
             continue;
         }

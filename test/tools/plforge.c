@@ -99,6 +99,30 @@ static int call(struct psi *c, struct psmsg_buf *req, int fd, struct psmsg *rep,
     return 0;
 }
 
+/* PSM_PL_ACCEPT is answered by an event (PSM_PL_ACCEPTED, with the request's tag): sent, and
+ * that event waited for (5 s) as the reply; other events are skipped. */
+static int accept_call(struct psi *c, struct psmsg_buf *req, int fd, struct psmsg *rep,
+                       uint32_t *err)
+{
+    psmsg_put_u32(req, PSF_TAG, 9);
+    uint32_t sent = psi_send_fd(c, req, fd);
+    psmsg_buf_free(req);
+    if (!sent) return -1;
+    uint32_t tag = 0;
+    int r;
+    while (
+        (r = psi_next_event(c, rep, 5000)) > 0 &&
+        (rep->type != PSM_PL_ACCEPTED || psmsg_get_u32(&rep->body, PSF_TAG, &tag) < 0 || tag != 9))
+        ;
+    if (r <= 0) {
+        if (r == 0) errno = ETIMEDOUT;
+        return -1;
+    }
+    *err = EPROTO;
+    psmsg_get_u32(&rep->body, PSF_ERRNO, err);
+    return 0;
+}
+
 static int udp_bound(const char *addr, uint16_t *port)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET};
@@ -154,7 +178,7 @@ static int own_key(struct psi *c0, struct psi *c1, const char *a0, const char *a
     if (afd < 0) return printf("own-key fail accept\n"), -1;
     struct psmsg_field k1 = {0}, k0 = {0};
     psmsg_begin(&req, PSM_PL_ACCEPT, 0);
-    if (call(c1, &req, afd, &rep, &e) < 0 || e || !psmsg_find(&rep.body, PSF_KEY, &k1) ||
+    if (accept_call(c1, &req, afd, &rep, &e) < 0 || e || !psmsg_find(&rep.body, PSF_KEY, &k1) ||
         k1.len != 32)
         return printf("own-key fail accept errno %u\n", e), -1;
     memcpy(pair_key, k1.val, 32);
@@ -179,7 +203,7 @@ static void steal_answer(const char *what, struct psi *c, struct psmsg_buf *req,
     uint32_t e = EPROTO;
     char text[200] = "";
     struct psmsg_field k;
-    if (call(c, req, fd, &rep, &e) < 0) {
+    if (accept_call(c, req, fd, &rep, &e) < 0) {
         printf("steal %s closed %s\n", what, strerror(errno));
         return;
     }

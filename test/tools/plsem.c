@@ -12,7 +12,8 @@
  *                                  on :: with IPV6_V6ONLY 0; prints the peer's family),
  *                                  reuseport (cmd, from two SO_REUSEPORT listeners),
  *                                  relisten (echo one connection, listen anew on the port,
- *                                  echo a second)
+ *                                  echo a second), cmdt (cmd, each connection served in a
+ *                                  thread of its own)
  *   plsem client ADDR PORT SCENARIO
  *
  * Commands to a cmd server, one byte each: e: echo everything from now to EOF; w: write
@@ -287,6 +288,12 @@ static void echo_all(int fd)
     for (ssize_t r; (r = read(fd, buf, sizeof buf)) > 0;) write_full(fd, buf, (size_t)r);
 }
 
+static void *serve_thread(void *arg)
+{
+    serve_cmds((int)(intptr_t)arg);
+    return NULL;
+}
+
 static int server(const char *mode)
 {
     if (!strcmp(mode, "v6mapped")) { /* an IPv6 listener on ::, an IPv4 client */
@@ -348,6 +355,13 @@ static int server(const char *mode)
     fflush(stdout);
     if (!strcmp(mode, "cmd")) {
         for (;;) serve_cmds(accept(l, NULL, NULL));
+    } else if (!strcmp(mode, "cmdt")) { /* each connection in a thread of its own */
+        for (;;) {
+            intptr_t fd = accept(l, NULL, NULL);
+            pthread_t t;
+            if (fd >= 0 && pthread_create(&t, NULL, serve_thread, (void *)fd) == 0)
+                pthread_detach(t);
+        }
     } else if (!strcmp(mode, "fork")) {
         for (;;) {
             int fd = accept(l, NULL, NULL);
@@ -1404,12 +1418,13 @@ static uint64_t bulk_sum(uint64_t h, const unsigned char *p, size_t n)
 
 static int bulk_fd;
 static uint64_t bulk_sent_sum;
+static unsigned bulk_limit = BULK;
 static void *bulk_writer(void *arg)
 {
     (void)arg;
     static unsigned char out[1 << 16];
     uint64_t h = 0xcbf29ce484222325ull, x = 88172645463325252ull;
-    for (size_t sent = 0; sent < BULK; sent += sizeof out) {
+    for (size_t sent = 0; sent < bulk_limit; sent += sizeof out) {
         for (size_t i = 0; i < sizeof out; i += 8) {
             x ^= x << 13;
             x ^= x >> 7;
@@ -1439,6 +1454,39 @@ static void s_bulk(void)
     printf("sent %u received %zu\n", BULK, got);
     printf("%s\n", h == bulk_sent_sum ? "sum ok" : "SUM DIFFERENT");
     eof_close(fd);
+}
+
+/* The move from the kernel socket onto the fast path, under way while bytes flow: two
+ * connections start at once, one a ping-pong of messages of changing sizes from its first
+ * byte, the other a stream each way (4 MiB, as bulk); every byte must arrive once, in
+ * order. (Without PSP_SYNC the library moves both in the middle of this: the script checks
+ * that bytes went over both paths.) */
+static void s_upgrade(void)
+{
+    int fa = dial(), fb = dial();
+    write_full(fa, "e", 1);
+    write_full(fb, "e", 1);
+    bulk_fd = fb;
+    bulk_limit = 4u << 20;
+    pthread_t t;
+    pthread_create(&t, NULL, bulk_writer, NULL);
+    static unsigned char out[4096], in[4096], sin[1 << 16];
+    bool same = true;
+    for (unsigned i = 0; i < 2000; i++) {
+        size_t n = 1 + (i * 37) % sizeof out;
+        for (size_t k = 0; k < n; k++) out[k] = (unsigned char)(i + k * 3);
+        write_full(fa, out, n);
+        if (read_full(fa, in, n) != (ssize_t)n || memcmp(in, out, n)) same = false;
+    }
+    printf("pingpong %s\n", same ? "same" : "DIFFERENT");
+    uint64_t h = 0xcbf29ce484222325ull;
+    size_t got = 0;
+    for (ssize_t r; got < bulk_limit && (r = read(fb, sin, sizeof sin)) > 0; got += (size_t)r)
+        h = bulk_sum(h, sin, (size_t)r);
+    pthread_join(t, NULL);
+    printf("stream received %zu %s\n", got, h == bulk_sent_sum ? "sum ok" : "SUM DIFFERENT");
+    eof_close(fa);
+    eof_close(fb);
 }
 
 /* shutdown after the peer closed and its EOF was read */
@@ -1609,7 +1657,8 @@ int main(int argc, char **argv)
               {"cork", s_cork},
               {"oob", s_oob},
               {"spawn", s_spawn},
-              {"exitw", s_exitw}};
+              {"exitw", s_exitw},
+              {"upgrade", s_upgrade}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();

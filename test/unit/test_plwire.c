@@ -49,7 +49,7 @@ static void test_plw_malformed(void)
     plw_encode(h, PLW_DATA, 0, 1, 9); /* aux on DATA */
     CU_ASSERT_EQUAL(plw_decode(h, PLW_HDR + 1, &m), -1);
     for (unsigned t = 0; t < 256; t++) {
-        if (t >= PLW_DATA && t <= PLW_RETURN_END) continue;
+        if (t >= PLW_DATA && t <= PLW_UP) continue;
         plw_encode(h, (uint8_t)t, 0, 1, 0);
         CU_ASSERT_EQUAL(plw_decode(h, PLW_HDR, &m), -1);
     }
@@ -70,6 +70,14 @@ static void test_plw_malformed(void)
         plw_encode(h, sw[i], 0, 1, 0);
         CU_ASSERT_EQUAL(plw_decode(h, PLW_HDR + 1, &m), -1);
     }
+    /* UP: exactly its 8-byte count, no aux */
+    plw_encode(h, PLW_UP, 0, 1, 0);
+    CU_ASSERT_EQUAL(plw_decode(h, PLW_HDR + PLW_UP_LEN, &m), 0);
+    CU_ASSERT_EQUAL(plw_decode(h, PLW_HDR, &m), -1);
+    CU_ASSERT_EQUAL(plw_decode(h, PLW_HDR + PLW_UP_LEN - 1, &m), -1);
+    CU_ASSERT_EQUAL(plw_decode(h, PLW_HDR + PLW_UP_LEN + 1, &m), -1);
+    plw_encode(h, PLW_UP, 0, 1, 5);
+    CU_ASSERT_EQUAL(plw_decode(h, PLW_HDR + PLW_UP_LEN, &m), -1);
 }
 
 UNIT_SUITE(plwire, UNIT_TEST(test_plw_roundtrip), UNIT_TEST(test_plw_malformed));
