@@ -203,7 +203,7 @@ static void destroy(struct conn *c)
     if (c->guard_fired) psp.guards--;
     if (c->st == CS_PLAIN) plain_del(c);
     if (!c->counted && (c->st == CS_CONNECTING || c->st == CS_PLAIN))
-        psp_count_tcp(PSP_R_SHORT); /* it ended before its negotiation, or its answer */
+        psp_count_tcp(psp_short_reason(c)); /* it ended before its negotiation, or its answer */
     if (c->cork_until) psp.corks--;
     psp_guard_del(c);
     epoll_conn_gone(c);
@@ -680,7 +680,7 @@ int conn_plain_due(struct conn **out, int max)
 void conn_plain_to_tcp(struct conn *c)
 {
     plain_del(c);
-    if (!c->counted) psp_count_tcp(PSP_R_SHORT);
+    if (!c->counted) psp_count_tcp(psp_short_reason(c));
     c->counted = true;
     c->st = CS_TCP;
     epoll_conn_to_tcp(c);
@@ -713,7 +713,7 @@ void conn_negotiate(struct conn *c)
         }
     }
     uint32_t id = 0;
-    bool connector = c->connector, same = c->same;
+    bool connector = c->connector, same = c->same, xns = c->xns;
     if (go) {
         c->st = CS_CONNECTING;
         if (!connector) c->tag = ++psp.next_conn_id ? psp.next_conn_id : ++psp.next_conn_id;
@@ -735,7 +735,7 @@ void conn_negotiate(struct conn *c)
             e = ENFILE; /* no descriptor for the channel's doorbell */
             why = PSP_R_LIMIT;
         } else if (connector) {
-            e = neg_connect(fd, (struct sockaddr *)&dst, id, same, &why);
+            e = neg_connect(fd, (struct sockaddr *)&dst, id, xns ? 2 : same, &why);
         } else {
             e = neg_accept(fd, shm, id);
         }
@@ -795,7 +795,7 @@ void conn_fallback(struct conn *c, enum psp_reason r)
     if (!c->counted) psp_count_tcp(r);
     c->counted = true;
     /* strict: but a local service without the library is no cluster connection */
-    if (psp.strict && !(c->same && r == PSP_R_NO_LIBRARY)) {
+    if (psp.strict && !(c->same && r == PSP_R_NO_LIBRARY) && r != PSP_R_NOT_CLUSTER) {
         static const char *why[] = {"not a cluster address",
                                     "no library there",
                                     "not accepted in time",
@@ -1204,7 +1204,7 @@ static void conn_close(struct conn *c)
     }
     if (c->st == CS_PLAIN) { /* never negotiated: as the kernel's close */
         plain_del(c);
-        psp_count_tcp(PSP_R_SHORT);
+        psp_count_tcp(psp_short_reason(c));
         c->counted = true;
         c->st = CS_TCP;
         if (c->users) return; /* conn_negotiate lets it go; conn_timers destroys it */

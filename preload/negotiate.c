@@ -156,11 +156,12 @@ static int call(struct psmsg_buf *req, int fd, struct psmsg *rep)
     return (int)err;
 }
 
-int neg_open(int udp_fd, uint32_t *node, uint16_t *ep)
+int neg_open(int udp_fd, bool shm_only, uint32_t *node, uint16_t *ep)
 {
     struct psmsg_buf req = {0};
     struct psmsg rep;
     psmsg_begin(&req, PSM_PL_OPEN, 0); /* the socket itself: psid reads its port */
+    if (shm_only) psmsg_put_u32(&req, PSF_SAME_NODE, 1);
     int e = call(&req, udp_fd, &rep);
     uint32_t n, id;
     if (!e && (psmsg_get_u32(&rep.body, PSF_NODE_ID, &n) < 0 ||
@@ -220,7 +221,7 @@ enum psp_reason neg_reason(int e)
     return reason_of(e);
 }
 
-int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, bool same,
+int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, int same,
                 enum psp_reason *why)
 {
     char a[INET6_ADDRSTRLEN];
@@ -242,8 +243,8 @@ int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, bool same,
     psmsg_put_str(&req, PSF_ADDR, a);
     psmsg_put_u32(&req, PSF_PORT, port);
     psmsg_put_u32(&req, PSF_CONN, conn_id);
-    if (same) {
-        psmsg_put_u32(&req, PSF_SAME_NODE, 1);
+    if (same) { /* 2: to an address of another namespace, maybe (psid decides) */
+        psmsg_put_u32(&req, PSF_SAME_NODE, (uint32_t)same);
         psmsg_put_u32(&req, PSF_SHM_RING, psp.shm_ring);
     }
     if (!same && psp.strict) { /* a refusal fails the connect itself: wait for the answer */

@@ -201,6 +201,8 @@ struct conn {
     /* the same-node path */
     struct shm_chan *shm; /* CS_SHM: the channel (NULL: it could not be mapped: reset) */
     bool same;            /* CS_CONNECTING: to a listener on this node */
+    bool xns;             /* to an address of no cluster node: maybe another network
+                           * namespace of this machine, served by our psid (psid decides) */
     size_t hold_max;      /* bytes that may be held (the window) */
     int users;            /* threads inside a call on it without psp.lock (waits, spins) */
     int shm_slot;         /* a hidden descriptor kept for the doorbell, or -1 */
@@ -254,6 +256,9 @@ struct psp {
     uint64_t switched; /* connections moved back to TCP (fork, exec) */
     /* the same-node path (PSP_SHM, PSP_SHM_RING, PSP_SHM_SPIN) */
     bool shm_off;
+    /* our network namespace lacks the node's address (a container's, served by the node's
+     * psid): no RDP, only same-node connections, through shared memory */
+    bool shm_only;
     unsigned shm_ring, shm_spin_ns;
     uint64_t shm_conns, shm_tx, shm_rx, shm_tx_msgs;
     uint32_t pokes[8]; /* pids for psid to poke, sent by the progress thread (0: free) */
@@ -282,20 +287,27 @@ void psp_arm_timer(void); /* its timer at RDP's next deadline (under psp.lock) *
 void psp_guard_add(struct conn *c);
 void psp_guard_del(struct conn *c);
 void psp_count_tcp(enum psp_reason r);
+/* The reason of a connection that ended on TCP before its negotiation's answer: short, but
+ * one to an address of no cluster node was most likely just that (PSP_STATS) */
+static inline enum psp_reason psp_short_reason(const struct conn *c)
+{
+    return c->xns ? PSP_R_NOT_CLUSTER : PSP_R_SHORT;
+}
 void psp_print_stats(void); /* PSP_STATS: at exit, and before exec (the image ends there) */
 /* PSP_RULES: whether a destination may be accelerated. */
 bool psp_rules_allow(const struct sockaddr *sa);
 
 /* --- negotiate.c (psi_lock taken inside; never call with psp.lock held) --- */
-int neg_open(int udp_fd, uint32_t *node, uint16_t *ep);
+int neg_open(int udp_fd, bool shm_only, uint32_t *node, uint16_t *ep);
 int neg_listen(int fd);
 /* PSM_PL_DECLINE: an accepted socket we will not take (exec): the connector goes TCP. */
 int neg_decline(int fd);
 void neg_unlisten(uint16_t port);
 void neg_poke(uint32_t pid); /* PSM_PL_POKE: no reply */
-/* PSM_PL_CONNECT: 0 pending, or an errno value (TCP); *why set to a reason. same: the
- * destination is an address of this node (the same-node path). */
-int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, bool same,
+/* PSM_PL_CONNECT: 0 pending, or an errno value (TCP); *why set to a reason. same: 1 the
+ * destination is an address of this node (the same-node path), 2 it is no cluster node's
+ * and may be another network namespace's on this node (psid looks for its listener). */
+int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, int same,
                 enum psp_reason *why);
 enum psp_reason neg_reason(int e); /* why an outcome's errno value means TCP */
 /* Whether sa is an address of this machine: loopback, or one of its interfaces'. */

@@ -156,15 +156,22 @@ int connect(int fd, const struct sockaddr *sa, socklen_t len)
     enum psp_reason why = PSP_R__COUNT;
     /* same node: by the node table, or any address of this machine */
     bool same = neg_node_of(sa, &node) == 0 ? node == psp.node : neg_local_addr(sa);
-    if (!same && neg_node_of(sa, &node) < 0)
+    /* an address of no cluster node, not ours: maybe another network namespace of this
+     * machine whose programs are our psid's clients (a container on this node); psid
+     * knows its listeners, and says "not a cluster address" otherwise */
+    bool xns = !same && neg_node_of(sa, &node) < 0;
+    if (xns && psp.shm_off)
         why = PSP_R_NOT_CLUSTER;
     else if (same && psp.shm_off)
         why = PSP_R_SAME_NODE;
     else if (!psp_rules_allow(sa))
         why = PSP_R_RULE;
-    else if (psp_endpoint() < 0 || (!same && bind_node(fd) < 0))
-        why = PSP_R_ERROR;
-    if (why == PSP_R__COUNT && !psp.sync && psp.upgrade_ns) {
+    else if (psp_endpoint() < 0 || (!same && !xns && (psp.shm_only || bind_node(fd) < 0)))
+        why = PSP_R_ERROR; /* (shm_only: this namespace lacks the node's address) */
+    same = same || xns;
+    /* the TCP phase first; always for a connection whose peer psid finds by its addresses
+     * (the connector's are known once it is connected): from another namespace, or to one */
+    if (why == PSP_R__COUNT && ((!psp.sync && psp.upgrade_ns) || xns || psp.shm_only)) {
         /* the kernel's connect as it is, the negotiation once the connection lived
          * PSP_UPGRADE_US (conn.c, "The TCP phase"): a short one never asks psid */
         pthread_mutex_lock(&psp.lock);
@@ -175,6 +182,7 @@ int connect(int fd, const struct sockaddr *sa, socklen_t len)
             c->connector = true;
             c->id = id;
             c->same = same;
+            c->xns = xns;
         }
         int r = real.connect(fd, sa, len), e = errno;
         pthread_mutex_lock(&psp.lock);

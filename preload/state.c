@@ -287,7 +287,7 @@ static void exit_wait(bool may_block)
             if ((c->st == CS_CONNECTING || c->st == CS_PLAIN) && !c->counted) {
                 /* it ends before its negotiation, or its answer */
                 c->counted = true;
-                psp_count_tcp(PSP_R_SHORT);
+                psp_count_tcp(psp_short_reason(c));
             }
         uint64_t until = rdp_now_ns() + PSP_EXIT_WAIT_MS * 1000000ull;
         for (;;) {
@@ -622,6 +622,15 @@ int psp_endpoint(void)
                                .undeliverable = conn_rdp_undeliverable,
                                .can_send = conn_rdp_can_send};
     rdp_t *r = rdp_open(&cfg, &cb);
+    bool shm_only = false;
+    if (!r && errno == EADDRNOTAVAIL) {
+        /* a network namespace without the node's address (a container on this node, its
+         * programs psid's clients through the socket's path): same-node connections only */
+        memset(&cfg.bind, 0, sizeof cfg.bind);
+        cfg.bind.ss_family = psp.node_addr.ss_family;
+        r = rdp_open(&cfg, &cb);
+        shm_only = r != NULL;
+    }
     if (!r) goto out;
     psp_in++; /* its socket among our hidden descriptors, out of the program's reach */
     int moved = rdp_move_fd(r, psp.hidden_base);
@@ -630,7 +639,7 @@ int psp_endpoint(void)
     uint32_t node;
     uint16_t ep;
     pthread_mutex_unlock(&psp.lock);
-    int e = neg_open(rdp_fd(r), &node, &ep); /* the socket passed: psid reads its port */
+    int e = neg_open(rdp_fd(r), shm_only, &node, &ep); /* psid reads its port from it */
     pthread_mutex_lock(&psp.lock);
     if (e || rdp_set_endpoint(r, node, ep) < 0) goto fail;
     psp.epfd = psp_hide(epoll_create1(EPOLL_CLOEXEC));
@@ -649,6 +658,7 @@ int psp_endpoint(void)
     ev.data.u64 = TAG_PSI;
     real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, psi_fd(&psp.psi), &ev);
     psp.rdp = r;
+    psp.shm_only = shm_only;
     psp.node = node;
     psp.endpoint = ep;
     pthread_attr_t at;

@@ -72,6 +72,7 @@ struct pl_local {
     uint16_t ports[PSI_PL_LISTENS];
     unsigned nports;
     uint64_t poke_since; /* PSM_PL_POKE: the second its count is of */
+    bool shm_only;       /* its network namespace lacks the node's address: no RDP */
     unsigned pokes;
     struct pl_local *next;
 };
@@ -93,6 +94,11 @@ struct pl_wait {           /* listener's side: a connection registered before it
     struct client *cc;
     uint64_t ino;
     uint32_t ring;
+    /* the connector's addresses, as its socket has them (tuple: it was connected): in
+     * another network namespace its socket is not ours to look up by sock_diag, and the
+     * acceptor's mirror them; two such waits of one 4-tuple are matched by neither */
+    bool tuple, ambiguous;
+    struct sockaddr_storage clocal, cpeer;
 };
 
 struct pl_ask { /* connector's side: a PSM_PL_CONNECT waiting for the other psid */
@@ -176,7 +182,8 @@ struct preload {
     struct pl_local *locals;
     struct pl_wait *waits;
     unsigned nwaits, npends, nclaims, nlates;
-    unsigned nsame; /* of the waits, same-node ones */
+    unsigned nsame;    /* of the waits, same-node ones */
+    unsigned nforeign; /* endpoints in other network namespaces (shm_only) */
     struct pl_ask *asks;
     struct pl_pend *pends;
     struct pl_claim *claims;
@@ -318,7 +325,8 @@ static int get_port(const struct psmsg *m, uint16_t tag, uint16_t *port)
     return 0;
 }
 
-static int passed_udp(struct psid *d, struct client *c, uint16_t *port, const char **why);
+static int passed_udp(struct psid *d, struct client *c, bool any_addr, uint16_t *port,
+                      const char **why);
 static void closed_add(struct preload *pl, uint16_t port, uint32_t uid);
 static void claim_answer(struct psid *d, uint32_t to, uint32_t req, int err);
 
@@ -326,7 +334,12 @@ static void pl_open(struct psid *d, struct preload *pl, struct client *c, const 
 {
     uint16_t port = 0;
     const char *why = NULL;
-    int err = passed_udp(d, c, &port, &why); /* the endpoint's socket: its port, and proof */
+    /* PSF_SAME_NODE: a process in a network namespace without the node's address (a
+     * container on this node): its endpoint serves same-node connections only, and its
+     * socket is bound to whatever that namespace has */
+    uint32_t shm_only = 0;
+    psmsg_get_u32(&m->body, PSF_SAME_NODE, &shm_only);
+    int err = passed_udp(d, c, shm_only != 0, &port, &why); /* its port, and proof */
     if (!err && local_of(pl, c)) {
         err = EALREADY;
         why = "endpoint already open";
@@ -346,6 +359,8 @@ static void pl_open(struct psid *d, struct preload *pl, struct client *c, const 
         return;
     }
     l->c = c;
+    l->shm_only = shm_only != 0;
+    pl->nforeign += l->shm_only;
     l->ep = (struct pl_ep){.node = d->self->id,
                            .uid = client_uid(c),
                            .id = id,
@@ -433,7 +448,8 @@ static int passed_socket(struct client *c, struct sockaddr_storage *local,
 /* PSM_PL_OPEN's socket: a UDP socket bound to the node's address; its port. So a process
  * can name as its endpoint only a socket it holds (another process's port would send that
  * process's peers' datagrams to the wrong place). */
-static int passed_udp(struct psid *d, struct client *c, uint16_t *port, const char **why)
+static int passed_udp(struct psid *d, struct client *c, bool any_addr, uint16_t *port,
+                      const char **why)
 {
     int fd = client_take_fd(c);
     if (fd < 0) {
@@ -455,7 +471,7 @@ static int passed_udp(struct psid *d, struct client *c, uint16_t *port, const ch
                                   (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)) {
         *why = "not an IP socket";
         err = EAFNOSUPPORT;
-    } else if (addr_text(&ss, a), strcmp(a, d->self->addr_str) || !port_of(&ss)) {
+    } else if (addr_text(&ss, a), (!any_addr && strcmp(a, d->self->addr_str)) || !port_of(&ss)) {
         *why = "not bound to the node's address";
         err = EADDRNOTAVAIL;
     } else {
@@ -490,7 +506,7 @@ static void pl_listen(struct psid *d, struct preload *pl, struct client *c, cons
             why = "the socket does not listen";
         }
         if (!err) addr_text(&local, a);
-        if (!err && !wildcard(&local) && strcmp(a, d->self->addr_str)) {
+        if (!err && !wildcard(&local) && !l->shm_only && strcmp(a, d->self->addr_str)) {
             err = EADDRNOTAVAIL;
             why = "not listening on the node's address";
         }
@@ -612,7 +628,8 @@ static void claim_pend(struct psid *d, struct preload *pl, uint32_t from, uint32
 static void tomb_add(struct psid *d, struct preload *pl, uint32_t node, uint16_t sport,
                      uint16_t dport);
 static bool tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_t dport);
-static void lates_take(struct preload *pl, uint64_t ino);
+static void lates_take(struct preload *pl, const struct pl_wait *w);
+static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
 static bool closed_owner(struct preload *pl, uint16_t dport, const struct sockaddr_storage *me,
                          const struct sockaddr_storage *them, uint32_t cuid, uint32_t *luid);
 static struct pl_local *port_listener(struct preload *pl, uint16_t port, uint32_t cuid, int *err,
@@ -627,8 +644,10 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
 {
     int err = 0;
     const char *why = NULL;
-    uint32_t ring = 0, cuid = local_of(pl, c)->ep.uid, luid = 0;
+    uint32_t ring = 0, cuid = local_of(pl, c)->ep.uid, luid = 0, same = 0;
     psmsg_get_u32(&m->body, PSF_SHM_RING, &ring);
+    psmsg_get_u32(&m->body, PSF_SAME_NODE, &same);
+    bool xns = same == 2; /* an address of no cluster node: another namespace's, maybe */
     struct pl_local *found = NULL;
     if (ring < PSHM_RING_MIN || ring > PSHM_RING_MAX || (ring & (ring - 1))) {
         err = EINVAL;
@@ -645,9 +664,23 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
         err = 0;
         why = NULL;
     }
+    if (xns && err == ECONNREFUSED) { /* no listener of ours there: somebody else's */
+        err = EHOSTUNREACH;
+        why = "not a cluster address";
+    }
     if (peer->ss_family != AF_UNSPEC && tomb_take(pl, d->self->id, port_of(local), port)) {
         err = ENOENT; /* the acceptor's claim came first, and waited for nothing */
         why = "accepted on TCP before the request came";
+    }
+    bool tuple = peer->ss_family != AF_UNSPEC, ambiguous = false;
+    for (struct pl_wait *o = pl->waits; !err && tuple && o; o = o->next)
+        if (o->tuple && o->ino != ino && same_addr(&o->clocal, local) &&
+            same_addr(&o->cpeer, peer)) {
+            o->ambiguous = ambiguous = true; /* two namespaces, one 4-tuple: neither */
+        }
+    if (ambiguous && !err) {
+        err = ENOTUNIQ;
+        why = "another connection of the same addresses is negotiating";
     }
     struct pl_wait *w = !err ? calloc(1, sizeof *w) : NULL;
     if (!err && !w) {
@@ -675,13 +708,16 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
                           .same = true,
                           .cc = c,
                           .ino = ino,
-                          .ring = ring};
+                          .ring = ring,
+                          .tuple = tuple,
+                          .clocal = *local,
+                          .cpeer = *peer};
     w->timer = loop_timer(d->loop, loop_now() + PL_KEEP_NS, wait_expired, w);
     pl->waits = w;
     pl->nwaits++;
     pl->nsame++;
     reply(c, m->id, 0, NULL);
-    lates_take(pl, ino); /* its acceptor's claim, if it came first */
+    lates_take(pl, w); /* its acceptor's claim, if it came first */
 }
 
 static void pl_connect(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
@@ -832,6 +868,20 @@ static void unmap(const struct sockaddr_storage *in, struct sockaddr_storage *ou
     } else {
         *out = *in;
     }
+}
+
+/* Whether a and b are one address and port (a v4-mapped one counts as its IPv4 address). */
+static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+    struct sockaddr_storage x, y;
+    unmap(a, &x);
+    unmap(b, &y);
+    if (x.ss_family != y.ss_family || port_of(&x) != port_of(&y)) return false;
+    if (x.ss_family == AF_INET)
+        return ((struct sockaddr_in *)&x)->sin_addr.s_addr ==
+               ((struct sockaddr_in *)&y)->sin_addr.s_addr;
+    return x.ss_family == AF_INET6 && !memcmp(&((struct sockaddr_in6 *)&x)->sin6_addr,
+                                              &((struct sockaddr_in6 *)&y)->sin6_addr, 16);
 }
 
 /* The inode of the TCP socket from local to remote, or 0: sock_diag's exact lookup. IPv4
@@ -1212,6 +1262,11 @@ static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const s
     } else {
         found = port_listener(pl, port, cep.uid, &err, &why);
     }
+    if (found && found->shm_only) { /* the node's address is not in its namespace */
+        found = NULL;
+        err = ECONNREFUSED;
+        why = "the port's listener is in another network namespace";
+    }
     uint32_t luid = found ? found->ep.uid : 0;
     if (err == ECONNREFUSED && closed_took(d, pl, from, sport, port, cep.uid, &luid)) {
         err = 0;
@@ -1283,6 +1338,12 @@ static struct pl_wait *wait_of(struct psid *d, struct preload *pl,
         uint64_t ino = diag_inode(peer, local);
         for (struct pl_wait *w = pl->waits; w && ino; w = w->next)
             if (w->same && w->ino == ino && w->dport == port_of(local)) return w;
+        /* no such socket in our namespace: a connector in another one (a container on
+         * this node) whose addresses mirror the acceptor's, if exactly one does */
+        for (struct pl_wait *w = pl->waits; w && !ino; w = w->next)
+            if (w->same && w->tuple && !w->ambiguous && w->dport == port_of(local) &&
+                same_addr(&w->cpeer, local) && same_addr(&w->clocal, peer))
+                return w;
     }
     addr_text(local, a); /* a socket of this node's address (v4-mapped counts as IPv4) */
     if (strcmp(a, d->self->addr_str)) return NULL;
@@ -1421,6 +1482,7 @@ struct pl_late {
      * endpoint (it may yet ask: a connection negotiates once it lived PSP_UPGRADE_US, so
      * the accept's claim can come first); its request, when it comes, takes the claim */
     uint64_t ino, until;
+    bool tuple; /* no such socket in our namespace: the connector may be in another one */
     uint64_t timer;
     struct psid *d;
     struct pl_late *next;
@@ -1443,7 +1505,7 @@ static void late_again(void *ctx)
     struct pl_late *t = ctx;
     struct preload *pl = t->d->preload;
     t->timer = 0;
-    bool none = t->c && t->ino && !wait_of(t->d, pl, &t->local, &t->peer);
+    bool none = t->c && (t->ino || t->tuple) && !wait_of(t->d, pl, &t->local, &t->peer);
     if (none && loop_now() < t->until) { /* its request may still come */
         t->timer = loop_timer(t->d->loop, loop_now() + PL_RECHECK_NS, late_again, t);
         return;
@@ -1454,12 +1516,14 @@ static void late_again(void *ctx)
     late_done(pl, t);
 }
 
-/* A same-node request came: a claim that came first (a late one of that socket) goes on
- * now. */
-static void lates_take(struct preload *pl, uint64_t ino)
+/* A same-node request came (w): a claim that came first (a late one of that socket, or of
+ * the mirrored addresses in another namespace) goes on now. */
+static void lates_take(struct preload *pl, const struct pl_wait *w)
 {
     for (struct pl_late *t = pl->lates; t; t = t->next)
-        if (t->ino && t->ino == ino && t->c) {
+        if (t->c && ((t->ino && t->ino == w->ino) ||
+                     (t->tuple && w->tuple && same_addr(&w->cpeer, &t->local) &&
+                      same_addr(&w->clocal, &t->peer)))) {
             loop_timer_cancel(t->d->loop, t->timer);
             t->timer = 0;
             t->until = 0;
@@ -1578,13 +1642,16 @@ static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t
             bool may = false; /* a process of its user has an endpoint: it may yet ask */
             for (struct pl_local *o = pl->locals; ino && o && !may; o = o->next)
                 may = o->ep.uid == cuid;
+            /* not in our namespace, no other node's: another namespace's, if we serve one */
+            bool tuple = !ino && !(pn && pn != d->self) && pl->nforeign;
             *t = (struct pl_late){.c = c,
                                   .id = id,
                                   .can = can,
                                   .local = *local,
                                   .peer = *peer,
                                   .ino = ino,
-                                  .until = may ? loop_now() + PL_RECHECK_MAX_NS : 0,
+                                  .tuple = tuple,
+                                  .until = may || tuple ? loop_now() + PL_RECHECK_MAX_NS : 0,
                                   .d = d,
                                   .next = pl->lates};
             pl->lates = t;
@@ -1600,6 +1667,10 @@ static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t
     }
     if (w->same) {
         accept_same(d, pl, c, id, can, w);
+        return;
+    }
+    if (l->shm_only) {
+        acc_reply(c, id, ENOENT, "no RDP in the acceptor's network namespace");
         return;
     }
     struct pl_claim *k = pl->nclaims < PL_WAIT_MAX ? calloc(1, sizeof *k) : NULL;
@@ -1876,6 +1947,7 @@ void preload_client_gone(struct psid *d, struct client *c)
         if ((*pp)->c == c) {
             struct pl_local *l = *pp;
             *pp = l->next;
+            pl->nforeign -= l->shm_only;
             /* its ports are gone: connections waiting for them go TCP at once, unless
              * another process of the same user listens there too (a prefork server's
              * children hold the listening socket) */

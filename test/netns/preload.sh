@@ -138,6 +138,47 @@ finish $! "$s"
 check "nc to an address that is no cluster node's: TCP (not_cluster), byte-exact" $? \
     "$(cat "$TMP"/stats.* 2>/dev/null)"
 
+# one psid, two namespaces: programs in node 1's namespace that are node 0's psid's clients
+# (a container on node 0, its psid socket reached by path), to and from node 0's own
+# namespace: same node, through shared memory, found by the connection's addresses
+S0=$(
+    eval "$("$PSLOCAL" env --dir "$D")"
+    echo "$PSID_SOCKET"
+)
+XIN=$TMP/x.bin
+head -c $((5 << 20)) /dev/urandom >"$XIN"
+XSUM=$(sha256sum <"$XIN")
+xns_run() { # xns_run PORT LISTEN-ADDR SERVER-NODE CLIENT-NODE [SOURCE-ADDR]: XIN from
+    # client to server
+    fresh
+    rm -f "$TMP"/stats.x*
+    on "$3" yes /dev/null "$TMP/out.bin" env PSID_SOCKET="$S0" PSP_STATS="$TMP/stats.xs" \
+        nc -l "$2" "$1"
+    local s=$!
+    until_ms 5000 "listening$3" "$1"
+    # the data 0.5 s after the connect: its negotiation is done by then, however loaded
+    # the machine (nc on its own sends 5 MB within the first millisecond, on TCP)
+    on "$4" no "$XIN" /dev/null sh -c '{ sleep 0.5; cat; } | env LD_PRELOAD="$3" \
+        PSID_SOCKET="$4" PSP_STATS="$5" nc -N $6 "$1" "$2"' sh "$2" "$1" "$LIB" "$S0" \
+        "$TMP/stats.xc" "${5:+-s $5}"
+    finish $! "$s"
+}
+listening1() { listening "$1"; }
+listening0() { "$PSLOCAL" exec 0 --dir "$D" -- ss -Hltn "sport = :$1" | grep -q .; }
+xns_ok() { # both ends on shared memory, byte-exact, all of it over shared memory
+    [[ $(sha256sum <"$TMP/out.bin") == "$XSUM" && $(stat xs shm) == 1 && $(stat xc shm) == 1 &&
+        $(stat xs shm_rx_bytes) == $((5 << 20)) ]]
+}
+xns_run 6010 198.18.0.99 1 0
+xns_ok
+check "one psid, two namespaces: node 0's nc to a listener of node 0's psid in another namespace (198.18.0.99): shared memory, byte-exact" $? \
+    "$(cat "$TMP"/stats.x* "$TMP"/err.* 2>/dev/null | tail -4)"
+# (from the container's own address: one of node 1's would make it node 1's connection)
+xns_run 6011 198.18.0.1 0 1 198.18.0.99
+xns_ok
+check "one psid, two namespaces: from the other namespace (198.18.0.99) to node 0's address: shared memory, byte-exact" $? \
+    "$(cat "$TMP"/stats.x* "$TMP"/err.* 2>/dev/null | tail -4)"
+
 fresh
 mkdir -p "$TMP/www"
 head -c $((5 << 20)) /dev/urandom >"$TMP/www/f.bin"
