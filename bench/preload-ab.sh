@@ -1,0 +1,106 @@
+#!/bin/bash
+# bench/preload-ab.sh - one row of bench/preload.sh for two builds of the library, A and B,
+# alternately in one run: whether a change moved a figure, on this machine, now (the
+# kernel's own figures move between hosts and hours; only side-by-side ratios mean much).
+# Each build runs with its own psids (pslocal of that tree): the negotiation may differ.
+# Both ends under the build's library, on a 2-node loopback cluster (127.0.0.1 ->
+# 127.0.0.2), or on one node with NODES=1. Prints one line per run and the medians.
+#
+# usage: bench/preload-ab.sh [--help] TREE_A TREE_B ROW [ENV...]
+#   TREE_*: a source tree with build/ (build/bin/pslocal, build/lib/libpspreload.so)
+#   ROW:    pp16 | pp1k | pp64k (sockperf ping-pong 16 B, 1 KiB, 65000 B: median us)
+#           setup (redis-benchmark -k 0 -c 1 PING_INLINE: connect, 1 round trip, close;
+#           requests/s)
+#   ENV:    variables for both ends (e.g. PSP_BUSY_POLL=50)
+# env:   RUNS (3), NODES (2), SECONDS_PER_RUN (3)
+set -euo pipefail
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+case "${1:-}" in
+-h | --help)
+    usage
+    exit 0
+    ;;
+esac
+if [ $# -lt 3 ]; then
+    usage >&2
+    exit 2
+fi
+A=$1 B=$2 ROW=$3
+shift 3
+EXTRA=("$@")
+RUNS=${RUNS:-3} NODES=${NODES:-2} SECS=${SECONDS_PER_RUN:-3}
+case "$ROW" in
+pp16) SIZE=16 ;;
+pp1k) SIZE=1024 ;;
+pp64k) SIZE=65000 ;;
+setup) SIZE= ;;
+*)
+    usage >&2
+    exit 2
+    ;;
+esac
+for t in "$A" "$B"; do
+    [ -x "$t/build/bin/pslocal" ] && [ -f "$t/build/lib/libpspreload.so" ] || {
+        echo "preload-ab: $t has no build/bin/pslocal or build/lib/libpspreload.so" >&2
+        exit 2
+    }
+done
+SRV_ADDR=127.0.0.$NODES SRV_NODE=$((NODES - 1))
+DIR='' SRV=''
+end() {
+    [ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
+    [ -n "$DIR" ] && "$TREE/build/bin/pslocal" down --dir "$DIR" >/dev/null 2>&1
+    [ -n "$DIR" ] && rm -rf "$DIR"
+    SRV='' DIR=''
+}
+trap end EXIT
+port() { # a free TCP port of this run
+    local p
+    for p in $(shuf -i 20000-60000 -n 50); do
+        ss -Hltn "sport = :$p" | grep -q . || {
+            echo "$p"
+            return
+        }
+    done
+    return 1
+}
+# one TREE: the figure of one run
+one() {
+    TREE=$1
+    local pl=$TREE/build/bin/pslocal lib=$TREE/build/lib/libpspreload.so p
+    DIR=$(mktemp -d /tmp/preload-ab.XXXXXX)
+    "$pl" up -n "$NODES" --dir "$DIR" >/dev/null
+    p=$(port)
+    local env=(env LD_PRELOAD="$lib" "${EXTRA[@]}")
+    if [ -n "$SIZE" ]; then
+        "$pl" exec "$SRV_NODE" --dir "$DIR" -- "${env[@]}" sockperf server --tcp -i "$SRV_ADDR" \
+            -p "$p" >/dev/null 2>&1 &
+    else
+        "$pl" exec "$SRV_NODE" --dir "$DIR" -- "${env[@]}" redis-server --port "$p" --save '' \
+            --appendonly no --bind "$SRV_ADDR" >/dev/null 2>&1 &
+    fi
+    SRV=$!
+    for _ in $(seq 200); do
+        ss -Hltn "sport = :$p" | grep -q . && break
+        sleep 0.05
+    done
+    if [ -n "$SIZE" ]; then
+        "$pl" exec 0 --dir "$DIR" -- "${env[@]}" sockperf ping-pong --tcp -i "$SRV_ADDR" -p "$p" \
+            -t "$SECS" -m "$SIZE" 2>&1 | grep -o 'percentile 50.000 = *[0-9.]*' | awk '{print $NF}'
+    else
+        "$pl" exec 0 --dir "$DIR" -- "${env[@]}" redis-benchmark -h "$SRV_ADDR" -p "$p" -q -c 1 \
+            -k 0 -n 3000 -t ping_inline 2>/dev/null | tr '\r' '\n' |
+            grep -o '[0-9.]* requests per second' | tail -1 | awk '{print $1}'
+    fi
+    end
+}
+median() { sort -g | awk '{v[NR] = $1} END {print NR ? (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) : "-"}'; }
+ra=() rb=()
+for ((r = 1; r <= RUNS; r++)); do
+    x=$(one "$A") y=$(one "$B")
+    echo "run $r: A $x B $y"
+    ra+=("$x") rb+=("$y")
+done
+ma=$(printf '%s\n' "${ra[@]}" | median) mb=$(printf '%s\n' "${rb[@]}" | median)
+echo "$ROW ${EXTRA[*]}: median A $ma B $mb ratio B/A $(awk -v a="$ma" -v b="$mb" 'BEGIN {printf "%.2f", a ? b / a : 0}')"
