@@ -1686,8 +1686,7 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
     size_t want = 0;
     for (int i = 0; i < iovcnt; i++) want += iov[i].iov_len;
     size_t done = 0;
-    int tmo = -2, vi = 0;
-    size_t vi_off = 0;
+    int tmo = -2;
     pthread_mutex_lock(&psp.lock);
     for (;;) {
         if (c->shm) conn_shm_sync(c);
@@ -1783,12 +1782,14 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
             size_t n = want - done;
             if (n > room) n = room;
             if (n > PLW_MAX_DATA) n = PLW_MAX_DATA;
-            /* the slice [done, done+n) of the program's iov */
+            /* the slice [done, done+n) of the program's iov (found from done each time: the
+             * kernel's part of this call, before a move up, counts too) */
             struct iovec v[1 + 64];
             int nv = 1;
             size_t left = n;
-            int vj = vi;
-            size_t vj_off = vi_off;
+            int vj = 0;
+            size_t vj_off = done;
+            while (vj < iovcnt && vj_off >= iov[vj].iov_len) vj_off -= iov[vj++].iov_len;
             while (left && vj < iovcnt && nv < 65) {
                 size_t l = iov[vj].iov_len - vj_off;
                 if (l > left) l = left;
@@ -1838,8 +1839,6 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
             if (r == 0) {
                 done += n;
                 c->tx_bytes += n;
-                vi = vj;
-                vi_off = vj_off;
                 continue;
             }
             if (errno != EAGAIN) {

@@ -1489,6 +1489,51 @@ static void s_upgrade(void)
     eof_close(fb);
 }
 
+/* One write of 32 MiB in flight while the connection moves up (without PSP_SYNC: after its
+ * first millisecond, in the middle of the call): the kernel's part of the call and the rest
+ * over the fast path must join where they meet (the rest once went from the buffer's
+ * start). A thread reads the echo, from 100 ms on. */
+#define UPWRITE (32u << 20)
+static void *upwrite_reader(void *arg)
+{
+    /* late: the echo fills our receive buffer, the server stops reading, the write stops
+     * in the kernel's part with some of the 32 MiB taken, and the move comes meanwhile */
+    ms_sleep(100);
+    static unsigned char in[1 << 16];
+    uint64_t h = 0xcbf29ce484222325ull;
+    size_t got = 0;
+    for (ssize_t r; got < UPWRITE && (r = read(bulk_fd, in, sizeof in)) > 0; got += (size_t)r)
+        h = bulk_sum(h, in, (size_t)r);
+    *(uint64_t *)arg = h;
+    printf("received %zu\n", got);
+    return NULL;
+}
+
+static void s_upwrite(void)
+{
+    unsigned char *out = malloc(UPWRITE); /* made before the connection: the write comes
+                                           * within its first millisecond */
+    if (!out) return;
+    uint64_t x = 88172645463325252ull, h, rh = 0;
+    for (size_t i = 0; i < UPWRITE; i += 8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        memcpy(out + i, &x, 8);
+    }
+    h = bulk_sum(0xcbf29ce484222325ull, out, UPWRITE);
+    int fd = dial();
+    write_full(fd, "e", 1);
+    bulk_fd = fd;
+    pthread_t t;
+    pthread_create(&t, NULL, upwrite_reader, &rh);
+    write_full(fd, out, UPWRITE); /* one call, unless a signal cuts it */
+    pthread_join(t, NULL);
+    printf("%s\n", rh == h ? "sum ok" : "SUM DIFFERENT");
+    free(out);
+    eof_close(fd);
+}
+
 /* shutdown after the peer closed and its EOF was read */
 static void s_shutafter(void)
 {
@@ -1658,7 +1703,8 @@ int main(int argc, char **argv)
               {"oob", s_oob},
               {"spawn", s_spawn},
               {"exitw", s_exitw},
-              {"upgrade", s_upgrade}};
+              {"upgrade", s_upgrade},
+              {"upwrite", s_upwrite}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();
