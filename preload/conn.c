@@ -442,24 +442,32 @@ static void flush_hold_shm(struct conn *c)
  * without the library; if the answer is yes after all, the peer is told CLOSE (RST with
  * SO_LINGER 0) instead of UP: it reads on to the kernel's end of the stream. */
 
+/* The slice [off, off+n) of the program's iov in out[0..max): the number of entries; *got
+ * the bytes they hold (fewer than n when max entries do not reach). */
+static int iov_slice(const struct iovec *iov, int iovcnt, size_t off, size_t n, struct iovec *out,
+                     int max, size_t *got)
+{
+    int vi = 0, nv = 0;
+    size_t left = n;
+    while (vi < iovcnt && off >= iov[vi].iov_len) off -= iov[vi++].iov_len;
+    for (; left && vi < iovcnt && nv < max; vi++, off = 0) {
+        size_t l = iov[vi].iov_len - off;
+        if (l > left) l = left;
+        if (l) out[nv++] = (struct iovec){(uint8_t *)iov[vi].iov_base + off, l};
+        left -= l;
+    }
+    *got = n - left;
+    return nv;
+}
+
 /* Bytes on the kernel socket (TCP phase, or the peer's still to read), never blocking:
  * what recvmsg or sendmsg returned, counted. */
 static ssize_t kernel_io(struct conn *c, bool out, const struct iovec *iov, int iovcnt, size_t done,
                          size_t n, int flags)
 {
     struct iovec v[64];
-    int nv = 0;
-    size_t vi_off = done, left = n;
-    int vi = 0;
-    while (vi < iovcnt && vi_off >= iov[vi].iov_len) vi_off -= iov[vi++].iov_len;
-    while (left && vi < iovcnt && nv < 64) {
-        size_t l = iov[vi].iov_len - vi_off;
-        if (l > left) l = left;
-        if (l) v[nv++] = (struct iovec){(uint8_t *)iov[vi].iov_base + vi_off, l};
-        left -= l;
-        vi++;
-        vi_off = 0;
-    }
+    size_t got;
+    int nv = iov_slice(iov, iovcnt, done, n, v, 64, &got);
     struct msghdr mh = {.msg_iov = v, .msg_iovlen = (size_t)nv};
     ssize_t r;
     if (out) {
@@ -646,6 +654,17 @@ static void plain_del(struct conn *c)
     c->pnext = NULL;
 }
 
+/* c at the queue's end, due PSP_UPGRADE_US from now */
+static void plain_add(struct conn *c)
+{
+    c->plain_at = rdp_now_ns() + psp.upgrade_ns;
+    c->pnext = NULL;
+    if (!psp.plain) psp.plain_tail = &psp.plain;
+    *psp.plain_tail = c;
+    psp.plain_tail = &c->pnext;
+    if (psp.plain == c) psp_arm_timer();
+}
+
 int conn_plain(struct conn *c)
 {
     c->st = CS_PLAIN;
@@ -653,12 +672,7 @@ int conn_plain(struct conn *c)
         c->users++; /* conn_negotiate's, at once */
         return -1;
     }
-    c->plain_at = rdp_now_ns() + psp.upgrade_ns;
-    c->pnext = NULL;
-    if (!psp.plain) psp.plain_tail = &psp.plain;
-    *psp.plain_tail = c;
-    psp.plain_tail = &c->pnext;
-    if (psp.plain == c) psp_arm_timer();
+    plain_add(c);
     return 0;
 }
 
@@ -703,14 +717,7 @@ void conn_negotiate(struct conn *c)
     }
     if (go && c->connector && getpeername(fd, (struct sockaddr *)&dst, &dl) < 0) {
         go = false; /* its connect is still under way: later */
-        if (errno == ENOTCONN && c->nfds) {
-            c->plain_at = rdp_now_ns() + psp.upgrade_ns;
-            c->pnext = NULL;
-            if (!psp.plain) psp.plain_tail = &psp.plain;
-            *psp.plain_tail = c;
-            psp.plain_tail = &c->pnext;
-            psp_arm_timer();
-        }
+        if (errno == ENOTCONN && c->nfds) plain_add(c);
     }
     uint32_t id = 0;
     bool connector = c->connector, same = c->same, xns = c->xns;
@@ -1627,9 +1634,8 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
                 continue;
             }
             if (r == 0) break; /* the kernel's end of the stream: the peer closed before UP */
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
                 return io_end(done, errno); /* the kernel's error (a reset) */
-            }
             if (done && !(flags & MSG_WAITALL)) break;
             kwait = POLLIN;
             goto wait;
@@ -1657,15 +1663,11 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
         if (c->rx_fin || c->rd_shut) break;
         if (done && !(flags & MSG_WAITALL)) break;
     wait:
-        if (nonblocking(c, fd, flags)) {
-            return io_end(done, EAGAIN);
-        }
+        if (nonblocking(c, fd, flags)) return io_end(done, EAGAIN);
         if (c->st == CS_SHM && !kwait && shm_spin(c, true)) continue;
         if (c->st == CS_SHM && shm_arm(c, POLLIN)) continue; /* (UP, if kwait) */
         if (tmo == -2) tmo = timeout_of(c, SO_RCVTIMEO);
-        if (wait_conns_k(&c, 1, tmo, kwait ? c->kfd : -1, kwait) < 0) {
-            return io_end(done, errno);
-        }
+        if (wait_conns_k(&c, 1, tmo, kwait ? c->kfd : -1, kwait) < 0) return io_end(done, errno);
     }
     if (done && !(flags & MSG_PEEK)) {
         c->rx_read += done;
@@ -1704,17 +1706,12 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
                 done += (size_t)r;
                 continue;
             }
-            if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-                return io_end(done,
-                              errno); /* the kernel's (EPIPE: it raised SIGPIPE as it would) */
-            }
-            if (nonblocking(c, fd, flags)) {
-                return io_end(done, EAGAIN);
-            }
-            if (tmo == -2) tmo = timeout_of(c, SO_SNDTIMEO);
-            if (wait_conns_k(&c, 1, tmo, c->kfd, POLLOUT) < 0) {
+            /* the kernel's error (EPIPE: it raised SIGPIPE as it would) */
+            if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
                 return io_end(done, errno);
-            }
+            if (nonblocking(c, fd, flags)) return io_end(done, EAGAIN);
+            if (tmo == -2) tmo = timeout_of(c, SO_SNDTIMEO);
+            if (wait_conns_k(&c, 1, tmo, c->kfd, POLLOUT) < 0) return io_end(done, errno);
             continue;
         }
         if (c->kmore && !(flags & MSG_MORE)) kernel_push(c);
@@ -1783,25 +1780,9 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
             if (n > room) n = room;
             if (n > PLW_MAX_DATA) n = PLW_MAX_DATA;
             /* the slice [done, done+n) of the program's iov (found from done each time: the
-             * kernel's part of this call, before a move up, counts too) */
+             * kernel's part of this call, before a move up, counts too), after the header */
             struct iovec v[1 + 64];
-            int nv = 1;
-            size_t left = n;
-            int vj = 0;
-            size_t vj_off = done;
-            while (vj < iovcnt && vj_off >= iov[vj].iov_len) vj_off -= iov[vj++].iov_len;
-            while (left && vj < iovcnt && nv < 65) {
-                size_t l = iov[vj].iov_len - vj_off;
-                if (l > left) l = left;
-                if (l) v[nv++] = (struct iovec){(uint8_t *)iov[vj].iov_base + vj_off, l};
-                left -= l;
-                vj_off += l;
-                if (vj_off == iov[vj].iov_len) {
-                    vj++;
-                    vj_off = 0;
-                }
-            }
-            n -= left;
+            int nv = 1 + iov_slice(iov, iovcnt, done, n, v + 1, 64, &n);
             int r;
             if (c->st == CS_RDP && !c->hold && !corking) {
                 uint8_t h[PLW_HDR];
@@ -1841,19 +1822,13 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
                 c->tx_bytes += n;
                 continue;
             }
-            if (errno != EAGAIN) {
-                return io_end(done, errno);
-            }
+            if (errno != EAGAIN) return io_end(done, errno);
         }
         /* no room: credit, RDP's queue, the ring, or the hold */
-        if (nonblocking(c, fd, flags)) {
-            return io_end(done, EAGAIN);
-        }
+        if (nonblocking(c, fd, flags)) return io_end(done, EAGAIN);
         if (c->st == CS_SHM && (shm_spin(c, false) || shm_arm(c, POLLOUT))) continue;
         if (tmo == -2) tmo = timeout_of(c, SO_SNDTIMEO);
-        if (wait_conns(&c, 1, tmo) < 0) {
-            return io_end(done, errno);
-        }
+        if (wait_conns(&c, 1, tmo) < 0) return io_end(done, errno);
     }
     pthread_mutex_unlock(&psp.lock);
     return (ssize_t)done;

@@ -629,7 +629,8 @@ static void tomb_add(struct psid *d, struct preload *pl, uint32_t node, uint16_t
                      uint16_t dport);
 static bool tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_t dport);
 static void lates_take(struct preload *pl, const struct pl_wait *w);
-static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
+static bool mirrors(const struct pl_wait *w, const struct sockaddr_storage *local,
+                    const struct sockaddr_storage *peer);
 static bool closed_owner(struct preload *pl, uint16_t dport, const struct sockaddr_storage *me,
                          const struct sockaddr_storage *them, uint32_t cuid, uint32_t *luid);
 static struct pl_local *port_listener(struct preload *pl, uint16_t port, uint32_t cuid, int *err,
@@ -674,10 +675,8 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
     }
     bool tuple = peer->ss_family != AF_UNSPEC, ambiguous = false;
     for (struct pl_wait *o = pl->waits; !err && tuple && o; o = o->next)
-        if (o->tuple && o->ino != ino && same_addr(&o->clocal, local) &&
-            same_addr(&o->cpeer, peer)) {
+        if (o->tuple && o->ino != ino && mirrors(o, peer, local))
             o->ambiguous = ambiguous = true; /* two namespaces, one 4-tuple: neither */
-        }
     if (ambiguous && !err) {
         err = ENOTUNIQ;
         why = "another connection of the same addresses is negotiating";
@@ -882,6 +881,14 @@ static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_st
                ((struct sockaddr_in *)&y)->sin_addr.s_addr;
     return x.ss_family == AF_INET6 && !memcmp(&((struct sockaddr_in6 *)&x)->sin6_addr,
                                               &((struct sockaddr_in6 *)&y)->sin6_addr, 16);
+}
+
+/* Whether an acceptor's socket (local, peer) is the other end of w's connector's: the
+ * connector's addresses mirrored (in another namespace, sock_diag cannot say). */
+static bool mirrors(const struct pl_wait *w, const struct sockaddr_storage *local,
+                    const struct sockaddr_storage *peer)
+{
+    return same_addr(&w->cpeer, local) && same_addr(&w->clocal, peer);
 }
 
 /* The inode of the TCP socket from local to remote, or 0: sock_diag's exact lookup. IPv4
@@ -1342,7 +1349,7 @@ static struct pl_wait *wait_of(struct psid *d, struct preload *pl,
          * this node) whose addresses mirror the acceptor's, if exactly one does */
         for (struct pl_wait *w = pl->waits; w && !ino; w = w->next)
             if (w->same && w->tuple && !w->ambiguous && w->dport == port_of(local) &&
-                same_addr(&w->cpeer, local) && same_addr(&w->clocal, peer))
+                mirrors(w, local, peer))
                 return w;
     }
     addr_text(local, a); /* a socket of this node's address (v4-mapped counts as IPv4) */
@@ -1522,8 +1529,7 @@ static void lates_take(struct preload *pl, const struct pl_wait *w)
 {
     for (struct pl_late *t = pl->lates; t; t = t->next)
         if (t->c && ((t->ino && t->ino == w->ino) ||
-                     (t->tuple && w->tuple && same_addr(&w->cpeer, &t->local) &&
-                      same_addr(&w->clocal, &t->peer)))) {
+                     (t->tuple && w->tuple && mirrors(w, &t->local, &t->peer)))) {
             loop_timer_cancel(t->d->loop, t->timer);
             t->timer = 0;
             t->until = 0;
