@@ -3,8 +3,9 @@
 # cluster (servers on node 1 at 127.0.0.2, clients on node 0), byte-exact:
 #  - curl fetches a 20 MB file from python3's http.server: accelerated on both sides, and
 #    with the server alone under the library: TCP (no_library);
-#  - redis-server with redis-cli SET and GET of a 1 MB value, and redis-benchmark (50
-#    connections, SET and GET) exiting 0: every connection accelerated;
+#  - redis-server with redis-cli SET and GET of a 1 MB value (accelerated, or "short" when
+#    over before the move; with PSP_SYNC=1 over RDP), and redis-benchmark (50 connections,
+#    SET and GET) exiting 0: every connection accelerated;
 #  - iperf3 (a 2 s test): client and server exit 0, and on both sides both of its
 #    connections, the control and the data connection, are accelerated;
 #  - sockperf ping-pong over TCP for 2 s: exits 0 with its latency summary, accelerated on
@@ -58,15 +59,35 @@ TAG=redis node1 exec redis-server --bind 127.0.0.2 --port $((PORT + 1)) --save '
 PIDS+=($!)
 wait_until 10000 listening $((PORT + 1))
 head -c 1000000 /dev/urandom | base64 -w0 >"$CDIR/val"
+# A connection moves up once it has lived PSP_UPGRADE_US (1 ms): a SET or GET that is over
+# sooner may end on TCP, counted as "short" and nothing else. With PSP_SYNC=1 it asks at the
+# connect and waits: its bytes must go over RDP.
 TAG=rset node0 timeout 20 redis-cli -h 127.0.0.2 -p $((PORT + 1)) -x SET k <"$CDIR/val" >/dev/null
 TAG=rget node0 timeout 20 redis-cli -h 127.0.0.2 -p $((PORT + 1)) --raw GET k >"$CDIR/val2"
+moved_or_short() { # moved_or_short TAG: one connection, accelerated or left on TCP as short
+    [ "$(($(stat "$CDIR/stats.$1" accelerated) + $(stat "$CDIR/stats.$1" short)))" = 1 ] &&
+        [ "$(stat "$CDIR/stats.$1" tcp)" = "$(stat "$CDIR/stats.$1" short)" ]
+}
 cmp -s <(
     cat "$CDIR/val"
     echo
-) "$CDIR/val2" && [ "$(stat "$CDIR/stats.rget" accelerated)" = 1 ] &&
-    [ "$(stat "$CDIR/stats.rset" accelerated)" = 1 ]
-check "preload programs: redis-cli SET and GET of 1 MB, accelerated, byte-exact" $? \
+) "$CDIR/val2" && moved_or_short rset && moved_or_short rget
+check "preload programs: redis-cli SET and GET of 1 MB, byte-exact, accelerated or short" $? \
     "$(cat "$CDIR"/stats.rset "$CDIR"/stats.rget 2>/dev/null)"
+head -c 1000000 /dev/urandom | base64 -w0 >"$CDIR/val3"
+TAG=rset2 PSP_SYNC=1 node0 timeout 20 redis-cli -h 127.0.0.2 -p $((PORT + 1)) -x SET k \
+    <"$CDIR/val3" >/dev/null
+TAG=rget2 PSP_SYNC=1 node0 timeout 20 redis-cli -h 127.0.0.2 -p $((PORT + 1)) --raw GET k \
+    >"$CDIR/val4"
+cmp -s <(
+    cat "$CDIR/val3"
+    echo
+) "$CDIR/val4" && [ "$(stat "$CDIR/stats.rset2" accelerated)" = 1 ] &&
+    [ "$(stat "$CDIR/stats.rget2" accelerated)" = 1 ] &&
+    [ "$(stat "$CDIR/stats.rset2" rdp_tx_bytes)" -gt 1000000 ] &&
+    [ "$(stat "$CDIR/stats.rget2" rdp_rx_bytes)" -gt 1000000 ]
+check "preload programs: redis-cli SET and GET of 1 MB with PSP_SYNC=1: over RDP, byte-exact" $? \
+    "$(cat "$CDIR"/stats.rset2 "$CDIR"/stats.rget2 2>/dev/null)"
 TAG=bench node0 timeout 60 redis-benchmark -h 127.0.0.2 -p $((PORT + 1)) -q -n 10000 -c 50 \
     -t set,get >"$CDIR/bench.out" 2>&1
 rc=$?
