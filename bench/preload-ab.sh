@@ -7,10 +7,14 @@
 # 127.0.0.2), or on one node with NODES=1. Prints one line per run and the medians.
 #
 # usage: bench/preload-ab.sh [--help] TREE_A TREE_B ROW [ENV...]
-#   TREE_*: a source tree with build/ (build/bin/pslocal, build/lib/libpspreload.so)
+#   TREE_*: a source tree with build/ (build/bin/pslocal, build/lib/libpspreload.so), or
+#           "kernel": kernel TCP, the programs without the library (on the other tree's
+#           pslocal cluster, for the same addresses)
 #   ROW:    pp16 | pp1k | pp64k (sockperf ping-pong 16 B, 1 KiB, 65000 B: median us)
 #           setup (redis-benchmark -k 0 -c 1 PING_INLINE: connect, 1 round trip, close;
 #           requests/s)
+#           stream (iperf3, one stream for SECONDS_PER_RUN s: Gbit/s received)
+#           get (redis-benchmark -c 50 GET, 20000 requests: requests/s)
 #   ENV:    variables for both ends (e.g. PSP_BUSY_POLL=50)
 # env:   RUNS (3), NODES (2), SECONDS_PER_RUN (3)
 set -euo pipefail
@@ -34,13 +38,18 @@ case "$ROW" in
 pp16) SIZE=16 ;;
 pp1k) SIZE=1024 ;;
 pp64k) SIZE=65000 ;;
-setup) SIZE= ;;
+setup | stream | get) SIZE= ;;
 *)
     usage >&2
     exit 2
     ;;
 esac
+[ "$A" = kernel ] && [ "$B" = kernel ] && {
+    echo "preload-ab: one of the two must be a tree" >&2
+    exit 2
+}
 for t in "$A" "$B"; do
+    [ "$t" = kernel ] && continue
     [ -x "$t/build/bin/pslocal" ] && [ -f "$t/build/lib/libpspreload.so" ] || {
         echo "preload-ab: $t has no build/bin/pslocal or build/lib/libpspreload.so" >&2
         exit 2
@@ -68,12 +77,17 @@ port() { # a free TCP port of this run
 # one TREE: the figure of one run
 one() {
     TREE=$1
+    [ "$TREE" = kernel ] && { [ "$A" = kernel ] && TREE=$B || TREE=$A; }
     local pl=$TREE/build/bin/pslocal lib=$TREE/build/lib/libpspreload.so p
     DIR=$(mktemp -d /tmp/preload-ab.XXXXXX)
     "$pl" up -n "$NODES" --dir "$DIR" >/dev/null
     p=$(port)
     local env=(env LD_PRELOAD="$lib" "${EXTRA[@]}")
-    if [ -n "$SIZE" ]; then
+    [ "$1" = kernel ] && env=(env)
+    if [ "$ROW" = stream ]; then
+        "$pl" exec "$SRV_NODE" --dir "$DIR" -- "${env[@]}" iperf3 -s -B "$SRV_ADDR" -p "$p" \
+            >/dev/null 2>&1 &
+    elif [ -n "$SIZE" ]; then
         "$pl" exec "$SRV_NODE" --dir "$DIR" -- "${env[@]}" sockperf server --tcp -i "$SRV_ADDR" \
             -p "$p" >/dev/null 2>&1 &
     else
@@ -88,6 +102,13 @@ one() {
     if [ -n "$SIZE" ]; then
         "$pl" exec 0 --dir "$DIR" -- "${env[@]}" sockperf ping-pong --tcp -i "$SRV_ADDR" -p "$p" \
             -t "$SECS" -m "$SIZE" 2>&1 | grep -o 'percentile 50.000 = *[0-9.]*' | awk '{print $NF}'
+    elif [ "$ROW" = stream ]; then
+        "$pl" exec 0 --dir "$DIR" -- "${env[@]}" iperf3 -c "$SRV_ADDR" -p "$p" -t "$SECS" -f g \
+            2>/dev/null | awk '/receiver/ {print $(NF - 2)}'
+    elif [ "$ROW" = get ]; then
+        "$pl" exec 0 --dir "$DIR" -- "${env[@]}" redis-benchmark -h "$SRV_ADDR" -p "$p" -q -c 50 \
+            -n 20000 -t get 2>/dev/null | tr '\r' '\n' |
+            grep -o '[0-9.]* requests per second' | tail -1 | awk '{print $1}'
     else
         "$pl" exec 0 --dir "$DIR" -- "${env[@]}" redis-benchmark -h "$SRV_ADDR" -p "$p" -q -c 1 \
             -k 0 -n 3000 -t ping_inline 2>/dev/null | tr '\r' '\n' |
