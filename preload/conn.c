@@ -118,6 +118,7 @@ struct conn *conn_new(int kfd, enum conn_state st)
     c->ret_tail = &c->ret;
     for (int i = 0; i < 4; i++) c->sw_kids[i] = -1;
     c->timeo[0] = c->timeo[1] = -2;
+    c->nb = -1;
     c->hold_max = psp.window;
     c->shm_slot = -1;
     c->lnext = psp.all;
@@ -1509,10 +1510,28 @@ void conn_rdp_can_send(void *ctx, uint32_t peer)
 
 /* --- the data path --- */
 
-static bool nonblocking(const struct conn *c, int fd, int flags)
+/* Whether a call that would wait returns EAGAIN instead: MSG_DONTWAIT, or O_NONBLOCK, which
+ * the kernel keeps per open file. A fcntl(F_GETFL) per wait was one system call in seven of
+ * a ping-pong round trip (bench/RESULTS.md 8.7): the answer is kept (under psp.lock, which
+ * conn_flags_changed takes after the change) until the program changes the flags through us,
+ * or a fork lets another process change them. */
+static bool nonblocking(struct conn *c, int fd, int flags)
 {
-    (void)c;
-    return (flags & MSG_DONTWAIT) || (real.fcntl(fd, F_GETFL) & O_NONBLOCK);
+    if (flags & MSG_DONTWAIT) return true;
+    if (c->nb >= 0 && !c->nb_shared) return c->nb;
+    int fl = real.fcntl(fd, F_GETFL);
+    bool nb = fl >= 0 && (fl & O_NONBLOCK);
+    c->nb = fl >= 0 ? nb : -1;
+    return nb;
+}
+
+void conn_flags_changed(int fd)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return;
+    pthread_mutex_lock(&psp.lock);
+    c->nb = -1;
+    pthread_mutex_unlock(&psp.lock);
 }
 
 /* The end of a read or write that stops on error e (psp.lock held, released here): what was
@@ -1938,6 +1957,7 @@ void conn_fork_child(void)
     for (struct conn *c = psp.all; c; c = c->lnext) {
         c->waiters = NULL;
         c->forked = false;
+        c->nb_shared = true; /* the parent's open file: it may change its flags */
         for (int i = 0; i < 4; i++) c->sw_kids[i] = -1;
         if (c->st == CS_RDP || c->st == CS_CONNECTING || c->st == CS_DRAIN || c->st == CS_SWITCH ||
             c->st == CS_PLAIN || c->st == CS_SHM)

@@ -193,7 +193,11 @@ struct conn {
     bool sw_returned; /* we returned ours (RETURN_END sent) */
     bool sw_ack_owed; /* a SWITCH_ACK (SW_RESP) or SWITCH (SW_INIT) not sent yet (RDP full) */
     bool forked;      /* a fork's child holds the socket too: close moves it to TCP */
-    bool sw_failed;   /* it did not complete: the connection was reset */
+    /* O_NONBLOCK of its open file, as last asked (-1: ask): kept while this process alone
+     * can change it (F_SETFL and FIONBIO through us forget it; after a fork, always ask) */
+    int8_t nb;
+    bool nb_shared;
+    bool sw_failed;                /* it did not complete: the connection was reset */
     struct chunk *ret, **ret_tail; /* bytes the peer returned, written to the socket first */
     size_t ret_bytes;
     uint64_t sw_at;
@@ -230,6 +234,7 @@ struct psp {
     pthread_t thread; /* the progress thread */
     bool thread_running;
     int epfd, timerfd, wakefd; /* the progress thread's */
+    int deaf_tfd;              /* the progress thread's: when to listen to RDP again */
     uint64_t armed;            /* the timer's deadline; UINT64_MAX: not armed */
     struct conn **byfd;        /* the program's descriptor -> connection */
     int nbyfd;
@@ -253,6 +258,9 @@ struct psp {
     unsigned mtu;    /* RDP's, from psid (0: RDP's default) */
     unsigned busy_poll_us;
     int app_pollers;   /* program threads waiting on the RDP socket themselves (wait.c) */
+    bool rdp_deaf;     /* the progress thread does not listen to the RDP socket */
+    bool deaf_armed;   /* deaf_tfd is armed */
+    uint64_t left_at;  /* when the last of them stopped waiting (rdp_now_ns) */
     uint64_t switched; /* connections moved back to TCP (fork, exec) */
     /* the same-node path (PSP_SHM, PSP_SHM_RING, PSP_SHM_SPIN) */
     bool shm_off;
@@ -384,6 +392,8 @@ int conn_shutdown(struct conn *c, int how);
 /* readiness: POLLIN, POLLOUT, POLLRDHUP, POLLHUP, POLLERR as the kernel would show them */
 short conn_poll(struct conn *c);
 void conn_fork_child(void);
+/* fcntl(F_SETFL) or ioctl(FIONBIO) on fd: what we keep of its flags is forgotten */
+void conn_flags_changed(int fd);
 /* The move back to TCP (under psp.lock): start it (we are the endpoint's owner); whether
  * it is over (CS_TCP or CS_DRAIN); and, in a fork's child, an inherited connection's first
  * use asks the owner through fork.c (psp.lock not held). */

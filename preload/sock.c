@@ -430,6 +430,7 @@ int fcntl(int fd, int cmd, ...)
     }
     va_end(ap);
     if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0) duped(fd, r);
+    if (cmd == F_SETFL && r >= 0) conn_flags_changed(fd);
     return r;
 }
 int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
@@ -526,5 +527,7 @@ int ioctl(int fd, unsigned long req, ...)
         pthread_mutex_unlock(&psp.lock);
         return 0;
     }
-    return real.ioctl(fd, req, arg);
+    int r = real.ioctl(fd, req, arg);
+    if (req == FIONBIO && r == 0) conn_flags_changed(fd);
+    return r;
 }

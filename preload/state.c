@@ -61,8 +61,15 @@ extern __thread int psp_in;
 #define TAG_RDP            1u
 #define TAG_TIMER          2u
 #define TAG_WAKE           3u
-#define TAG_PSI            PSP_TAG_PSI
-#define TAG_GUARD          16u /* + the guard's descriptor */
+#define TAG_DEAF           5u
+/* The progress thread listens to the RDP socket again once no program thread has waited on
+ * it for this long (psp_poller_leave): half RDP's least retransmission timeout (2 ms), so
+ * that an ACK held back by it does not make the peer send again. Against 200 us, between
+ * two loopback nodes: one iperf3 stream 20.1 against 13.5 Gbit/s, redis-benchmark -c 50
+ * GET 44.7k against 33.9k/s (bench/preload-ab.sh, medians of 5; bench/RESULTS.md 8.8). */
+#define PSP_DEAF_US 1000u
+#define TAG_PSI     PSP_TAG_PSI
+#define TAG_GUARD   16u /* + the guard's descriptor */
 
 struct psp psp = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -70,6 +77,7 @@ struct psp psp = {
     .epfd = -1,
     .timerfd = -1,
     .wakefd = -1,
+    .deaf_tfd = -1,
     .armed = UINT64_MAX,
 };
 
@@ -385,7 +393,7 @@ int psp_hide(int fd)
 bool psp_is_hidden(int fd)
 {
     if (!psp.inited || fd < psp.hidden_base) return false;
-    if (fd == psp.epfd || fd == psp.timerfd || fd == psp.wakefd) return true;
+    if (fd == psp.epfd || fd == psp.timerfd || fd == psp.wakefd || fd == psp.deaf_tfd) return true;
     if (psp.psi_open && fd == psi_fd(&psp.psi)) return true;
     if (psp.rdp && fd == rdp_fd(psp.rdp)) return true;
     if (fork_is_hidden(fd)) return true;
@@ -434,35 +442,74 @@ struct conn *psp_conn_of(int fd)
 
 /* A program thread about to wait on the RDP socket itself (wait.c, poll.c): the progress
  * thread stops listening to the socket while any does (every datagram would wake it for
- * nothing, and it would take the lock from the thread the datagram is for), and listens
- * again when the last one leaves (EPOLL_CTL_MOD re-arms the edge: what came meanwhile is
- * reported at once). The registration follows the count under its own small lock. */
+ * nothing, and it would take the lock from the thread the datagram is for). It listens
+ * again only once no program thread has waited for PSP_DEAF_US (the deaf timer, deaf_tfd):
+ * a program that answers and waits again (a request/response loop) is back before a
+ * datagram is due, and telling the progress thread at every wait's end was two epoll_ctl
+ * per wait and a window in which it took the answer the program was about to wait for
+ * (bench/RESULTS.md 8.8). A stream's sender, writing, finds the ACKs in the socket when it
+ * next waits for credit, instead of a progress thread fighting it for the lock. Until then
+ * a datagram waits in the socket for the next waiting thread or the timer, PSP_DEAF_US at
+ * most.
+ * Listening again (EPOLL_CTL_MOD) re-arms the edge: what came meanwhile is reported at
+ * once. The registration follows the count under its own small lock. */
 static pthread_mutex_t poller_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool rdp_deaf;
 
-static void poller_sync(void)
+static void rdp_listen(bool on)
 {
-    pthread_mutex_lock(&poller_lock);
-    bool deaf = __atomic_load_n(&psp.app_pollers, __ATOMIC_ACQUIRE) > 0;
-    if (deaf != rdp_deaf && psp.epfd >= 0 && psp.rdp) {
-        struct epoll_event ev = {.events = deaf ? EPOLLET : EPOLLIN | EPOLLET, .data.u64 = TAG_RDP};
-        if (real.epoll_ctl(psp.epfd, EPOLL_CTL_MOD, rdp_fd(psp.rdp), &ev) == 0) rdp_deaf = deaf;
-    }
-    pthread_mutex_unlock(&poller_lock);
+    struct epoll_event ev = {.events = on ? EPOLLIN | EPOLLET : EPOLLET, .data.u64 = TAG_RDP};
+    if (real.epoll_ctl(psp.epfd, EPOLL_CTL_MOD, rdp_fd(psp.rdp), &ev) == 0)
+        __atomic_store_n(&psp.rdp_deaf, !on, __ATOMIC_SEQ_CST);
+}
+
+static void deaf_arm(uint64_t at)
+{
+    struct itimerspec its = {
+        .it_value = {(time_t)(at / 1000000000ull), (long)(at % 1000000000ull)}};
+    timerfd_settime(psp.deaf_tfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
 bool psp_poller_enter(void)
 {
-    /* no RDP peer yet (only same-node connections): no datagram is ours to take, and the
-     * two epoll_ctl calls per wait are saved */
-    if (!psp.rdp || !conn_rdp_peers()) return false;
-    if (__atomic_add_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL) == 1) poller_sync();
+    /* no RDP peer yet (only same-node connections): no datagram is ours to take */
+    if (!psp.rdp || !conn_rdp_peers() || psp.epfd < 0) return false;
+    if (__atomic_add_fetch(&psp.app_pollers, 1, __ATOMIC_SEQ_CST) == 1 &&
+        !__atomic_load_n(&psp.rdp_deaf, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&poller_lock);
+        if (!psp.rdp_deaf && __atomic_load_n(&psp.app_pollers, __ATOMIC_SEQ_CST) > 0)
+            rdp_listen(false);
+        pthread_mutex_unlock(&poller_lock);
+    }
     return true;
 }
 
 void psp_poller_leave(bool entered)
 {
-    if (entered && __atomic_sub_fetch(&psp.app_pollers, 1, __ATOMIC_ACQ_REL) == 0) poller_sync();
+    if (!entered || __atomic_sub_fetch(&psp.app_pollers, 1, __ATOMIC_SEQ_CST) != 0) return;
+    uint64_t now = rdp_now_ns();
+    __atomic_store_n(&psp.left_at, now, __ATOMIC_SEQ_CST);
+    /* the deaf timer: armed by the first to leave, then kept going by the progress thread
+     * while threads keep coming back (deaf_expired) */
+    if (!__atomic_exchange_n(&psp.deaf_armed, true, __ATOMIC_SEQ_CST))
+        deaf_arm(now + PSP_DEAF_US * 1000ull);
+}
+
+/* The progress thread, at the deaf timer: listen to the RDP socket again if no program
+ * thread has waited for PSP_DEAF_US; else look again later while they come and go (a
+ * thread that has been waiting longer arms the timer when it leaves). */
+static void deaf_expired(void)
+{
+    __atomic_store_n(&psp.deaf_armed, false, __ATOMIC_SEQ_CST); /* before the count */
+    uint64_t now = rdp_now_ns(),
+             due = __atomic_load_n(&psp.left_at, __ATOMIC_SEQ_CST) + PSP_DEAF_US * 1000ull;
+    pthread_mutex_lock(&poller_lock);
+    bool waiting = __atomic_load_n(&psp.app_pollers, __ATOMIC_SEQ_CST) > 0;
+    if (!waiting && now >= due) {
+        if (psp.rdp_deaf) rdp_listen(true);
+    } else if (now < due && !__atomic_exchange_n(&psp.deaf_armed, true, __ATOMIC_SEQ_CST)) {
+        deaf_arm(waiting ? now + PSP_DEAF_US * 1000ull : due);
+    }
+    pthread_mutex_unlock(&poller_lock);
 }
 
 void psp_poke(uint32_t pid)
@@ -540,6 +587,12 @@ static void *progress(void *arg)
         if (n == 1 && ev[0].data.u64 == TAG_RDP &&
             __atomic_load_n(&psp.app_pollers, __ATOMIC_ACQUIRE))
             continue;
+        if (n == 1 && ev[0].data.u64 == TAG_DEAF) { /* nothing else: not the lock */
+            uint64_t x;
+            (void)!real.read(psp.deaf_tfd, &x, 8);
+            deaf_expired();
+            continue;
+        }
         bool psi_ready = false;
         pthread_mutex_lock(&psp.lock);
         for (int i = 0; i < n; i++) {
@@ -553,6 +606,10 @@ static void *progress(void *arg)
             } else if (tag == TAG_WAKE) {
                 uint64_t x;
                 (void)!real.read(psp.wakefd, &x, 8);
+            } else if (tag == TAG_DEAF) {
+                uint64_t x;
+                (void)!real.read(psp.deaf_tfd, &x, 8);
+                deaf_expired();
             } else if (tag == TAG_PSI) {
                 psi_ready = true;
             } else if (tag >= PSP_TAG_SHM) { /* a same-node connection moving to TCP */
@@ -645,7 +702,8 @@ int psp_endpoint(void)
     psp.epfd = psp_hide(epoll_create1(EPOLL_CLOEXEC));
     psp.timerfd = psp_hide(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
     psp.wakefd = psp_hide(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-    if (psp.epfd < 0 || psp.timerfd < 0 || psp.wakefd < 0) goto fail;
+    psp.deaf_tfd = psp_hide(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    if (psp.epfd < 0 || psp.timerfd < 0 || psp.wakefd < 0 || psp.deaf_tfd < 0) goto fail;
     struct epoll_event ev = {.events = EPOLLIN};
     ev.data.u64 = TAG_RDP;
     ev.events = EPOLLIN | EPOLLET; /* rdp_process reads all; a waiting thread may take it */
@@ -655,6 +713,8 @@ int psp_endpoint(void)
     real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, psp.timerfd, &ev);
     ev.data.u64 = TAG_WAKE;
     real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, psp.wakefd, &ev);
+    ev.data.u64 = TAG_DEAF;
+    real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, psp.deaf_tfd, &ev);
     ev.data.u64 = TAG_PSI;
     real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, psi_fd(&psp.psi), &ev);
     psp.rdp = r;
@@ -696,6 +756,8 @@ static void atfork_prepare(void)
 
 static void atfork_parent(void)
 {
+    for (struct conn *c = psp.inited ? psp.all : NULL; c; c = c->lnext)
+        c->nb_shared = true; /* the child's open file too: it may change its flags */
     fork_parent();
     pthread_mutex_unlock(&psp.lock);
     psi_unlock();
@@ -717,7 +779,11 @@ static void atfork_child(void)
         if (psp.epfd >= 0) real.close(psp.epfd);
         if (psp.timerfd >= 0) real.close(psp.timerfd);
         if (psp.wakefd >= 0) real.close(psp.wakefd);
-        psp.epfd = psp.timerfd = psp.wakefd = -1;
+        if (psp.deaf_tfd >= 0) real.close(psp.deaf_tfd);
+        psp.epfd = psp.timerfd = psp.wakefd = psp.deaf_tfd = -1;
+        /* the parent's threads that waited are not ours: none waits, none is listened for */
+        psp.app_pollers = 0;
+        psp.rdp_deaf = psp.deaf_armed = false;
         psp.thread_running = false;
         psp.accelerated = psp.rdp_tx = psp.rdp_rx = psp.tcp_tx = psp.tcp_rx = 0;
         psp.rdp_tx_msgs = psp.rdp_rx_msgs = psp.tcp_tx_msgs = psp.tcp_rx_msgs = 0;

@@ -23,6 +23,11 @@
 
 static __thread int my_efd = -1;
 static __thread pid_t my_pid;
+/* A waiting thread that takes the datagrams itself (progress_wait): a wake-up for it is
+ * noted here instead of written to its own eventfd, which would cost a write, another poll
+ * and a read to take back */
+static __thread int taking = -1;
+static __thread bool woke_self;
 
 int wait_fd(void)
 {
@@ -54,7 +59,10 @@ void waiters_del(struct conn **cs, int n, struct waiter *w)
 void wake_conn(struct conn *c)
 {
     for (struct waiter *w = c->waiters; w; w = w->next)
-        (void)!real.write(w->efd, &(uint64_t){1}, 8);
+        if (w->efd == taking)
+            woke_self = true;
+        else
+            (void)!real.write(w->efd, &(uint64_t){1}, 8);
 }
 
 /* Sleep on our eventfd alone: a blocking read, restarted by the kernel after a handler with
@@ -124,15 +132,24 @@ static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n, int kf
             neg_events(false); /* an outcome wakes us through conn_changed */
             pf[2 + n].fd = -1; /* once: the progress thread has it if we could not */
         }
+        bool woke = false;
         if (pf[1].revents && psp.rdp) {
             pthread_mutex_lock(&psp.lock);
+            taking = fd;
+            woke_self = false;
             rdp_process(psp.rdp);
+            taking = -1;
+            woke = woke_self;
             if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
             pthread_mutex_unlock(&psp.lock);
         }
         if (pf[0].revents) {
             uint64_t x;
             (void)!real.read(fd, &x, 8);
+            r = 0;
+            break;
+        }
+        if (woke) { /* what we took changed a connection we wait on: the caller looks */
             r = 0;
             break;
         }

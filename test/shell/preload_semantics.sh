@@ -34,7 +34,9 @@
 # arrives, then EOF, and the server's _exit ran the library's exit wait: its PSP_STATS
 # line is there); upgrade (two connections, a ping-pong and a stream each way, from their
 # first byte); upwrite (one write of 32 MiB to an echo, read back by a thread: without
-# PSP_SYNC the connection moves up in the middle of that one call).
+# PSP_SYNC the connection moves up in the middle of that one call); nbflip (O_NONBLOCK
+# changed by fcntl, by ioctl FIONBIO and by a fork's child after blocking reads: each read
+# answers as the flags say now).
 # The library's run waits for each connection's negotiation before its first byte
 # (PSP_SYNC=1), so that the scenario tests the fast path from byte 0; the scenarios of
 # PRELOAD_ASYNC (default: echo peek epoll bulk cork fork_unread upgrade upwrite) run a third time
@@ -56,7 +58,7 @@ all_up 5000 || {
     fail "$NAME: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw upgrade upwrite}
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw upgrade upwrite nbflip}
 ASYNC=${PRELOAD_ASYNC-echo peek epoll bulk cork fork_unread upgrade upwrite}
 PORT=$(free_port $((3 * $(wc -w <<<"$SCEN"))))
 

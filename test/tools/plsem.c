@@ -1153,6 +1153,46 @@ static void eof_close(int fd)
     close(fd);
 }
 
+/* O_NONBLOCK changed under a connection that was read blocking (the library keeps what
+ * it learnt of the flags): by fcntl, by ioctl FIONBIO, and by a fork's child, which shares
+ * the open file. Each read answers as the flags say now. */
+static void s_nbflip(void)
+{
+    int fd = dial();
+    int fl = fcntl(fd, F_GETFL);
+    char c = '-';
+    write_full(fd, "w", 1);
+    ssize_t r = read(fd, &c, 1); /* blocking: waits for the answer */
+    printf("blocking read %zd %c\n", r, c);
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    r = read(fd, &c, 1);
+    printf("after F_SETFL O_NONBLOCK: read %zd %s\n", r, en(r < 0 ? errno : 0));
+    int off = 0, on = 1;
+    ioctl(fd, FIONBIO, &off);
+    write_full(fd, "d", 1); /* the answer after 300 ms: the read waits for it */
+    long t0 = now_ms();
+    r = read(fd, &c, 1);
+    printf("after FIONBIO 0: read %zd %s\n", r,
+           r == 1 && now_ms() - t0 >= 200 ? "waited" : "no wait");
+    ioctl(fd, FIONBIO, &on);
+    r = read(fd, &c, 1);
+    printf("after FIONBIO 1: read %zd %s\n", r, en(r < 0 ? errno : 0));
+    fcntl(fd, F_SETFL, fl);
+    write_full(fd, "w", 1);
+    r = read(fd, &c, 1); /* blocking again, learnt again */
+    printf("blocking read %zd %c\n", r, c);
+    pid_t k = fork();
+    if (k == 0) {
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+        _exit(0);
+    }
+    waitpid(k, NULL, 0);
+    r = read(fd, &c, 1);
+    printf("after the child's O_NONBLOCK: read %zd %s\n", r, en(r < 0 ? errno : 0));
+    fcntl(fd, F_SETFL, fl);
+    eof_close(fd);
+}
+
 /* The server writes 4 MiB and ends with _exit: every byte arrives, then EOF. */
 static void s_exitw(void)
 {
@@ -1704,7 +1744,8 @@ int main(int argc, char **argv)
               {"spawn", s_spawn},
               {"exitw", s_exitw},
               {"upgrade", s_upgrade},
-              {"upwrite", s_upwrite}};
+              {"upwrite", s_upwrite},
+              {"nbflip", s_nbflip}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();
