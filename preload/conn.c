@@ -638,21 +638,19 @@ void conn_accepted(uint32_t tag, int err, const struct neg_peer *p)
 }
 
 /* CS_PLAIN: a queue by age (every one waits PSP_UPGRADE_US from its start, so the order of
- * arrival is the order of their times); the progress thread's timer looks at its head. */
-static struct conn **pprev_of(struct conn *c)
-{
-    struct conn **pp = &psp.plain;
-    while (*pp && *pp != c) pp = &(*pp)->pnext;
-    return *pp ? pp : NULL;
-}
-
+ * arrival is the order of their times); the progress thread's timer looks at its head.
+ * Doubly linked (pprev: the pointer that points at it), so that a connection closed before
+ * its time leaves in O(1): a burst of short connections used to walk the queue each. */
 static void plain_del(struct conn *c)
 {
-    struct conn **pp = pprev_of(c);
-    if (!pp) return;
-    *pp = c->pnext;
-    if (!*pp) psp.plain_tail = pp;
+    if (!c->pprev) return;
+    *c->pprev = c->pnext;
+    if (c->pnext)
+        c->pnext->pprev = c->pprev;
+    else
+        psp.plain_tail = c->pprev;
     c->pnext = NULL;
+    c->pprev = NULL;
 }
 
 /* c at the queue's end, due PSP_UPGRADE_US from now */
@@ -661,6 +659,7 @@ static void plain_add(struct conn *c)
     c->plain_at = rdp_now_ns() + psp.upgrade_ns;
     c->pnext = NULL;
     if (!psp.plain) psp.plain_tail = &psp.plain;
+    c->pprev = psp.plain_tail;
     *psp.plain_tail = c;
     psp.plain_tail = &c->pnext;
     if (psp.plain == c) psp_arm_timer();
@@ -683,9 +682,7 @@ int conn_plain_due(struct conn **out, int max)
     int n = 0;
     while (n < max && psp.plain && psp.plain->plain_at <= now) {
         struct conn *c = psp.plain;
-        psp.plain = c->pnext;
-        if (!psp.plain) psp.plain_tail = &psp.plain;
-        c->pnext = NULL;
+        plain_del(c);
         c->users++;
         out[n++] = c;
     }

@@ -160,20 +160,20 @@ struct conn {
     uint64_t closed_at;  /* when the program closed its last descriptor */
     /* the TCP phase and the move up (conn.c, "The TCP phase"): what went over the kernel
      * socket before the fast path, each way */
-    uint64_t k_tx;      /* bytes the program wrote to the kernel socket */
-    uint64_t k_rx;      /* bytes it read from there */
-    uint64_t peer_ktx;  /* with peer_up: the peer's k_tx, its bytes still to read there */
-    bool peer_up;       /* the peer's UP came: its bytes travel the fast path after peer_ktx */
-    bool krx;           /* reads take the kernel socket's bytes first (until peer_ktx) */
-    bool up_owed;       /* our UP is not sent yet (RDP full): nothing may go before it */
-    bool kmore;         /* the last write to the kernel socket had MSG_MORE */
-    bool zombie;        /* closed while negotiating: the answer gets CLOSE (or RST), no UP */
-    bool counted;       /* in PSP_STATS: accelerated, or on TCP with its reason */
-    uint64_t plain_at;  /* CS_PLAIN: when its negotiation starts */
-    struct conn *pnext; /* CS_PLAIN: the queue of those, by plain_at */
-    uint32_t tag;       /* an acceptor's name for its claim (PSF_TAG) */
-    bool sw_epoll;      /* its epoll registrations could not move up (no descriptors for its
-                         * bells): it moves back to TCP */
+    uint64_t k_tx;     /* bytes the program wrote to the kernel socket */
+    uint64_t k_rx;     /* bytes it read from there */
+    uint64_t peer_ktx; /* with peer_up: the peer's k_tx, its bytes still to read there */
+    bool peer_up;      /* the peer's UP came: its bytes travel the fast path after peer_ktx */
+    bool krx;          /* reads take the kernel socket's bytes first (until peer_ktx) */
+    bool up_owed;      /* our UP is not sent yet (RDP full): nothing may go before it */
+    bool kmore;        /* the last write to the kernel socket had MSG_MORE */
+    bool zombie;       /* closed while negotiating: the answer gets CLOSE (or RST), no UP */
+    bool counted;      /* in PSP_STATS: accelerated, or on TCP with its reason */
+    uint64_t plain_at; /* CS_PLAIN: when its negotiation starts */
+    struct conn *pnext, **pprev; /* CS_PLAIN: the queue of those, by plain_at */
+    uint32_t tag;                /* an acceptor's name for its claim (PSF_TAG) */
+    bool sw_epoll; /* its epoll registrations could not move up (no descriptors for its
+                    * bells): it moves back to TCP */
     uint64_t rx_read;
     uint64_t guard_at; /* when (the event, then the check) */
     struct waiter *waiters;
