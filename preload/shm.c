@@ -22,7 +22,7 @@
  * within microseconds, sooner than a sleep and a wake-up. The spin adapts per connection:
  * it doubles (up to PSP_SHM_SPIN microseconds, 20 by default, or PSP_BUSY_POLL's) when the
  * bytes came within it and halves after four misses in a row, so an idle connection costs
- * nothing.
+ * nothing; a shrunk spin tries its whole budget every 16th wait (shm_spin).
  *
  * Everything the other process writes to the mapping is untrusted input: a head or tail
  * out of bounds resets the connection, and no length read from the mapping decides a copy
