@@ -301,8 +301,12 @@ maxr=0 maxw=0 w1="" w2=""
 while ! grep -q '^resume' "$CDIR/recv.out" && [ $(($(now_ms) - t0)) -lt $((STALL * 1000 + 3000)) ]; do
     t=$(($(now_ms) - t0))
     [ -z "$w1" ] && [ "$t" -ge 1000 ] && w1=$(last_wrote "$CDIR/send.out")
-    [ "$t" -ge $((STALL * 1000 - 1000)) ] && [ "$t" -lt $((STALL * 1000)) ] &&
-        w2=$(last_wrote "$CDIR/send.out")
+    # (kept only if the reader had not resumed when it was taken: it prints "resume" before
+    # it reads again, and the start of our clock may lag the pause's under load)
+    if [ "$t" -ge $((STALL * 1000 - 1000)) ] && [ "$t" -lt $((STALL * 1000)) ]; then
+        c=$(last_wrote "$CDIR/send.out")
+        grep -q '^resume' "$CDIR/recv.out" || w2=$c
+    fi
     m=$(mem_kb "$r")
     [ "${m:-0}" -gt "$maxr" ] && maxr=$m
     m=$(mem_kb "$w")
