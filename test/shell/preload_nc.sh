@@ -3,7 +3,7 @@
 # loopback cluster (node 0 at 127.0.0.1, node 1 at 127.0.0.2), byte-exact (sha256) both ways:
 #  - the library on both sides: PSP_STATS shows the connection accelerated on both, the
 #    bytes carried by RDP (all but the first few, which go on the kernel socket until the
-#    negotiation's answer: at least 90 %);
+#    negotiation's answer: at least 75 %);
 #  - on one side only: the connection stays on TCP, and the side with the library says why
 #    (no_library);
 #  - to another address of this machine, a listener without the library (the client waiting
@@ -75,12 +75,13 @@ run_nc() { # run_nc PORT SERVER_LIB CLIENT_LIB
     finish "$c" "$s"
 }
 # most_rdp NODE DIR: the bytes of NODE's direction DIR (tx, rx) are all counted, on the
-# kernel socket first (until the negotiation's answer) and over RDP after, and at least 90 %
-# of them over RDP
+# kernel socket first (until the negotiation's answer) and over RDP after, and at least 75 %
+# of them over RDP (the negotiation takes milliseconds: 11 MB of the 100 went on TCP once
+# under make check's load; the same-node test asks 75 % too)
 most_rdp() {
     local r t
     r=$(stat "$1" "rdp_$2_bytes") t=$(stat "$1" "tcp_$2_bytes")
-    [[ -n $r && -n $t && $((r + t)) == $((MB << 20)) && $((r * 10)) -ge $(((MB << 20) * 9)) ]]
+    [[ -n $r && -n $t && $((r + t)) == $((MB << 20)) && $((r * 4)) -ge $(((MB << 20) * 3)) ]]
 }
 run_nc "$PORT" yes yes
 # messages per path: at least one DATA message per 64 KiB, the same number on both sides
