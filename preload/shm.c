@@ -281,13 +281,19 @@ void shm_sync(struct conn *c)
     if ((pf & PSHM_SWITCH) && c->st == CS_SHM && !c->err) conn_shm_switched(c); /* we answer */
 }
 
+/* After publishing: ring the peer if it armed want (it sleeps on what we published). */
+static void ring_if_wanted(struct shm_chan *s, uint32_t *want)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* against the peer's arm-then-look */
+    if (__atomic_load_n(want, __ATOMIC_RELAXED) && __atomic_exchange_n(want, 0, __ATOMIC_ACQ_REL))
+        ring_bell(s->bell);
+}
+
 /* Publish our side of a ring (a release store), then wake the peer if it sleeps on it. */
 static void publish(struct shm_chan *s, uint64_t *field, uint64_t v, uint32_t *want)
 {
     __atomic_store_n(field, v, __ATOMIC_RELEASE);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* against the peer's arm-then-look */
-    if (__atomic_load_n(want, __ATOMIC_RELAXED) && __atomic_exchange_n(want, 0, __ATOMIC_ACQ_REL))
-        ring_bell(s->bell);
+    ring_if_wanted(s, want);
 }
 
 size_t shm_read(struct conn *c, const struct iovec *iov, int iovcnt, size_t done, size_t want,
@@ -361,10 +367,7 @@ void shm_up(struct conn *c, uint64_t ktx)
     if (!s) return;
     __atomic_store_n(&s->tx->ktx, ktx, __ATOMIC_RELAXED);
     __atomic_fetch_or(&s->tx->pflags, PSHM_UP, __ATOMIC_RELEASE);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* against the peer's arm-then-look */
-    if (__atomic_load_n(&s->tx->want_data, __ATOMIC_RELAXED) &&
-        __atomic_exchange_n(&s->tx->want_data, 0, __ATOMIC_ACQ_REL))
-        ring_bell(s->bell);
+    ring_if_wanted(s, &s->tx->want_data);
 }
 
 void shm_end(struct conn *c, uint32_t flag)

@@ -450,8 +450,7 @@ struct conn *psp_conn_of(int fd)
  * (bench/RESULTS.md 8.8). A stream's sender, writing, finds the ACKs in the socket when it
  * next waits for credit, instead of a progress thread fighting it for the lock. Until then
  * a datagram waits in the socket for the next waiting thread or the timer, PSP_DEAF_US at
- * most.
- * Listening again (EPOLL_CTL_MOD) re-arms the edge: what came meanwhile is reported at
+ * most. Listening again (EPOLL_CTL_MOD) re-arms the edge: what came meanwhile is reported at
  * once. The registration follows the count under its own small lock. */
 static pthread_mutex_t poller_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -499,6 +498,8 @@ void psp_poller_leave(bool entered)
  * thread that has been waiting longer arms the timer when it leaves). */
 static void deaf_expired(void)
 {
+    uint64_t x;
+    (void)!real.read(psp.deaf_tfd, &x, 8);
     __atomic_store_n(&psp.deaf_armed, false, __ATOMIC_SEQ_CST); /* before the count */
     uint64_t now = rdp_now_ns(),
              due = __atomic_load_n(&psp.left_at, __ATOMIC_SEQ_CST) + PSP_DEAF_US * 1000ull;
@@ -588,8 +589,6 @@ static void *progress(void *arg)
             __atomic_load_n(&psp.app_pollers, __ATOMIC_ACQUIRE))
             continue;
         if (n == 1 && ev[0].data.u64 == TAG_DEAF) { /* nothing else: not the lock */
-            uint64_t x;
-            (void)!real.read(psp.deaf_tfd, &x, 8);
             deaf_expired();
             continue;
         }
@@ -607,8 +606,6 @@ static void *progress(void *arg)
                 uint64_t x;
                 (void)!real.read(psp.wakefd, &x, 8);
             } else if (tag == TAG_DEAF) {
-                uint64_t x;
-                (void)!real.read(psp.deaf_tfd, &x, 8);
                 deaf_expired();
             } else if (tag == TAG_PSI) {
                 psi_ready = true;

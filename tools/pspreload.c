@@ -5,12 +5,12 @@
  *             [--] PROGRAM [ARGS...]
  *
  * Sets the library's variables (PSP_STATS, PSP_STRICT, PSP_SYNC, PSP_RULES, PSP_DISABLE),
- * puts the
- * library first in LD_PRELOAD (keeping what is there) and execs PROGRAM. The library is
- * $PSPRELOAD_LIB, else ../lib/libpspreload.so next to this program's own directory (the
- * build tree's build/bin and build/lib; PREFIX/bin and PREFIX/lib when installed). A bad
- * command line prints the usage and exits 2; a program that cannot be run exits 127 (126
- * when it is not executable), as a shell does. Manual: docs/man/pspreload.1.
+ * puts the library first in LD_PRELOAD (keeping what is there) and execs PROGRAM. The
+ * library is $PSPRELOAD_LIB, else ../lib/libpspreload.so next to this program's own
+ * directory (the build tree's build/bin and build/lib; PREFIX/bin and PREFIX/lib when
+ * installed). A bad command line prints the usage and exits 2; a program that cannot be
+ * run exits 127 (126 when it is not executable), as a shell does. Manual:
+ * docs/man/pspreload.1.
  */
 #include "../logger/preloadlib.h"
 
