@@ -21,6 +21,10 @@
  * the program's own descriptor in the program's sets, recorded (kern) to be moved to the
  * bells when it moves up. While the peer's bytes are still to be read from the kernel
  * socket (krx), that socket sits in the sets beside the bells (edge-triggered, tagged).
+ *
+ * On the same-node path a connection's doorbell (shm.c) joins its sets too, and a
+ * level-triggered one is armed lazily: the waits look at its ring themselves and ring
+ * nobody while the program is awake (see "Lazy arming" below).
  */
 #include "psp.h"
 
@@ -66,6 +70,39 @@ static unsigned nregs, capregs;
 #define KBELL_BIT (1ull << 33) /* in a tag: the kernel socket, while the peer's bytes are there */
 static int *rdp_sets;          /* the program's epoll sets that hold the RDP socket */
 static unsigned nrdp_sets;
+/* the lazy list (bells_update) */
+#define LAZY_MAX 256
+static struct conn **lazy;
+static unsigned nlazy, caplazy, lazy_at;
+static unsigned lazy_mine; /* of them, in the set of the last scan */
+static int ep_sleepers;    /* threads in a wait that may sleep on an epoll set (atomic) */
+static void lazy_flush(void);
+
+/* A wait that may sleep where an epoll set of the program's may be among what it waits on
+ * (poll or select on the set's descriptor, another set holding it): the lazy list is armed
+ * first, and the thread counted while it sleeps (bells_update). */
+static bool sleep_enter(bool may_sleep)
+{
+    if (!may_sleep || !nregs) return false;
+    pthread_mutex_lock(&psp.lock);
+    lazy_flush();
+    __atomic_fetch_add(&ep_sleepers, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&psp.lock);
+    return true;
+}
+
+static void lazy_unflush(void);
+
+static void sleep_leave(bool counted)
+{
+    if (!counted) return;
+    int e = errno;
+    pthread_mutex_lock(&psp.lock);
+    __atomic_fetch_sub(&ep_sleepers, 1, __ATOMIC_RELAXED);
+    lazy_unflush();
+    pthread_mutex_unlock(&psp.lock);
+    errno = e;
+}
 
 /* An epoll set of the program that holds a doorbell holds the RDP socket too, so that the
  * thread waiting in it takes the datagrams itself (no hop through the progress thread). */
@@ -209,6 +246,11 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
         }
         struct waiter ws[ncs > 0 ? ncs : 1];
         waiters_add(cs, ncs, ws, wfd);
+        bool sleeper = wait && nregs; /* (an epoll set among the kernel's: sleep_enter) */
+        if (sleeper) {
+            lazy_flush();
+            __atomic_fetch_add(&ep_sleepers, 1, __ATOMIC_RELAXED);
+        }
         pthread_mutex_unlock(&psp.lock);
         struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
         bool entered = wait && psp_poller_enter();
@@ -216,6 +258,7 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
                                   : real.poll(kp, nk + 2 + nb, -1);
         int e = errno;
         psp_poller_leave(entered);
+        sleep_leave(sleeper);
         pthread_mutex_lock(&psp.lock);
         waiters_del(cs, ncs, ws);
         int bells = 0;
@@ -290,7 +333,12 @@ static bool has_conn(const struct pollfd *fds, nfds_t n)
 
 int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-    if (!has_conn(fds, n)) return real.poll(fds, n, timeout);
+    if (!has_conn(fds, n)) {
+        bool s = sleep_enter(timeout != 0);
+        int r = real.poll(fds, n, timeout);
+        sleep_leave(s);
+        return r;
+    }
     return poll_any(fds, n, timeout, NULL);
 }
 
@@ -303,7 +351,12 @@ int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
 
 int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
-    if (!has_conn(fds, n)) return real.ppoll(fds, n, ts, mask);
+    if (!has_conn(fds, n)) {
+        bool s = sleep_enter(!ts || ts->tv_sec || ts->tv_nsec);
+        int r = real.ppoll(fds, n, ts, mask);
+        sleep_leave(s);
+        return r;
+    }
     int t = ts ? (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000) : -1;
     return poll_any(fds, n, t, mask);
 }
@@ -377,7 +430,12 @@ static bool sets_have_conn(int nfds, fd_set *r, fd_set *w, fd_set *x)
 
 int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 {
-    if (!sets_have_conn(nfds, r, w, x)) return real.select(nfds, r, w, x, tv);
+    if (!sets_have_conn(nfds, r, w, x)) {
+        bool s = sleep_enter(!tv || tv->tv_sec || tv->tv_usec);
+        int rc = real.select(nfds, r, w, x, tv);
+        sleep_leave(s);
+        return rc;
+    }
     int t = tv ? (int)(tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000) : -1;
     uint64_t t0 = now_ms();
     int rc = select_any(nfds, r, w, x, t, NULL);
@@ -392,7 +450,12 @@ int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 
 int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts, const sigset_t *m)
 {
-    if (!sets_have_conn(nfds, r, w, x)) return real.pselect(nfds, r, w, x, ts, m);
+    if (!sets_have_conn(nfds, r, w, x)) {
+        bool s = sleep_enter(!ts || ts->tv_sec || ts->tv_nsec);
+        int rc = real.pselect(nfds, r, w, x, ts, m);
+        sleep_leave(s);
+        return rc;
+    }
     int t = ts ? (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000) : -1;
     return select_any(nfds, r, w, x, t, m);
 }
@@ -457,13 +520,165 @@ static void bells_due(void)
 
 void bells_forget(struct conn *c)
 {
+    for (unsigned i = 0; c->lazy && i < nlazy; i++)
+        if (lazy[i] == c) lazy[i--] = lazy[--nlazy];
+    c->lazy = c->lazy_armed = false;
     if (!c->bells_later) return;
     for (unsigned i = 0; i < nlater; i++)
         if (later[i] == c) later[i--] = later[--nlater];
     c->bells_later = false;
 }
 
+static uint32_t epoll_bits(short p)
+{
+    uint32_t e = 0;
+    if (p & POLLIN) e |= EPOLLIN;
+    if (p & POLLOUT) e |= EPOLLOUT;
+    if (p & POLLRDHUP) e |= EPOLLRDHUP;
+    if (p & POLLHUP) e |= EPOLLHUP;
+    if (p & POLLERR) e |= EPOLLERR;
+    return e;
+}
+
+/* Lazy arming (the same-node path in epoll). A connection whose only registration is
+ * level-triggered (no EPOLLET, EPOLLONESHOT or EPOLLEXCLUSIVE), in one set, in a process
+ * that has not forked since it came, is not armed when the program has read what there was:
+ * it joins the lazy list, and the program's next epoll_wait on its set looks at its ring
+ * itself (lazy_scan) and reports it from there, as the kernel's level-triggered epoll would,
+ * with what the kernel has ready at once. A wait that finds none of them ready spins on
+ * them a while if it would sleep (lazy_spin), then arms the whole list (lazy_flush), and
+ * disarms it after the sleep (lazy_unflush) unless another thread still sleeps. A wait
+ * that may sleep elsewhere where a set may be among what it waits on (another set, which
+ * may nest this one; poll or select on a set's descriptor) arms the list first too, and
+ * while any such thread sleeps (ep_sleepers) connections are armed at once, as before. So
+ * a busy event loop that finds requests in its rings at each wait takes them with no
+ * doorbell on either side: wake-ups only when the reader sleeps. The list is bounded
+ * (LAZY_MAX: past it, armed at once), and a connection idle for LAZY_IDLE_NS leaves it. */
+static bool lazy_ok(const struct conn *c)
+{
+    const struct epreg *r = c->regs;
+    return c->st == CS_SHM && r && !r->next && !r->kern && !r->kbell && !c->nb_shared &&
+           !c->forked && !(r->events & (EPOLLET | EPOLLONESHOT | EPOLLEXCLUSIVE)) &&
+           !__atomic_load_n(&ep_sleepers, __ATOMIC_RELAXED);
+}
+
+static bool lazy_add(struct conn *c)
+{
+    if (c->lazy) return true;
+    if (nlazy == caplazy) {
+        unsigned cap = caplazy ? caplazy * 2 : 16;
+        struct conn **v = cap <= LAZY_MAX ? realloc(lazy, cap * sizeof *v) : NULL;
+        if (!v) return false;
+        lazy = v;
+        caplazy = cap;
+    }
+    lazy[nlazy++] = c;
+    c->lazy = true;
+    c->lazy_seen = rdp_now_ns();
+    return true;
+}
+
+static void bells_set(struct conn *c, bool arm);
+
+/* Arm every lazy connection (a thread is about to sleep): its bells are exact again. One
+ * that has not been found ready for LAZY_IDLE_NS stays armed and leaves the list (an idle
+ * connection costs nothing armed: nobody rings it); its next read brings it back. */
+#define LAZY_IDLE_NS 2000000ull
+static void lazy_flush(void)
+{
+    uint64_t now = nlazy ? rdp_now_ns() : 0;
+    for (unsigned i = 0; i < nlazy; i++) {
+        struct conn *c = lazy[i];
+        c->lazy_armed = true;
+        bells_set(c, true);
+        if (now - c->lazy_seen > LAZY_IDLE_NS) {
+            c->lazy = c->lazy_armed = false;
+            lazy[i--] = lazy[--nlazy];
+        }
+    }
+}
+
+/* The sleep is over, and no other thread sleeps: the lazy connections are disarmed again,
+ * so that the peer's next bytes do not ring a program that is awake (the next wait looks).
+ * Not one a thread sleeps on in a read, a write or a poll (it armed it for itself). */
+static void lazy_unflush(void)
+{
+    if (__atomic_load_n(&ep_sleepers, __ATOMIC_RELAXED)) return;
+    for (unsigned i = 0; i < nlazy; i++) {
+        struct conn *c = lazy[i];
+        if (c->lazy_armed && !c->waiters) shm_disarm(c);
+        c->lazy_armed = false;
+    }
+}
+
+/* The events of the lazy connections registered in epfd, into ev[0..max) (marked, for
+ * translate's duplicate check); how many. Fair: each scan starts after the last one
+ * reported. Under psp.lock. */
+static int lazy_scan(int epfd, struct epoll_event *ev, int max)
+{
+    for (unsigned i = 0; i < nlazy; i++) /* those that cannot wait lazily any more: armed */
+        if (!lazy_ok(lazy[i])) {
+            struct conn *c = lazy[i];
+            c->lazy = c->lazy_armed = false;
+            lazy[i--] = lazy[--nlazy];
+            bells_set(c, true);
+        }
+    int k = 0;
+    unsigned n = nlazy, at = n ? lazy_at % n : 0;
+    lazy_mine = 0;
+    for (unsigned j = 0; j < n && k < max; j++) {
+        unsigned i = (at + j) % n;
+        struct conn *c = lazy[i];
+        short s = conn_poll(c); /* (it may have gone to TCP: its registration moved) */
+        struct epreg *r = lazy_ok(c) ? c->regs : NULL;
+        if (!r || r->epfd != epfd || r->dormant || r->disarmed) continue;
+        lazy_mine++;
+        uint32_t ready = epoll_bits(s) & (r->events | EPOLLHUP | EPOLLERR);
+        if (!ready) continue;
+        ev[k].events = ready | 0x80000000u;
+        ev[k].data = r->data;
+        k++;
+        lazy_at = i + 1;
+        c->lazy_seen = rdp_now_ns();
+    }
+    return k;
+}
+
+/* A wait that found nothing in the lazy rings of its set spins on them a while before it
+ * arms them and sleeps (adaptive, as a read's spin; shm.c): a busy peer's next request
+ * comes within microseconds, sooner than a doorbell and a wake-up. Under psp.lock, which
+ * it leaves between looks. */
+static int lazy_spin(int epfd, struct epoll_event *ev, int max)
+{
+    static struct spin sp;
+    static bool init;
+    if (!init) {
+        sp.ns = psp.shm_spin_ns;
+        init = true;
+    }
+    unsigned budget = lazy_mine ? spin_budget(&sp) : 0;
+    if (!budget) return 0;
+    uint64_t end = rdp_now_ns() + budget;
+    int k = 0;
+    for (bool over = false; !k && !over && nlazy;) {
+        pthread_mutex_unlock(&psp.lock);
+        for (int i = 0; i < 64; i++) __builtin_ia32_pause();
+        over = rdp_now_ns() >= end;
+        pthread_mutex_lock(&psp.lock);
+        k = nlazy ? lazy_scan(epfd, ev, max) : 0;
+    }
+    spin_adapt(&sp, budget, k > 0);
+    return k;
+}
+
 void bells_update(struct conn *c)
+{
+    bells_set(c, false);
+}
+
+/* Bring c's bells to its state; arm its ring for what its sets wait for and is not there
+ * (arm, or when it cannot wait lazily). */
+static void bells_set(struct conn *c, bool arm)
 {
     if (c->bell_in < 0) return;
     short s = conn_poll(c);
@@ -472,7 +687,7 @@ void bells_update(struct conn *c)
         for (struct epreg *r = c->regs; r; r = r->next)
             want |= (short)((r->events & (EPOLLIN | EPOLLRDHUP) ? POLLIN : 0) |
                             (r->events & EPOLLOUT ? POLLOUT : 0));
-        if (want & ~s) {
+        if ((want & ~s) && (arm || !lazy_ok(c) || !lazy_add(c))) {
             shm_arm(c, want & ~s);
             s = conn_poll(c);
         }
@@ -787,22 +1002,12 @@ out:
     return ret;
 }
 
-static uint32_t epoll_bits(short p)
+/* Translate our events in ev[k..k+n) in place, after k of ours reported already (marked);
+ * the number in all. Under psp.lock. */
+static int translate(struct epoll_event *ev, int k0, int n)
 {
-    uint32_t e = 0;
-    if (p & POLLIN) e |= EPOLLIN;
-    if (p & POLLOUT) e |= EPOLLOUT;
-    if (p & POLLRDHUP) e |= EPOLLRDHUP;
-    if (p & POLLHUP) e |= EPOLLHUP;
-    if (p & POLLERR) e |= EPOLLERR;
-    return e;
-}
-
-/* Translate our events in ev[0..n) in place; the number left. Under psp.lock. */
-static int translate(struct epoll_event *ev, int n)
-{
-    int out = 0;
-    for (int i = 0; i < n; i++) {
+    int out = k0;
+    for (int i = k0; i < k0 + n; i++) {
         uint64_t t = ev[i].data.u64;
         if ((t & PSP_TAG_MASK) != PSP_TAG) {
             ev[out++] = ev[i];
@@ -854,6 +1059,22 @@ static int translate(struct epoll_event *ev, int n)
     return out;
 }
 
+/* The kernel's events in ev[k..k+n) translated after k of ours (lazy_scan), psid's taken:
+ * the number in all. */
+static int ep_events(struct epoll_event *ev, int k, int n)
+{
+    for (int i = k; i < k + n; i++) /* psid's events first (psi_lock comes before psp.lock) */
+        if (ev[i].data.u64 == (PSP_TAG | PSI_IDX)) {
+            ev[i--] = ev[k + --n];
+            neg_events(false);
+        }
+    if (k + n == 0) return 0;
+    pthread_mutex_lock(&psp.lock);
+    k = translate(ev, k, n);
+    pthread_mutex_unlock(&psp.lock);
+    return k;
+}
+
 static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *m,
                    bool pwait)
 {
@@ -868,6 +1089,25 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
     for (;;) {
         int wait = timeout;
         if (busy && wait && rdp_now_ns() < busy) wait = 0;
+        /* the lazy connections first: what they have is reported without a doorbell, with
+         * the kernel's events that are there; a wait that finds none there arms them all,
+         * and one that may sleep is counted */
+        bool sleeper = false;
+        if (nlazy || (wait && nregs)) {
+            pthread_mutex_lock(&psp.lock);
+            int k = nlazy && max > 0 ? lazy_scan(epfd, ev, max) : 0;
+            if (!k && wait && nlazy && max > 0) k = lazy_spin(epfd, ev, max);
+            if (!k) lazy_flush();
+            sleeper = !k && wait;
+            if (sleeper) __atomic_fetch_add(&ep_sleepers, 1, __ATOMIC_RELAXED);
+            pthread_mutex_unlock(&psp.lock);
+            if (k) {
+                int n = max > k ? pwait ? real.epoll_pwait(epfd, ev + k, max - k, 0, m)
+                                        : real.epoll_wait(epfd, ev + k, max - k, 0)
+                                : 0;
+                return ep_events(ev, k, n > 0 ? n : 0);
+            }
+        }
         /* a thread that will sleep on the RDP socket takes its datagrams (not when it
          * only looks: the progress thread keeps listening meanwhile) */
         bool mine = wait && nrdp_sets && set_has_rdp(epfd);
@@ -879,18 +1119,9 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
             psp_poller_leave(true);
             errno = e;
         }
+        sleep_leave(sleeper);
         if (n < 0 || (n == 0 && wait == timeout) || !nregs) return n;
-        for (int i = 0; i < n; i++) /* psid's events first (psi_lock comes before psp.lock) */
-            if (ev[i].data.u64 == (PSP_TAG | PSI_IDX)) {
-                ev[i--] = ev[--n];
-                neg_events(false);
-            }
-        int k = 0;
-        if (n > 0) {
-            pthread_mutex_lock(&psp.lock);
-            k = translate(ev, n);
-            pthread_mutex_unlock(&psp.lock);
-        }
+        int k = ep_events(ev, 0, n);
         if (k || timeout == 0) return k;
         if (timeout > 0) {
             int64_t left = (int64_t)(deadline - now_ms());

@@ -211,6 +211,9 @@ struct conn {
     int users;            /* threads inside a call on it without psp.lock (waits, spins) */
     int shm_slot;         /* a hidden descriptor kept for the doorbell, or -1 */
     bool bells_later;     /* poll.c: its bells are brought up to date at the next epoll wait */
+    bool lazy;            /* poll.c: in the lazy list (not armed: the epoll waits look) */
+    bool lazy_armed;      /* ... armed for a sleep, to be disarmed after it */
+    uint64_t lazy_seen;   /* ... when it was last found ready (or joined) */
 };
 
 /* --- state.c --- */
@@ -269,7 +272,8 @@ struct psp {
     bool shm_only;
     unsigned shm_ring, shm_spin_ns;
     uint64_t shm_conns, shm_tx, shm_rx, shm_tx_msgs;
-    uint32_t pokes[8]; /* pids for psid to poke, sent by the progress thread (0: free) */
+    uint64_t shm_bells; /* doorbells rung: wake-ups of a sleeping peer */
+    uint32_t pokes[8];  /* pids for psid to poke, sent by the progress thread (0: free) */
 };
 extern struct psp psp;
 
@@ -446,11 +450,19 @@ void shm_end(struct conn *c, uint32_t flag); /* PSHM_FIN, PSHM_CLOSE, PSHM_RST *
 /* Ask the peer to ring our doorbell on what events (POLLIN, POLLOUT) wait for; what of
  * them is ready already (then the caller need not sleep). */
 short shm_arm(struct conn *c, short events);
+void shm_disarm(struct conn *c);       /* the peer need not ring us (we look ourselves) */
 int shm_bell(const struct conn *c);    /* the doorbell to sleep on, or -1 */
 int shm_bell_fd(const struct conn *c); /* the doorbell, to take out of epoll sets, or -1 */
 void shm_bell_drain(struct conn *c);
 /* Spin a while (adaptive) for bytes (data) or room, without psp.lock; whether they came. */
 bool shm_spin(struct conn *c, bool data);
+/* An adaptive spin's length: it doubles (up to PSP_SHM_SPIN) when what it waited for came
+ * within it, halves after a few misses in a row, and tries its whole length now and then. */
+struct spin {
+    unsigned ns, misses, probes;
+};
+unsigned spin_budget(struct spin *sp);                      /* this wait's, in ns (0: none) */
+void spin_adapt(struct spin *sp, unsigned budget, bool ok); /* after it: whether it came */
 
 /* --- fork.c: the channel between a process and its forked children --- */
 #define PSP_TAG_KID (1ull << 40) /* + a child's channel: its tag in the progress thread's epoll */

@@ -13,7 +13,8 @@
  * readiness serve this path as they serve RDP's.
  *
  * Waking: a thread that would sleep (a blocking read or write, poll, select, an epoll set
- * where the connection is not ready) arms the ring (want_data, want_room), looks once more,
+ * where the connection is not ready: lazily there, poll.c) arms the ring (want_data,
+ * want_room), looks once more,
  * and sleeps on its end of the doorbell with whatever else it waits for; the other side,
  * after publishing, takes the flag and rings (sends a byte on its end). A doorbell whose
  * other end is closed (POLLHUP) is not slept on again: the flags, or the guard's FIN for a
@@ -56,7 +57,7 @@ struct shm_chan {
     struct shm_chan *next_dead;
     int pins;  /* threads spinning on it without psp.lock */
     bool dead; /* freed while pinned: the last pin unmaps */
-    unsigned spin_ns, misses, probes;
+    struct spin spin;
 };
 
 #define SPIN_MIN_NS 2000u
@@ -108,7 +109,9 @@ static void bury(struct shm_chan *s)
 
 static void ring_bell(int fd)
 {
-    if (fd >= 0) (void)!real.send(fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL); /* full: it rings */
+    if (fd < 0) return;
+    (void)!real.send(fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL); /* full: it rings */
+    __atomic_fetch_add(&psp.shm_bells, 1, __ATOMIC_RELAXED);  /* (PSP_STATS) */
 }
 
 /* Flags f into ring i's producer flags through the descriptor (a channel not mapped). */
@@ -188,7 +191,7 @@ int shm_attach(struct conn *c, bool connector, uint32_t ring, const int fds[2])
     s->rxd = (uint8_t *)m + PSHM_HDR + (size_t)(1 - t) * ring;
     /* psid made it zeroed: the counters start at 0, and only we move ours */
     s->bell = bell;
-    s->spin_ns = psp.shm_spin_ns;
+    s->spin.ns = psp.shm_spin_ns;
     c->shm = s;
     c->st = CS_SHM;
     c->credit = ring;
@@ -408,6 +411,14 @@ short shm_arm(struct conn *c, short events)
     return conn_poll(c) & events;
 }
 
+void shm_disarm(struct conn *c)
+{
+    struct shm_chan *s = c->shm;
+    if (!s) return;
+    __atomic_store_n(&s->rx->want_data, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->tx->want_room, 0, __ATOMIC_RELAXED);
+}
+
 /* What a spin waits for has come: bytes or flags to read, or room to write (UP, there from
  * the start, is no news). */
 static bool spin_ready(const struct shm_chan *s, bool data)
@@ -417,16 +428,38 @@ static bool spin_ready(const struct shm_chan *s, bool data)
     return s->tx_head - __atomic_load_n(&s->tx->tail, __ATOMIC_ACQUIRE) < s->ring || f;
 }
 
-bool shm_spin(struct conn *c, bool data)
+unsigned spin_budget(struct spin *sp)
 {
-    struct shm_chan *s = c->shm;
-    if (!s || !s->spin_ns) return false;
-    unsigned budget = s->spin_ns;
     /* a shrunk spin tries the whole of it every SPIN_PROBE waits: when both sides have
      * shrunk theirs, each wait outlasts the other's sleep and wake-up, and neither would
      * ever see an answer within its spin again (65000 B ping-pong on one node: 19 us
      * against 4.4, depending on how a run started; bench/RESULTS.md 8.8) */
-    if (budget < psp.shm_spin_ns && ++s->probes % SPIN_PROBE == 0) budget = psp.shm_spin_ns;
+    if (sp->ns && sp->ns < psp.shm_spin_ns && ++sp->probes % SPIN_PROBE == 0)
+        return psp.shm_spin_ns;
+    return sp->ns;
+}
+
+void spin_adapt(struct spin *sp, unsigned budget, bool ok)
+{
+    /* one wait that outlasts the spin (the peer slept, and its wake-up took longer) says
+     * little: both sides spinning answers within it, so the spin shrinks only after
+     * SPIN_MISSES in a row (a connection that is idle, or whose peer computes) */
+    unsigned max = psp.shm_spin_ns;
+    if (ok) {
+        sp->misses = 0;
+        sp->ns = budget * 2 > max ? max : budget * 2;
+    } else if (++sp->misses >= SPIN_MISSES) {
+        sp->misses = 0;
+        sp->ns = budget / 2 < SPIN_MIN_NS ? SPIN_MIN_NS : budget / 2;
+        if (sp->ns > max) sp->ns = max;
+    }
+}
+
+bool shm_spin(struct conn *c, bool data)
+{
+    struct shm_chan *s = c->shm;
+    if (!s || !s->spin.ns) return false;
+    unsigned budget = spin_budget(&s->spin);
     s->pins++;
     c->users++; /* c and s stay while we spin (conn_timers, shm_free) */
     pthread_mutex_unlock(&psp.lock);
@@ -447,18 +480,7 @@ bool shm_spin(struct conn *c, bool data)
         if (!s->pins) unmap(s);
         return true;
     }
-    /* one wait that outlasts the spin (the peer slept, and its wake-up took longer) says
-     * little: both sides spinning answers within it, so the spin shrinks only after
-     * SPIN_MISSES in a row (a connection that is idle, or whose peer computes) */
-    unsigned max = psp.shm_spin_ns;
-    if (ok) {
-        s->misses = 0;
-        s->spin_ns = budget * 2 > max ? max : budget * 2;
-    } else if (++s->misses >= SPIN_MISSES) {
-        s->misses = 0;
-        s->spin_ns = budget / 2 < SPIN_MIN_NS ? SPIN_MIN_NS : budget / 2;
-        if (s->spin_ns > max) s->spin_ns = max;
-    }
+    spin_adapt(&s->spin, budget, ok);
     if (ok) shm_sync(c);
     return ok;
 }

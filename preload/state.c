@@ -232,7 +232,8 @@ void psp_print_stats(void)
         "error=%llu short=%llu rdp_tx_bytes=%llu rdp_rx_bytes=%llu tcp_tx_bytes=%llu "
         "tcp_rx_bytes=%llu rdp_tx_msgs=%llu rdp_rx_msgs=%llu tcp_tx_msgs=%llu tcp_rx_msgs=%llu "
         "rdp_dropped=%llu rdp_bad_mac=%llu bad_msgs=%llu switched=%llu shm=%llu "
-        "shm_tx_bytes=%llu shm_rx_bytes=%llu shm_tx_msgs=%llu rdp_retransmits=%llu\n",
+        "shm_tx_bytes=%llu shm_rx_bytes=%llu shm_tx_msgs=%llu rdp_retransmits=%llu "
+        "shm_bells=%llu\n",
         (int)getpid(), (unsigned long long)psp.accelerated, (unsigned long long)tcp,
         (unsigned long long)psp.stats_tcp[PSP_R_NOT_CLUSTER],
         (unsigned long long)psp.stats_tcp[PSP_R_NO_LIBRARY],
@@ -249,7 +250,8 @@ void psp_print_stats(void)
         (unsigned long long)bad_mac, (unsigned long long)psp.bad_msgs,
         (unsigned long long)psp.switched, (unsigned long long)psp.shm_conns,
         (unsigned long long)psp.shm_tx, (unsigned long long)psp.shm_rx,
-        (unsigned long long)psp.shm_tx_msgs, (unsigned long long)retrans);
+        (unsigned long long)psp.shm_tx_msgs, (unsigned long long)retrans,
+        (unsigned long long)__atomic_load_n(&psp.shm_bells, __ATOMIC_RELAXED));
     if (n <= 0) return;
     if (!strcmp(psp.stats, "1")) {
         (void)!real.write(2, line, (size_t)n);
@@ -784,7 +786,7 @@ static void atfork_child(void)
         psp.thread_running = false;
         psp.accelerated = psp.rdp_tx = psp.rdp_rx = psp.tcp_tx = psp.tcp_rx = 0;
         psp.rdp_tx_msgs = psp.rdp_rx_msgs = psp.tcp_tx_msgs = psp.tcp_rx_msgs = 0;
-        psp.shm_conns = psp.shm_tx = psp.shm_rx = psp.shm_tx_msgs = 0;
+        psp.shm_conns = psp.shm_tx = psp.shm_rx = psp.shm_tx_msgs = psp.shm_bells = 0;
         memset(psp.stats_tcp, 0, sizeof psp.stats_tcp);
         if (psp.psi_open) { /* the parent's: the child opens its own when it needs one */
             real.close(psi_fd(&psp.psi));

@@ -19,6 +19,12 @@
  *                              arrived it stops reading for SECS seconds ("pause N", "resume");
  *                              prints "eof N ok" (or "eof N BAD at OFFSET") or "error ENAME
  *                              after N"
+ *   plsame busy PORT N MS      a server thread in an epoll loop (level-triggered) that reads
+ *                              what is there, then computes for MS ms; a client thread of
+ *                              the same process writes one byte every millisecond, N in
+ *                              all: the server's waits find bytes each time, so (under the
+ *                              library) the client rings no doorbell (the script reads
+ *                              shm_bells in PSP_STATS); prints "busy N ok"
  * -H: after the outcome, close the connection, print "closed" and wait to be killed (the script
  * looks at the process's mappings then). Exit status 0 when all was as expected, 1 if not, 2
  * for usage. Lines go out at once (stdout line-buffered).
@@ -36,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -400,9 +407,62 @@ static int recv_main(int argc, char **argv, bool keep, uint64_t stop_at, int sto
     return e || bad >= 0;
 }
 
+/* --- busy: a busy event loop, its peer writing meanwhile --- */
+
+static struct sockaddr_in b_sa;
+static int b_n;
+
+static void *b_client(void *arg)
+{
+    (void)arg;
+    int fd = dial(b_sa);
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < b_n; i++) {
+        if (write_full(fd, pat_at((uint64_t)i), 1) < 0) die("write");
+        nanosleep(&ms, NULL);
+    }
+    close(fd);
+    return NULL;
+}
+
+static int busy(int argc, char **argv)
+{
+    if (argc != 5) return 2;
+    b_sa = addr_of("127.0.0.1", argv[2]);
+    b_n = atoi(argv[3]);
+    int ms = atoi(argv[4]), l = listener(b_sa), ep = epoll_create1(0);
+    pthread_t t;
+    if (ep < 0 || pthread_create(&t, NULL, b_client, NULL)) die("thread");
+    int fd = accept(l, NULL, NULL);
+    struct epoll_event ev = {.events = EPOLLIN};
+    if (fd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) die("accept");
+    uint64_t got = 0;
+    uint8_t buf[4096];
+    while (got < (uint64_t)b_n) {
+        if (epoll_wait(ep, &ev, 1, 5000) != 1) {
+            printf("busy: nothing for 5 s after %llu\n", (unsigned long long)got);
+            return 1;
+        }
+        ssize_t k = read(fd, buf, sizeof buf);
+        if (k <= 0) break;
+        if (pat_check(got, buf, (size_t)k) >= 0) {
+            printf("busy: bad byte after %llu\n", (unsigned long long)got);
+            return 1;
+        }
+        got += (uint64_t)k;
+        struct timespec t0, t1; /* compute, touching nothing */
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do clock_gettime(CLOCK_MONOTONIC, &t1);
+        while ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+    }
+    pthread_join(t, NULL);
+    printf("busy %llu %s\n", (unsigned long long)got, got == (uint64_t)b_n ? "ok" : "short");
+    return got == (uint64_t)b_n ? 0 : 1;
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: plsame threads PORT N MIB | pair PORT MIB |\n"
+    fprintf(stderr, "usage: plsame threads PORT N MIB | pair PORT MIB | busy PORT N MS |\n"
                     "       send [-H] ADDR PORT BYTES | recv [-H] [-s AT:SECS] ADDR PORT\n");
     return 2;
 }
@@ -417,6 +477,8 @@ int main(int argc, char **argv)
         r = threads(argc, argv);
     } else if (!strcmp(argv[1], "pair")) {
         r = pair(argc, argv);
+    } else if (!strcmp(argv[1], "busy")) {
+        r = busy(argc, argv);
     } else if (!strcmp(argv[1], "send") || !strcmp(argv[1], "recv")) {
         bool keep = false;
         unsigned long long at = 0;
