@@ -59,6 +59,7 @@ struct epreg {
     bool hup;   /* bell_hup is in the set for it (events without EPOLLIN and EPOLLOUT) */
     bool kern;  /* the TCP phase: the program's descriptor itself is in the set */
     bool kbell; /* the kernel socket is in the set for it (krx) */
+    uint64_t et_in, et_out; /* EPOLLET, same-node path: the ring positions last reported */
     struct epreg *next;
 };
 
@@ -540,25 +541,26 @@ static uint32_t epoll_bits(short p)
     return e;
 }
 
-/* Lazy arming (the same-node path in epoll). A connection whose only registration is
- * level-triggered (no EPOLLET, EPOLLONESHOT or EPOLLEXCLUSIVE), in one set, in a process
- * that has not forked since it came, is not armed when the program has read what there was:
- * it joins the lazy list, and the program's next epoll_wait on its set looks at its ring
- * itself (lazy_scan) and reports it from there, as the kernel's level-triggered epoll would,
- * with what the kernel has ready at once. A wait that finds none of them ready spins on
- * them a while if it would sleep (lazy_spin), then arms the whole list (lazy_flush), and
- * disarms it after the sleep (lazy_unflush) unless another thread still sleeps. A wait
- * that may sleep elsewhere where a set may be among what it waits on (another set, which
- * may nest this one; poll or select on a set's descriptor) arms the list first too, and
- * while any such thread sleeps (ep_sleepers) connections are armed at once, as before. So
- * a busy event loop that finds requests in its rings at each wait takes them with no
- * doorbell on either side: wake-ups only when the reader sleeps. The list is bounded
- * (LAZY_MAX: past it, armed at once), and a connection idle for LAZY_IDLE_NS leaves it. */
+/* Lazy arming (the same-node path in epoll). A connection whose only registration is in
+ * one set, without EPOLLONESHOT or EPOLLEXCLUSIVE, in a process that has not forked since
+ * it came, is not armed when the program has read what there was: it joins the lazy list,
+ * and the program's next epoll_wait on its set looks at its ring itself (lazy_scan) and
+ * reports it from there, as the kernel's epoll would (EPOLLET: when something came since
+ * its last report, et_edge), with what the kernel has ready at once. A wait that finds
+ * none of them ready spins on them a while if it would sleep (lazy_spin), then arms the
+ * whole list (lazy_flush), and disarms it after the sleep (lazy_unflush) unless another
+ * thread still sleeps. A wait that may sleep elsewhere where a set may be among what it
+ * waits on (another set, which may nest this one; poll or select on a set's descriptor)
+ * arms the list first too, and while any such thread sleeps (ep_sleepers) connections are
+ * armed at once, as before. So a busy event loop that finds requests in its rings at each
+ * wait takes them with no doorbell on either side: wake-ups only when the reader sleeps.
+ * The list is bounded (LAZY_MAX: past it, armed at once), and a connection idle for
+ * LAZY_IDLE_NS leaves it. */
 static bool lazy_ok(const struct conn *c)
 {
     const struct epreg *r = c->regs;
     return c->st == CS_SHM && r && !r->next && !r->kern && !r->kbell && !c->nb_shared &&
-           !c->forked && !(r->events & (EPOLLET | EPOLLONESHOT | EPOLLEXCLUSIVE)) &&
+           !c->forked && !(r->events & (EPOLLONESHOT | EPOLLEXCLUSIVE)) &&
            !__atomic_load_n(&ep_sleepers, __ATOMIC_RELAXED);
 }
 
@@ -611,6 +613,20 @@ static void lazy_unflush(void)
     }
 }
 
+/* EPOLLET on the same-node path, where the waits look at the rings themselves: the events
+ * that have an edge since the registration's last report (bytes, flags or room that came
+ * since), which are noted as reported. Under psp.lock. */
+static uint32_t et_edge(struct epreg *r)
+{
+    uint64_t in, out;
+    shm_positions(r->c, &in, &out);
+    uint32_t e = (in != r->et_in ? EPOLLIN | EPOLLRDHUP | EPOLLPRI : 0) |
+                 (out != r->et_out ? EPOLLOUT : 0) | EPOLLHUP | EPOLLERR;
+    r->et_in = in;
+    r->et_out = out;
+    return e;
+}
+
 /* The events of the lazy connections registered in epfd, into ev[0..max) (marked, for
  * translate's duplicate check); how many. Fair: each scan starts after the last one
  * reported. Under psp.lock. */
@@ -634,6 +650,7 @@ static int lazy_scan(int epfd, struct epoll_event *ev, int max)
         if (!r || r->epfd != epfd || r->dormant || r->disarmed) continue;
         lazy_mine++;
         uint32_t ready = epoll_bits(s) & (r->events | EPOLLHUP | EPOLLERR);
+        if (ready && (r->events & EPOLLET)) ready &= et_edge(r);
         if (!ready) continue;
         ev[k].events = ready | 0x80000000u;
         ev[k].data = r->data;
@@ -683,12 +700,16 @@ static void bells_set(struct conn *c, bool arm)
     if (c->bell_in < 0) return;
     short s = conn_poll(c);
     if (c->st == CS_SHM && c->regs) { /* what the sets wait for and is not there: ring me */
-        short want = 0;
-        for (struct epreg *r = c->regs; r; r = r->next)
-            want |= (short)((r->events & (EPOLLIN | EPOLLRDHUP) ? POLLIN : 0) |
-                            (r->events & EPOLLOUT ? POLLOUT : 0));
-        if ((want & ~s) && (arm || !lazy_ok(c) || !lazy_add(c))) {
-            shm_arm(c, want & ~s);
+        short want = 0, edge = 0;     /* edge: what EPOLLET registrations wait for, there or not */
+        for (struct epreg *r = c->regs; r; r = r->next) {
+            short w = (short)((r->events & (EPOLLIN | EPOLLRDHUP) ? POLLIN : 0) |
+                              (r->events & EPOLLOUT ? POLLOUT : 0));
+            want |= w;
+            if (r->events & EPOLLET) edge |= w;
+        }
+        if (((want & ~s) || edge) && (arm || !lazy_ok(c) || !lazy_add(c))) {
+            if (edge) shm_want(c, edge);
+            if (want & ~s) shm_arm(c, want & ~s);
             s = conn_poll(c);
         }
     }
@@ -874,6 +895,8 @@ static struct epreg *reg_new(struct conn *c, int epfd, int fd, const struct epol
                         .data = ev->data,
                         .c = c,
                         .idx = idx,
+                        .et_in = UINT64_MAX, /* (EPOLLET reports what is there at first) */
+                        .et_out = UINT64_MAX,
                         .next = c->regs};
     return r;
 }
@@ -942,6 +965,7 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
         r->events = ev->events;
         r->data = ev->data;
         r->disarmed = false;
+        r->et_in = r->et_out = UINT64_MAX;
         ret = bell_ctl(epfd, EPOLL_CTL_MOD, r);
         if (c->st == CS_SHM) bells_update(c);
         goto out;
@@ -991,6 +1015,7 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
             r->events = ev->events;
             r->data = ev->data;
             r->disarmed = false;
+            r->et_in = r->et_out = UINT64_MAX; /* a MOD reports what is there, once */
             ret = bell_ctl(epfd, EPOLL_CTL_MOD, r);
             if (c->st == CS_SHM) bells_update(c); /* what it waits for changed */
         }
@@ -1043,6 +1068,8 @@ static int translate(struct epoll_event *ev, int k0, int n)
             if (ev[k].data.u64 == r->data.u64 && ev[k].events & 0x80000000u) dup = true;
         if (dup) continue;
         uint32_t ready = epoll_bits(conn_poll(r->c)) & (r->events | EPOLLHUP | EPOLLERR);
+        if (ready && (r->events & EPOLLET) && r->c->st == CS_SHM)
+            (void)et_edge(r); /* reported: lazy_scan reports the next edge */
         if (!ready) continue;
         if (r->events & EPOLLONESHOT) {
             r->disarmed = true;

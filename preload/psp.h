@@ -450,7 +450,13 @@ void shm_end(struct conn *c, uint32_t flag); /* PSHM_FIN, PSHM_CLOSE, PSHM_RST *
 /* Ask the peer to ring our doorbell on what events (POLLIN, POLLOUT) wait for; what of
  * them is ready already (then the caller need not sleep). */
 short shm_arm(struct conn *c, short events);
-void shm_disarm(struct conn *c);       /* the peer need not ring us (we look ourselves) */
+/* Ring me at the peer's next publish, whether or not there is something already (EPOLLET:
+ * the next bytes are an edge too). */
+void shm_want(struct conn *c, short events);
+void shm_disarm(struct conn *c); /* the peer need not ring us (we look ourselves) */
+/* Positions of c's rings as of the last look: bytes (and ends) that came, room that came;
+ * each only grows (EPOLLET's edges, poll.c). */
+void shm_positions(const struct conn *c, uint64_t *in, uint64_t *out);
 int shm_bell(const struct conn *c);    /* the doorbell to sleep on, or -1 */
 int shm_bell_fd(const struct conn *c); /* the doorbell, to take out of epoll sets, or -1 */
 void shm_bell_drain(struct conn *c);

@@ -400,15 +400,34 @@ void shm_bell_drain(struct conn *c)
         c->shm->hup = true; /* the peer's end is closed: never readable again */
 }
 
-short shm_arm(struct conn *c, short events)
+void shm_want(struct conn *c, short events)
 {
     struct shm_chan *s = c->shm;
-    short r = conn_poll(c) & events;
-    if (!s || r) return r;
+    if (!s) return;
     if (events & POLLIN) __atomic_store_n(&s->rx->want_data, 1, __ATOMIC_RELAXED);
     if (events & POLLOUT) __atomic_store_n(&s->tx->want_room, 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST); /* against the peer's publish-then-look */
+}
+
+short shm_arm(struct conn *c, short events)
+{
+    short r = conn_poll(c) & events;
+    if (!c->shm || r) return r;
+    shm_want(c, events);
     return conn_poll(c) & events;
+}
+
+void shm_positions(const struct conn *c, uint64_t *in, uint64_t *out)
+{
+    const struct shm_chan *s = c->shm;
+    if (!s) {
+        *in = *out = 0;
+        return;
+    }
+    /* as of the last shm_sync: where the peer's head was, with the ends seen, and its tail */
+    uint64_t flags = (uint64_t)c->rx_fin | (uint64_t)c->peer_closed << 1 | (uint64_t) !!c->err << 2;
+    *in = (s->rx_tail + c->rx_bytes) << 3 | flags;
+    *out = s->tx_head - (s->ring - c->credit);
 }
 
 void shm_disarm(struct conn *c)

@@ -36,10 +36,10 @@
 # first byte); upwrite (one write of 32 MiB to an echo, read back by a thread: without
 # PSP_SYNC the connection moves up in the middle of that one call); nbflip (O_NONBLOCK
 # changed by fcntl, by ioctl FIONBIO and by a fork's child after blocking reads: each read
-# answers as the flags say now); eplazy (epoll's level-triggered registrations, which the
-# library's waits look at themselves on the same-node path: a nested set, a poll on a
-# set's descriptor, a nested set looked at without sleeping, two threads asleep in two
-# sets: each wakes for a late answer).
+# answers as the flags say now); eplazy (epoll registrations, which the library's waits
+# look at themselves on the same-node path: a nested set, a poll on a set's descriptor, a
+# nested set looked at without sleeping, two threads asleep in two sets: each wakes for a
+# late answer; EPOLLET: an event for bytes that came since, none for bytes still there).
 # The library's run waits for each connection's negotiation before its first byte
 # (PSP_SYNC=1), so that the scenario tests the fast path from byte 0; the scenarios of
 # PRELOAD_ASYNC (default: echo peek epoll bulk cork fork_unread upgrade upwrite) run a third time
@@ -110,7 +110,7 @@ for s in $SCEN; do
     i=$((i + 3))
     # the client's connections that went over RDP: every one the scenario opens
     want=1
-    case $s in reuseport | relisten | epoll0 | upgrade) want=2 ;; eplazy) want=3 ;; inetd) want=0 ;; esac
+    case $s in reuseport | relisten | epoll0 | upgrade) want=2 ;; eplazy) want=4 ;; inetd) want=0 ;; esac
     key=accelerated
     [ "$SAME" = 1 ] && key=shm
     acc=$(grep -o " $key=[0-9]*" "$CDIR/$s.lib.stats" 2>/dev/null | cut -d= -f2 | sort -n |

@@ -603,10 +603,11 @@ static void s_epoll(void)
     close(fd);
 }
 
-/* Level-triggered registrations on the same-node path are looked at by the epoll waits
- * themselves (the library's lazy arming): a set nested in another, a poll on a set's
- * descriptor, a nested set looked at without sleeping, and two threads asleep in two sets
- * (one wakes, the other must still wake) each see the peer's late answer. */
+/* Registrations on the same-node path are looked at by the epoll waits themselves (the
+ * library's lazy arming): a set nested in another, a poll on a set's descriptor, a nested
+ * set looked at without sleeping, and two threads asleep in two sets (one wakes, the other
+ * must still wake) each see the peer's late answer; an edge-triggered one reports bytes
+ * that came since, not bytes still there. */
 struct lazy_sleeper {
     int ep, n;
 };
@@ -649,6 +650,21 @@ static void s_eplazy(void)
     long t0 = now_ms();
     while (!(n = ewait(t, 0, NULL)) && now_ms() - t0 < 3000) continue;
     printf("nested, looked at without sleeping: %d, read %zd\n", n, read(fd, &c, 1));
+
+    /* edge-triggered: an event for bytes that came since, not for bytes still there */
+    int fe = dial(), e = epoll_create1(0);
+    ev = (struct epoll_event){.events = EPOLLIN | EPOLLET, .data.u64 = 4};
+    epoll_ctl(e, EPOLL_CTL_ADD, fe, &ev);
+    lazy_read(fe, e);
+    printf("et idle %d\n", ewait(e, 100, NULL));
+    write_full(fe, "b", 1); /* six bytes */
+    char six[6];
+    n = ewait(e, 3000, NULL);
+    printf("et six: %d, read %zd, again %d\n", n, read(fe, six, 2), ewait(e, 100, NULL));
+    write_full(fe, "d", 1);
+    n = ewait(e, 3000, NULL);
+    printf("et one more: %d, read %zd\n", n, read_full(fe, six, 5));
+    close(fe);
 
     int fa = dial(), fc = dial();
     struct lazy_sleeper a = {epoll_create1(0), -1}, z = {epoll_create1(0), -1};
