@@ -68,9 +68,12 @@ end() {
     SRV='' DIR=''
 }
 trap end EXIT
-port() { # a free TCP port of this run
-    local p
-    for p in $(shuf -i 20000-60000 -n 50); do
+port() { # a free TCP port of this run, below the ephemeral range (a port some connection
+    # holds as its own would fail the server's bind, and its client would run against nothing)
+    local p low
+    low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    [ "$low" -gt 21000 ] || low=32768
+    for p in $(shuf -i 20000-$((low - 1)) -n 50); do
         ss -Hltn "sport = :$p" | grep -q . || {
             echo "$p"
             return
@@ -99,10 +102,17 @@ one() {
             --appendonly no --bind "$SRV_ADDR" >/dev/null 2>&1 &
     fi
     SRV=$!
+    local up=no
     for _ in $(seq 200); do
-        ss -Hltn "sport = :$p" | grep -q . && break
+        ss -Hltn "sport = :$p" | grep -q . && up=yes && break
         sleep 0.05
     done
+    if [ $up = no ]; then # the server did not start: no figure for this run
+        echo "preload-ab: the server did not listen on $p within 10 s" >&2
+        echo 0
+        end
+        return
+    fi
     if [ -n "$SIZE" ]; then
         "$pl" exec 0 --dir "$DIR" -- "${env[@]}" sockperf ping-pong --tcp -i "$SRV_ADDR" -p "$p" \
             -t "$SECS" -m "$SIZE" "${MPS[@]}" 2>&1 | grep -o 'percentile 50.000 = *[0-9.]*' | awk '{print $NF}'
