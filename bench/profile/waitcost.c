@@ -9,6 +9,9 @@
  *   lazy      epoll_wait without a timeout and a timerfd in the set, armed before sleeping
  *             at a deadline 1 ms ahead, left alone while over half its span is ahead
  *             (include/lazytimer.h, as psid and rdpbench wait)
+ *   poll2     poll on an eventfd (never written) and the socket, then a non-blocking recv:
+ *             how a program thread of libpspreload waits for its RDP datagrams (wait.c)
+ *   poll1     poll on the socket alone, then a non-blocking recv
  * Rounds alternate the modes; each prints the median RTT of its round trips, and the end
  * the median over rounds. Run by hand:
  *   cc -std=gnu11 -O2 -Iinclude -o waitcost bench/profile/waitcost.c && ./waitcost [ROUNDS]
@@ -21,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,12 +35,12 @@
 #define WARMUP 1000
 #define MS     1000000ull
 
-enum mode { M_BLOCK, M_EPOLL, M_TIMEOUT, M_LAZY, M_N };
-static const char *names[M_N] = {"block", "epoll", "timeout", "lazy"};
+enum mode { M_BLOCK, M_EPOLL, M_TIMEOUT, M_LAZY, M_POLL2, M_POLL1, M_N };
+static const char *names[M_N] = {"block", "epoll", "timeout", "lazy", "poll2", "poll1"};
 
 struct waiter {
     enum mode m;
-    int fd, ep;
+    int fd, ep, efd;
     struct lazytimer t;
 };
 
@@ -44,6 +49,7 @@ static void waiter_init(struct waiter *w, enum mode m, int fd)
     w->m = m;
     w->fd = fd;
     w->ep = epoll_create1(EPOLL_CLOEXEC);
+    w->efd = eventfd(0, EFD_CLOEXEC);
     struct epoll_event e = {.events = EPOLLIN, .data.fd = fd};
     if (w->ep < 0 || epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &e) < 0 || lazytimer_open(&w->t) < 0) {
         perror("waitcost: setup");
@@ -67,6 +73,13 @@ static ssize_t rx(struct waiter *w, char *buf, size_t n, struct sockaddr_in *fro
         if (w->m == M_TIMEOUT) {
             struct timespec ts = {0, (long)MS};
             k = epoll_pwait2(w->ep, e, 2, &ts, NULL);
+        } else if (w->m == M_POLL2) { /* as libpspreload's wait: its eventfd and the socket */
+            struct pollfd p[2] = {{.fd = w->efd, .events = POLLIN},
+                                  {.fd = w->fd, .events = POLLIN}};
+            k = poll(p, 2, -1) < 0 ? -1 : 0;
+        } else if (w->m == M_POLL1) { /* the socket alone */
+            struct pollfd p = {.fd = w->fd, .events = POLLIN};
+            k = poll(&p, 1, -1) < 0 ? -1 : 0;
         } else if (w->m == M_LAZY) {
             k = lazytimer_wait(&w->t, w->ep, e, 2, now_ns() + MS);
         } else {
