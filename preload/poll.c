@@ -1068,8 +1068,10 @@ static int translate(struct epoll_event *ev, int k0, int n)
             if (ev[k].data.u64 == r->data.u64 && ev[k].events & 0x80000000u) dup = true;
         if (dup) continue;
         uint32_t ready = epoll_bits(conn_poll(r->c)) & (r->events | EPOLLHUP | EPOLLERR);
-        if (ready && (r->events & EPOLLET) && r->c->st == CS_SHM)
-            (void)et_edge(r); /* reported: lazy_scan reports the next edge */
+        /* EPOLLET on the same-node path: an edge is what came into the rings since the
+         * last report, whichever bell woke the set (bell_in goes up again when a read leaves
+         * bytes there, which is no edge) */
+        if (ready && (r->events & EPOLLET) && r->c->st == CS_SHM) ready &= et_edge(r);
         if (!ready) continue;
         if (r->events & EPOLLONESHOT) {
             r->disarmed = true;
