@@ -109,7 +109,6 @@ one() {
     done
     if [ $up = no ]; then # the server did not start: no figure for this run
         echo "preload-ab: the server did not listen on $p within 10 s" >&2
-        echo 0
         end
         return
     fi
@@ -137,5 +136,6 @@ for ((r = 1; r <= RUNS; r++)); do
     echo "run $r: A $x B $y"
     ra+=("$x") rb+=("$y")
 done
-ma=$(printf '%s\n' "${ra[@]}" | median) mb=$(printf '%s\n' "${rb[@]}" | median)
+# (a run without a figure is left out)
+ma=$(printf '%s\n' "${ra[@]}" | { grep . || true; } | median) mb=$(printf '%s\n' "${rb[@]}" | { grep . || true; } | median)
 echo "$ROW ${EXTRA[*]}: median A $ma B $mb ratio B/A $(awk -v a="$ma" -v b="$mb" 'BEGIN {printf "%.2f", a ? b / a : 0}')"

@@ -75,19 +75,23 @@ static unsigned nrdp_sets;
 #define LAZY_MAX 256
 static struct conn **lazy;
 static unsigned nlazy, caplazy, lazy_at;
-static unsigned lazy_mine; /* of them, in the set of the last scan */
-static int ep_sleepers;    /* threads in a wait that may sleep on an epoll set (atomic) */
+static int ep_sleepers; /* threads in a wait that may sleep on an epoll set (atomic) */
 static void lazy_flush(void);
 
-/* A wait that may sleep where an epoll set of the program's may be among what it waits on
- * (poll or select on the set's descriptor, another set holding it): the lazy list is armed
- * first, and the thread counted while it sleeps (bells_update). */
+/* A thread about to sleep where an epoll set of the program's may be among what it waits on
+ * (the set itself, another holding it, poll or select on its descriptor): the lazy list is
+ * armed first, and the thread counted while it sleeps (bells_update). Under psp.lock. */
+static void sleeper_add(void)
+{
+    lazy_flush();
+    __atomic_fetch_add(&ep_sleepers, 1, __ATOMIC_RELAXED);
+}
+
 static bool sleep_enter(bool may_sleep)
 {
     if (!may_sleep || !nregs) return false;
     pthread_mutex_lock(&psp.lock);
-    lazy_flush();
-    __atomic_fetch_add(&ep_sleepers, 1, __ATOMIC_RELAXED);
+    sleeper_add();
     pthread_mutex_unlock(&psp.lock);
     return true;
 }
@@ -247,11 +251,8 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
         }
         struct waiter ws[ncs > 0 ? ncs : 1];
         waiters_add(cs, ncs, ws, wfd);
-        bool sleeper = wait && nregs; /* (an epoll set among the kernel's: sleep_enter) */
-        if (sleeper) {
-            lazy_flush();
-            __atomic_fetch_add(&ep_sleepers, 1, __ATOMIC_RELAXED);
-        }
+        bool sleeper = wait && nregs; /* (an epoll set among the kernel's) */
+        if (sleeper) sleeper_add();
         pthread_mutex_unlock(&psp.lock);
         struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
         bool entered = wait && psp_poller_enter();
@@ -627,10 +628,19 @@ static uint32_t et_edge(struct epreg *r)
     return e;
 }
 
+/* The events of registration r for its connection's state s: what it asks for that is
+ * there, and under EPOLLET on the same-node path only what has an edge (et_edge). */
+static uint32_t reg_events(struct epreg *r, short s)
+{
+    uint32_t ready = epoll_bits(s) & (r->events | EPOLLHUP | EPOLLERR);
+    if (ready && (r->events & EPOLLET) && r->c->st == CS_SHM) ready &= et_edge(r);
+    return ready;
+}
+
 /* The events of the lazy connections registered in epfd, into ev[0..max) (marked, for
- * translate's duplicate check); how many. Fair: each scan starts after the last one
- * reported. Under psp.lock. */
-static int lazy_scan(int epfd, struct epoll_event *ev, int max)
+ * translate's duplicate check); how many, and in *mine how many are epfd's. Fair: each scan
+ * starts after the last one reported. Under psp.lock. */
+static int lazy_scan(int epfd, struct epoll_event *ev, int max, unsigned *mine)
 {
     for (unsigned i = 0; i < nlazy; i++) /* those that cannot wait lazily any more: armed */
         if (!lazy_ok(lazy[i])) {
@@ -641,22 +651,22 @@ static int lazy_scan(int epfd, struct epoll_event *ev, int max)
         }
     int k = 0;
     unsigned n = nlazy, at = n ? lazy_at % n : 0;
-    lazy_mine = 0;
+    uint64_t now = 0;
+    *mine = 0;
     for (unsigned j = 0; j < n && k < max; j++) {
         unsigned i = (at + j) % n;
         struct conn *c = lazy[i];
         short s = conn_poll(c); /* (it may have gone to TCP: its registration moved) */
         struct epreg *r = lazy_ok(c) ? c->regs : NULL;
         if (!r || r->epfd != epfd || r->dormant || r->disarmed) continue;
-        lazy_mine++;
-        uint32_t ready = epoll_bits(s) & (r->events | EPOLLHUP | EPOLLERR);
-        if (ready && (r->events & EPOLLET)) ready &= et_edge(r);
+        ++*mine;
+        uint32_t ready = reg_events(r, s);
         if (!ready) continue;
         ev[k].events = ready | 0x80000000u;
         ev[k].data = r->data;
         k++;
         lazy_at = i + 1;
-        c->lazy_seen = rdp_now_ns();
+        c->lazy_seen = now ? now : (now = rdp_now_ns());
     }
     return k;
 }
@@ -665,7 +675,7 @@ static int lazy_scan(int epfd, struct epoll_event *ev, int max)
  * arms them and sleeps (adaptive, as a read's spin; shm.c): a busy peer's next request
  * comes within microseconds, sooner than a doorbell and a wake-up. Under psp.lock, which
  * it leaves between looks. */
-static int lazy_spin(int epfd, struct epoll_event *ev, int max)
+static int lazy_spin(int epfd, struct epoll_event *ev, int max, unsigned mine)
 {
     static struct spin sp;
     static bool init;
@@ -673,7 +683,7 @@ static int lazy_spin(int epfd, struct epoll_event *ev, int max)
         sp.ns = psp.shm_spin_ns;
         init = true;
     }
-    unsigned budget = lazy_mine ? spin_budget(&sp) : 0;
+    unsigned budget = mine ? spin_budget(&sp) : 0;
     if (!budget) return 0;
     uint64_t end = rdp_now_ns() + budget;
     int k = 0;
@@ -682,7 +692,7 @@ static int lazy_spin(int epfd, struct epoll_event *ev, int max)
         for (int i = 0; i < 64; i++) __builtin_ia32_pause();
         over = rdp_now_ns() >= end;
         pthread_mutex_lock(&psp.lock);
-        k = nlazy ? lazy_scan(epfd, ev, max) : 0;
+        k = nlazy ? lazy_scan(epfd, ev, max, &mine) : 0;
     }
     spin_adapt(&sp, budget, k > 0);
     return k;
@@ -1067,11 +1077,10 @@ static int translate(struct epoll_event *ev, int k0, int n)
         for (int k = 0; k < out; k++)
             if (ev[k].data.u64 == r->data.u64 && ev[k].events & 0x80000000u) dup = true;
         if (dup) continue;
-        uint32_t ready = epoll_bits(conn_poll(r->c)) & (r->events | EPOLLHUP | EPOLLERR);
-        /* EPOLLET on the same-node path: an edge is what came into the rings since the
-         * last report, whichever bell woke the set (bell_in goes up again when a read leaves
-         * bytes there, which is no edge) */
-        if (ready && (r->events & EPOLLET) && r->c->st == CS_SHM) ready &= et_edge(r);
+        /* (EPOLLET on the same-node path: an edge is what came into the rings since the
+         * last report, whichever bell woke the set; bell_in goes up again when a read
+         * leaves bytes there, which is no edge) */
+        uint32_t ready = reg_events(r, conn_poll(r->c));
         if (!ready) continue;
         if (r->events & EPOLLONESHOT) {
             r->disarmed = true;
@@ -1124,11 +1133,14 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
         bool sleeper = false;
         if (nlazy || (wait && nregs)) {
             pthread_mutex_lock(&psp.lock);
-            int k = nlazy && max > 0 ? lazy_scan(epfd, ev, max) : 0;
-            if (!k && wait && nlazy && max > 0) k = lazy_spin(epfd, ev, max);
-            if (!k) lazy_flush();
+            unsigned mine = 0;
+            int k = nlazy && max > 0 ? lazy_scan(epfd, ev, max, &mine) : 0;
+            if (!k && wait && nlazy && max > 0) k = lazy_spin(epfd, ev, max, mine);
             sleeper = !k && wait;
-            if (sleeper) __atomic_fetch_add(&ep_sleepers, 1, __ATOMIC_RELAXED);
+            if (sleeper)
+                sleeper_add();
+            else if (!k)
+                lazy_flush();
             pthread_mutex_unlock(&psp.lock);
             if (k) {
                 int n = max > k ? pwait ? real.epoll_pwait(epfd, ev + k, max - k, 0, m)
