@@ -136,6 +136,13 @@ static bool set_has_rdp(int epfd)
     return false;
 }
 
+/* In a fork's child: the parent's threads asleep in a wait are not the child's (a count
+ * inherited from them would keep the child's connections armed for good). */
+void epoll_fork_child(void)
+{
+    ep_sleepers = 0;
+}
+
 void epoll_set_closed(int epfd)
 {
     for (unsigned i = 0; i < nrdp_sets; i++)

@@ -502,6 +502,7 @@ void waiters_del(struct conn **cs, int n, struct waiter *w);
 
 /* --- poll.c --- */
 void epoll_conn_gone(struct conn *c);
+void epoll_fork_child(void);     /* a fork's child: no thread of its own sleeps in a wait */
 void epoll_set_closed(int epfd); /* the program closed a descriptor: if an epoll set, forget it */
 void epoll_fd_closed(struct conn *c, int fd); /* the program closed fd: its registrations go */
 void epoll_conn_to_tcp(struct conn *c);

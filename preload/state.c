@@ -770,6 +770,7 @@ static void atfork_child(void)
     if (psp.inited && !psp.broken) {
         fork_child();
         conn_fork_child();
+        epoll_fork_child();
         if (psp.rdp) {
             /* the socket is shared with the parent: close our copy, never read it */
             real.close(rdp_fd(psp.rdp));
