@@ -212,6 +212,25 @@ int rdp_process(rdp_t *rdp);
  * peers' retransmission timers (a tail-loss probe after about two RTTs) fire meanwhile. */
 void rdp_flush(rdp_t *rdp);
 
+/* Reading in a thread of the caller's own without holding the caller's lock, so that a
+ * thread waiting for a message sleeps in the one system call that reads it (libpspreload's
+ * waits), as a thread blocked in a socket's recv does:
+ *   rdp_rx_claim (under the lock): the receive slots are made ready and reserved to the
+ *     claimer; until rdp_rx_done, rdp_process and rdp_flush read nothing, so a datagram
+ *     that comes meanwhile stays in the socket for the claimer. 0, or -1 and errno (EBUSY:
+ *     claimed already). Without buffer memory, what the claimer takes is dropped.
+ *   rdp_rx_wait (without the lock, only by the claimer): sleeps in the kernel until at
+ *     least one datagram came, and takes up to a batch. Reads done, or -1 and errno: EINTR
+ *     after a signal handler without SA_RESTART (the kernel resumes the read after one
+ *     with it, as a socket's), or a fatal socket error.
+ *   rdp_rx_done (under the lock): handles the n datagrams (none if n <= 0), ends the claim
+ *     and processes as rdp_process. 0, or -1 and errno.
+ * A datagram of no bytes is a wake-up (for a thread in rdp_rx_wait, sent by another thread
+ * to rdp_fd's address): not a packet, only counted (rdp_stats.wakeups). */
+int rdp_rx_claim(rdp_t *rdp);
+int rdp_rx_wait(rdp_t *rdp);
+int rdp_rx_done(rdp_t *rdp, int n);
+
 /* Current CLOCK_MONOTONIC time in ns (the clock of rdp_next_deadline). */
 uint64_t rdp_now_ns(void);
 
@@ -251,6 +270,7 @@ struct rdp_stats {
     /* offload: sends that carried more than one datagram (UDP GSO), reads that returned more
      * than one (UDP GRO) */
     uint64_t gso_sends, gro_reads;
+    uint64_t wakeups; /* datagrams of no bytes (rdp_rx_wait) */
 };
 
 int rdp_peer_stats(const rdp_t *rdp, uint32_t node, struct rdp_peer_stats *st);

@@ -280,8 +280,7 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
                     wake_conn(cs[i]); /* a ring for another thread waiting on it, perhaps */
                 }
         if (r > 0 && kp[nk + 1].revents && psp.rdp) {
-            rdp_process(psp.rdp);
-            if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
+            psp_rdp_process();
             if (r == 1 + bells && !ready) continue; /* only datagrams (and bells): look again */
         }
         /* only doorbells or kernel sockets: look again (a kernel socket stays readable: not
@@ -1057,10 +1056,7 @@ static int translate(struct epoll_event *ev, int k0, int n)
         }
         unsigned idx = (unsigned)(t & 0xffffffffu);
         if (idx == RDP_IDX) { /* datagrams: the doorbells they ring show in the next wait */
-            if (psp.rdp) {
-                rdp_process(psp.rdp);
-                if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
-            }
+            psp_rdp_process();
             continue;
         }
         struct epreg *r = idx < nregs ? regs[idx] : NULL;

@@ -120,6 +120,8 @@ struct chunk {
 struct waiter {
     struct waiter *next;
     int efd;
+    bool direct; /* its thread sleeps in the RDP socket's read: woken by a kick (wait.c) */
+    bool kicked; /* kicked already */
 };
 
 struct epreg;    /* poll.c: one registration of the connection in an epoll set */
@@ -260,11 +262,18 @@ struct psp {
     unsigned window; /* per-connection credit, bytes */
     unsigned mtu;    /* RDP's, from psid (0: RDP's default) */
     unsigned busy_poll_us;
-    int app_pollers;   /* program threads waiting on the RDP socket themselves (wait.c) */
-    bool rdp_deaf;     /* the progress thread does not listen to the RDP socket */
-    bool deaf_armed;   /* deaf_tfd is armed */
-    uint64_t left_at;  /* when the last of them stopped waiting (rdp_now_ns) */
-    uint64_t switched; /* connections moved back to TCP (fork, exec) */
+    int app_pollers;            /* program threads waiting on the RDP socket themselves (wait.c) */
+    struct waiter *direct;      /* the thread asleep in the RDP socket's read (wait.c) */
+    pthread_cond_t direct_gone; /* it woke (psp.lock) */
+    bool direct_off;            /* not that way (PSP_DIRECT_WAIT=0, or a socket error) */
+    int kick_fd;                /* sends it its wake-ups (-1 until the first) */
+    struct sockaddr_storage kick_addr;
+    socklen_t kick_len;
+    uint64_t rdp_sleeps; /* waits that slept in the read (PSP_STATS) */
+    bool rdp_deaf;       /* the progress thread does not listen to the RDP socket */
+    bool deaf_armed;     /* deaf_tfd is armed */
+    uint64_t left_at;    /* when the last of them stopped waiting (rdp_now_ns) */
+    uint64_t switched;   /* connections moved back to TCP (fork, exec) */
     /* the same-node path (PSP_SHM, PSP_SHM_RING, PSP_SHM_SPIN) */
     bool shm_off;
     /* our network namespace lacks the node's address (a container's, served by the node's
@@ -295,6 +304,9 @@ void psp_poke(uint32_t pid);
 /* A program thread waits on the RDP socket itself: whether it counted (to leave then). */
 bool psp_poller_enter(void);
 void psp_poller_leave(bool entered);
+/* The same for a thread that will sleep in the socket's read: true when it is the only one
+ * (wait.c, under psp.lock) */
+bool psp_poller_enter_alone(void);
 void psp_arm_timer(void); /* its timer at RDP's next deadline (under psp.lock) */
 void psp_guard_add(struct conn *c);
 void psp_guard_del(struct conn *c);
@@ -494,6 +506,12 @@ int wait_conns(struct conn **cs, int n, int timeout_ms);
 /* ... and, with kfd >= 0, until kfd has one of the poll events kev (a kernel socket). */
 int wait_conns_k(struct conn **cs, int n, int timeout_ms, int kfd, short kev);
 void wake_conn(struct conn *c);
+void waiter_wake(struct waiter *w);
+/* End the sleep of a thread in the RDP socket's read, and wait until it is over (without
+ * psp.lock): the caller waits on the socket next */
+void wait_direct_end(void);
+/* rdp_process for a program thread (under psp.lock), and re-arm the timer if need be */
+void psp_rdp_process(void);
 int wait_fd(void); /* the calling thread's eventfd that wakers write to */
 /* PSP_BUSY_POLL: until when a wait may spin before sleeping (rdp_now_ns), 0: no spin */
 uint64_t psp_busy_until(void);

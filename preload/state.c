@@ -78,6 +78,8 @@ struct psp psp = {
     .timerfd = -1,
     .wakefd = -1,
     .deaf_tfd = -1,
+    .kick_fd = -1,
+    .direct_gone = PTHREAD_COND_INITIALIZER,
     .armed = UINT64_MAX,
 };
 
@@ -233,7 +235,7 @@ void psp_print_stats(void)
         "tcp_rx_bytes=%llu rdp_tx_msgs=%llu rdp_rx_msgs=%llu tcp_tx_msgs=%llu tcp_rx_msgs=%llu "
         "rdp_dropped=%llu rdp_bad_mac=%llu bad_msgs=%llu switched=%llu shm=%llu "
         "shm_tx_bytes=%llu shm_rx_bytes=%llu shm_tx_msgs=%llu rdp_retransmits=%llu "
-        "shm_bells=%llu\n",
+        "shm_bells=%llu rdp_sleeps=%llu\n",
         (int)getpid(), (unsigned long long)psp.accelerated, (unsigned long long)tcp,
         (unsigned long long)psp.stats_tcp[PSP_R_NOT_CLUSTER],
         (unsigned long long)psp.stats_tcp[PSP_R_NO_LIBRARY],
@@ -251,7 +253,8 @@ void psp_print_stats(void)
         (unsigned long long)psp.switched, (unsigned long long)psp.shm_conns,
         (unsigned long long)psp.shm_tx, (unsigned long long)psp.shm_rx,
         (unsigned long long)psp.shm_tx_msgs, (unsigned long long)retrans,
-        (unsigned long long)__atomic_load_n(&psp.shm_bells, __ATOMIC_RELAXED));
+        (unsigned long long)__atomic_load_n(&psp.shm_bells, __ATOMIC_RELAXED),
+        (unsigned long long)psp.rdp_sleeps);
     if (n <= 0) return;
     if (!strcmp(psp.stats, "1")) {
         (void)!real.write(2, line, (size_t)n);
@@ -361,6 +364,8 @@ __attribute__((constructor)) static void psp_ctor(void)
         unsigned long us = strtoul(v, NULL, 10);
         psp.busy_poll_us = us > PSP_BUSY_POLL_MAX_US ? PSP_BUSY_POLL_MAX_US : (unsigned)us;
     }
+    v = getenv("PSP_DIRECT_WAIT"); /* 0: a waiting thread never sleeps in the RDP read */
+    psp.direct_off = v && !strcmp(v, "0");
     psp.window = PSP_WINDOW;
     /* the same-node path: on unless PSP_SHM=0; ring bytes per direction; spin bound */
     v = getenv("PSP_SHM");
@@ -395,7 +400,9 @@ int psp_hide(int fd)
 bool psp_is_hidden(int fd)
 {
     if (!psp.inited || fd < psp.hidden_base) return false;
-    if (fd == psp.epfd || fd == psp.timerfd || fd == psp.wakefd || fd == psp.deaf_tfd) return true;
+    if (fd == psp.epfd || fd == psp.timerfd || fd == psp.wakefd || fd == psp.deaf_tfd ||
+        fd == psp.kick_fd)
+        return true;
     if (psp.psi_open && fd == psi_fd(&psp.psi)) return true;
     if (psp.rdp && fd == rdp_fd(psp.rdp)) return true;
     if (fork_is_hidden(fd)) return true;
@@ -470,7 +477,7 @@ static void deaf_arm(uint64_t at)
     timerfd_settime(psp.deaf_tfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
-bool psp_poller_enter(void)
+static bool poller_count(void)
 {
     /* no RDP peer yet (only same-node connections): no datagram is ours to take */
     if (!psp.rdp || !conn_rdp_peers() || psp.epfd < 0) return false;
@@ -482,6 +489,21 @@ bool psp_poller_enter(void)
         pthread_mutex_unlock(&poller_lock);
     }
     return true;
+}
+
+bool psp_poller_enter(void)
+{
+    if (!poller_count()) return false;
+    wait_direct_end(); /* a thread asleep in the socket's read leaves it to us all */
+    return true;
+}
+
+bool psp_poller_enter_alone(void)
+{
+    if (!poller_count()) return false;
+    if (__atomic_load_n(&psp.app_pollers, __ATOMIC_SEQ_CST) == 1) return true;
+    psp_poller_leave(true);
+    return false;
 }
 
 void psp_poller_leave(bool entered)
@@ -781,8 +803,13 @@ static void atfork_child(void)
         if (psp.wakefd >= 0) real.close(psp.wakefd);
         if (psp.deaf_tfd >= 0) real.close(psp.deaf_tfd);
         psp.epfd = psp.timerfd = psp.wakefd = psp.deaf_tfd = -1;
+        if (psp.kick_fd >= 0) real.close(psp.kick_fd);
+        psp.kick_fd = -1;
         /* the parent's threads that waited are not ours: none waits, none is listened for */
         psp.app_pollers = 0;
+        psp.direct = NULL;
+        pthread_cond_init(&psp.direct_gone, NULL);
+        psp.rdp_sleeps = 0;
         psp.rdp_deaf = psp.deaf_armed = false;
         psp.thread_running = false;
         psp.accelerated = psp.rdp_tx = psp.rdp_rx = psp.tcp_tx = psp.tcp_rx = 0;

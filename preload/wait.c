@@ -10,6 +10,16 @@
  * A connection on the same-node path has a doorbell of its own (shm.c), which the peer
  * process rings when it publishes what a sleeper armed for: the wait sleeps on it too.
  *
+ * A thread that waits alone for RDP connections, without a timeout, sleeps in the read of
+ * the RDP socket itself (direct_wait): one system call, as a thread blocked in a TCP
+ * socket's recv, where poll on its eventfd and the socket, then the read, cost two and
+ * about a tenth of a small round trip (bench/RESULTS.md 8.9, 9.0). Its wake-ups come as
+ * datagrams then: a waker sends the RDP socket a datagram of no bytes (kick), which RDP
+ * counts and ignores. Nothing else reads the socket meanwhile (rdp_rx_claim), so neither a
+ * datagram nor a kick that comes before the thread is in the kernel is lost. A thread that
+ * is about to wait on the socket some other way (another wait, poll, epoll) ends such a
+ * sleep first (wait_direct_end, from psp_poller_enter) and waits until it is over.
+ *
  * Busy polling (PSP_BUSY_POLL=MICROSECONDS, opt-in, as VMA's): before sleeping, a waiting
  * thread looks for its datagrams and its wake-up without sleeping for that long, so that
  * an answer arriving meanwhile costs no wake-up. Signals during the spin run their handlers
@@ -17,6 +27,7 @@
  */
 #include "psp.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -28,6 +39,9 @@ static __thread pid_t my_pid;
  * and a read to take back */
 static __thread int taking = -1;
 static __thread bool woke_self;
+/* This thread's waiters while it sleeps in the RDP socket's read: a signal handler that runs
+ * on top of that read and waits itself (a read in a handler) finds them here */
+static __thread struct waiter *direct_mine;
 
 int wait_fd(void)
 {
@@ -41,6 +55,7 @@ void waiters_add(struct conn **cs, int n, struct waiter *w, int fd)
 {
     for (int i = 0; i < n; i++) {
         w[i].efd = fd;
+        w[i].direct = w[i].kicked = false;
         w[i].next = cs[i]->waiters;
         cs[i]->waiters = &w[i];
     }
@@ -56,13 +71,46 @@ void waiters_del(struct conn **cs, int n, struct waiter *w)
             }
 }
 
+/* A datagram of no bytes to the RDP socket: wakes the thread asleep in its read (under
+ * psp.lock). A kick lost to a full receive queue needs no other: a full queue ends the
+ * read as well, and the thread looks at its connections before it sleeps again. */
+static void kick(void)
+{
+    if (psp.kick_fd < 0) {
+        socklen_t l = sizeof psp.kick_addr;
+        if (getsockname(rdp_fd(psp.rdp), (struct sockaddr *)&psp.kick_addr, &l) < 0) return;
+        psp.kick_len = l;
+        if (psp.kick_addr.ss_family == AF_INET) { /* bound to any address: loopback */
+            struct sockaddr_in *a = (struct sockaddr_in *)&psp.kick_addr;
+            if (a->sin_addr.s_addr == htonl(INADDR_ANY))
+                a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        } else {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&psp.kick_addr;
+            if (IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr)) a->sin6_addr = in6addr_loopback;
+        }
+        psp.kick_fd = psp_hide(
+            real.socket(psp.kick_addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (psp.kick_fd < 0) return;
+    }
+    (void)!real.sendto(psp.kick_fd, "", 0, MSG_DONTWAIT, (struct sockaddr *)&psp.kick_addr,
+                       psp.kick_len);
+}
+
+void waiter_wake(struct waiter *w)
+{
+    if (w->direct) { /* (first: a handler on top of its read has the same eventfd) */
+        if (!w->kicked) kick();
+        w->kicked = true;
+    } else if (w->efd == taking) {
+        woke_self = true;
+    } else {
+        (void)!real.write(w->efd, &(uint64_t){1}, 8);
+    }
+}
+
 void wake_conn(struct conn *c)
 {
-    for (struct waiter *w = c->waiters; w; w = w->next)
-        if (w->efd == taking)
-            woke_self = true;
-        else
-            (void)!real.write(w->efd, &(uint64_t){1}, 8);
+    for (struct waiter *w = c->waiters; w; w = w->next) waiter_wake(w);
 }
 
 /* Sleep on our eventfd alone: a blocking read, restarted by the kernel after a handler with
@@ -122,7 +170,7 @@ static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n, int kf
                     /* the ring may have been for another thread waiting on it (a reader
                      * and a writer): it looks again too */
                     for (struct waiter *w = cs[i]->waiters; w; w = w->next)
-                        if (w->efd != fd) (void)!real.write(w->efd, &(uint64_t){1}, 8);
+                        if (w->efd != fd) waiter_wake(w);
                 }
             pthread_mutex_unlock(&psp.lock);
             r = 0;
@@ -137,10 +185,9 @@ static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n, int kf
             pthread_mutex_lock(&psp.lock);
             taking = fd;
             woke_self = false;
-            rdp_process(psp.rdp);
+            psp_rdp_process();
             taking = -1;
             woke = woke_self;
-            if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
             pthread_mutex_unlock(&psp.lock);
         }
         if (pf[0].revents) {
@@ -171,6 +218,93 @@ static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n, int kf
     return r;
 }
 
+/* Under psp.lock: may the thread waiting on cs[0..n) (waiters w) sleep in the RDP
+ * socket's read? Only one that waits alone on connections that only RDP can change: no
+ * timeout (a read cannot have one of its own), no kernel socket, doorbell, negotiation or
+ * busy poll. It is counted as a poller (the progress thread leaves the socket to it) and
+ * holds the claim on the socket's reads when this says yes. */
+static bool direct_enter(struct conn **cs, int n, struct waiter *w, int timeout_ms, int kfd)
+{
+    if (timeout_ms >= 0 || kfd >= 0 || n < 1 || psp.busy_poll_us || psp.direct_off || !psp.rdp ||
+        psp.direct || !conn_rdp_peers() || psp.epfd < 0)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (cs[i]->st != CS_RDP) return false;
+    if (__atomic_load_n(&psp.app_pollers, __ATOMIC_SEQ_CST) != 0) return false;
+    if (!psp_poller_enter_alone()) return false;
+    /* a thread that starts waiting on the socket from now on sees us (psp_poller_enter);
+     * one that started before we counted is seen here: we step back */
+    for (int i = 0; i < n; i++) w[i].direct = true;
+    __atomic_store_n(&psp.direct, w, __ATOMIC_SEQ_CST);
+    direct_mine = w;
+    if (__atomic_load_n(&psp.app_pollers, __ATOMIC_SEQ_CST) != 1 || rdp_rx_claim(psp.rdp) < 0) {
+        __atomic_store_n(&psp.direct, NULL, __ATOMIC_SEQ_CST);
+        direct_mine = NULL;
+        for (int i = 0; i < n; i++) w[i].direct = false;
+        pthread_cond_broadcast(&psp.direct_gone);
+        psp_poller_leave(true);
+        return false;
+    }
+    return true;
+}
+
+/* Sleep in the RDP socket's read (direct_enter said yes). Called and returns under
+ * psp.lock. 0: look again; -1 and EINTR: a handler without SA_RESTART ran (the kernel
+ * resumes the read after one with it, as a socket's recv). */
+static int direct_wait(int fd, int n, struct waiter *w)
+{
+    pthread_mutex_unlock(&psp.lock);
+    int got = rdp_rx_wait(psp.rdp), e = errno;
+    pthread_mutex_lock(&psp.lock);
+    __atomic_store_n(&psp.direct, NULL, __ATOMIC_SEQ_CST);
+    direct_mine = NULL;
+    pthread_cond_broadcast(&psp.direct_gone);
+    for (int i = 0; i < n; i++) w[i].direct = false;
+    taking = fd; /* a wake-up for us from what we take: noted, not written */
+    rdp_rx_done(psp.rdp, got);
+    taking = -1;
+    if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
+    psp_poller_leave(true);
+    psp.rdp_sleeps++;
+    if (got < 0 && e != EINTR) psp.direct_off = true; /* a socket error: not this way again */
+    if (got < 0 && e == EINTR) {
+        errno = EINTR;
+        return -1;
+    }
+    return 0;
+}
+
+void wait_direct_end(void)
+{
+    struct waiter *d = __atomic_load_n(&psp.direct, __ATOMIC_SEQ_CST);
+    if (!d || d == direct_mine) return; /* (our own, under a handler: psp_rdp_process) */
+    pthread_mutex_lock(&psp.lock);
+    while (psp.direct) {
+        struct waiter *w = psp.direct;
+        if (!w->kicked) kick();
+        w->kicked = true;
+        pthread_cond_wait(&psp.direct_gone, &psp.lock);
+    }
+    pthread_mutex_unlock(&psp.lock);
+}
+
+void psp_rdp_process(void)
+{
+    if (!psp.rdp) return;
+    if (!direct_mine || psp.direct != direct_mine) {
+        rdp_process(psp.rdp);
+    } else {
+        /* A signal handler on top of this thread's own read of the socket (which the
+         * kernel left to run it, and resumes after it with SA_RESTART): the datagrams are
+         * ours to take, and the claim is ours to keep for that read. What the read's wait
+         * was kicked for is kicked again, for the resumed read. */
+        rdp_rx_done(psp.rdp, 0);
+        rdp_rx_claim(psp.rdp);
+        if (direct_mine->kicked) kick();
+    }
+    if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
+}
+
 uint64_t psp_busy_until(void)
 {
     return psp.busy_poll_us ? rdp_now_ns() + psp.busy_poll_us * 1000ull : 0;
@@ -191,6 +325,14 @@ int wait_conns_k(struct conn **cs, int n, int timeout_ms, int kfd, short kev)
     for (int i = 0; i < n; i++) {
         shm |= cs[i]->shm != NULL;
         cs[i]->users++; /* it stays while we sleep, closed or not */
+    }
+    if (direct_enter(cs, n, w, timeout_ms, kfd)) {
+        int r = direct_wait(fd, n, w);
+        int e = errno;
+        for (int i = 0; i < n; i++) cs[i]->users--;
+        waiters_del(cs, n, w);
+        errno = e;
+        return r;
     }
     pthread_mutex_unlock(&psp.lock);
     bool negotiating = false;

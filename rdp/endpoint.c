@@ -312,6 +312,12 @@ void rdp_flush(rdp_t *ep)
 
 int rdp_process(rdp_t *ep)
 {
+    return rdp_process_from(ep, 0);
+}
+
+/* rdp_process after a batch of n datagrams already read into the slots (rdp_rx_wait) */
+int rdp_process_from(rdp_t *ep, int n)
+{
     ep->in_process = true;
     int r = 0, err = 0;
     /* ACK after every batch, not after draining the socket: the sender's window must not
@@ -319,7 +325,12 @@ int rdp_process(rdp_t *ep)
     ep->now = rdp_now_ns(); /* one clock read for a round that reads one batch */
     for (int batch = 0; batch < 16; batch++) {
         if (batch) ep->now = rdp_now_ns();
-        r = rdp_io_receive(ep);
+        if (!batch && n > 0) {
+            rdp_io_handle(ep, n); /* read by rdp_rx_wait */
+            r = n;
+        } else {
+            r = rdp_io_receive(ep);
+        }
         err = errno;
         if (r <= 0) break;
         end_batch(ep);

@@ -217,6 +217,11 @@ struct rdp {
     struct rdp_buf *rxbuf[RDP_RX_BATCH];
     struct sockaddr_storage rxaddr[RDP_RX_BATCH];
     unsigned rx_dirty; /* slots from 0 that need fill_rx before the next read */
+    bool rx_claimed;   /* a thread reads into the slots without the caller's lock
+                        * (rdp_rx_claim): nobody else reads the socket meanwhile */
+    bool rx_blocking;  /* the socket is blocking (for rdp_rx_wait); every other call on it
+                        * says MSG_DONTWAIT */
+    bool rx_icmp;      /* rdp_rx_wait saw an ICMP error: the error queue, under the lock */
     /* UDP GRO: reads of coalesced datagrams into RDP_GRO_BUF buffers, split on receipt; an
      * endpoint with large datagrams switches to it (want_gro) once a peer sends small ones */
     bool gro, want_gro;
@@ -258,6 +263,8 @@ void rdp_io_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b);
 void rdp_io_flush(rdp_t *ep);
 void rdp_io_forget_peer(rdp_t *ep, struct rdp_peer *p);
 int rdp_io_receive(rdp_t *ep);
+void rdp_io_handle(rdp_t *ep, int n);
+int rdp_process_from(rdp_t *ep, int n);
 void rdp_io_errqueue(rdp_t *ep);
 /* Sign a packet (header already encoded, b->len = header + payload) and queue it. */
 void rdp_io_sign_queue(rdp_t *ep, struct rdp_peer *p, struct rdp_buf *b);

@@ -21,6 +21,7 @@
 #include "trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/errqueue.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
@@ -270,7 +271,7 @@ void rdp_io_flush(rdp_t *ep)
     unsigned nsend = build_sends(ep, 0, 0);
     while (done < nsend && tries++ < 2 * RDP_TX_BATCH) {
         rdp_trace(RDP_TR_SEND_IN, n);
-        int r = sendmmsg(ep->fd, ep->gsom + done, nsend - done, 0);
+        int r = sendmmsg(ep->fd, ep->gsom + done, nsend - done, MSG_DONTWAIT);
         rdp_trace(RDP_TR_SEND_OUT, r > 0 ? (uint32_t)r : 0);
         if (r > 0) {
             for (int m = 0; m < r; m++)
@@ -409,7 +410,11 @@ static int fill_rx(rdp_t *ep)
 {
     for (unsigned i = 0; i < ep->rx_dirty; i++) {
         if (!ep->gro && !ep->rxbuf[i] && !(ep->rxbuf[i] = rdp_pool_get(&ep->pool))) {
-            ep->rx_dirty = RDP_RX_BATCH; /* try the rest again next time */
+            /* try the rest again next time; a slot without a buffer takes nothing (a read
+             * into it is truncated: dropped) */
+            for (unsigned j = i; j < RDP_RX_BATCH; j++)
+                if (!ep->rxbuf[j]) ep->rxiov[j] = (struct iovec){NULL, 0};
+            ep->rx_dirty = RDP_RX_BATCH;
             return -1;
         }
         ep->rxiov[i].iov_base = rx_base(ep, i);
@@ -462,17 +467,56 @@ static void rx_split(rdp_t *ep, unsigned i, size_t len, struct rx_later *later, 
     } while (off < len);
 }
 
-/* Read one batch (up to RDP_RX_BATCH reads). Returns reads done: 0 when nothing is waiting,
- * -1 on a fatal socket error. */
-int rdp_io_receive(rdp_t *ep)
+/* Handle n datagrams that the last read put into the receive slots. */
+void rdp_io_handle(rdp_t *ep, int n)
+{
+    ep->rx_dirty = n > 0 ? (unsigned)n : 0;
+    struct rx_later later[RX_LATER];
+    unsigned nlater = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = ep->rxm[i].msg_len;
+        if (ep->rxm[i].msg_hdr.msg_flags & MSG_TRUNC) {
+            ep->st.pkts_recv++;
+            rdp_count_drop(ep, NULL, RDP_DROP_MALFORMED);
+            continue;
+        }
+        if (!len) { /* a wake-up (rdp_rx_wait), not a packet: nothing in it to read */
+            ep->st.wakeups++;
+            continue;
+        }
+        if (ep->gro) {
+            rx_split(ep, (unsigned)i, len, later, &nlater);
+            continue;
+        }
+        ep->rxbuf[i]->len = (uint32_t)len;
+        rx_datagram(ep, ep->rxbuf[i], i, (unsigned)i, later, &nlater);
+    }
+    for (unsigned k = 0; k < nlater; k++)
+        deliver(ep, later[k].b, later[k].slot, (const struct sockaddr *)&ep->rxaddr[later[k].from]);
+    if (ep->tx_error) {
+        ep->tx_error = false;
+        rdp_io_errqueue(ep);
+    }
+}
+
+/* Make the slots ready for a read. -1 when no buffer is to be had. */
+static int rx_ready(rdp_t *ep)
 {
     if (ep->want_gro) rx_enable_gro(ep);
+    return fill_rx(ep);
+}
+
+/* Read one batch (up to RDP_RX_BATCH reads). Returns reads done: 0 when nothing is waiting
+ * or a thread has claimed the reads (rdp_rx_claim), -1 on a fatal socket error. */
+int rdp_io_receive(rdp_t *ep)
+{
+    if (ep->rx_claimed) return 0;
     for (int tries = 0; tries < 8; tries++) {
-        if (fill_rx(ep) < 0) return 0;
+        if (rx_ready(ep) < 0) return 0;
         rdp_trace(RDP_TR_RECV_IN, 0);
         int n = recvmmsg(ep->fd, ep->rxm, RDP_RX_BATCH, MSG_DONTWAIT, NULL);
         rdp_trace(RDP_TR_RECV_OUT, n > 0 ? (uint32_t)n : 0);
-        ep->rx_dirty = n > 0 ? (unsigned)n : 0;
+        ep->rx_dirty = 0;
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
             if (errno == EINTR) continue;
@@ -482,30 +526,51 @@ int rdp_io_receive(rdp_t *ep)
             }
             return -1;
         }
-        struct rx_later later[RX_LATER];
-        unsigned nlater = 0;
-        for (int i = 0; i < n; i++) {
-            size_t len = ep->rxm[i].msg_len;
-            if (ep->rxm[i].msg_hdr.msg_flags & MSG_TRUNC) {
-                ep->st.pkts_recv++;
-                rdp_count_drop(ep, NULL, RDP_DROP_MALFORMED);
-                continue;
-            }
-            if (ep->gro) {
-                rx_split(ep, (unsigned)i, len, later, &nlater);
-                continue;
-            }
-            ep->rxbuf[i]->len = (uint32_t)len;
-            rx_datagram(ep, ep->rxbuf[i], i, (unsigned)i, later, &nlater);
-        }
-        for (unsigned k = 0; k < nlater; k++)
-            deliver(ep, later[k].b, later[k].slot,
-                    (const struct sockaddr *)&ep->rxaddr[later[k].from]);
-        if (ep->tx_error) {
-            ep->tx_error = false;
-            rdp_io_errqueue(ep);
-        }
+        rdp_io_handle(ep, n);
         return n;
     }
     return 0;
+}
+
+int rdp_rx_claim(rdp_t *ep)
+{
+    if (ep->rx_claimed) {
+        errno = EBUSY;
+        return -1;
+    }
+    if (!ep->rx_blocking) { /* every other call on the socket says MSG_DONTWAIT */
+        int fl = fcntl(ep->fd, F_GETFL);
+        if (fl < 0 || fcntl(ep->fd, F_SETFL, fl & ~O_NONBLOCK) < 0) return -1;
+        ep->rx_blocking = true;
+    }
+    (void)rx_ready(ep); /* without buffers: slots that drop what they take */
+    ep->rx_claimed = true;
+    return 0;
+}
+
+int rdp_rx_wait(rdp_t *ep)
+{
+    for (;;) {
+        rdp_trace(RDP_TR_RECV_IN, 0);
+        int n = recvmmsg(ep->fd, ep->rxm, RDP_RX_BATCH, MSG_WAITFORONE, NULL);
+        rdp_trace(RDP_TR_RECV_OUT, n > 0 ? (uint32_t)n : 0);
+        /* an ICMP error for an earlier send: the error queue is read under the caller's
+         * lock (rdp_rx_done), and the wait goes on */
+        if (n < 0 && is_icmp_errno(errno)) {
+            ep->rx_icmp = true;
+            continue;
+        }
+        return n;
+    }
+}
+
+int rdp_rx_done(rdp_t *ep, int n)
+{
+    ep->rx_claimed = false;
+    ep->rx_dirty = 0;
+    if (ep->rx_icmp) { /* the error queue, at the end of the round */
+        ep->rx_icmp = false;
+        ep->tx_error = true;
+    }
+    return rdp_process_from(ep, n > 0 ? n : 0);
 }

@@ -12,6 +12,8 @@
  *   poll2     poll on an eventfd (never written) and the socket, then a non-blocking recv:
  *             how a program thread of libpspreload waits for its RDP datagrams (wait.c)
  *   poll1     poll on the socket alone, then a non-blocking recv
+ *   peek      a blocking zero-length recv with MSG_PEEK (wakes when a datagram is queued,
+ *             takes nothing), then a non-blocking recv
  * Rounds alternate the modes; each prints the median RTT of its round trips, and the end
  * the median over rounds. Run by hand:
  *   cc -std=gnu11 -O2 -Iinclude -o waitcost bench/profile/waitcost.c && ./waitcost [ROUNDS]
@@ -35,8 +37,8 @@
 #define WARMUP 1000
 #define MS     1000000ull
 
-enum mode { M_BLOCK, M_EPOLL, M_TIMEOUT, M_LAZY, M_POLL2, M_POLL1, M_N };
-static const char *names[M_N] = {"block", "epoll", "timeout", "lazy", "poll2", "poll1"};
+enum mode { M_BLOCK, M_EPOLL, M_TIMEOUT, M_LAZY, M_POLL2, M_POLL1, M_PEEK, M_N };
+static const char *names[M_N] = {"block", "epoll", "timeout", "lazy", "poll2", "poll1", "peek"};
 
 struct waiter {
     enum mode m;
@@ -80,6 +82,8 @@ static ssize_t rx(struct waiter *w, char *buf, size_t n, struct sockaddr_in *fro
         } else if (w->m == M_POLL1) { /* the socket alone */
             struct pollfd p = {.fd = w->fd, .events = POLLIN};
             k = poll(&p, 1, -1) < 0 ? -1 : 0;
+        } else if (w->m == M_PEEK) { /* wait for a datagram without taking it */
+            k = recv(w->fd, NULL, 0, MSG_PEEK) < 0 ? -1 : 0;
         } else if (w->m == M_LAZY) {
             k = lazytimer_wait(&w->t, w->ep, e, 2, now_ns() + MS);
         } else {

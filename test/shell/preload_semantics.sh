@@ -39,7 +39,10 @@
 # answers as the flags say now); eplazy (epoll registrations, which the library's waits
 # look at themselves on the same-node path: a nested set, a poll on a set's descriptor, a
 # nested set looked at without sleeping, two threads asleep in two sets: each wakes for a
-# late answer; EPOLLET: an event for bytes that came since, none for bytes still there).
+# late answer; EPOLLET: an event for bytes that came since, none for bytes still there);
+# rdpwait (a read that sleeps in the RDP socket's read itself: a signal handler with
+# SA_RESTART that reads another connection on top of it, then a thread that polls beside
+# it: each gets its byte).
 # The library's run waits for each connection's negotiation before its first byte
 # (PSP_SYNC=1), so that the scenario tests the fast path from byte 0; the scenarios of
 # PRELOAD_ASYNC (default: echo peek epoll bulk cork fork_unread upgrade upwrite) run a third time
@@ -61,7 +64,7 @@ all_up 5000 || {
     fail "$NAME: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw upgrade upwrite nbflip eplazy}
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw upgrade upwrite nbflip eplazy rdpwait}
 ASYNC=${PRELOAD_ASYNC-echo peek epoll bulk cork fork_unread upgrade upwrite}
 PORT=$(free_port $((3 * $(wc -w <<<"$SCEN"))))
 
@@ -102,7 +105,7 @@ fi
 i=0
 for s in $SCEN; do
     mode=cmd
-    case $s in two | many | fork | v6mapped | reuseport | relisten | inetd) mode=$s ;; upgrade | eplazy) mode=cmdt ;; esac
+    case $s in two | many | fork | v6mapped | reuseport | relisten | inetd) mode=$s ;; upgrade | eplazy | rdpwait) mode=cmdt ;; esac
     run "$s.tcp" $((PORT + i)) "$mode" "$s" no
     run "$s.lib" $((PORT + i + 1)) "$mode" "$s" yes
     async=no
@@ -110,7 +113,7 @@ for s in $SCEN; do
     i=$((i + 3))
     # the client's connections that went over RDP: every one the scenario opens
     want=1
-    case $s in reuseport | relisten | epoll0 | upgrade) want=2 ;; eplazy) want=4 ;; inetd) want=0 ;; esac
+    case $s in reuseport | relisten | epoll0 | upgrade) want=2 ;; eplazy) want=4 ;; rdpwait) want=2 ;; inetd) want=0 ;; esac
     key=accelerated
     [ "$SAME" = 1 ] && key=shm
     acc=$(grep -o " $key=[0-9]*" "$CDIR/$s.lib.stats" 2>/dev/null | cut -d= -f2 | sort -n |

@@ -787,6 +787,56 @@ static void s_eintr(void)
     close(fd);
 }
 
+/* rdpwait: a thread asleep in a read is the only one waiting, which the library lets sleep
+ * in the read of its RDP socket itself (wait.c): a signal handler that reads another
+ * connection on top of that read, and then a second thread that polls while the first
+ * reads, must each get their bytes, and the sleeper its own */
+static int handler_fd = -1;
+static char handler_got = '-';
+
+static void on_alarm_read(int s)
+{
+    (void)s;
+    char c;
+    if (read(handler_fd, &c, 1) == 1) handler_got = c;
+}
+
+static char waited_got = '-';
+static void *read_one(void *arg)
+{
+    char c;
+    if (read(*(int *)arg, &c, 1) == 1) waited_got = c;
+    return NULL;
+}
+
+static void s_rdpwait(void)
+{
+    int a = dial(), b = dial();
+    struct sigaction sa = {.sa_handler = on_alarm_read, .sa_flags = SA_RESTART};
+    sigaction(SIGALRM, &sa, NULL);
+    handler_fd = b;
+    write_full(b, "d", 1); /* "x" after 300 ms on each */
+    write_full(a, "d", 1);
+    struct itimerval it = {{0, 0}, {0, 100000}};
+    setitimer(ITIMER_REAL, &it, NULL); /* the handler reads b while we read a */
+    char c = '-';
+    ssize_t r = read(a, &c, 1);
+    printf("under a handler: %zd %c, the handler's %c\n", r, c, handler_got);
+    signal(SIGALRM, SIG_DFL);
+    pthread_t t;
+    pthread_create(&t, NULL, read_one, &a);
+    ms_sleep(100); /* it sleeps in its read */
+    write_full(b, "d", 1);
+    write_full(a, "d", 1);
+    struct pollfd p = {.fd = b, .events = POLLIN};
+    int n = poll(&p, 1, 5000);
+    r = n == 1 ? read(b, &c, 1) : -1;
+    pthread_join(t, NULL);
+    printf("poll beside a read: %d %zd %c, the read's %c\n", n, r, c, waited_got);
+    close(a);
+    close(b);
+}
+
 static void s_dup(void)
 {
     int fd = dial();
@@ -1830,7 +1880,8 @@ int main(int argc, char **argv)
               {"upgrade", s_upgrade},
               {"upwrite", s_upwrite},
               {"nbflip", s_nbflip},
-              {"eplazy", s_eplazy}};
+              {"eplazy", s_eplazy},
+              {"rdpwait", s_rdpwait}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();
