@@ -26,7 +26,9 @@
 #
 # usage: bench/preload.sh [--help]
 # env:   RUNS (3), MODES ("lo netns netns9000 same"), SECONDS_PER_RUN (3), BUSY_US (50:
-#        PSP_BUSY_POLL of the busy-polling ping-pong row), LOSS_PCT (5: the loss row)
+#        PSP_BUSY_POLL of the busy-polling ping-pong row), LOSS_PCT (5: the loss row),
+#        PARTS ("pp busy stream loss redis memory": the rows to run; e.g. PARTS=pp for the
+#        ping-pong rows alone)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -42,6 +44,8 @@ MODES=${MODES:-lo netns netns9000 same}
 SECS=${SECONDS_PER_RUN:-3}
 BUSY_US=${BUSY_US:-50}
 LOSS_PCT=${LOSS_PCT:-5}
+PARTS=" ${PARTS:-pp busy stream loss redis memory} "
+part() { [[ $PARTS == *" $1 "* ]]; }
 for f in "$BIN/pslocal" "$LIB"; do
     [[ -e $f ]] || {
         echo "bench/preload.sh: $f not built (make)" >&2
@@ -294,27 +298,37 @@ for MODE in $MODES; do
         cat "$W/up.log" >&2
         exit 1
     }
-    for sz in 16 1024 65000; do # sockperf's largest message is 65506 bytes
-        log "  sockperf ping-pong $sz B (x$RUNS each)"
-        pingpong "$sz"
-    done
-    log "  sockperf ping-pong 16 B, the library busy-polling $BUSY_US us (x$RUNS each)"
-    pingpong 16 "$BUSY_US"
-    log "  iperf3 (x$RUNS each)"
-    stream
-    if [[ $MODE == same ]]; then
-        log "  iperf3, four streams (x$RUNS each)"
-        stream ip4 "iperf3, four streams (Gbit/s)" "-P 4"
+    if part pp; then
+        for sz in 16 1024 65000; do # sockperf's largest message is 65506 bytes
+            log "  sockperf ping-pong $sz B (x$RUNS each)"
+            pingpong "$sz"
+        done
     fi
-    if [[ $MODE == netns* ]]; then
+    if part busy; then
+        log "  sockperf ping-pong 16 B, the library busy-polling $BUSY_US us (x$RUNS each)"
+        pingpong 16 "$BUSY_US"
+    fi
+    if part stream; then
+        log "  iperf3 (x$RUNS each)"
+        stream
+        if [[ $MODE == same ]]; then
+            log "  iperf3, four streams (x$RUNS each)"
+            stream ip4 "iperf3, four streams (Gbit/s)" "-P 4"
+        fi
+    fi
+    if [[ $MODE == netns* ]] && part loss; then
         log "  iperf3 with ${LOSS_PCT} % loss each way (x$RUNS each)"
         loss "$LOSS_PCT" && stream ipl "iperf3, one stream, ${LOSS_PCT} % loss each way (Gbit/s)"
         loss 0
     fi
-    log "  redis-benchmark (x$RUNS each)"
-    redis
-    log "  memory per idle connection"
-    idle_memory
+    if part redis; then
+        log "  redis-benchmark (x$RUNS each)"
+        redis
+    fi
+    if part memory; then
+        log "  memory per idle connection"
+        idle_memory
+    fi
     "$BIN/pslocal" down --dir "$CDIR" >/dev/null 2>&1 || log "bench/preload.sh: pslocal down failed"
     CDIR=
 done
