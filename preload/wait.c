@@ -13,7 +13,7 @@
  * A thread that waits alone for RDP connections, without a timeout, sleeps in the read of
  * the RDP socket itself (direct_wait): one system call, as a thread blocked in a TCP
  * socket's recv, where poll on its eventfd and the socket, then the read, cost two and
- * about a tenth of a small round trip (bench/RESULTS.md 8.9, 9.0). Its wake-ups come as
+ * about a tenth of a small round trip (bench/RESULTS.md 8.9, 8.10). Its wake-ups come as
  * datagrams then: a waker sends the RDP socket a datagram of no bytes (kick), which RDP
  * counts and ignores. Nothing else reads the socket meanwhile (rdp_rx_claim), so neither a
  * datagram nor a kick that comes before the thread is in the kernel is lost. A thread that
