@@ -71,29 +71,34 @@ void waiters_del(struct conn **cs, int n, struct waiter *w)
             }
 }
 
+/* The socket that kicks, and where to: made before a thread first sleeps in the read, so
+ * that a kick never needs a descriptor the process may not have then (under psp.lock). */
+static bool kick_ready(void)
+{
+    if (psp.kick_fd >= 0) return true;
+    socklen_t l = sizeof psp.kick_addr;
+    if (getsockname(rdp_fd(psp.rdp), (struct sockaddr *)&psp.kick_addr, &l) < 0) return false;
+    psp.kick_len = l;
+    if (psp.kick_addr.ss_family == AF_INET) { /* bound to any address: loopback */
+        struct sockaddr_in *a = (struct sockaddr_in *)&psp.kick_addr;
+        if (a->sin_addr.s_addr == htonl(INADDR_ANY)) a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    } else {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&psp.kick_addr;
+        if (IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr)) a->sin6_addr = in6addr_loopback;
+    }
+    int fam = psp.kick_addr.ss_family;
+    psp.kick_fd = psp_hide(real.socket(fam, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    return psp.kick_fd >= 0;
+}
+
 /* A datagram of no bytes to the RDP socket: wakes the thread asleep in its read (under
  * psp.lock). A kick lost to a full receive queue needs no other: a full queue ends the
  * read as well, and the thread looks at its connections before it sleeps again. */
 static void kick(void)
 {
-    if (psp.kick_fd < 0) {
-        socklen_t l = sizeof psp.kick_addr;
-        if (getsockname(rdp_fd(psp.rdp), (struct sockaddr *)&psp.kick_addr, &l) < 0) return;
-        psp.kick_len = l;
-        if (psp.kick_addr.ss_family == AF_INET) { /* bound to any address: loopback */
-            struct sockaddr_in *a = (struct sockaddr_in *)&psp.kick_addr;
-            if (a->sin_addr.s_addr == htonl(INADDR_ANY))
-                a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        } else {
-            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&psp.kick_addr;
-            if (IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr)) a->sin6_addr = in6addr_loopback;
-        }
-        psp.kick_fd = psp_hide(
-            real.socket(psp.kick_addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-        if (psp.kick_fd < 0) return;
-    }
-    (void)!real.sendto(psp.kick_fd, "", 0, MSG_DONTWAIT, (struct sockaddr *)&psp.kick_addr,
-                       psp.kick_len);
+    if (psp.kick_fd >= 0) /* (there before any thread slept in the read: kick_ready) */
+        (void)!real.sendto(psp.kick_fd, "", 0, MSG_DONTWAIT, (struct sockaddr *)&psp.kick_addr,
+                           psp.kick_len);
 }
 
 void waiter_wake(struct waiter *w)
@@ -113,14 +118,86 @@ void wake_conn(struct conn *c)
     for (struct waiter *w = c->waiters; w; w = w->next) waiter_wake(w);
 }
 
-/* Sleep on our eventfd alone: a blocking read, restarted by the kernel after a handler with
- * SA_RESTART; a poll when there is a timeout. */
-static int plain_wait(int fd, int timeout_ms)
+/* Cancellation (pthread_cancel): a blocked read or write of a socket is a cancellation
+ * point, so a wait here is one too, but only in its sleep: the rest runs with cancellation
+ * disabled (it holds psp.lock at times). A thread cancelled in its sleep leaves nothing
+ * behind (wait_cancelled): not its waiters, the connections' users, its count as a poller,
+ * or the claim on the RDP socket's read that would make every other wait wait for it. */
+struct wait_state {
+    struct conn **cs;
+    int n;
+    struct waiter *w;
+    bool direct;  /* asleep in the RDP socket's read */
+    bool entered; /* counted as a poller (progress_wait) */
+    int cancel;   /* the thread's cancel state when the wait began */
+};
+
+/* A blocking call as a cancellation point, if the thread's state allows one */
+#define SLEEP_IN(st, call)                                                                         \
+    do {                                                                                           \
+        pthread_cleanup_push(wait_cancelled, (st));                                                \
+        if ((st)->cancel == PTHREAD_CANCEL_ENABLE)                                                 \
+            pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);                                   \
+        call;                                                                                      \
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);                                      \
+        pthread_cleanup_pop(0);                                                                    \
+    } while (0)
+
+/* The end of a sleep in the RDP socket's read: got datagrams read (or -1), under psp.lock */
+static void direct_leave(struct wait_state *st, int got)
+{
+    __atomic_store_n(&psp.direct, NULL, __ATOMIC_SEQ_CST);
+    direct_mine = NULL;
+    pthread_cond_broadcast(&psp.direct_gone);
+    for (int i = 0; i < st->n; i++) st->w[i].direct = false;
+    rdp_rx_done(psp.rdp, got);
+    if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
+    psp_poller_leave(true);
+    st->direct = false;
+}
+
+static void wait_cancelled(void *arg)
+{
+    struct wait_state *st = arg;
+    if (st->entered) psp_poller_leave(true);
+    pthread_mutex_lock(&psp.lock);
+    if (st->direct) direct_leave(st, -1);
+    for (int i = 0; i < st->n; i++) st->cs[i]->users--;
+    waiters_del(st->cs, st->n, st->w);
+    pthread_mutex_unlock(&psp.lock);
+}
+
+/* The sleeps themselves, each in a frame of its own (the cleanup is a setjmp) */
+static int sleep_poll(struct wait_state *st, struct pollfd *pf, nfds_t n, int timeout_ms)
+{
+    int p = -1;
+    SLEEP_IN(st, p = real.poll(pf, n, timeout_ms));
+    return p;
+}
+
+static ssize_t sleep_read(struct wait_state *st, int fd)
 {
     uint64_t x;
-    if (timeout_ms < 0) return real.read(fd, &x, 8) < 0 ? -1 : 0;
+    ssize_t r = -1;
+    SLEEP_IN(st, r = real.read(fd, &x, 8));
+    return r;
+}
+
+static int sleep_rdp(struct wait_state *st)
+{
+    int n = -1;
+    SLEEP_IN(st, n = rdp_rx_wait(psp.rdp));
+    return n;
+}
+
+/* Sleep on our eventfd alone: a blocking read, restarted by the kernel after a handler with
+ * SA_RESTART; a poll when there is a timeout. */
+static int plain_wait(int fd, int timeout_ms, struct wait_state *st)
+{
+    uint64_t x;
+    if (timeout_ms < 0) return sleep_read(st, fd) < 0 ? -1 : 0;
     struct pollfd pf = {.fd = fd, .events = POLLIN};
-    int p = real.poll(&pf, 1, timeout_ms);
+    int p = sleep_poll(st, &pf, 1, timeout_ms);
     if (p == 0) errno = EAGAIN;
     if (p <= 0) return -1;
     (void)!real.read(fd, &x, 8);
@@ -130,9 +207,11 @@ static int plain_wait(int fd, int timeout_ms)
 /* Sleep on our eventfd, the RDP socket and the doorbells of cs[0..n) on the same-node path:
  * a datagram for us is taken by this thread, with no hop through the progress thread
  * (which leaves the socket to us meanwhile); a doorbell is emptied. */
-static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n, int kfd, short kev)
+static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n, int kfd, short kev,
+                         struct wait_state *st)
 {
     bool entered = psp_poller_enter();
+    st->entered = entered;
     struct pollfd pf[4 + n];
     pf[0] = (struct pollfd){.fd = fd, .events = POLLIN};
     pf[1] = (struct pollfd){.fd = psp.rdp ? rdp_fd(psp.rdp) : -1, .events = POLLIN};
@@ -152,7 +231,7 @@ static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n, int kf
     uint64_t busy = psp_busy_until(); /* PSP_BUSY_POLL: look without sleeping until then */
     for (;;) {
         bool spin = busy && rdp_now_ns() < busy;
-        int p = real.poll(pf, (nfds_t)(4 + n), spin ? 0 : wait);
+        int p = sleep_poll(st, pf, (nfds_t)(4 + n), spin ? 0 : wait);
         if (p < 0 && errno == EINTR && timeout_ms < 0 && signals_all_restart()) continue;
         if (p < 0) break;
         if (p == 0 && spin) continue;
@@ -212,6 +291,7 @@ static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n, int kf
         }
     }
     int e = errno;
+    st->entered = false;
     psp_poller_leave(entered); /* the progress thread listens again: a datagram that came
                                 * after our last look is reported to it at once */
     errno = e;
@@ -231,6 +311,7 @@ static bool direct_enter(struct conn **cs, int n, struct waiter *w, int timeout_
     for (int i = 0; i < n; i++)
         if (cs[i]->st != CS_RDP) return false;
     if (__atomic_load_n(&psp.app_pollers, __ATOMIC_SEQ_CST) != 0) return false;
+    if (!kick_ready()) return false; /* (no descriptor left: the wake-ups need one) */
     if (!psp_poller_enter_alone()) return false;
     /* a thread that starts waiting on the socket from now on sees us (psp_poller_enter);
      * one that started before we counted is seen here: we step back */
@@ -251,20 +332,15 @@ static bool direct_enter(struct conn **cs, int n, struct waiter *w, int timeout_
 /* Sleep in the RDP socket's read (direct_enter said yes). Called and returns under
  * psp.lock. 0: look again; -1 and EINTR: a handler without SA_RESTART ran (the kernel
  * resumes the read after one with it, as a socket's recv). */
-static int direct_wait(int fd, int n, struct waiter *w)
+static int direct_wait(int fd, struct wait_state *st)
 {
+    st->direct = true;
     pthread_mutex_unlock(&psp.lock);
-    int got = rdp_rx_wait(psp.rdp), e = errno;
+    int got = sleep_rdp(st), e = errno;
     pthread_mutex_lock(&psp.lock);
-    __atomic_store_n(&psp.direct, NULL, __ATOMIC_SEQ_CST);
-    direct_mine = NULL;
-    pthread_cond_broadcast(&psp.direct_gone);
-    for (int i = 0; i < n; i++) w[i].direct = false;
     taking = fd; /* a wake-up for us from what we take: noted, not written */
-    rdp_rx_done(psp.rdp, got);
+    direct_leave(st, got);
     taking = -1;
-    if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
-    psp_poller_leave(true);
     psp.rdp_sleeps++;
     if (got < 0 && e != EINTR) psp.direct_off = true; /* a socket error: not this way again */
     if (got < 0 && e == EINTR) {
@@ -320,30 +396,32 @@ int wait_conns_k(struct conn **cs, int n, int timeout_ms, int kfd, short kev)
     int fd = wait_fd();
     if (fd < 0) return -1;
     struct waiter w[n > 0 ? n : 1];
+    struct wait_state st = {.cs = cs, .n = n, .w = w};
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &st.cancel);
     waiters_add(cs, n, w, fd);
     bool shm = false;
     for (int i = 0; i < n; i++) {
         shm |= cs[i]->shm != NULL;
         cs[i]->users++; /* it stays while we sleep, closed or not */
     }
+    int r;
     if (direct_enter(cs, n, w, timeout_ms, kfd)) {
-        int r = direct_wait(fd, n, w);
+        r = direct_wait(fd, &st);
+    } else {
+        pthread_mutex_unlock(&psp.lock);
+        bool negotiating = false;
+        for (int i = 0; i < n; i++) negotiating |= cs[i]->st == CS_CONNECTING;
+        r = psp.rdp || shm || kfd >= 0 || negotiating
+                ? progress_wait(fd, timeout_ms, cs, n, kfd, kev, &st)
+                : plain_wait(fd, timeout_ms, &st);
         int e = errno;
-        for (int i = 0; i < n; i++) cs[i]->users--;
-        waiters_del(cs, n, w);
+        pthread_mutex_lock(&psp.lock);
         errno = e;
-        return r;
     }
-    pthread_mutex_unlock(&psp.lock);
-    bool negotiating = false;
-    for (int i = 0; i < n; i++) negotiating |= cs[i]->st == CS_CONNECTING;
-    int r = psp.rdp || shm || kfd >= 0 || negotiating
-                ? progress_wait(fd, timeout_ms, cs, n, kfd, kev)
-                : plain_wait(fd, timeout_ms);
     int e = errno;
-    pthread_mutex_lock(&psp.lock);
     for (int i = 0; i < n; i++) cs[i]->users--;
     waiters_del(cs, n, w);
+    pthread_setcancelstate(st.cancel, NULL);
     errno = e;
     return r;
 }

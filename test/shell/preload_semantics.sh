@@ -42,7 +42,8 @@
 # late answer; EPOLLET: an event for bytes that came since, none for bytes still there);
 # rdpwait (a read that sleeps in the RDP socket's read itself: a signal handler with
 # SA_RESTART that reads another connection on top of it, then a thread that polls beside
-# it: each gets its byte).
+# it: each gets its byte); cancel (a thread blocked in a read is cancelled: the others
+# go on reading and polling the connection).
 # The library's run waits for each connection's negotiation before its first byte
 # (PSP_SYNC=1), so that the scenario tests the fast path from byte 0; the scenarios of
 # PRELOAD_ASYNC (default: echo peek epoll bulk cork fork_unread upgrade upwrite) run a third time
@@ -64,7 +65,7 @@ all_up 5000 || {
     fail "$NAME: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw upgrade upwrite nbflip eplazy rdpwait}
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw upgrade upwrite nbflip eplazy rdpwait cancel}
 ASYNC=${PRELOAD_ASYNC-echo peek epoll bulk cork fork_unread upgrade upwrite}
 PORT=$(free_port $((3 * $(wc -w <<<"$SCEN"))))
 

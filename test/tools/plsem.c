@@ -837,6 +837,39 @@ static void s_rdpwait(void)
     close(b);
 }
 
+/* cancel: a thread blocked in a read is cancelled (a read is a cancellation point); the
+ * connection goes on working for a read, and for a poll, of the threads that are left */
+static void *read_until_cancelled(void *arg)
+{
+    char c;
+    (void)!read(*(int *)arg, &c, 1);
+    return NULL;
+}
+
+static void s_cancel(void)
+{
+    int a = dial();
+    for (int round = 0; round < 2; round++) {
+        pthread_t t;
+        pthread_create(&t, NULL, read_until_cancelled, &a);
+        ms_sleep(100); /* it sleeps in its read */
+        pthread_cancel(t);
+        void *res = NULL;
+        pthread_join(t, &res);
+        write_full(a, "w", 1); /* "x" back */
+        char c = '-';
+        int n = 1;
+        if (round) {
+            struct pollfd p = {.fd = a, .events = POLLIN};
+            n = poll(&p, 1, 5000);
+        }
+        ssize_t r = n == 1 ? read(a, &c, 1) : -1;
+        printf("cancelled %d, then %s: %d %zd %c\n", res == PTHREAD_CANCELED,
+               round ? "poll and read" : "read", n, r, c);
+    }
+    close(a);
+}
+
 static void s_dup(void)
 {
     int fd = dial();
@@ -1881,7 +1914,8 @@ int main(int argc, char **argv)
               {"upwrite", s_upwrite},
               {"nbflip", s_nbflip},
               {"eplazy", s_eplazy},
-              {"rdpwait", s_rdpwait}};
+              {"rdpwait", s_rdpwait},
+              {"cancel", s_cancel}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();
