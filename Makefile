@@ -93,7 +93,7 @@ all:
 
 build-all: $(LIBS) $(TOOLS) $(PRELOAD)
 
-build-tests: build-all $(UNIT_BIN) $(RDPT_BIN) $(TTOOLS)
+build-tests: build-all $(UNIT_BIN) $(RDPT_BIN) $(TTOOLS) $(BUILD)/test/tools/rawcat-static
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -174,6 +174,12 @@ $(BUILD)/lib/libpspreload.so: $(PRE_OBJ) preload/exports.map
 $(BUILD)/test/tools/%: $(BUILD)/obj/test/tools/%.o $(LIBPSIDC) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $< $(LIBPSIDC) $(LIBS) $(SYS_LIBS) -lm -o $@
+
+# the same raw-syscall client linked statically: the loader never preloads into it (no
+# sanitizers: they do not link statically)
+$(BUILD)/test/tools/rawcat-static: test/tools/rawcat.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -static $< -o $@
 
 # libFuzzer targets need clang. The library sources are compiled once for them (with
 # -fsanitize=fuzzer-no-link and RDP_FUZZING) into one archive, which each target links.
