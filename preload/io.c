@@ -45,7 +45,7 @@ static ssize_t tcp_out(int fd, const struct msghdr *mh, int flags)
  * byte follows on TCP, where the peer's kernel marks it. Asking for it on a connection
  * still on RDP or in memory is the kernel's "no urgent data" (EINVAL); once the peer
  * moved it, the connection is moving or moved too, and the kernel answers. */
-static ssize_t rd(int fd, struct conn *c, struct iovec *iov, int n, int flags)
+static ssize_t rd_conn(int fd, struct conn *c, struct iovec *iov, int n, int flags)
 {
     if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
     conn_settle(c);
@@ -63,7 +63,7 @@ static ssize_t rd(int fd, struct conn *c, struct iovec *iov, int n, int flags)
     return tcp_in(fd, &mh, flags);
 }
 
-static ssize_t wr(int fd, struct conn *c, const struct iovec *iov, int n, int flags)
+static ssize_t wr_conn(int fd, struct conn *c, const struct iovec *iov, int n, int flags)
 {
     if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
     conn_settle(c);
@@ -74,6 +74,30 @@ static ssize_t wr(int fd, struct conn *c, const struct iovec *iov, int n, int fl
     }
     struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n};
     return tcp_out(fd, &mh, flags);
+}
+
+/* Cancellation points, as the kernel's calls are; a cancellation acts at the start or in a
+ * sleep only (wait.c, "Cancellation") */
+static ssize_t rd(int fd, struct conn *c, struct iovec *iov, int n, int flags)
+{
+    pthread_testcancel();
+    int cancel = psp_cancel_off();
+    ssize_t r = rd_conn(fd, c, iov, n, flags);
+    int e = errno;
+    psp_cancel_on(cancel);
+    errno = e;
+    return r;
+}
+
+static ssize_t wr(int fd, struct conn *c, const struct iovec *iov, int n, int flags)
+{
+    pthread_testcancel();
+    int cancel = psp_cancel_off();
+    ssize_t r = wr_conn(fd, c, iov, n, flags);
+    int e = errno;
+    psp_cancel_on(cancel);
+    errno = e;
+    return r;
 }
 
 ssize_t read(int fd, void *buf, size_t len)

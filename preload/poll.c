@@ -109,6 +109,60 @@ static void sleep_leave(bool counted)
     errno = e;
 }
 
+/* What a sleep in poll, select or epoll_wait set up, undone if the thread is cancelled in
+ * it (wait.c, "Cancellation"; what poll_any allocated for more than 16 descriptors is not
+ * freed then) */
+struct poll_sleep {
+    bool entered, sleeper;
+    struct conn **cs;
+    int ncs;
+    struct waiter *ws;
+};
+
+static void poll_cancelled(void *arg)
+{
+    struct poll_sleep *s = arg;
+    psp_poller_leave(s->entered);
+    sleep_leave(s->sleeper);
+    if (s->ncs) {
+        pthread_mutex_lock(&psp.lock);
+        waiters_del(s->cs, s->ncs, s->ws);
+        pthread_mutex_unlock(&psp.lock);
+    }
+}
+
+/* The sleeps themselves, each in a frame of its own (the cleanup is a setjmp) */
+static int sleep_ppoll(struct poll_sleep *s, struct pollfd *kp, nfds_t n, const struct timespec *ts,
+                       const sigset_t *mask, bool plain)
+{
+    int r = -1;
+    PSP_SLEEP_IN(
+        poll_cancelled, s,
+        r = plain ? real.poll(kp, n, ts ? (int)(ts->tv_sec * 1000 + ts->tv_nsec / 1000000) : -1)
+                  : real.ppoll(kp, n, ts, mask));
+    return r;
+}
+
+static int sleep_select(struct poll_sleep *s, int nfds, fd_set *r, fd_set *w, fd_set *x,
+                        struct timeval *tv, const struct timespec *ts, const sigset_t *m,
+                        bool plain)
+{
+    int rc = -1;
+    PSP_SLEEP_IN(poll_cancelled, s,
+                 rc = plain ? real.select(nfds, r, w, x, tv) : real.pselect(nfds, r, w, x, ts, m));
+    return rc;
+}
+
+static int sleep_epoll(struct poll_sleep *s, int epfd, struct epoll_event *ev, int max, int wait,
+                       const sigset_t *m, bool pwait)
+{
+    int n = -1;
+    PSP_SLEEP_IN(poll_cancelled, s,
+                 n = pwait ? real.epoll_pwait(epfd, ev, max, wait, m)
+                           : real.epoll_wait(epfd, ev, max, wait));
+    return n;
+}
+
 /* An epoll set of the program that holds a doorbell holds the RDP socket too, so that the
  * thread waiting in it takes the datagrams itself (no hop through the progress thread). */
 static void rdp_in_set(int epfd)
@@ -184,7 +238,7 @@ static bool ours(const struct conn *c)
            c->st != CS_CONNECTING && c->st != CS_PLAIN;
 }
 
-static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
+static int poll_any_in(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
 {
     struct conn *small[16], **cs = n <= 16 ? small : malloc(n * sizeof *cs);
     bool kern_small[16], *kern = n <= 16 ? kern_small : malloc(n * sizeof *kern);
@@ -263,8 +317,8 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
         pthread_mutex_unlock(&psp.lock);
         struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
         bool entered = wait && psp_poller_enter();
-        int r = mask || wait >= 0 ? real.ppoll(kp, nk + 2 + nb, wait < 0 ? NULL : &ts, mask)
-                                  : real.poll(kp, nk + 2 + nb, -1);
+        struct poll_sleep ps = {entered, sleeper, cs, ncs, ws};
+        int r = sleep_ppoll(&ps, kp, nk + 2 + nb, wait < 0 ? NULL : &ts, mask, !mask && wait < 0);
         int e = errno;
         psp_poller_leave(entered);
         sleep_leave(sleeper);
@@ -329,6 +383,26 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
     return ret;
 }
 
+/* Cancellation points, as the kernel's calls are; a cancellation acts at the start or in the
+ * sleep only (wait.c, "Cancellation") */
+static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
+{
+    pthread_testcancel();
+    int cancel = psp_cancel_off();
+    int r = poll_any_in(fds, n, timeout, mask);
+    int e = errno;
+    psp_cancel_on(cancel);
+    errno = e;
+    return r;
+}
+
+/* A sleep in the kernel's call alone that counts as a sleeper (an epoll set among the
+ * descriptors may hold connections), as a cancellation point */
+static bool pass_counted(bool may_sleep)
+{
+    return may_sleep && nregs;
+}
+
 static bool has_conn(const struct pollfd *fds, nfds_t n)
 {
     if (!psp.nconns) return false;
@@ -342,9 +416,16 @@ static bool has_conn(const struct pollfd *fds, nfds_t n)
 int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
     if (!has_conn(fds, n)) {
-        bool s = sleep_enter(timeout != 0);
-        int r = real.poll(fds, n, timeout);
-        sleep_leave(s);
+        if (!pass_counted(timeout != 0)) return real.poll(fds, n, timeout);
+        pthread_testcancel();
+        int cancel = psp_cancel_off();
+        struct poll_sleep ps = {.sleeper = sleep_enter(true)};
+        struct timespec ts = {timeout / 1000, (timeout % 1000) * 1000000L};
+        int r = sleep_ppoll(&ps, fds, n, timeout < 0 ? NULL : &ts, NULL, true);
+        sleep_leave(ps.sleeper);
+        int e = errno;
+        psp_cancel_on(cancel);
+        errno = e;
         return r;
     }
     return poll_any(fds, n, timeout, NULL);
@@ -360,9 +441,15 @@ int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
 int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
     if (!has_conn(fds, n)) {
-        bool s = sleep_enter(!ts || ts->tv_sec || ts->tv_nsec);
-        int r = real.ppoll(fds, n, ts, mask);
-        sleep_leave(s);
+        if (!pass_counted(!ts || ts->tv_sec || ts->tv_nsec)) return real.ppoll(fds, n, ts, mask);
+        pthread_testcancel();
+        int cancel = psp_cancel_off();
+        struct poll_sleep ps = {.sleeper = sleep_enter(true)};
+        int r = sleep_ppoll(&ps, fds, n, ts, mask, false);
+        sleep_leave(ps.sleeper);
+        int e = errno;
+        psp_cancel_on(cancel);
+        errno = e;
         return r;
     }
     int t = ts ? (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000) : -1;
@@ -439,9 +526,15 @@ static bool sets_have_conn(int nfds, fd_set *r, fd_set *w, fd_set *x)
 int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 {
     if (!sets_have_conn(nfds, r, w, x)) {
-        bool s = sleep_enter(!tv || tv->tv_sec || tv->tv_usec);
-        int rc = real.select(nfds, r, w, x, tv);
-        sleep_leave(s);
+        if (!pass_counted(!tv || tv->tv_sec || tv->tv_usec)) return real.select(nfds, r, w, x, tv);
+        pthread_testcancel();
+        int cancel = psp_cancel_off();
+        struct poll_sleep ps = {.sleeper = sleep_enter(true)};
+        int rc = sleep_select(&ps, nfds, r, w, x, tv, NULL, NULL, true);
+        sleep_leave(ps.sleeper);
+        int e = errno;
+        psp_cancel_on(cancel);
+        errno = e;
         return rc;
     }
     int t = tv ? (int)(tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000) : -1;
@@ -459,9 +552,16 @@ int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts, const sigset_t *m)
 {
     if (!sets_have_conn(nfds, r, w, x)) {
-        bool s = sleep_enter(!ts || ts->tv_sec || ts->tv_nsec);
-        int rc = real.pselect(nfds, r, w, x, ts, m);
-        sleep_leave(s);
+        if (!pass_counted(!ts || ts->tv_sec || ts->tv_nsec))
+            return real.pselect(nfds, r, w, x, ts, m);
+        pthread_testcancel();
+        int cancel = psp_cancel_off();
+        struct poll_sleep ps = {.sleeper = sleep_enter(true)};
+        int rc = sleep_select(&ps, nfds, r, w, x, NULL, ts, m, false);
+        sleep_leave(ps.sleeper);
+        int e = errno;
+        psp_cancel_on(cancel);
+        errno = e;
         return rc;
     }
     int t = ts ? (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000) : -1;
@@ -1116,8 +1216,8 @@ static int ep_events(struct epoll_event *ev, int k, int n)
     return k;
 }
 
-static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *m,
-                   bool pwait)
+static int ep_wait_in(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *m,
+                      bool pwait)
 {
     real_ready();
     if (nlater) { /* what a doorbell reported and the program left unread rings its bell */
@@ -1156,8 +1256,8 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
          * only looks: the progress thread keeps listening meanwhile) */
         bool mine = wait && nrdp_sets && set_has_rdp(epfd);
         mine = mine && psp_poller_enter();
-        int n =
-            pwait ? real.epoll_pwait(epfd, ev, max, wait, m) : real.epoll_wait(epfd, ev, max, wait);
+        struct poll_sleep ps = {.entered = mine, .sleeper = sleeper};
+        int n = sleep_epoll(&ps, epfd, ev, max, wait, m, pwait);
         if (mine) {
             int e = errno;
             psp_poller_leave(true);
@@ -1173,6 +1273,20 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
             timeout = (int)left;
         }
     }
+}
+
+/* A cancellation point, as the kernel's call is; a cancellation acts at the start or in the
+ * sleep only (wait.c, "Cancellation") */
+static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *m,
+                   bool pwait)
+{
+    pthread_testcancel();
+    int cancel = psp_cancel_off();
+    int n = ep_wait_in(epfd, ev, max, timeout, m, pwait);
+    int e = errno;
+    psp_cancel_on(cancel);
+    errno = e;
+    return n;
 }
 
 int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)

@@ -510,6 +510,22 @@ void waiter_wake(struct waiter *w);
 /* End the sleep of a thread in the RDP socket's read, and wait until it is over (without
  * psp.lock): the caller waits on the socket next */
 void wait_direct_end(void);
+/* Cancellation (wait.c): a wrapped call that may take psp.lock runs between psp_cancel_off
+ * and psp_cancel_on(what it returned); its sleeps are cancellation points, as the program's
+ * thread allowed on entry, with a handler that undoes what the sleep set up. The sleeping
+ * call must sit in a function of its own (the handler's frame is a setjmp). */
+int psp_cancel_off(void);
+void psp_cancel_on(int state);
+int psp_cancel_prog(void);
+#define PSP_SLEEP_IN(handler, arg, call)                                                           \
+    do {                                                                                           \
+        pthread_cleanup_push(handler, (arg));                                                      \
+        if (psp_cancel_prog() == PTHREAD_CANCEL_ENABLE)                                            \
+            pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);                                   \
+        call;                                                                                      \
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);                                      \
+        pthread_cleanup_pop(0);                                                                    \
+    } while (0)
 /* rdp_process for a program thread (under psp.lock), and re-arm the timer if need be */
 void psp_rdp_process(void);
 int wait_fd(void); /* the calling thread's eventfd that wakers write to */

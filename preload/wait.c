@@ -118,30 +118,42 @@ void wake_conn(struct conn *c)
     for (struct waiter *w = c->waiters; w; w = w->next) waiter_wake(w);
 }
 
-/* Cancellation (pthread_cancel): a blocked read or write of a socket is a cancellation
- * point, so a wait here is one too, but only in its sleep: the rest runs with cancellation
- * disabled (it holds psp.lock at times). A thread cancelled in its sleep leaves nothing
- * behind (wait_cancelled): not its waiters, the connections' users, its count as a poller,
- * or the claim on the RDP socket's read that would make every other wait wait for it. */
+/* Cancellation (pthread_cancel): a blocked read or write of a socket, poll and epoll_wait
+ * are cancellation points, so the library's waits are too, but only in their sleep: the
+ * rest of a wrapped call runs with cancellation disabled (psp_cancel_off: it holds psp.lock
+ * at times, and a cancellation there would leave it held); a wrapper honours one that is
+ * pending when it starts (pthread_testcancel, before any lock), as the call would. A thread
+ * cancelled in its sleep leaves nothing behind (a cleanup handler per sleep: here wait_cancelled,
+ * in poll.c poll_cancelled): not its waiters, the connections' users, its count as a poller or
+ * sleeper, or the claim on the RDP socket's read that would make every other wait wait for it. */
+static __thread int cancel_depth, cancel_prog;
+
+int psp_cancel_off(void)
+{
+    int s;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &s);
+    if (!cancel_depth++) cancel_prog = s;
+    return s;
+}
+
+void psp_cancel_on(int state)
+{
+    cancel_depth--;
+    pthread_setcancelstate(state, NULL);
+}
+
+int psp_cancel_prog(void)
+{
+    return cancel_depth ? cancel_prog : PTHREAD_CANCEL_DISABLE;
+}
+
 struct wait_state {
     struct conn **cs;
     int n;
     struct waiter *w;
     bool direct;  /* asleep in the RDP socket's read */
     bool entered; /* counted as a poller (progress_wait) */
-    int cancel;   /* the thread's cancel state when the wait began */
 };
-
-/* A blocking call as a cancellation point, if the thread's state allows one */
-#define SLEEP_IN(st, call)                                                                         \
-    do {                                                                                           \
-        pthread_cleanup_push(wait_cancelled, (st));                                                \
-        if ((st)->cancel == PTHREAD_CANCEL_ENABLE)                                                 \
-            pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);                                   \
-        call;                                                                                      \
-        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);                                      \
-        pthread_cleanup_pop(0);                                                                    \
-    } while (0)
 
 /* The end of a sleep in the RDP socket's read: got datagrams read (or -1), under psp.lock */
 static void direct_leave(struct wait_state *st, int got)
@@ -171,7 +183,7 @@ static void wait_cancelled(void *arg)
 static int sleep_poll(struct wait_state *st, struct pollfd *pf, nfds_t n, int timeout_ms)
 {
     int p = -1;
-    SLEEP_IN(st, p = real.poll(pf, n, timeout_ms));
+    PSP_SLEEP_IN(wait_cancelled, st, p = real.poll(pf, n, timeout_ms));
     return p;
 }
 
@@ -179,14 +191,14 @@ static ssize_t sleep_read(struct wait_state *st, int fd)
 {
     uint64_t x;
     ssize_t r = -1;
-    SLEEP_IN(st, r = real.read(fd, &x, 8));
+    PSP_SLEEP_IN(wait_cancelled, st, r = real.read(fd, &x, 8));
     return r;
 }
 
 static int sleep_rdp(struct wait_state *st)
 {
     int n = -1;
-    SLEEP_IN(st, n = rdp_rx_wait(psp.rdp));
+    PSP_SLEEP_IN(wait_cancelled, st, n = rdp_rx_wait(psp.rdp));
     return n;
 }
 
@@ -397,7 +409,7 @@ int wait_conns_k(struct conn **cs, int n, int timeout_ms, int kfd, short kev)
     if (fd < 0) return -1;
     struct waiter w[n > 0 ? n : 1];
     struct wait_state st = {.cs = cs, .n = n, .w = w};
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &st.cancel);
+    int cancel = psp_cancel_off();
     waiters_add(cs, n, w, fd);
     bool shm = false;
     for (int i = 0; i < n; i++) {
@@ -421,7 +433,7 @@ int wait_conns_k(struct conn **cs, int n, int timeout_ms, int kfd, short kev)
     int e = errno;
     for (int i = 0; i < n; i++) cs[i]->users--;
     waiters_del(cs, n, w);
-    pthread_setcancelstate(st.cancel, NULL);
+    psp_cancel_on(cancel);
     errno = e;
     return r;
 }

@@ -837,36 +837,57 @@ static void s_rdpwait(void)
     close(b);
 }
 
-/* cancel: a thread blocked in a read is cancelled (a read is a cancellation point); the
- * connection goes on working for a read, and for a poll, of the threads that are left */
-static void *read_until_cancelled(void *arg)
+/* cancel: a thread blocked in a read, a poll or an epoll_wait on a connection is cancelled
+ * (each is a cancellation point); the connection goes on working for the threads that are
+ * left: a read, a poll and a read, an epoll_wait and a read */
+struct sleeper_arg {
+    int fd, how, ep; /* how: 0 read, 1 poll, 2 epoll_wait on ep */
+};
+
+static void *sleep_until_cancelled(void *arg)
 {
+    struct sleeper_arg *s = arg;
     char c;
-    (void)!read(*(int *)arg, &c, 1);
+    struct pollfd p = {.fd = s->fd, .events = POLLIN};
+    struct epoll_event ev;
+    if (s->how == 2)
+        (void)!epoll_wait(s->ep, &ev, 1, -1);
+    else if (s->how == 1)
+        (void)!poll(&p, 1, -1);
+    else
+        (void)!read(s->fd, &c, 1);
     return NULL;
 }
 
 static void s_cancel(void)
 {
     int a = dial();
-    for (int round = 0; round < 2; round++) {
+    int ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = a};
+    epoll_ctl(ep, EPOLL_CTL_ADD, a, &ev);
+    const char *name[] = {"read", "read", "poll", "epoll_wait"};
+    for (int round = 0; round < 4; round++) {
+        struct sleeper_arg sa = {a, round < 2 ? 0 : round - 1, ep};
         pthread_t t;
-        pthread_create(&t, NULL, read_until_cancelled, &a);
-        ms_sleep(100); /* it sleeps in its read */
+        pthread_create(&t, NULL, sleep_until_cancelled, &sa);
+        ms_sleep(100); /* it sleeps */
         pthread_cancel(t);
         void *res = NULL;
         pthread_join(t, &res);
         write_full(a, "w", 1); /* "x" back */
         char c = '-';
         int n = 1;
-        if (round) {
+        if (round == 1) {
             struct pollfd p = {.fd = a, .events = POLLIN};
             n = poll(&p, 1, 5000);
+        } else if (round == 3) {
+            n = epoll_wait(ep, &ev, 1, 5000);
         }
         ssize_t r = n == 1 ? read(a, &c, 1) : -1;
-        printf("cancelled %d, then %s: %d %zd %c\n", res == PTHREAD_CANCELED,
-               round ? "poll and read" : "read", n, r, c);
+        printf("cancelled in %s %d, then: %d %zd %c\n", name[round], res == PTHREAD_CANCELED, n, r,
+               c);
     }
+    close(ep);
     close(a);
 }
 

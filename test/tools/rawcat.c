@@ -22,8 +22,7 @@
 static long sys(long nr, long a, long b, long c)
 {
     long r;
-    do
-        r = syscall(nr, a, b, c);
+    do r = syscall(nr, a, b, c);
     while (r < 0 && errno == EINTR);
     return r;
 }
