@@ -78,26 +78,25 @@ static ssize_t wr_conn(int fd, struct conn *c, const struct iovec *iov, int n, i
 
 /* Cancellation points, as the kernel's calls are; a cancellation acts at the start or in a
  * sleep only (wait.c, "Cancellation") */
-static ssize_t rd(int fd, struct conn *c, struct iovec *iov, int n, int flags)
+static ssize_t rdwr(int fd, struct conn *c, struct iovec *iov, int n, int flags, bool out)
 {
     pthread_testcancel();
     int cancel = psp_cancel_off();
-    ssize_t r = rd_conn(fd, c, iov, n, flags);
+    ssize_t r = out ? wr_conn(fd, c, iov, n, flags) : rd_conn(fd, c, iov, n, flags);
     int e = errno;
     psp_cancel_on(cancel);
     errno = e;
     return r;
 }
 
+static ssize_t rd(int fd, struct conn *c, struct iovec *iov, int n, int flags)
+{
+    return rdwr(fd, c, iov, n, flags, false);
+}
+
 static ssize_t wr(int fd, struct conn *c, const struct iovec *iov, int n, int flags)
 {
-    pthread_testcancel();
-    int cancel = psp_cancel_off();
-    ssize_t r = wr_conn(fd, c, iov, n, flags);
-    int e = errno;
-    psp_cancel_on(cancel);
-    errno = e;
-    return r;
+    return rdwr(fd, c, (struct iovec *)iov, n, flags, true); /* (only read from) */
 }
 
 ssize_t read(int fd, void *buf, size_t len)

@@ -403,6 +403,36 @@ static bool pass_counted(bool may_sleep)
     return may_sleep && nregs;
 }
 
+/* The kernel's poll (plain) or ppoll, counted as a sleeper */
+static int poll_pass(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
+                     bool plain)
+{
+    pthread_testcancel();
+    int cancel = psp_cancel_off();
+    struct poll_sleep ps = {.sleeper = sleep_enter(true)};
+    int r = sleep_ppoll(&ps, fds, n, ts, mask, plain);
+    sleep_leave(ps.sleeper);
+    int e = errno;
+    psp_cancel_on(cancel);
+    errno = e;
+    return r;
+}
+
+/* The kernel's select (plain) or pselect, counted as a sleeper */
+static int select_pass(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv,
+                       const struct timespec *ts, const sigset_t *m, bool plain)
+{
+    pthread_testcancel();
+    int cancel = psp_cancel_off();
+    struct poll_sleep ps = {.sleeper = sleep_enter(true)};
+    int rc = sleep_select(&ps, nfds, r, w, x, tv, ts, m, plain);
+    sleep_leave(ps.sleeper);
+    int e = errno;
+    psp_cancel_on(cancel);
+    errno = e;
+    return rc;
+}
+
 static bool has_conn(const struct pollfd *fds, nfds_t n)
 {
     if (!psp.nconns) return false;
@@ -417,16 +447,8 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
     if (!has_conn(fds, n)) {
         if (!pass_counted(timeout != 0)) return real.poll(fds, n, timeout);
-        pthread_testcancel();
-        int cancel = psp_cancel_off();
-        struct poll_sleep ps = {.sleeper = sleep_enter(true)};
         struct timespec ts = {timeout / 1000, (timeout % 1000) * 1000000L};
-        int r = sleep_ppoll(&ps, fds, n, timeout < 0 ? NULL : &ts, NULL, true);
-        sleep_leave(ps.sleeper);
-        int e = errno;
-        psp_cancel_on(cancel);
-        errno = e;
-        return r;
+        return poll_pass(fds, n, timeout < 0 ? NULL : &ts, NULL, true);
     }
     return poll_any(fds, n, timeout, NULL);
 }
@@ -442,15 +464,7 @@ int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_
 {
     if (!has_conn(fds, n)) {
         if (!pass_counted(!ts || ts->tv_sec || ts->tv_nsec)) return real.ppoll(fds, n, ts, mask);
-        pthread_testcancel();
-        int cancel = psp_cancel_off();
-        struct poll_sleep ps = {.sleeper = sleep_enter(true)};
-        int r = sleep_ppoll(&ps, fds, n, ts, mask, false);
-        sleep_leave(ps.sleeper);
-        int e = errno;
-        psp_cancel_on(cancel);
-        errno = e;
-        return r;
+        return poll_pass(fds, n, ts, mask, false);
     }
     int t = ts ? (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000) : -1;
     return poll_any(fds, n, t, mask);
@@ -527,15 +541,7 @@ int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 {
     if (!sets_have_conn(nfds, r, w, x)) {
         if (!pass_counted(!tv || tv->tv_sec || tv->tv_usec)) return real.select(nfds, r, w, x, tv);
-        pthread_testcancel();
-        int cancel = psp_cancel_off();
-        struct poll_sleep ps = {.sleeper = sleep_enter(true)};
-        int rc = sleep_select(&ps, nfds, r, w, x, tv, NULL, NULL, true);
-        sleep_leave(ps.sleeper);
-        int e = errno;
-        psp_cancel_on(cancel);
-        errno = e;
-        return rc;
+        return select_pass(nfds, r, w, x, tv, NULL, NULL, true);
     }
     int t = tv ? (int)(tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000) : -1;
     uint64_t t0 = now_ms();
@@ -554,15 +560,7 @@ int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts
     if (!sets_have_conn(nfds, r, w, x)) {
         if (!pass_counted(!ts || ts->tv_sec || ts->tv_nsec))
             return real.pselect(nfds, r, w, x, ts, m);
-        pthread_testcancel();
-        int cancel = psp_cancel_off();
-        struct poll_sleep ps = {.sleeper = sleep_enter(true)};
-        int rc = sleep_select(&ps, nfds, r, w, x, NULL, ts, m, false);
-        sleep_leave(ps.sleeper);
-        int e = errno;
-        psp_cancel_on(cancel);
-        errno = e;
-        return rc;
+        return select_pass(nfds, r, w, x, NULL, ts, m, false);
     }
     int t = ts ? (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000) : -1;
     return select_any(nfds, r, w, x, t, m);
