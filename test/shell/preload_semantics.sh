@@ -65,7 +65,7 @@ all_up 5000 || {
     fail "$NAME: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw upgrade upwrite nbflip eplazy rdpwait cancel}
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw upgrade upwrite nbflip eplazy rdpwait cancel calls accept2 forkclose daemon}
 ASYNC=${PRELOAD_ASYNC-echo peek epoll bulk cork fork_unread upgrade upwrite}
 PORT=$(free_port $((3 * $(wc -w <<<"$SCEN"))))
 
@@ -106,7 +106,7 @@ fi
 i=0
 for s in $SCEN; do
     mode=cmd
-    case $s in two | many | fork | v6mapped | reuseport | relisten | inetd) mode=$s ;; upgrade | eplazy | rdpwait) mode=cmdt ;; esac
+    case $s in two | many | fork | v6mapped | reuseport | relisten | inetd) mode=$s ;; upgrade | eplazy | rdpwait) mode=cmdt ;; accept2) mode=acc2 ;; esac
     run "$s.tcp" $((PORT + i)) "$mode" "$s" no
     run "$s.lib" $((PORT + i + 1)) "$mode" "$s" yes
     async=no
@@ -114,7 +114,7 @@ for s in $SCEN; do
     i=$((i + 3))
     # the client's connections that went over RDP: every one the scenario opens
     want=1
-    case $s in reuseport | relisten | epoll0 | upgrade) want=2 ;; eplazy) want=4 ;; rdpwait) want=2 ;; inetd) want=0 ;; esac
+    case $s in reuseport | relisten | epoll0 | upgrade) want=2 ;; eplazy) want=4 ;; rdpwait | accept2) want=2 ;; inetd) want=0 ;; esac
     key=accelerated
     [ "$SAME" = 1 ] && key=shm
     acc=$(grep -o " $key=[0-9]*" "$CDIR/$s.lib.stats" 2>/dev/null | cut -d= -f2 | sort -n |

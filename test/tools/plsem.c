@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <linux/sockios.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <poll.h>
@@ -294,6 +295,18 @@ static void *serve_thread(void *arg)
     return NULL;
 }
 
+/* acc2: each of two threads accepts one connection and serves its commands */
+static volatile int accept_served;
+static void *accept_serve(void *arg)
+{
+    int fd = accept((int)(intptr_t)arg, NULL, NULL);
+    if (fd >= 0) {
+        serve_cmds(fd);
+        __atomic_fetch_add(&accept_served, 1, __ATOMIC_SEQ_CST);
+    }
+    return NULL;
+}
+
 static int server(const char *mode)
 {
     if (!strcmp(mode, "v6mapped")) { /* an IPv6 listener on ::, an IPv4 client */
@@ -362,6 +375,14 @@ static int server(const char *mode)
             if (fd >= 0 && pthread_create(&t, NULL, serve_thread, (void *)fd) == 0)
                 pthread_detach(t);
         }
+    } else if (!strcmp(mode, "acc2")) { /* two threads in accept on one listener */
+        pthread_t t[2];
+        intptr_t lf = l;
+        for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, accept_serve, (void *)lf);
+        for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+        printf("two threads in accept served %d\n", (int)accept_served);
+        fflush(stdout);
+        pause();
     } else if (!strcmp(mode, "fork")) {
         for (;;) {
             int fd = accept(l, NULL, NULL);
@@ -889,6 +910,130 @@ static void s_cancel(void)
     }
     close(ep);
     close(a);
+}
+
+/* calls: the rest of the descriptor and option calls, each compared with the kernel: dup3
+ * and F_DUPFD (not close-on-exec), fcntl64 (the _FILE_OFFSET_BITS=64 name of fcntl),
+ * close_range on the copies (the original goes on) and with CLOSE_RANGE_CLOEXEC,
+ * epoll_pwait2 with a timeout (none, then one event), SO_RCVBUF and SO_SNDBUF, TCP_NODELAY,
+ * and SIOCINQ */
+static void s_calls(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    char b[8];
+    int d3 = dup3(fd, 200, O_CLOEXEC);
+    write_full(d3, "ab", 2);
+    printf("dup3 %d cloexec %d: %zd\n", d3, (fcntl(d3, F_GETFD) & FD_CLOEXEC) != 0,
+           read_full(d3, b, 2));
+    int dn = fcntl(fd, F_DUPFD, 150);
+    write_full(dn, "cd", 2);
+    printf("F_DUPFD %d cloexec %d: %zd\n", dn >= 150, (fcntl(dn, F_GETFD) & FD_CLOEXEC) != 0,
+           read_full(fd, b, 2));
+    int d64 = fcntl64(fd, F_DUPFD_CLOEXEC, 170);
+    write_full(d64, "ef", 2);
+    printf("fcntl64 %d flags %d: %zd\n", d64 >= 170, fcntl64(d64, F_GETFL) & O_NONBLOCK,
+           read_full(d64, b, 2));
+    int lo = dn < d3 ? dn : d3, hi = d64 > d3 ? d64 : d3;
+    printf("close_range %d\n", close_range((unsigned)lo, (unsigned)hi, 0));
+    printf("closed %d %d %d\n", fcntl(d3, F_GETFD) < 0, fcntl(dn, F_GETFD) < 0,
+           fcntl(d64, F_GETFD) < 0);
+    write_full(fd, "gh", 2);
+    printf("original after: %zd\n", read_full(fd, b, 2));
+    int cr = close_range((unsigned)fd, (unsigned)fd, CLOSE_RANGE_CLOEXEC);
+    printf("close_range cloexec %d: %d\n", cr, (fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+    int ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd}, out;
+    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+    struct timespec t10 = {0, 10000000}, t3 = {3, 0};
+    printf("epoll_pwait2 nothing yet: %d\n", epoll_pwait2(ep, &out, 1, &t10, NULL));
+    write_full(fd, "i", 1);
+    printf("epoll_pwait2: %d\n", epoll_pwait2(ep, &out, 1, &t3, NULL));
+    printf("then %zd\n", read_full(fd, b, 1));
+    close(ep);
+    /* (each call before the value it sets is printed) */
+    int opts[3][2] = {{SOL_SOCKET, SO_RCVBUF}, {SOL_SOCKET, SO_SNDBUF}, {IPPROTO_TCP, TCP_NODELAY}};
+    const char *oname[3] = {"SO_RCVBUF", "SO_SNDBUF", "TCP_NODELAY"};
+    for (int i = 0; i < 3; i++) {
+        int v = i < 2 ? 65536 : 1, got = -1;
+        socklen_t l = sizeof got;
+        int rs = setsockopt(fd, opts[i][0], opts[i][1], &v, sizeof v);
+        int rg = getsockopt(fd, opts[i][0], opts[i][1], &got, &l);
+        printf("%s set %d get %d %d\n", oname[i], rs, rg, got);
+    }
+    write_full(fd, "jklmno", 6);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    poll(&p, 1, 3000);
+    ms_sleep(100); /* all six back */
+    int inq = -1;
+    int ri = ioctl(fd, SIOCINQ, &inq);
+    printf("SIOCINQ %d %d\n", ri, inq);
+    printf("then %zd\n", read_full(fd, b, 6));
+    close(fd);
+}
+
+/* accept2: two connections to a server whose two threads are both in accept */
+static void s_accept2(void)
+{
+    int a = dial(), b = dial();
+    write_full(a, "e", 1);
+    write_full(b, "e", 1);
+    char x[2];
+    write_full(a, "A", 1);
+    write_full(b, "B", 1);
+    ssize_t ra = read_full(a, x, 1), rb = read_full(b, x + 1, 1);
+    printf("accept2: %zd %zd %.2s\n", ra, rb, x);
+    close(a);
+    close(b);
+}
+
+/* forkclose: a fork's child closes the connection and exits; the parent goes on with it */
+static void s_forkclose(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    pid_t k = fork();
+    if (k == 0) {
+        close(fd);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(k, &st, 0);
+    char b[4];
+    write_full(fd, "abcd", 4);
+    printf("child exit %d, parent: %zd\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+           read_full(fd, b, 4));
+    close(fd);
+}
+
+/* daemon: a process that daemon()s (fork, setsid, the parent exits) goes on with the
+ * connection it had; its result comes back through a pipe */
+static void s_daemon(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    int pp[2];
+    if (pipe(pp) < 0) return;
+    pid_t k = fork();
+    if (k == 0) {
+        close(pp[0]);
+        if (daemon(1, 1) < 0) _exit(1);
+        char b[4], msg[64];
+        write_full(fd, "wxyz", 4);
+        ssize_t r = read_full(fd, b, 4);
+        int n = snprintf(msg, sizeof msg, "daemon %zd %.4s sid %d", r, b, getsid(0) == getpid());
+        write_full(pp[1], msg, (size_t)n);
+        _exit(0);
+    }
+    close(pp[1]);
+    int st = 0;
+    waitpid(k, &st, 0);
+    char msg[64] = "";
+    ssize_t n = read(pp[0], msg, sizeof msg - 1);
+    printf("daemon's parent exit %d; %s\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+           n > 0 ? msg : "nothing");
+    close(pp[0]);
+    close(fd);
 }
 
 static void s_dup(void)
@@ -1936,7 +2081,11 @@ int main(int argc, char **argv)
               {"nbflip", s_nbflip},
               {"eplazy", s_eplazy},
               {"rdpwait", s_rdpwait},
-              {"cancel", s_cancel}};
+              {"cancel", s_cancel},
+              {"calls", s_calls},
+              {"accept2", s_accept2},
+              {"forkclose", s_forkclose},
+              {"daemon", s_daemon}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();
