@@ -8,6 +8,7 @@
 #    (no_library);
 #  - to another address of this machine, a listener without the library (the client waiting
 #    for its answer, PSP_SYNC=1): TCP, no_library;
+#  - socat with the library on the client only: TCP, no_library;
 #  - PSP_STRICT=1 to a peer without the library: the connect fails with a clear error;
 #  - PSP_DISABLE=1: the library stays out of the way;
 #  - psrun --preload: ranks on both nodes run under the library (a listener rank on node 1,
@@ -137,6 +138,19 @@ on 0 yes /dev/null socat -u TCP:127.0.0.2:$((PORT + 5)) "OPEN:$CDIR/out.bin,crea
 finish $! "$s"
 [[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 1 ]]
 check "preload nc: socat ${MB} MB the other way: accelerated, byte-exact" $? \
+    "$(cat "$CDIR"/stats.* 2>/dev/null)"
+
+# socat with the library on one side only: TCP, no_library
+fresh
+socat -u TCP-LISTEN:$((PORT + 13)),bind=127.0.0.2,reuseaddr "OPEN:$CDIR/out.bin,creat,trunc" &
+s=$!
+PIDS+=("$s")
+wait_until 3000 listening $((PORT + 13))
+on 0 sync /dev/null socat -u "OPEN:$CDIR/in.bin" TCP:127.0.0.2:$((PORT + 13))
+finish $! "$s"
+[[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 0 &&
+    $(stat 0 no_library) == 1 ]]
+check "preload nc: socat ${MB} MB, library on the client only: TCP, no_library, byte-exact" $? \
     "$(cat "$CDIR"/stats.* 2>/dev/null)"
 
 # another address of this machine (127.0.0.9, no node's): the same-node path is asked, and

@@ -10,7 +10,10 @@
 #  - iperf3 (a 2 s test): client and server exit 0, and on both sides both of its
 #    connections, the control and the data connection, are accelerated;
 #  - sockperf ping-pong over TCP for 2 s: exits 0 with its latency summary, accelerated on
-#    both sides (the server ends on SIGINT, its way to stop, so that it writes its counters).
+#    both sides (the server ends on SIGINT, its way to stop, so that it writes its counters);
+#  - redis-cli, iperf3 and sockperf with the library on the client's side only (PSP_SYNC=1:
+#    the client waits for the answer at its connect): the same results, every connection on
+#    TCP for the reason no_library.
 # Every server started by pid and killed on exit; every wait bounded.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
@@ -30,7 +33,7 @@ for p in curl python3 redis-server redis-cli redis-benchmark iperf3 sockperf; do
         exit 1
     }
 done
-PORT=$(free_port 4)
+PORT=$(free_port 8)
 listening() { ss -Hltn "sport = :$1" | grep -q .; } # listening PORT
 stat() { tail -1 "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"; } # stat FILE KEY
 # node0/node1 CMD...: run CMD on that node with the library, counters to $CDIR/stats.TAG
@@ -142,4 +145,48 @@ wait_until 10000 grep -q . "$CDIR/stats.sps"
     [ "$(stat "$CDIR/stats.sps" accelerated)" = 1 ]
 check "preload programs: sockperf ping-pong over TCP for 2 s, accelerated on both sides" $? \
     "rc $rc: $(grep -E "Summary|ERROR" "$CDIR/spc.out" | tr '\n' ' ') $(cat "$CDIR/stats.spc" "$CDIR/stats.sps" 2>/dev/null)"
+
+# the library on the client's side only: TCP, no_library (PSP_SYNC=1: the answer comes at
+# the connect, so the reason is the only one possible)
+one_side() { # one_side TAG N: N connections, all on TCP for want of the library there
+    [ "$(stat "$CDIR/stats.$1" accelerated)" = 0 ] && [ "$(stat "$CDIR/stats.$1" tcp)" = "$2" ] &&
+        [ "$(stat "$CDIR/stats.$1" no_library)" = "$2" ]
+}
+redis-server --bind 127.0.0.2 --port $((PORT + 4)) --save '' --appendonly no \
+    --daemonize no >"$CDIR/redis2.log" 2>&1 &
+PIDS+=($!)
+wait_until 10000 listening $((PORT + 4))
+TAG=r1set PSP_SYNC=1 node0 timeout 20 redis-cli -h 127.0.0.2 -p $((PORT + 4)) -x SET k \
+    <"$CDIR/val" >/dev/null
+TAG=r1get PSP_SYNC=1 node0 timeout 20 redis-cli -h 127.0.0.2 -p $((PORT + 4)) --raw GET k \
+    >"$CDIR/val5"
+cmp -s <(
+    cat "$CDIR/val"
+    echo
+) "$CDIR/val5" && one_side r1set 1 && one_side r1get 1
+check "preload programs: redis-cli SET and GET of 1 MB, library on the client only: TCP, no_library, byte-exact" \
+    $? "$(cat "$CDIR"/stats.r1set "$CDIR"/stats.r1get 2>/dev/null)"
+
+timeout 30 iperf3 -s -1 -B 127.0.0.2 -p $((PORT + 5)) >"$CDIR/iperfs1.out" 2>&1 &
+spid=$!
+PIDS+=("$spid")
+wait_until 10000 listening $((PORT + 5))
+TAG=iperf1 PSP_SYNC=1 node0 timeout 30 iperf3 -c 127.0.0.2 -p $((PORT + 5)) -t 1 \
+    >"$CDIR/iperfc1.out" 2>&1
+rc=$?
+wait "$spid"
+src=$?
+[ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "receiver" "$CDIR/iperfc1.out" && one_side iperf1 2
+check "preload programs: iperf3 -t 1, library on the client only: both connections TCP, no_library" \
+    $? "client rc $rc, server rc $src: $(cat "$CDIR/stats.iperf1" 2>/dev/null)"
+
+sockperf sr --tcp -i 127.0.0.2 -p $((PORT + 6)) >"$CDIR/sps1.out" 2>&1 &
+PIDS+=($!)
+wait_until 10000 listening $((PORT + 6))
+TAG=spc1 PSP_SYNC=1 node0 timeout 30 sockperf pp --tcp -i 127.0.0.2 -p $((PORT + 6)) -t 1 \
+    >"$CDIR/spc1.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q "Summary: Latency is [0-9.]* usec" "$CDIR/spc1.out" && one_side spc1 1
+check "preload programs: sockperf ping-pong, library on the client only: TCP, no_library" $? \
+    "rc $rc: $(grep -E "Summary|ERROR" "$CDIR/spc1.out" | tr '\n' ' ') $(cat "$CDIR/stats.spc1" 2>/dev/null)"
 exit $((FAILS > 0))
