@@ -118,13 +118,16 @@ check "preload nc: library on the server only: TCP, no_library, byte-exact" $? \
     "$(cat "$CDIR"/stats.* 2>/dev/null)"
 
 # socat both ways
-fresh
-on 1 yes /dev/null socat -u TCP-LISTEN:$((PORT + 4)),bind=127.0.0.2,reuseaddr \
-    "OPEN:$CDIR/out.bin,creat,trunc"
-s=$!
-wait_until 3000 listening $((PORT + 4))
-on 0 yes /dev/null socat -u "OPEN:$CDIR/in.bin" TCP:127.0.0.2:$((PORT + 4))
-finish $! "$s"
+run_socat() { # run_socat PORT SERVER_LIB CLIENT_LIB: in.bin from node 0 to out.bin on node 1
+    fresh
+    on 1 "$2" /dev/null socat -u TCP-LISTEN:"$1",bind=127.0.0.2,reuseaddr \
+        "OPEN:$CDIR/out.bin,creat,trunc"
+    local s=$!
+    wait_until 3000 listening "$1"
+    on 0 "$3" /dev/null socat -u "OPEN:$CDIR/in.bin" TCP:127.0.0.2:"$1"
+    finish $! "$s"
+}
+run_socat $((PORT + 4)) yes yes
 [[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 1 &&
     $(stat 1 accelerated) == 1 ]]
 check "preload nc: socat ${MB} MB, library on both sides: accelerated, byte-exact" $? \
@@ -141,13 +144,7 @@ check "preload nc: socat ${MB} MB the other way: accelerated, byte-exact" $? \
     "$(cat "$CDIR"/stats.* 2>/dev/null)"
 
 # socat with the library on one side only: TCP, no_library
-fresh
-socat -u TCP-LISTEN:$((PORT + 13)),bind=127.0.0.2,reuseaddr "OPEN:$CDIR/out.bin,creat,trunc" &
-s=$!
-PIDS+=("$s")
-wait_until 3000 listening $((PORT + 13))
-on 0 sync /dev/null socat -u "OPEN:$CDIR/in.bin" TCP:127.0.0.2:$((PORT + 13))
-finish $! "$s"
+run_socat $((PORT + 13)) no sync
 [[ $(sha256sum <"$CDIR/out.bin") == "$SUM" && $(stat 0 accelerated) == 0 &&
     $(stat 0 no_library) == 1 ]]
 check "preload nc: socat ${MB} MB, library on the client only: TCP, no_library, byte-exact" $? \

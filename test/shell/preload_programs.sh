@@ -88,15 +88,18 @@ cmp -s <(
 ) "$CDIR/val2" && moved_or_short rset && moved_or_short rget
 check "preload programs: redis-cli SET and GET of 1 MB, byte-exact, accelerated or short" $? \
     "$(cat "$CDIR"/stats.rset "$CDIR"/stats.rget 2>/dev/null)"
+# sync_set_get SETTAG GETTAG PORT VAL: redis-cli SET of the value in file VAL and GET of it
+# back, each waiting for its connection's answer (PSP_SYNC=1); true if the value came back
+sync_set_get() {
+    TAG=$1 PSP_SYNC=1 node0 timeout 20 redis-cli -h 127.0.0.2 -p "$3" -x SET k <"$4" >/dev/null
+    TAG=$2 PSP_SYNC=1 node0 timeout 20 redis-cli -h 127.0.0.2 -p "$3" --raw GET k >"$4.got"
+    cmp -s <(
+        cat "$4"
+        echo
+    ) "$4.got"
+}
 head -c 1000000 /dev/urandom | base64 -w0 >"$CDIR/val3"
-TAG=rset2 PSP_SYNC=1 node0 timeout 20 redis-cli -h 127.0.0.2 -p $((PORT + 1)) -x SET k \
-    <"$CDIR/val3" >/dev/null
-TAG=rget2 PSP_SYNC=1 node0 timeout 20 redis-cli -h 127.0.0.2 -p $((PORT + 1)) --raw GET k \
-    >"$CDIR/val4"
-cmp -s <(
-    cat "$CDIR/val3"
-    echo
-) "$CDIR/val4" && [ "$(stat "$CDIR/stats.rset2" accelerated)" = 1 ] &&
+sync_set_get rset2 rget2 $((PORT + 1)) "$CDIR/val3" && [ "$(stat "$CDIR/stats.rset2" accelerated)" = 1 ] &&
     [ "$(stat "$CDIR/stats.rget2" accelerated)" = 1 ] &&
     [ "$(stat "$CDIR/stats.rset2" rdp_tx_bytes)" -gt 1000000 ] &&
     [ "$(stat "$CDIR/stats.rget2" rdp_rx_bytes)" -gt 1000000 ]
@@ -156,14 +159,7 @@ redis-server --bind 127.0.0.2 --port $((PORT + 4)) --save '' --appendonly no \
     --daemonize no >"$CDIR/redis2.log" 2>&1 &
 PIDS+=($!)
 wait_until 10000 listening $((PORT + 4))
-TAG=r1set PSP_SYNC=1 node0 timeout 20 redis-cli -h 127.0.0.2 -p $((PORT + 4)) -x SET k \
-    <"$CDIR/val" >/dev/null
-TAG=r1get PSP_SYNC=1 node0 timeout 20 redis-cli -h 127.0.0.2 -p $((PORT + 4)) --raw GET k \
-    >"$CDIR/val5"
-cmp -s <(
-    cat "$CDIR/val"
-    echo
-) "$CDIR/val5" && one_side r1set 1 && one_side r1get 1
+sync_set_get r1set r1get $((PORT + 4)) "$CDIR/val" && one_side r1set 1 && one_side r1get 1
 check "preload programs: redis-cli SET and GET of 1 MB, library on the client only: TCP, no_library, byte-exact" \
     $? "$(cat "$CDIR"/stats.r1set "$CDIR"/stats.r1get 2>/dev/null)"
 
