@@ -6,6 +6,7 @@
 #    at least 75 % of the bytes over RDP, the rest on the kernel socket before the answer);
 #  - nc with the library on the client only: TCP, no_library;
 #  - nc to an address on the bridge that is no cluster node's: TCP, not_cluster;
+#  - a connect to an address without a route: ENETUNREACH, with the library as without;
 #  - curl against python3's http.server, 5 MB: accelerated;
 #  - 18 short connections from a node with 10 ephemeral ports to two listeners, each
 #    waiting for its negotiation (PSP_SYNC=1): all accelerated (the kernel's connect picks
@@ -138,6 +139,24 @@ finish $! "$s"
     $(stat 0 not_cluster) == 1 ]]
 check "nc to an address that is no cluster node's: TCP (not_cluster), byte-exact" $? \
     "$(cat "$TMP"/stats.* 2>/dev/null)"
+
+# ENETUNREACH: a node's namespace has no default route; a connect to an address outside
+# fails at once, with the library as without it (no packet leaves: there is no route)
+unreach() { # unreach LIB: what a connect to 203.0.113.1:9 from node 0 says
+    local env=()
+    [ "$1" = yes ] && env=(LD_PRELOAD="$LIB" PSP_SYNC=1)
+    "$PSLOCAL" exec 0 --dir "$D" -- env "${env[@]}" timeout 10 python3 -c '
+import errno, socket
+s = socket.socket()
+try:
+    s.connect(("203.0.113.1", 9)); print("connected")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))' 2>&1
+}
+u0=$(unreach no) u1=$(unreach yes)
+[[ $u0 == ENETUNREACH && $u1 == "$u0" ]]
+check "connect to an address without a route: ENETUNREACH with the library as without" $? \
+    "kernel: $u0, library: $u1"
 
 # one psid, two namespaces: programs in node 1's namespace that are node 0's psid's clients
 # (a container on node 0, its psid socket reached by path), to and from node 0's own
