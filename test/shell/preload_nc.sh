@@ -9,6 +9,7 @@
 #  - to another address of this machine, a listener without the library (the client waiting
 #    for its answer, PSP_SYNC=1): TCP, no_library;
 #  - socat with the library on the client only: TCP, no_library;
+#  - a program under the library that finds no psid: TCP, byte-exact;
 #  - PSP_STRICT=1 to a peer without the library: the connect fails with a clear error;
 #  - PSP_DISABLE=1: the library stays out of the way;
 #  - psrun --preload: ranks on both nodes run under the library (a listener rank on node 1,
@@ -163,6 +164,18 @@ finish $! "$s"
 [[ $(cat "$CDIR/out.bin") == hello && $(stat 0 no_library) == 1 && $(stat 0 shm) == 0 ]]
 check "preload nc: another address of this machine, no library there: TCP, no_library" $? \
     "$(cat "$CDIR"/stats.* 2>/dev/null)"
+
+# a program that finds no psid (its socket names nothing): everything passes through
+fresh
+on 1 no /dev/null nc -l 127.0.0.2 $((PORT + 14)) >"$CDIR/out.bin"
+s=$!
+wait_until 3000 listening $((PORT + 14))
+PSID_SOCKET=$CDIR/nothing.sock LD_PRELOAD=$LIB timeout 60 nc -N 127.0.0.2 $((PORT + 14)) \
+    <"$CDIR/in.bin"
+rc=$?
+finish "$s"
+[[ $rc == 0 && $(sha256sum <"$CDIR/out.bin") == "$SUM" ]]
+check "preload nc: no psid to be found: the program runs on TCP, byte-exact" $? "nc rc $rc"
 
 # PSP_STRICT: a connection between nodes that would stay on TCP fails
 fresh

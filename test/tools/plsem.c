@@ -1036,6 +1036,58 @@ static void s_daemon(void)
     close(fd);
 }
 
+/* others: what is not a TCP connection between nodes is the kernel's, under the library as
+ * without it: a UNIX socket pair, UDP on loopback, a pipe and a file, read, written and
+ * polled, beside a connection that is accelerated */
+static void s_others(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    int sv[2];
+    char b[16] = "";
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    write_full(sv[0], "unix", 4);
+    struct pollfd p[2] = {{.fd = sv[1], .events = POLLIN}, {.fd = fd, .events = POLLIN}};
+    int n = poll(p, 2, 1000);
+    ssize_t ur = read(sv[1], b, 16);
+    printf("unix: poll %d %d %d, read %zd\n", n, p[0].revents, p[1].revents, ur);
+    close(sv[0]);
+    printf("unix: after the peer's close %zd\n", read(sv[1], b, 16));
+    close(sv[1]);
+    int u1 = socket(AF_INET, SOCK_DGRAM, 0), u2 = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in ua = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t ul = sizeof ua;
+    bind(u2, (struct sockaddr *)&ua, sizeof ua);
+    getsockname(u2, (struct sockaddr *)&ua, &ul);
+    ssize_t w = sendto(u1, "udp!", 4, 0, (struct sockaddr *)&ua, sizeof ua);
+    ssize_t r = recvfrom(u2, b, sizeof b, 0, NULL, NULL);
+    printf("udp: %zd %zd %.4s\n", w, r, b);
+    close(u1);
+    close(u2);
+    int pp[2];
+    if (pipe(pp) == 0) {
+        write_full(pp[1], "pipe", 4);
+        close(pp[1]);
+        ssize_t r1 = read(pp[0], b, 16), r2 = read(pp[0], b, 16);
+        printf("pipe: %zd then %zd\n", r1, r2);
+        close(pp[0]);
+    }
+    char path[] = "/tmp/plsem.XXXXXX";
+    int f = mkstemp(path);
+    if (f >= 0) {
+        unlink(path);
+        write_full(f, "a file", 6);
+        struct stat st;
+        fstat(f, &st);
+        lseek(f, 0, SEEK_SET);
+        printf("file: size %lld, read %zd\n", (long long)st.st_size, read(f, b, 16));
+        close(f);
+    }
+    write_full(fd, "tcp", 3);
+    printf("and the connection: %zd\n", read_full(fd, b, 3));
+    close(fd);
+}
+
 static void s_dup(void)
 {
     int fd = dial();
@@ -2085,7 +2137,8 @@ int main(int argc, char **argv)
               {"calls", s_calls},
               {"accept2", s_accept2},
               {"forkclose", s_forkclose},
-              {"daemon", s_daemon}};
+              {"daemon", s_daemon},
+              {"others", s_others}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();
