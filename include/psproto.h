@@ -183,6 +183,9 @@ enum psm_type {
     PSM_PL_POKE = 82,
     PSM_PL_POKED = 83,    /* event: look at your same-node channels */
     PSM_PL_ACCEPTED = 84, /* event: a PSM_PL_ACCEPT's answer */
+    /* event {PSF_NODE_ID}: psid declared that node down; the library ends its connections to
+     * processes there (ETIMEDOUT), which RDP alone notices only with data in flight */
+    PSM_PL_NODE_LOST = 85,
 
     /* daemon to daemon (over RDP) */
     PSM_D_HELLO = 0x1000,     /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
@@ -332,7 +335,7 @@ static inline int psm_is_event(unsigned type)
 {
     return type == PSM_RANK || type == PSM_IO || type == PSM_INPUT_ACK || type == PSM_EXIT ||
            type == PSM_DEAD || type == PSM_PL_OUTCOME || type == PSM_PL_QUERY ||
-           type == PSM_PL_POKED || type == PSM_PL_ACCEPTED;
+           type == PSM_PL_POKED || type == PSM_PL_ACCEPTED || type == PSM_PL_NODE_LOST;
 }
 
 /* Task ids */

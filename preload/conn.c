@@ -1474,6 +1474,18 @@ void conn_rdp_lost(void *ctx, uint32_t peer, enum rdp_lost_reason why)
             reset(c, why == RDP_LOST_TIMEOUT ? ETIMEDOUT : ECONNRESET);
 }
 
+/* psid declared a node down: every connection to a process there ends as a lost peer's
+ * would (ETIMEDOUT), and RDP forgets those peers (no retransmissions to the dead). Under
+ * psp.lock. */
+void conn_node_lost(uint32_t node)
+{
+    for (struct conn *c = psp.all; c; c = c->lnext)
+        if ((c->st == CS_RDP || c->st == CS_SWITCH) && c->peer && RDP_PEER_NODE(c->peer) == node) {
+            reset(c, ETIMEDOUT);
+            if (psp.rdp) rdp_disconnect(psp.rdp, c->peer);
+        }
+}
+
 /* A message of ours that may not have arrived: its connection's stream has a hole, so it
  * ends, and the peer is told (it may have lost ours, or we its answer). */
 void conn_rdp_undeliverable(void *ctx, uint32_t peer, const void *msg, size_t len)

@@ -402,6 +402,12 @@ void neg_events(bool progress)
             pthread_mutex_unlock(&psp.lock);
             continue;
         }
+        if (ev.type == PSM_PL_NODE_LOST && psmsg_get_u32(&ev.body, PSF_NODE_ID, &num) == 0) {
+            pthread_mutex_lock(&psp.lock);
+            conn_node_lost(num);
+            pthread_mutex_unlock(&psp.lock);
+            continue;
+        }
         if (ev.type != PSM_PL_OUTCOME && ev.type != PSM_PL_ACCEPTED) continue;
         bool acc = ev.type == PSM_PL_ACCEPTED;
         uint32_t id, err = EPROTO;

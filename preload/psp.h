@@ -399,6 +399,7 @@ void conn_cork(struct conn *c, bool on);
 /* RDP callbacks */
 void conn_rdp_recv(void *ctx, uint32_t peer, const struct iovec *iov, int iovcnt, size_t len);
 void conn_rdp_lost(void *ctx, uint32_t peer, enum rdp_lost_reason why);
+void conn_node_lost(uint32_t node); /* psid says: node down (under psp.lock) */
 void conn_rdp_undeliverable(void *ctx, uint32_t peer, const void *msg, size_t len);
 void conn_rdp_can_send(void *ctx, uint32_t peer);
 /* the data path: 0.. bytes, or -1 and errno; blocking per the descriptor and flags */

@@ -1978,6 +1978,15 @@ void preload_node_lost(struct psid *d, uint32_t node)
 {
     struct preload *pl = d->preload;
     if (!pl) return;
+    /* every endpoint here: its connections to processes there end (an idle one would not
+     * notice: RDP gives a peer up only with data in flight) */
+    for (struct pl_local *l = pl->locals; l; l = l->next) {
+        struct psmsg_buf b = {0};
+        psmsg_begin(&b, PSM_PL_NODE_LOST, 0);
+        psmsg_put_u32(&b, PSF_NODE_ID, node);
+        client_send(l->c, &b);
+        psmsg_buf_free(&b);
+    }
     for (struct pl_wait *w = pl->waits, *next; w; w = next) {
         next = w->next;
         if (w->node == node) {

@@ -7,6 +7,8 @@
 #  - nc with the library on the client only: TCP, no_library;
 #  - nc to an address on the bridge that is no cluster node's: TCP, not_cluster;
 #  - a connect to an address without a route: ENETUNREACH, with the library as without;
+#  - a node lost (its link down) under a read blocked on a connection to it: ETIMEDOUT or
+#    ECONNRESET, not a hang;
 #  - curl against python3's http.server, 5 MB: accelerated;
 #  - 18 short connections from a node with 10 ephemeral ports to two listeners, each
 #    waiting for its negotiation (PSP_SYNC=1): all accelerated (the kernel's connect picks
@@ -314,4 +316,47 @@ done
     $(stat 1 accelerated) == 1 && $dropped -gt 100 ]]
 check "nc 20 MB with 5 % loss each way ($dropped packets dropped): accelerated, byte-exact" \
     $? "$(wc -c <"$TMP/out.bin") bytes; $(cat "$TMP"/stats.* "$TMP"/err.* 2>/dev/null | tail -5)"
+
+# a lost node (last: its link stays down): a read blocked on an accelerated connection to
+# it ends with an error (ETIMEDOUT or ECONNRESET), never a hang, once RDP or psid gives the
+# node up; the reader sleeps in the RDP socket's read itself (wait.c), so its wake-up is
+# the library's kick
+cat >"$TMP/lost.py" <<'PY'
+import errno, socket, sys, time
+if sys.argv[1] == "server":
+    l = socket.socket()
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("198.18.0.2", 6012))
+    l.listen(1)
+    print("listening", flush=True)
+    c, _ = l.accept()
+    c.recv(1)
+    time.sleep(300)
+else:
+    s = socket.create_connection(("198.18.0.2", 6012), timeout=10)
+    s.settimeout(None)
+    s.sendall(b"x")
+    print("reading", flush=True)
+    t0 = time.monotonic()
+    try:
+        r = "data" if s.recv(1) else "eof"
+    except OSError as e:
+        r = errno.errorcode.get(e.errno, str(e.errno))
+    print(r, "after", round(time.monotonic() - t0), "s", flush=True)
+PY
+fresh
+on 1 sync /dev/null "$TMP/lost.srv" python3 "$TMP/lost.py" server
+until_ms 10000 listening 6012
+on 0 sync /dev/null "$TMP/lost.cli" python3 "$TMP/lost.py" client
+c=$!
+until_ms 10000 grep -q reading "$TMP/lost.cli"
+sleep 0.5 # (in its read)
+"$PSLOCAL" exec 1 --dir "$D" -- ip link set eth0 down
+until_ms 60000 gone "$c"
+ended=$?
+finish "$c"
+grep -Eq "^(ETIMEDOUT|ECONNRESET) after [0-9]+ s" "$TMP/lost.cli" && [ $ended -eq 0 ] &&
+    [[ $(stat 0 accelerated) == 1 ]]
+check "a node lost under a blocked read: an error within 60 s, not a hang" $? \
+    "$(cat "$TMP/lost.cli" "$TMP"/stats.0 2>/dev/null)"
 exit $((FAILS > 0))
