@@ -6,8 +6,8 @@
 # and the library run's client accelerated (PSP_STATS). Scenarios: echo, halfclose, peek (MSG_PEEK,
 # MSG_WAITALL, MSG_DONTWAIT, FIONREAD), poll (poll, select, ppoll, POLLRDHUP), epoll (two
 # sets, EPOLLET, EPOLLONESHOT and MOD, events 0, nested, EPOLLOUT, EPOLLRDHUP, DEL), sigpipe,
-# linger0 (RST), nonblock (EINPROGRESS, SO_ERROR, a closed port), timeo (SO_RCVTIMEO), eintr
-# (SA_RESTART or not), dup (dup, dup2, F_DUPFD_CLOEXEC), names (getsockname, SO_TYPE, fstat),
+# linger0 (RST), nonblock (EINPROGRESS, SO_ERROR, a closed port), timeo (SO_RCVTIMEO,
+# SO_SNDTIMEO), eintr (SA_RESTART or not), dup (dup, dup2, F_DUPFD_CLOEXEC), names (getsockname, SO_TYPE, fstat),
 # threads, two (a connection not read does not stop another: EAGAIN, not memory), many
 # (1000 connections in one process), fork (accept, then a child serves), crash (the peer
 # dies of SIGKILL: EOF or reset, no hang), compute (the peer computes after writing: its

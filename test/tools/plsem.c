@@ -787,6 +787,25 @@ static void s_timeo(void)
     printf("rcvtimeo %zd %s %s\n", r, en(r < 0 ? errno : 0),
            dt >= 150 && dt < 1000 ? "in time" : "OUT OF TIME");
     close(fd);
+    /* SO_SNDTIMEO: a write to a peer that reads nothing (for 3 s), once every buffer on the
+     * way is full */
+    fd = dial();
+    write_full(fd, "Z", 1);
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    static char zero[65536];
+    size_t filled = 0;
+    ssize_t w;
+    while ((w = write(fd, zero, sizeof zero)) > 0 && filled < (64u << 20)) filled += (size_t)w;
+    int fe = w < 0 ? errno : 0;
+    fcntl(fd, F_SETFL, 0);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    t0 = now_ms();
+    w = write(fd, zero, 1);
+    int we = w < 0 ? errno : 0;
+    dt = now_ms() - t0;
+    printf("full: %s; sndtimeo %zd %s %s\n", en(fe), w, en(we),
+           dt >= 150 && dt < 1000 ? "in time" : "OUT OF TIME");
+    close(fd);
 }
 
 static void s_eintr(void)
