@@ -122,6 +122,9 @@
  *             answers with what came within PSI_PL_QUERY_MS; each answers with
  *             PSM_PL_REPORT {PSF_REQ, PSF_SOCKET records without PSF_PID and PSF_UID, which
  *             psid adds from SO_PEERCRED}, which gets no reply.
+ *   PSM_PL_NODE_LOST (event, id 0) {PSF_NODE_ID}: to every endpoint of the node when its
+ *             psid declares that node down; the library ends its connections to processes
+ *             there (ETIMEDOUT), which RDP alone would notice only with data in flight.
  * A pair key is per pair of endpoints: every connection between the same two processes is
  * carried by the same RDP connection, told apart by PSF_CONN (preload/wire.h).
  *
