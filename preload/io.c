@@ -80,12 +80,9 @@ static ssize_t wr_conn(int fd, struct conn *c, const struct iovec *iov, int n, i
  * sleep only (wait.c, "Cancellation") */
 static ssize_t rdwr(int fd, struct conn *c, struct iovec *iov, int n, int flags, bool out)
 {
-    pthread_testcancel();
-    int cancel = psp_cancel_off();
+    int cancel = psp_cancel_entry();
     ssize_t r = out ? wr_conn(fd, c, iov, n, flags) : rd_conn(fd, c, iov, n, flags);
-    int e = errno;
     psp_cancel_on(cancel);
-    errno = e;
     return r;
 }
 

@@ -387,12 +387,9 @@ static int poll_any_in(struct pollfd *fds, nfds_t n, int timeout, const sigset_t
  * sleep only (wait.c, "Cancellation") */
 static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
 {
-    pthread_testcancel();
-    int cancel = psp_cancel_off();
+    int cancel = psp_cancel_entry();
     int r = poll_any_in(fds, n, timeout, mask);
-    int e = errno;
     psp_cancel_on(cancel);
-    errno = e;
     return r;
 }
 
@@ -407,14 +404,11 @@ static bool pass_counted(bool may_sleep)
 static int poll_pass(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
                      bool plain)
 {
-    pthread_testcancel();
-    int cancel = psp_cancel_off();
+    int cancel = psp_cancel_entry();
     struct poll_sleep ps = {.sleeper = sleep_enter(true)};
     int r = sleep_ppoll(&ps, fds, n, ts, mask, plain);
     sleep_leave(ps.sleeper);
-    int e = errno;
     psp_cancel_on(cancel);
-    errno = e;
     return r;
 }
 
@@ -422,14 +416,11 @@ static int poll_pass(struct pollfd *fds, nfds_t n, const struct timespec *ts, co
 static int select_pass(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv,
                        const struct timespec *ts, const sigset_t *m, bool plain)
 {
-    pthread_testcancel();
-    int cancel = psp_cancel_off();
+    int cancel = psp_cancel_entry();
     struct poll_sleep ps = {.sleeper = sleep_enter(true)};
     int rc = sleep_select(&ps, nfds, r, w, x, tv, ts, m, plain);
     sleep_leave(ps.sleeper);
-    int e = errno;
     psp_cancel_on(cancel);
-    errno = e;
     return rc;
 }
 
@@ -1278,12 +1269,9 @@ static int ep_wait_in(int epfd, struct epoll_event *ev, int max, int timeout, co
 static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *m,
                    bool pwait)
 {
-    pthread_testcancel();
-    int cancel = psp_cancel_off();
+    int cancel = psp_cancel_entry();
     int n = ep_wait_in(epfd, ev, max, timeout, m, pwait);
-    int e = errno;
     psp_cancel_on(cancel);
-    errno = e;
     return n;
 }
 

@@ -511,10 +511,12 @@ void waiter_wake(struct waiter *w);
 /* End the sleep of a thread in the RDP socket's read, and wait until it is over (without
  * psp.lock): the caller waits on the socket next */
 void wait_direct_end(void);
-/* Cancellation (wait.c): a wrapped call that may take psp.lock runs between psp_cancel_off
- * and psp_cancel_on(what it returned); its sleeps are cancellation points, as the program's
- * thread allowed on entry, with a handler that undoes what the sleep set up. The sleeping
- * call must sit in a function of its own (the handler's frame is a setjmp). */
+/* Cancellation (wait.c): a wrapped call that may take psp.lock runs between psp_cancel_entry
+ * (a pending cancellation acts there; psp_cancel_off where a lock may be held) and
+ * psp_cancel_on(what it returned), which keeps errno; its sleeps are cancellation points,
+ * as the program's thread allowed on entry, with a handler that undoes what the sleep set
+ * up. The sleeping call must sit in a function of its own (the handler's frame is a setjmp). */
+int psp_cancel_entry(void);
 int psp_cancel_off(void);
 void psp_cancel_on(int state);
 int psp_cancel_prog(void);

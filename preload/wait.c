@@ -136,10 +136,18 @@ int psp_cancel_off(void)
     return s;
 }
 
+int psp_cancel_entry(void)
+{
+    pthread_testcancel();
+    return psp_cancel_off();
+}
+
 void psp_cancel_on(int state)
 {
+    int e = errno;
     cancel_depth--;
     pthread_setcancelstate(state, NULL);
+    errno = e;
 }
 
 int psp_cancel_prog(void)
@@ -368,9 +376,7 @@ void wait_direct_end(void)
     if (!d || d == direct_mine) return; /* (our own, under a handler: psp_rdp_process) */
     pthread_mutex_lock(&psp.lock);
     while (psp.direct) {
-        struct waiter *w = psp.direct;
-        if (!w->kicked) kick();
-        w->kicked = true;
+        waiter_wake(psp.direct);
         pthread_cond_wait(&psp.direct_gone, &psp.lock);
     }
     pthread_mutex_unlock(&psp.lock);
@@ -430,10 +436,8 @@ int wait_conns_k(struct conn **cs, int n, int timeout_ms, int kfd, short kev)
         pthread_mutex_lock(&psp.lock);
         errno = e;
     }
-    int e = errno;
     for (int i = 0; i < n; i++) cs[i]->users--;
-    waiters_del(cs, n, w);
+    waiters_del(cs, n, w); /* (errno stays: neither it nor psp_cancel_on touch it) */
     psp_cancel_on(cancel);
-    errno = e;
     return r;
 }

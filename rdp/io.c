@@ -516,7 +516,6 @@ int rdp_io_receive(rdp_t *ep)
         rdp_trace(RDP_TR_RECV_IN, 0);
         int n = recvmmsg(ep->fd, ep->rxm, RDP_RX_BATCH, MSG_DONTWAIT, NULL);
         rdp_trace(RDP_TR_RECV_OUT, n > 0 ? (uint32_t)n : 0);
-        ep->rx_dirty = 0;
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
             if (errno == EINTR) continue;
@@ -567,7 +566,6 @@ int rdp_rx_wait(rdp_t *ep)
 int rdp_rx_done(rdp_t *ep, int n)
 {
     ep->rx_claimed = false;
-    ep->rx_dirty = 0;
     if (ep->rx_icmp) { /* the error queue, at the end of the round */
         ep->rx_icmp = false;
         ep->tx_error = true;
