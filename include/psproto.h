@@ -118,9 +118,11 @@
  *             + two descriptors (include/psshm.h: the channel's memfd, the acceptor's end
  *             of the doorbell), and the connector's outcome the same with its own end: the
  *             shared-memory path instead of RDP.
- *   PSM_PL_DECLINE + fd (an accepted socket) -> {PSF_ERRNO 0}: its holder will not take it
- *             under the library (it is handed to a program through exec); the connector
- *             gets its outcome (ETIMEDOUT: TCP) at once. ENOENT: no such connection waits,
+ *   PSM_PL_DECLINE [{PSF_ERRNO ENOBUFS: why}] + fd (an accepted socket) -> {PSF_ERRNO 0}:
+ *             its holder will not take it under the library (it is handed to a program
+ *             through exec; or, with ENOBUFS, it is at a limit); the connector gets its
+ *             outcome (ETIMEDOUT, or ENOBUFS: TCP) at once, or, when its request has not
+ *             come yet, when it comes. ENOENT: no such connection waits,
  *             or the caller is not of the listener's uid; EPERM: the socket is in a
  *             namespace psid does not serve. No endpoint needed.
  *   PSM_PL_OUTCOME (event, id 0) {PSF_CONN, PSF_ERRNO, [PSF_TEXT]}, and with PSF_ERRNO 0 the
@@ -130,8 +132,10 @@
  *   PSM_PL_SOCKETS (psstat sockets; anyone) -> PSM_PL_SOCKETS_REPLY {PSF_SELF, PSF_SOCKET
  *             records: PSF_PID, PSF_UID, PSF_LOCAL, PSF_REMOTE, PSF_PATH, PSF_TX_BYTES,
  *             PSF_RX_BYTES}: every accelerated connection of the node's processes under the
- *             library. psid asks each of them (PSM_PL_QUERY, an event with PSF_REQ) and
- *             answers with what came within PSI_PL_QUERY_MS; each answers with
+ *             library. psid asks each of them (PSM_PL_QUERY, an event with PSF_REQ; one
+ *             round at a time, shared by everyone who asks meanwhile, at least 100 ms
+ *             after the last began; EBUSY past 8 askers waiting of one uid) and answers
+ *             with what came within PSI_PL_QUERY_MS; each answers with
  *             PSM_PL_REPORT {PSF_REQ, PSF_SOCKET records without PSF_PID and PSF_UID, which
  *             psid adds from SO_PEERCRED}, which gets no reply.
  *   PSM_PL_NODE_LOST (event, id 0) {PSF_NODE_ID}: to every endpoint of the node when its
@@ -194,7 +198,8 @@ enum psm_type {
     /* {PSF_PID}: a same-node connection of ours moves back to TCP; psid pokes that process
      * (its endpoint's client) with PSM_PL_POKED so that its progress thread looks at its
      * channels (the pid comes from the channel's header: a lie pokes a process for
-     * nothing). No reply; at most PL_POKES_PER_S per client. */
+     * nothing). No reply; at most PL_POKES_PER_S per client and PL_POKES_PER_UID per
+     * user (but root) a second. */
     PSM_PL_POKE = 82,
     PSM_PL_POKED = 83,    /* event: look at your same-node channels */
     PSM_PL_ACCEPTED = 84, /* event: a PSM_PL_ACCEPT's answer */

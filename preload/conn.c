@@ -735,10 +735,14 @@ void conn_negotiate(struct conn *c)
             slot = -1;
         }
         bool shm = c->shm_slot >= 0;
+        /* the bells of its epoll registrations now: one that cannot have them stays on
+         * TCP for that limit, instead of moving up and back (counted "switched") */
+        bool bells = epoll_conn_reserve(c) == 0;
         pthread_mutex_unlock(&psp.lock);
-        if (connector && same && !shm) {
-            e = ENFILE; /* no descriptor for the channel's doorbell */
+        if ((connector && same && !shm) || !bells) {
+            e = ENFILE; /* no descriptor for the channel's doorbell, or for its bells */
             why = PSP_R_LIMIT;
+            if (!connector) neg_decline_limit(fd); /* its connector is told at once */
         } else if (connector) {
             e = neg_connect(fd, (struct sockaddr *)&dst, id, xns ? 2 : same, &why);
         } else {
@@ -752,7 +756,7 @@ void conn_negotiate(struct conn *c)
     pthread_mutex_lock(&psp.lock);
     c->users--;
     if (go && e && c->st == CS_CONNECTING && c->connector == connector)
-        conn_answer(c, e, NULL, connector ? why : neg_reason(e));
+        conn_answer(c, e, NULL, connector || why == PSP_R_LIMIT ? why : neg_reason(e));
     pthread_mutex_unlock(&psp.lock);
 }
 

@@ -58,8 +58,9 @@ int neg_nodes(void)
     struct psmsg_buf req = {0};
     struct psmsg rep;
     psmsg_begin(&req, PSM_NODES, 0);
-    int r = psi_call(&psp.psi, &req, &rep);
+    int r = psi_call(&psp.psi, &req, &rep), e = errno;
     psmsg_buf_free(&req);
+    if (r < 0) errno = e; /* (EUSERS: psid's limit of clients) */
     if (r < 0 || psi_nodetab_parse(&rep, &psp.nodes) < 0) return -1;
     uint32_t mtu = 0; /* the cluster's link MTU: RDP's datagrams as psid's */
     if (psmsg_get_u32(&rep.body, PSF_MTU, &mtu) == 0 && mtu >= RDP_MTU_MIN && mtu <= RDP_MTU_MAX)
@@ -194,6 +195,18 @@ int neg_decline(int fd)
     return fd_request(psi_pl_decline, fd);
 }
 
+int neg_decline_limit(int fd)
+{
+    struct psmsg_buf req = {0};
+    psmsg_begin(&req, PSM_PL_DECLINE, 0);
+    psmsg_put_u32(&req, PSF_ERRNO, ENOBUFS); /* why: its connector counts a limit */
+    pthread_mutex_lock(&psp.psi_lock);
+    int e = psi_ensure() < 0 || !psi_send_fd(&psp.psi, &req, fd) ? (errno ? errno : EIO) : 0;
+    psi_unlock();
+    psmsg_buf_free(&req);
+    return e;
+}
+
 static enum psp_reason reason_of(int e)
 {
     switch (e) {
@@ -208,6 +221,7 @@ static enum psp_reason reason_of(int e)
         return PSP_R_NOT_ACCEPTED;
     case ENOBUFS:
     case EMFILE:
+    case ENFILE:
     case EUSERS:
     case EAGAIN:
         return PSP_R_LIMIT;

@@ -1324,6 +1324,13 @@ void epoll_conn_to_tcp(struct conn *c)
     }
 }
 
+int epoll_conn_reserve(struct conn *c)
+{
+    for (struct epreg *r = c->regs; r; r = r->next)
+        if (r->kern) return bells(c);
+    return 0;
+}
+
 void epoll_conn_up(struct conn *c)
 {
     bool any = false;

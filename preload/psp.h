@@ -223,6 +223,8 @@ struct psp {
     pthread_mutex_t lock;
     pthread_mutex_t psi_lock;
     bool inited, disabled, strict, broken;
+    bool refused;        /* psid refused our connection for its limit of clients (EUSERS): every TCP
+                          * connection is counted as `limit` */
     bool sync;           /* PSP_SYNC (or PSP_STRICT): the first use of a connection waits for its
                           * negotiation, so that every byte of an accelerated one takes the fast path */
     uint64_t upgrade_ns; /* PSP_UPGRADE_US: a connection's age at its negotiation */
@@ -325,6 +327,10 @@ bool psp_rules_allow(const struct sockaddr *sa);
 int neg_open(int udp_fd, bool shm_only, uint32_t *node, uint16_t *ep);
 int neg_listen(int fd);
 /* PSM_PL_DECLINE: an accepted socket we will not take (exec): the connector goes TCP. */
+/* An accepted socket this process cannot take under the library for a limit (no
+ * descriptors for its bells): PSM_PL_DECLINE with ENOBUFS, not waited for, so that its
+ * connector goes TCP at once with the reason `limit`. 0 or an errno value. */
+int neg_decline_limit(int fd);
 int neg_decline(int fd);
 void neg_unlisten(uint16_t port);
 void neg_poke(uint32_t pid); /* PSM_PL_POKE: no reply */
@@ -547,6 +553,10 @@ void epoll_conn_to_shm(struct conn *c); /* its doorbell joins the sets it is in 
 /* It moved onto the fast path: its registrations, on the kernel socket so far, go to its
  * bells (and its kernel socket joins the sets while reads take bytes from there). */
 void epoll_conn_up(struct conn *c);
+/* Before a connection asks (conn_negotiate): the bells its epoll registrations will need
+ * once it moves up, made now. 0, or -1 (no descriptors: it stays on TCP, `limit`). Under
+ * psp.lock. */
+int epoll_conn_reserve(struct conn *c);
 void epoll_conn_krx_done(struct conn *c); /* the kernel socket leaves the sets again */
 void epoll_conn_unbell(struct conn *c);   /* and leaves them (before it is closed) */
 void bells_update(struct conn *c);

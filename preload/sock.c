@@ -146,8 +146,11 @@ static void untrack(int fd)
 
 int connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
-    if (!sa || psp_conn_of(fd) || !inet_tcp(fd, sa, len) || !psp_ready())
+    if (!sa || psp_conn_of(fd) || !inet_tcp(fd, sa, len)) return real.connect(fd, sa, len);
+    if (!psp_ready()) {
+        if (psp.refused) psp_count_tcp(PSP_R_LIMIT); /* psid had no room for us */
         return real.connect(fd, sa, len);
+    }
     struct sockaddr_storage peer;
     socklen_t pl = sizeof peer;
     if (getpeername(fd, (struct sockaddr *)&peer, &pl) == 0 || errno != ENOTCONN)

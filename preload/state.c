@@ -432,7 +432,10 @@ bool psp_ready(void)
             int h = psp_hide(psp.psi.fd);
             if (h < 0) psp.broken = true;
             psp.psi.fd = h;
-            if (!psp.broken && neg_nodes() < 0) psp.broken = true;
+            if (!psp.broken && neg_nodes() < 0) {
+                psp.broken = true;
+                psp.refused = errno == EUSERS; /* psid's limit of clients: counted so */
+            }
         }
         psp.inited = true;
     }

@@ -81,6 +81,7 @@ struct client {
     struct out_fds *ofds; /* by offset: CLIENT_OUT_SETS once allocated */
     unsigned nofds;
     bool closing;     /* close once the output is flushed */
+    bool sets_full;   /* a module found no room for descriptors: tell it when there is */
     bool in_dispatch; /* handling its requests: replies are flushed after */
     bool dead;        /* connection over; freed by clients_reap */
     uint64_t active;  /* loop_now() of its last request */
@@ -298,7 +299,13 @@ static bool flush_out(struct client *c)
                 client_kill(c);
                 return false;
             }
-            if (with_fds && w > 0) drop_out_fds(c, 1); /* the client holds them now */
+            if (with_fds && w > 0) {
+                drop_out_fds(c, 1); /* the client holds them now */
+                if (c->sets_full && c->nofds <= CLIENT_OUT_SETS / 2) {
+                    c->sets_full = false;
+                    preload_client_drained(c->d, c); /* (it only schedules its retry) */
+                }
+            }
             c->outoff += (size_t)w;
         }
         if (c->outoff == c->outlen) {
@@ -319,6 +326,12 @@ static bool flush_out(struct client *c)
     return true;
 }
 
+/* The byte limit of what may wait for c (see queue_reply). */
+static size_t out_limit(const struct client *c)
+{
+    return OUT_BASE + (size_t)jobs_client_ranks(c->d, c) * (PSI_IO_WINDOW + (64u << 10));
+}
+
 /* Queue finished message b for the client. 0, or -1 if it was not (the client is closed). */
 static int queue_reply(struct client *c, struct psmsg_buf *b)
 {
@@ -327,8 +340,7 @@ static int queue_reply(struct client *c, struct psmsg_buf *b)
         c->closing = true;
         return -1;
     }
-    size_t limit = OUT_BASE + (size_t)jobs_client_ranks(c->d, c) * (PSI_IO_WINDOW + (64u << 10));
-    if (unsent(c) + b->len > limit) {
+    if (unsent(c) + b->len > out_limit(c)) {
         log_warn("client pid %d does not read what it gets (%zu bytes waiting); dropped",
                  (int)c->cred.pid, unsent(c));
         c->closing = true;
@@ -376,6 +388,63 @@ void client_send(struct client *c, struct psmsg_buf *b)
     if (c->dead) return;
     queue_reply(c, b);
     if (!c->in_dispatch) flush_out(c);
+}
+
+bool client_fds_room(struct client *c, size_t len)
+{
+    if (c->dead || c->closing) return false;
+    if (c->nofds < CLIENT_OUT_SETS && unsent(c) + len + PSMSG_HDR <= out_limit(c)) return true;
+    c->sets_full = true;
+    return false;
+}
+
+int client_send_fds_pair(struct client *a, struct psmsg_buf *ba, const int *fa, unsigned na,
+                         struct client *b, struct psmsg_buf *bb, const int *fb, unsigned nb)
+{
+    if (na > CLIENT_OUT_FDS || nb > CLIENT_OUT_FDS) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* (one process may be both ends: then it needs room for both) */
+    if (a == b ? !client_fds_room(a, ba->len + bb->len) || a->nofds + 2 > CLIENT_OUT_SETS
+               : !client_fds_room(a, ba->len) || !client_fds_room(b, bb->len)) {
+        if (a == b) a->sets_full = true;
+        errno = ENOBUFS;
+        return -1;
+    }
+    if ((!a->ofds && !(a->ofds = malloc(CLIENT_OUT_SETS * sizeof *a->ofds))) ||
+        (!b->ofds && !(b->ofds = malloc(CLIENT_OUT_SETS * sizeof *b->ofds))))
+        return -1;
+    /* every duplicate first: nothing is queued unless both can be */
+    struct out_fds oa = {.at = 0, .n = 0}, ob = {.at = 0, .n = 0};
+    for (; oa.n < na; oa.n++)
+        if ((oa.fds[oa.n] = fcntl(fa[oa.n], F_DUPFD_CLOEXEC, 0)) < 0) break;
+    for (; oa.n == na && ob.n < nb; ob.n++)
+        if ((ob.fds[ob.n] = fcntl(fb[ob.n], F_DUPFD_CLOEXEC, 0)) < 0) break;
+    if (oa.n < na || ob.n < nb) {
+        int e = errno;
+        for (unsigned i = 0; i < oa.n; i++) close(oa.fds[i]);
+        for (unsigned i = 0; i < ob.n; i++) close(ob.fds[i]);
+        errno = e;
+        return -1;
+    }
+    /* the room was checked: queueing fails only out of memory, and then this client is
+     * dropped (closing), which its peer sees as a peer gone. Each set's offset is its
+     * message's first byte (a stream offset: it stays so through compaction), taken just
+     * before it is queued (a and b may be one client) */
+    oa.at = a->out_pos + a->outlen;
+    if (queue_reply(a, ba) == 0)
+        a->ofds[a->nofds++] = oa;
+    else
+        for (unsigned i = 0; i < oa.n; i++) close(oa.fds[i]);
+    ob.at = b->out_pos + b->outlen;
+    if (queue_reply(b, bb) == 0)
+        b->ofds[b->nofds++] = ob;
+    else
+        for (unsigned i = 0; i < ob.n; i++) close(ob.fds[i]);
+    if (!a->in_dispatch) flush_out(a);
+    if (b != a && !b->in_dispatch) flush_out(b);
+    return 0;
 }
 
 int client_send_fds(struct client *c, struct psmsg_buf *b, const int *fds, unsigned n)

@@ -28,6 +28,7 @@
  *   notify.c      death notifications: registrations on both sides, firing, node loss
  *   preload.c     the preload library's negotiation: endpoints, listening ports, the
  *                 decision per TCP connection, pair keys
+ *   plquery.c     psstat sockets: the node's library processes asked, one round at a time
  *   sockinfo.c    what the kernel says of a socket a client passed (its cookie, network
  *                 namespace, addresses) and sock_diag's exact lookups
  *   shmchan.c     the shared memory and doorbells of a same-node connection
@@ -155,6 +156,16 @@ void client_send(struct client *c, struct psmsg_buf *b);
  * ENOBUFS (too many such messages wait), EINVAL (n too large), EMFILE (no duplicate). */
 #define CLIENT_OUT_FDS 4
 int client_send_fds(struct client *c, struct psmsg_buf *b, const int *fds, unsigned n);
+/* Whether a message of about len bytes with descriptors can be queued for c now (a set
+ * free and its bytes within c's limit); when not, c is marked, and preload_client_drained
+ * is called once sets are free again. */
+bool client_fds_room(struct client *c, size_t len);
+/* Two messages with descriptors to two clients (or twice to one: a process that is both
+ * ends), both or neither (the two ends of one channel: one end alone would be a channel
+ * nobody reads): 0 once both are queued; -1 and
+ * errno, nothing queued: ENOBUFS (either has no room, see client_fds_room), EMFILE, EINVAL. */
+int client_send_fds_pair(struct client *a, struct psmsg_buf *ba, const int *fa, unsigned na,
+                         struct client *b, struct psmsg_buf *bb, const int *fb, unsigned nb);
 void client_error(struct client *c, uint32_t id, int err, const char *text);
 uint32_t client_uid(const struct client *c);
 pid_t client_pid(const struct client *c); /* SO_PEERCRED's */
@@ -256,6 +267,9 @@ void notify_free(struct psid *d);
 void preload_request(struct psid *d, struct client *c, const struct psmsg *m);
 void preload_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m);
 void preload_client_gone(struct psid *d, struct client *c);
+/* A client that had no room for descriptors has some again (client_fds_room): only
+ * schedules a retry, never sends from inside client.c's flush. */
+void preload_client_drained(struct psid *d, struct client *c);
 void preload_node_lost(struct psid *d, uint32_t node);
 void preload_free(struct psid *d);
 

@@ -42,6 +42,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "psmsg.h"
+#include "plquery.h"
 #include "psshm.h"
 #include "shmchan.h"
 #include "sockinfo.h"
@@ -60,10 +61,12 @@
 #define PL_KEEP_NS   ((uint64_t)PSI_PL_ACCEPT_MS * 1000000ull)
 #define PL_WAIT_MAX  4096u
 #define PL_WAIT_UID  (PL_WAIT_MAX / 4) /* of them, for one listener's or connector's uid */
-/* a probe for a connection of a user with an endpoint, whose request is not here yet: looked
- * for each ms, up to 200 ms (a connector preempted between its SYN and its request) */
-#define PL_RECHECK_NS     1000000ull
-#define PL_RECHECK_MAX_NS 200000000ull
+/* a claim, or a probe, for a connection of a user with an endpoint, whose request is not
+ * here yet: held up to this long (a connector preempted between its SYN and its request,
+ * or a burst of connections its library asks about one by one), and taken by the request
+ * the moment it comes (lates_take, rechecks_take): no entry is looked at by a timer but at
+ * its end; under PL_ANSWER_NS, the probing psid's bound */
+#define PL_LATE_NS 1500000000ull
 
 struct pl_ep { /* an endpoint: ours (with a client) or a peer's (from a message) */
     uint32_t node, uid;
@@ -88,7 +91,8 @@ struct pl_local {
     struct pl_local *next;
 };
 
-#define PL_POKES_PER_S 256u
+#define PL_POKES_PER_S   256u
+#define PL_POKES_PER_UID 1024u
 
 struct pl_wait {           /* listener's side: a connection registered before its connect */
     uint32_t node;         /* the connector's node */
@@ -110,6 +114,11 @@ struct pl_wait {           /* listener's side: a connection registered before it
      * acceptor's mirror them; two such waits of one 4-tuple are matched by neither */
     bool tuple, ambiguous;
     struct sockaddr_storage clocal, cpeer;
+    /* its acceptor's claim, parked while either end had no room for the channel's
+     * descriptors (accept_same): the acceptor (NULL once gone) and its tag */
+    bool parked;
+    struct client *pc;
+    uint32_t ptag;
 };
 
 struct pl_ask { /* connector's side: a PSM_PL_CONNECT waiting for the other psid */
@@ -175,22 +184,13 @@ struct pl_tomb { /* listener's side: a connection its acceptor took on TCP befor
                   * connector's request came: that request is refused when it comes */
     uint32_t node;
     uint16_t sport, dport;
+    int err; /* the refusal: ENOENT (taken on TCP), ENOBUFS (the acceptor is at a limit) */
     uint64_t until;
     struct pl_tomb *next;
 };
 
-struct pl_query { /* psstat sockets: the node's processes asked, their answers collected */
-    uint32_t num, client_id;
-    struct client *c; /* who asked (NULL once gone) */
-    unsigned waiting;
-    struct psmsg_buf out;
-    uint64_t timer;
-    struct psid *d;
-    struct pl_query *next;
-};
-
-#define PL_QUERY_MAX  16u /* psstat sockets in flight */
 #define PL_NETNS_SEEN 64u /* network namespaces other than psid's, and whether served */
+#define PL_POKE_UIDS  64u /* users whose pokes are counted (the most recent) */
 
 struct preload {
     uint64_t netns; /* psid's own network namespace (0: the kernel cannot say) */
@@ -199,9 +199,12 @@ struct preload {
         bool served;
     } seen[PL_NETNS_SEEN];
     unsigned nseen;
-    struct pl_query *queries;
-    unsigned nqueries;
-    uint32_t next_query;
+    struct plquery *query; /* psstat sockets (plquery.c) */
+    struct {               /* PSM_PL_POKE per user (but root) and second */
+        uint32_t uid;
+        unsigned n;
+        uint64_t sec;
+    } pokes[PL_POKE_UIDS];
     struct pl_local *locals;
     struct pl_wait *waits;
     unsigned nwaits, npends, nclaims, nlates;
@@ -218,12 +221,20 @@ struct preload {
     struct pl_closed *closed;
     unsigned nclosed;
     uint16_t next_id;
+    uint64_t parked_timer; /* parked claims made again (preload_client_drained) */
 };
+
+static size_t endpoint_clients(struct psid *d, struct client ***out);
 
 static struct preload *state(struct psid *d)
 {
-    if (!d->preload && (d->preload = calloc(1, sizeof *d->preload)))
+    if (!d->preload && (d->preload = calloc(1, sizeof *d->preload))) {
         d->preload->netns = sockinfo_own_netns();
+        if (!(d->preload->query = plquery_new(d, endpoint_clients))) {
+            free(d->preload);
+            d->preload = NULL;
+        }
+    }
     return d->preload;
 }
 
@@ -664,9 +675,10 @@ static void wait_unlink(struct preload *pl, struct pl_wait *w);
 static void claim_pend(struct psid *d, struct preload *pl, uint32_t from, uint32_t req,
                        struct pl_pend *p, const struct pl_ep *acceptor);
 static void tomb_add(struct psid *d, struct preload *pl, uint32_t node, uint16_t sport,
-                     uint16_t dport);
-static bool tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_t dport);
+                     uint16_t dport, int err);
+static int tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_t dport);
 static void lates_take(struct preload *pl, const struct pl_wait *w);
+static void rechecks_take(struct psid *d, struct preload *pl, const struct pl_ask *a);
 static bool mirrors(const struct pl_wait *w, const struct sockaddr_storage *local,
                     const struct sockaddr_storage *peer);
 static bool closed_owner(struct preload *pl, const struct sockaddr_storage *me,
@@ -676,6 +688,12 @@ static struct pl_local *port_listener(struct preload *pl, uint64_t netns, bool o
                                       const char **why);
 
 static void node_addr(const struct psconf_node *n, uint16_t port, struct sockaddr_storage *out);
+
+static const char *tomb_text(int err)
+{
+    return err == ENOBUFS ? "the acceptor is at a limit"
+                          : "accepted on TCP before the request came";
+}
 
 /* A numeric address and a port as a socket address; -1 if it is none. */
 static int addr_parse(const char *text, uint16_t port, struct sockaddr_storage *out)
@@ -738,14 +756,26 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
         err = EHOSTUNREACH;
         why = "not a cluster address";
     }
-    if (tuple && tomb_take(pl, d->self->id, sockinfo_port(&si->local), sockinfo_port(dst))) {
-        err = ENOENT; /* the acceptor's claim came first, and waited for nothing */
-        why = "accepted on TCP before the request came";
+    int tomb =
+        tuple ? tomb_take(pl, d->self->id, sockinfo_port(&si->local), sockinfo_port(dst)) : 0;
+    if (tomb) { /* the acceptor's claim came first, and waited for nothing; or it declined */
+        err = tomb;
+        why = tomb_text(tomb);
     }
     bool ambiguous = false;
-    for (struct pl_wait *o = pl->waits; !err && tuple && o; o = o->next)
-        if (o->tuple && o->cookie != si->cookie && mirrors(o, &si->peer, &si->local))
-            o->ambiguous = ambiguous = true; /* two namespaces, one 4-tuple: neither */
+    for (struct pl_wait *o = pl->waits, *next; !err && tuple && o; o = next) {
+        next = o->next;
+        if (!o->same || !o->tuple || o->cookie == si->cookie || !mirrors(o, &si->peer, &si->local))
+            continue;
+        if (o->cc && o->netns != si->netns) { /* two namespaces, one 4-tuple: neither */
+            o->ambiguous = ambiguous = true;
+            continue;
+        }
+        /* in one namespace a 4-tuple is one socket: that one is gone, its wait stale */
+        if (o->parked && o->pc) acc_reply(o->pc, o->ptag, ENOENT, "the connector is gone");
+        wait_unlink(pl, o);
+        free(o);
+    }
     if (ambiguous && !err) {
         err = ENOTUNIQ;
         why = "another connection of the same addresses is negotiating";
@@ -868,6 +898,7 @@ static void pl_connect(struct psid *d, struct preload *pl, struct client *c, con
                          .next = pl->asks};
     pl->asks = a;
     a->timer = loop_timer(d->loop, loop_now() + PL_ANSWER_NS, ask_expired, a);
+    rechecks_take(d, pl, a);
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_PL_CONNECT, 0);
     psmsg_put_u32(&b, PSF_REQ, a->req);
@@ -984,8 +1015,8 @@ static void recheck_again(void *ctx)
     struct preload *pl = r->d->preload;
     bool found = probe_match(r->d, pl, r->from, r->req, r->sport, r->dport, &r->acceptor);
     uint64_t now = loop_now();
-    if (!found && now < r->until) {
-        r->timer = loop_timer(r->d->loop, now + PL_RECHECK_NS, recheck_again, r);
+    if (!found && now < r->until) { /* its request may still come: rechecks_take */
+        r->timer = loop_timer(r->d->loop, r->until, recheck_again, r);
         return;
     }
     if (!found) claim_answer(r->d, r->from, r->req, ENOENT);
@@ -1009,6 +1040,20 @@ static bool probe_may_come(struct psid *d, struct preload *pl, uint32_t from, ui
     for (const struct pl_local *l = pl->locals; l; l = l->next)
         if (l->ep.uid == uid && l->netns == pl->netns) return true;
     return false;
+}
+
+/* A request was asked (a): a probe held for it (the acceptor's claim came first) is
+ * answered now, when the other psid's yes comes (probe_match). */
+static void rechecks_take(struct psid *d, struct preload *pl, const struct pl_ask *a)
+{
+    for (struct pl_recheck *r = pl->rechecks; r; r = r->next)
+        if (r->from == a->node && r->sport == a->sport && r->dport == a->dport) {
+            loop_timer_cancel(d->loop, r->timer);
+            r->timer = 0;
+            r->until = 0;
+            recheck_again(r);
+            return;
+        }
 }
 
 static void d_probe(struct psid *d, struct preload *pl, uint32_t from, uint32_t req,
@@ -1036,7 +1081,7 @@ static void d_probe(struct psid *d, struct preload *pl, uint32_t from, uint32_t 
                              .next = pl->rechecks};
     /* after one pass at least (the request may be among this pass's messages); longer when
      * a process under the library may still send it */
-    if (probe_may_come(d, pl, from, sport, dport)) r->until = loop_now() + PL_RECHECK_MAX_NS;
+    if (probe_may_come(d, pl, from, sport, dport)) r->until = loop_now() + PL_LATE_NS;
     pl->rechecks = r;
     pl->nrechecks++;
     r->timer = loop_timer(d->loop, loop_now(), recheck_again, r);
@@ -1087,14 +1132,22 @@ static void claim_pend(struct psid *d, struct preload *pl, uint32_t from, uint32
     claim_answer(d, from, req, err);
 }
 
+/* Why a connection waiting for its acceptor ended without it. */
+static const char *expired_text(int err)
+{
+    return err == ETIMEDOUT ? "not accepted in time"
+           : err == ENOBUFS ? "the acceptor is at a limit"
+                            : "the listener went away";
+}
+
 static void d_expired(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)
 {
     struct pl_pend *p = pend_find(pl, from, m);
     if (!p) return;
     uint32_t e = ETIMEDOUT;
     psmsg_get_u32(&m->body, PSF_ERRNO, &e);
-    outcome(d, p->c, p->conn, e ? (int)e : ETIMEDOUT,
-            e == ETIMEDOUT ? "not accepted in time" : "the listener went away", NULL, NULL);
+    outcome(d, p->c, p->conn, e ? (int)e : ETIMEDOUT, expired_text(e ? (int)e : ETIMEDOUT), NULL,
+            NULL);
     pend_done(pl, p);
 }
 
@@ -1103,8 +1156,7 @@ static void d_expired(struct psid *d, struct preload *pl, uint32_t from, const s
 static void expired_msg(struct psid *d, const struct pl_wait *w, int err)
 {
     if (w->same) { /* the connector is ours */
-        outcome(d, w->cc, w->conn, err,
-                err == ETIMEDOUT ? "not accepted in time" : "the listener went away", NULL, NULL);
+        outcome(d, w->cc, w->conn, err, expired_text(err), NULL, NULL);
         return;
     }
     struct psmsg_buf b = {0};
@@ -1133,6 +1185,13 @@ static void wait_expired(void *ctx)
 {
     struct pl_wait *w = ctx;
     w->timer = 0;
+    if (w->parked) { /* its ends never had room for the channel: TCP, for a limit */
+        if (w->pc) acc_reply(w->pc, w->ptag, ENOBUFS, "no room to pass the channel in time");
+        outcome(w->d, w->cc, w->conn, ENOBUFS, "no room to pass the channel in time", NULL, NULL);
+        wait_unlink(w->d->preload, w);
+        free(w);
+        return;
+    }
     expired_msg(w->d, w, ETIMEDOUT);
     wait_unlink(w->d->preload, w);
     free(w);
@@ -1248,9 +1307,8 @@ static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const s
         psmsg_get_u32(&m->body, PSF_CONN, &conn) < 0 || get_ep(m, from, &cep) < 0) {
         err = EINVAL;
         why = "malformed request";
-    } else if (tomb_take(pl, from, sport, port)) {
-        err = ENOENT;
-        why = "accepted on TCP before the request came";
+    } else if ((err = tomb_take(pl, from, sport, port))) {
+        why = tomb_text(err);
     } else {
         struct sockaddr_storage dst;
         node_addr(d->self, port, &dst);
@@ -1318,7 +1376,7 @@ static void claim_expired(void *ctx)
     struct pl_claim *k = ctx;
     k->timer = 0;
     if (k->c) acc_reply(k->c, k->client_id, ENOENT, "the connector's psid did not answer");
-    if (k->probe) tomb_add(k->d, k->d->preload, k->w.node, k->w.sport, k->w.dport);
+    if (k->probe) tomb_add(k->d, k->d->preload, k->w.node, k->w.sport, k->w.dport, ENOENT);
     claim_done(k->d->preload, k);
 }
 
@@ -1364,7 +1422,24 @@ static void pl_decline(struct psid *d, struct preload *pl, struct client *c, con
     struct pl_acc a;
     const char *why = NULL;
     int err = passed_accepted(d, pl, c, NULL, &a.si, &a.owner, &why);
+    /* the connector's outcome: not accepted (TCP); or, when the acceptor says it is at a
+     * limit (ENOBUFS), that */
+    uint32_t why_e = 0;
+    psmsg_get_u32(&m->body, PSF_ERRNO, &why_e);
+    int out = why_e == ENOBUFS ? ENOBUFS : ETIMEDOUT;
     struct pl_wait *w = err ? NULL : wait_of(d, pl, &a.si);
+    if (!err && !w && a.si.netns == pl->netns && a.owner == client_uid(c)) {
+        /* its request has not come yet (the two sides ask independently): refused when it
+         * comes, for this reason */
+        char t[INET6_ADDRSTRLEN];
+        sockinfo_addr_text(&a.si.peer, t);
+        const struct psconf_node *n = node_by_text(d, t);
+        sockinfo_addr_text(&a.si.local, t);
+        bool remote = n && n != d->self; /* another node's connector, to the node's address */
+        if (!remote || !strcmp(t, d->self->addr_str))
+            tomb_add(d, pl, remote ? n->id : d->self->id, sockinfo_port(&a.si.peer),
+                     sockinfo_port(&a.si.local), out == ENOBUFS ? ENOBUFS : ENOENT);
+    }
     if (!err && (!w || w->uid != client_uid(c) || (a.owner != UINT32_MAX && a.owner != w->uid))) {
         err = ENOENT;
         why = w ? "not the listener's user" : "no such connection negotiated";
@@ -1373,15 +1448,20 @@ static void pl_decline(struct psid *d, struct preload *pl, struct client *c, con
         reply(c, m->id, err, why);
         return;
     }
-    expired_msg(d, w, ETIMEDOUT); /* the connector's outcome: not accepted (TCP) */
+    expired_msg(d, w, out);
     wait_unlink(pl, w);
     free(w);
     reply(c, m->id, 0, NULL);
 }
 
-/* A same-node connection's acceptor claimed it: the channel, its part to each end. A
- * connector that is gone, or a channel that cannot be made or sent: TCP on both sides. */
-static void accept_same(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
+/* A same-node connection's acceptor claimed it: the channel, its part to each end, both or
+ * neither (client_send_fds_pair: one end alone would be a channel nobody reads, and its
+ * peer's writes lost). When either end has no room for more descriptors now (a burst of
+ * connections whose answers it has not read yet), the claim is parked on the wait and made
+ * again when that end has read (preload_client_drained), until the wait's time is up: the
+ * connection stays on TCP meanwhile, whole. A connector that is gone, or a channel that
+ * cannot be made: TCP on both sides. Whether w is done (unlinked and freed). */
+static bool accept_same(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
                         struct pl_wait *w)
 {
     struct shmchan ch;
@@ -1393,6 +1473,11 @@ static void accept_same(struct psid *d, struct preload *pl, struct client *c, ui
     } else if (!can) {
         err = EMFILE;
         why = "the acceptor has no descriptors to spare";
+    } else if (!client_fds_room(w->cc, 256) | !client_fds_room(c, 256)) { /* (both marked) */
+        w->parked = true;
+        w->pc = c;
+        w->ptag = id;
+        return false;
     } else if (shmchan_make(w->ring, (uint32_t)client_pid(w->cc), (uint32_t)client_pid(c), &ch) <
                0) {
         err = errno;
@@ -1400,35 +1485,60 @@ static void accept_same(struct psid *d, struct preload *pl, struct client *c, ui
         log_warn("same-node channel of %u bytes: %s", w->ring, strerror(err));
     }
     if (!err) {
-        struct psmsg_buf b = {0};
-        psmsg_begin(&b, PSM_PL_OUTCOME, 0);
-        psmsg_put_u32(&b, PSF_CONN, w->conn);
-        psmsg_put_u32(&b, PSF_ERRNO, 0);
-        psmsg_put_u32(&b, PSF_SHM_RING, ch.ring);
-        if (client_send_fds(w->cc, &b, ch.connector, 2) < 0) {
-            err = ENOBUFS;
-            why = "the connector cannot take more descriptors";
+        struct psmsg_buf bc = {0}, ba = {0};
+        psmsg_begin(&bc, PSM_PL_OUTCOME, 0);
+        psmsg_put_u32(&bc, PSF_CONN, w->conn);
+        psmsg_put_u32(&bc, PSF_ERRNO, 0);
+        psmsg_put_u32(&bc, PSF_SHM_RING, ch.ring);
+        acc_begin(&ba, id, 0, NULL);
+        psmsg_put_u32(&ba, PSF_CONN, w->conn);
+        psmsg_put_u32(&ba, PSF_SHM_RING, ch.ring);
+        bool parked = false;
+        if (client_send_fds_pair(w->cc, &bc, ch.connector, 2, c, &ba, ch.acceptor, 2) < 0) {
+            parked = errno == ENOBUFS; /* no room after all: later, as above */
+            err = errno == EMFILE || errno == ENFILE ? EMFILE : ENOBUFS;
+            why = "no descriptors to pass the channel";
         }
-        psmsg_buf_free(&b);
-        if (!err) {
-            acc_begin(&b, id, 0, NULL);
-            psmsg_put_u32(&b, PSF_CONN, w->conn);
-            psmsg_put_u32(&b, PSF_SHM_RING, ch.ring);
-            if (client_send_fds(c, &b, ch.acceptor, 2) < 0) {
-                /* the connector has its end already: the channel is reset under it */
-                shmchan_reset(&ch);
-                acc_reply(c, id, ENOENT, "the acceptor cannot take more descriptors");
-            }
-            psmsg_buf_free(&b);
-        }
+        psmsg_buf_free(&bc);
+        psmsg_buf_free(&ba);
         shmchan_close(&ch);
+        if (parked) {
+            w->parked = true;
+            w->pc = c;
+            w->ptag = id;
+            return false;
+        }
     }
-    if (err) { /* TCP on both sides */
-        outcome(d, w->cc, w->conn, ECONNRESET, why, NULL, NULL);
-        acc_reply(c, id, ENOENT, why);
+    if (err) { /* TCP on both sides, with the reason: a limit, or the error */
+        int e = err == EMFILE || err == ENOBUFS ? ENOBUFS : err;
+        outcome(d, w->cc, w->conn, e, why, NULL, NULL);
+        acc_reply(c, id, e == ENOBUFS ? ENOBUFS : ENOENT, why);
     }
     wait_unlink(pl, w);
     free(w);
+    return true;
+}
+
+/* The parked claims whose ends have room now (after a drained client): made again. */
+static void parked_again(void *ctx)
+{
+    struct psid *d = ctx;
+    struct preload *pl = d->preload;
+    pl->parked_timer = 0;
+    for (struct pl_wait *w = pl->waits, *next; w; w = next) {
+        next = w->next;
+        if (!w->parked || !w->pc) continue;
+        w->parked = false;
+        accept_same(d, pl, w->pc, w->ptag, true, w); /* parks it again if still full */
+    }
+}
+
+void preload_client_drained(struct psid *d, struct client *c)
+{
+    struct preload *pl = d->preload;
+    (void)c;
+    if (pl && !pl->parked_timer)
+        pl->parked_timer = loop_timer(d->loop, loop_now(), parked_again, d);
 }
 
 enum claim_pass { CLAIM_FIRST, CLAIM_LATE, CLAIM_PROBED };
@@ -1494,13 +1604,13 @@ static void late_again(void *ctx)
     struct preload *pl = t->d->preload;
     t->timer = 0;
     bool none = t->c && (t->cookie || t->tuple) && !wait_of(t->d, pl, &t->a.si);
-    if (none && loop_now() < t->until) { /* its request may still come */
-        t->timer = loop_timer(t->d->loop, loop_now() + PL_RECHECK_NS, late_again, t);
+    if (none && loop_now() < t->until) { /* its request may still come: lates_take */
+        t->timer = loop_timer(t->d->loop, t->until, late_again, t);
         return;
     }
     if (none) /* taken on TCP: a request that comes after all is refused */
         tomb_add(t->d, pl, t->d->self->id, sockinfo_port(&t->a.si.peer),
-                 sockinfo_port(&t->a.si.local));
+                 sockinfo_port(&t->a.si.local), ENOENT);
     if (t->c) claim(t->d, pl, t->c, t->id, t->can, &t->a, CLAIM_LATE);
     late_done(pl, t);
 }
@@ -1523,7 +1633,7 @@ static void lates_take(struct preload *pl, const struct pl_wait *w)
 /* The connection (node, sport, dport) was taken on TCP: its request, if it comes, is
  * refused (a bounded list: without a tomb the request waits and ends as not accepted). */
 static void tomb_add(struct psid *d, struct preload *pl, uint32_t node, uint16_t sport,
-                     uint16_t dport)
+                     uint16_t dport, int err)
 {
     uint64_t now = loop_now();
     for (struct pl_tomb **pp = &pl->tombs; *pp;) { /* the old ones go first */
@@ -1541,6 +1651,7 @@ static void tomb_add(struct psid *d, struct preload *pl, uint32_t node, uint16_t
     *t = (struct pl_tomb){.node = node,
                           .sport = sport,
                           .dport = dport,
+                          .err = err,
                           .until = now + 2 * PL_ANSWER_NS,
                           .next = pl->tombs};
     pl->tombs = t;
@@ -1548,8 +1659,8 @@ static void tomb_add(struct psid *d, struct preload *pl, uint32_t node, uint16_t
     (void)d;
 }
 
-/* Whether a tomb says (node, sport, dport) was taken on TCP; it is used up. */
-static bool tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_t dport)
+/* The refusal a tomb holds for (node, sport, dport), or 0; it is used up. */
+static int tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_t dport)
 {
     uint64_t now = loop_now();
     for (struct pl_tomb **pp = &pl->tombs; *pp; pp = &(*pp)->next) {
@@ -1557,11 +1668,11 @@ static bool tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_
         if (t->node != node || t->sport != sport || t->dport != dport) continue;
         *pp = t->next;
         pl->ntombs--;
-        bool live = t->until > now;
+        int err = t->until > now ? t->err : 0;
         free(t);
-        return live;
+        return err;
     }
-    return false;
+    return 0;
 }
 
 /* A claim that found no wait, of a connection from another node's address: the connector
@@ -1611,11 +1722,32 @@ static bool probe(struct psid *d, struct preload *pl, struct client *c, uint32_t
 }
 
 /* The acceptor's socket a: the connection it is, and its outcome to both. */
+/* Whether a listener of user uid in namespace netns takes connections to local (registered
+ * now, or closed lately): an accepted socket came from one such, and a claim for one that
+ * none takes is refused at once instead of held for its request. */
+static bool user_listens(const struct preload *pl, uint64_t netns, uint32_t uid,
+                         const struct sockaddr_storage *local)
+{
+    bool exact;
+    for (const struct pl_local *l = pl->locals; l; l = l->next)
+        if (l->ep.uid == uid && l->netns == netns)
+            for (unsigned i = 0; i < l->nlis; i++)
+                if (takes(&l->lis[i].addr, local, &exact)) return true;
+    uint64_t now = loop_now();
+    for (const struct pl_closed *k = pl->closed; netns == pl->netns && k; k = k->next)
+        if (k->uid == uid && k->until > now && takes(&k->addr, local, &exact)) return true;
+    return false;
+}
+
 static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
                   const struct pl_acc *a, enum claim_pass pass)
 {
     struct pl_local *l = local_of(pl, c);
     struct pl_wait *w = l ? wait_of(d, pl, &a->si) : NULL;
+    if (!w && l && pass == CLAIM_FIRST && !user_listens(pl, a->si.netns, l->ep.uid, &a->si.local)) {
+        acc_reply(c, id, ENOENT, "no listener of this user takes the socket");
+        return;
+    }
     if (!w && pass == CLAIM_FIRST && l && pl->nlates < PL_WAIT_MAX) {
         struct pl_late *t = calloc(1, sizeof *t);
         if (t) {
@@ -1641,7 +1773,7 @@ static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t
                                   .a = *a,
                                   .cookie = ck,
                                   .tuple = tuple,
-                                  .until = may || tuple ? loop_now() + PL_RECHECK_MAX_NS : 0,
+                                  .until = may || tuple ? loop_now() + PL_LATE_NS : 0,
                                   .d = d,
                                   .next = pl->lates};
             pl->lates = t;
@@ -1711,7 +1843,7 @@ static void d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, con
             free(w);
             k->probe = false; /* an answered claim now */
         } else {
-            if (err != EAGAIN) tomb_add(d, pl, k->w.node, k->w.sport, k->w.dport);
+            if (err != EAGAIN) tomb_add(d, pl, k->w.node, k->w.sport, k->w.dport, ENOENT);
             if (err == 0) log_warn("preload: a connection claimed by probe has no wait here");
             if (k->c && err == EAGAIN)
                 claim(d, pl, k->c, k->client_id, k->can, &k->a, CLAIM_PROBED);
@@ -1734,94 +1866,24 @@ static void d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, con
     claim_done(pl, k);
 }
 
-/* --- psstat sockets --- */
+/* --- psstat sockets (plquery.c) --- */
 
-static void query_done(struct preload *pl, struct pl_query *q)
+/* The clients of the node's endpoints, to ask (plquery_procs_fn). */
+static size_t endpoint_clients(struct psid *d, struct client ***out)
 {
-    for (struct pl_query **pp = &pl->queries; *pp; pp = &(*pp)->next)
-        if (*pp == q) {
-            *pp = q->next;
-            break;
-        }
-    pl->nqueries--;
-    loop_timer_cancel(q->d->loop, q->timer);
-    if (q->c) {
-        if (psmsg_end(&q->out) == 0) {
-            client_send(q->c, &q->out);
-        } else {
-            client_error(q->c, q->client_id, EMSGSIZE, "too many sockets for one reply");
-        }
-    }
-    psmsg_buf_free(&q->out);
-    free(q);
-}
-
-static void query_expired(void *ctx)
-{
-    struct pl_query *q = ctx;
-    q->timer = 0;
-    query_done(q->d->preload, q);
-}
-
-static void pl_sockets(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
-{
-    struct pl_query *q = pl->nqueries < PL_QUERY_MAX ? calloc(1, sizeof *q) : NULL;
-    if (!q) {
-        reply(c, m->id, EBUSY, "too many socket queries in flight");
-        return;
-    }
-    *q = (struct pl_query){
-        .num = ++pl->next_query, .client_id = m->id, .c = c, .d = d, .next = pl->queries};
-    pl->queries = q;
-    pl->nqueries++;
-    psmsg_begin(&q->out, PSM_PL_SOCKETS_REPLY, m->id);
-    psmsg_put_u32(&q->out, PSF_SELF, d->self->id);
-    for (struct pl_local *l = pl->locals; l; l = l->next) {
-        struct psmsg_buf b = {0};
-        psmsg_begin(&b, PSM_PL_QUERY, 0);
-        psmsg_put_u32(&b, PSF_REQ, q->num);
-        client_send(l->c, &b);
-        psmsg_buf_free(&b);
-        q->waiting++;
-    }
-    if (!q->waiting) {
-        query_done(pl, q);
-        return;
-    }
-    q->timer = loop_timer(d->loop, loop_now() + PSI_PL_QUERY_MS * 1000000ull, query_expired, q);
+    struct preload *pl = d->preload;
+    size_t n = 0;
+    for (const struct pl_local *l = pl->locals; l; l = l->next) n++;
+    *out = n ? calloc(n, sizeof **out) : NULL;
+    if (!*out) return 0;
+    n = 0;
+    for (const struct pl_local *l = pl->locals; l; l = l->next) (*out)[n++] = l->c;
+    return n;
 }
 
 static void pl_report(struct preload *pl, struct client *c, const struct psmsg *m)
 {
-    uint32_t num;
-    struct pl_local *l = local_of(pl, c);
-    if (!l || psmsg_get_u32(&m->body, PSF_REQ, &num) < 0) return;
-    struct pl_query *q = pl->queries;
-    while (q && q->num != num) q = q->next;
-    if (!q) return; /* too late */
-    size_t pos = 0;
-    struct psmsg_field f;
-    while (psmsg_next(&m->body, &pos, &f)) {
-        if (f.tag != PSF_SOCKET) continue;
-        struct psmsg_view v = psmsg_record(&f);
-        char local[80] = "", remote[80] = "", path[16] = "";
-        uint64_t tx = 0, rx = 0;
-        psmsg_get_str(&v, PSF_LOCAL, local, sizeof local);
-        psmsg_get_str(&v, PSF_REMOTE, remote, sizeof remote);
-        psmsg_get_str(&v, PSF_PATH, path, sizeof path);
-        psmsg_get_u64(&v, PSF_TX_BYTES, &tx);
-        psmsg_get_u64(&v, PSF_RX_BYTES, &rx);
-        psmsg_record_begin(&q->out, PSF_SOCKET);
-        psmsg_put_u32(&q->out, PSF_PID, (uint32_t)client_pid(c));
-        psmsg_put_u32(&q->out, PSF_UID, client_uid(c));
-        psmsg_put_str(&q->out, PSF_LOCAL, local);
-        psmsg_put_str(&q->out, PSF_REMOTE, remote);
-        psmsg_put_str(&q->out, PSF_PATH, path);
-        psmsg_put_u64(&q->out, PSF_TX_BYTES, tx);
-        psmsg_put_u64(&q->out, PSF_RX_BYTES, rx);
-        psmsg_record_end(&q->out);
-    }
-    if (--q->waiting == 0) query_done(pl, q);
+    if (local_of(pl, c)) plquery_report(pl->query, c, m);
 }
 
 /* A message that should have carried a socket closes what came with it anyway. */
@@ -1831,9 +1893,30 @@ static void close_passed(struct client *c)
     if (fd >= 0) close(fd);
 }
 
+/* Whether uid (not root) may poke once more this second: PL_POKES_PER_UID in all, whatever
+ * the number of its processes (a poke wakes another user's progress thread). */
+static bool uid_may_poke(struct preload *pl, uint32_t uid, uint64_t sec)
+{
+    if (uid == 0) return true;
+    unsigned k = 0, stalest = 0;
+    for (; k < PL_POKE_UIDS && pl->pokes[k].uid != uid; k++)
+        if (pl->pokes[k].sec < pl->pokes[stalest].sec) stalest = k;
+    if (k == PL_POKE_UIDS) { /* not counted lately: the stalest slot (unused ones are 0) */
+        k = stalest;
+        pl->pokes[k].uid = uid;
+        pl->pokes[k].sec = 0;
+    }
+    if (pl->pokes[k].sec != sec) {
+        pl->pokes[k].sec = sec;
+        pl->pokes[k].n = 0;
+    }
+    return ++pl->pokes[k].n <= PL_POKES_PER_UID;
+}
+
 /* PSM_PL_POKE {PSF_PID}: the process of that pid with an endpoint is told to look at its
  * same-node channels (the other end moves one back to TCP). Only from a process with an
- * endpoint, and at most PL_POKES_PER_S a second: a poke wakes a progress thread, no more. */
+ * endpoint, at most PL_POKES_PER_S a second per process and PL_POKES_PER_UID per user: a
+ * poke wakes a progress thread, no more. */
 static void pl_poke(struct preload *pl, struct client *c, const struct psmsg *m)
 {
     struct pl_local *me = local_of(pl, c);
@@ -1844,7 +1927,7 @@ static void pl_poke(struct preload *pl, struct client *c, const struct psmsg *m)
         me->poke_since = sec;
         me->pokes = 0;
     }
-    if (++me->pokes > PL_POKES_PER_S) return;
+    if (++me->pokes > PL_POKES_PER_S || !uid_may_poke(pl, me->ep.uid, sec)) return;
     for (struct pl_local *l = pl->locals; l; l = l->next) {
         if (l == me || (uint32_t)client_pid(l->c) != pid) continue;
         struct psmsg_buf b = {0};
@@ -1879,7 +1962,7 @@ void preload_request(struct psid *d, struct client *c, const struct psmsg *m)
         pl_decline(d, pl, c, m);
         break;
     case PSM_PL_SOCKETS:
-        pl_sockets(d, pl, c, m);
+        plquery_ask(pl->query, c, m->id);
         break;
     case PSM_PL_REPORT:
         pl_report(pl, c, m);
@@ -1928,14 +2011,18 @@ void preload_client_gone(struct psid *d, struct client *c)
         if (k->c == c) k->c = NULL;
     for (struct pl_late *t = pl->lates; t; t = t->next)
         if (t->c == c) t->c = NULL;
-    for (struct pl_query *q = pl->queries; q; q = q->next)
-        if (q->c == c) q->c = NULL;
+    plquery_client_gone(pl->query, c);
     for (struct pl_pend *p = pl->pends, *next; p; p = next) {
         next = p->next;
         if (p->c == c) pend_done(pl, p);
     }
-    for (struct pl_wait *w = pl->waits; w; w = w->next)
+    for (struct pl_wait *w = pl->waits; w; w = w->next) {
         if (w->same && w->cc == c) w->cc = NULL; /* its claim finds the connector gone */
+        if (w->pc == c) { /* a parked claim of a gone acceptor: unclaimed again */
+            w->pc = NULL;
+            w->parked = false;
+        }
+    }
     for (struct pl_local **pp = &pl->locals; *pp; pp = &(*pp)->next)
         if ((*pp)->c == c) {
             struct pl_local *l = *pp;
@@ -2012,6 +2099,7 @@ void preload_free(struct psid *d)
 {
     struct preload *pl = d->preload;
     if (!pl) return;
+    if (pl->parked_timer) loop_timer_cancel(d->loop, pl->parked_timer);
     while (pl->asks) ask_done(pl, pl->asks);
     while (pl->pends) pend_done(pl, pl->pends);
     while (pl->claims) claim_done(pl, pl->claims);
@@ -2027,10 +2115,7 @@ void preload_free(struct psid *d)
         pl->tombs = t->next;
         free(t);
     }
-    while (pl->queries) {
-        pl->queries->c = NULL;
-        query_done(pl, pl->queries);
-    }
+    plquery_free(pl->query);
     while (pl->waits) {
         struct pl_wait *w = pl->waits;
         wait_unlink(pl, w);
