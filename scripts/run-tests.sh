@@ -236,7 +236,7 @@ bg_next() {
 LANES=${CHECK_JOBS:-$(nproc)}
 ((LANES > 4)) && LANES=4
 ((LANES < 1)) && LANES=1
-SOLO=" psid_spawnflood psid_stress psid_busy psid_grace make_targets "
+SOLO=" psid_spawnflood psid_stress psid_busy psid_grace make_targets preload_flood preload_burst "
 pool() {
     local item base
     for item in "$@" ""; do

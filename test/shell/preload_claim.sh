@@ -27,17 +27,8 @@ fi
 LIB=$TOP/build/lib/libpspreload.so
 STEAL=$TOP/build/test/tools/plsteal
 N="preload claim"
-for f in "$LIB" "$STEAL"; do
-    [ -e "$f" ] || {
-        fail "$N: build" "$f not built (make build-tests)"
-        exit 1
-    }
-done
-cluster_up 2
-all_up 5000 || {
-    fail "$N: cluster up" "not all up"
-    exit 1
-}
+require_built "$N" "$LIB" "$STEAL"
+cluster_ready 2 "$N"
 PORT=$(free_port 8)
 AS_NOBODY=(setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups)
 stat() { tail -1 "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"; }

@@ -243,5 +243,59 @@ static void test_send_fds_limits(void)
     down(&f);
 }
 
-UNIT_SUITE(client_fds, UNIT_TEST(test_send_fds), UNIT_TEST(test_send_fds_pieces),
-           UNIT_TEST(test_send_fds_limits))
+/* A channel's two parts: both or neither. Here one process is both ends (the same client
+ * twice): each message comes with its own descriptors, in order; with room for one set
+ * only, neither is queued (ENOBUFS), the client is marked, and the mark goes once its
+ * sets are sent. */
+static void test_send_fds_pair(void)
+{
+    struct fixture f;
+    up(&f);
+    int p[2], q[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+    CU_ASSERT_EQUAL_FATAL(pipe(q), 0);
+    struct psmsg_buf a = {0}, b = {0};
+    f.c->in_dispatch = true;
+    for (int i = 0; i < CLIENT_OUT_SETS - 1; i++)
+        CU_ASSERT_EQUAL(send_dead(f.c, (uint64_t)i + 1, 0, p, 1), 0);
+    size_t queued = f.c->outlen;
+    psmsg_begin(&a, PSM_DEAD, 0);
+    psmsg_put_u64(&a, PSF_TID, 1000);
+    psmsg_begin(&b, PSM_DEAD, 0);
+    psmsg_put_u64(&b, PSF_TID, 1001);
+    CU_ASSERT_EQUAL(client_send_fds_pair(f.c, &a, p, 2, f.c, &b, q, 2), -1);
+    CU_ASSERT_EQUAL(errno, ENOBUFS);
+    CU_ASSERT_EQUAL(f.c->outlen, queued);
+    CU_ASSERT_EQUAL(f.c->nofds, CLIENT_OUT_SETS - 1);
+    CU_ASSERT_TRUE(f.c->sets_full);
+    f.c->in_dispatch = false;
+    CU_ASSERT_TRUE(flush_out(f.c));
+    for (uint64_t i = 0; i < CLIENT_OUT_SETS - 1; i++) {
+        CU_ASSERT_EQUAL_FATAL(next_dead(&f), i + 1);
+        close(psi_take_fd(&f.psi));
+    }
+    CU_ASSERT_FALSE(f.c->sets_full); /* (preload_client_drained was told) */
+    f.c->in_dispatch = true;
+    CU_ASSERT_EQUAL(client_send_fds_pair(f.c, &a, p, 2, f.c, &b, q, 2), 0);
+    CU_ASSERT_EQUAL(f.c->nofds, 2);
+    f.c->in_dispatch = false;
+    CU_ASSERT_TRUE(flush_out(f.c));
+    CU_ASSERT_EQUAL(next_dead(&f), 1000);
+    int x = psi_take_fd(&f.psi), y = psi_take_fd(&f.psi);
+    CU_ASSERT_EQUAL(psi_take_fd(&f.psi), -1);
+    CU_ASSERT_EQUAL(inode(x), inode(p[0]));
+    CU_ASSERT_EQUAL(inode(y), inode(p[1]));
+    CU_ASSERT_EQUAL(next_dead(&f), 1001);
+    int z = psi_take_fd(&f.psi), w = psi_take_fd(&f.psi);
+    CU_ASSERT_EQUAL(psi_take_fd(&f.psi), -1);
+    CU_ASSERT_EQUAL(inode(z), inode(q[0]));
+    CU_ASSERT_EQUAL(inode(w), inode(q[1]));
+    int fds[] = {x, y, z, w, p[0], p[1], q[0], q[1]};
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) close(fds[i]);
+    psmsg_buf_free(&a);
+    psmsg_buf_free(&b);
+    down(&f);
+}
+
+UNIT_SUITE(client_fds, UNIT_TEST(test_send_fds), UNIT_TEST(test_send_fds_pair),
+           UNIT_TEST(test_send_fds_pieces), UNIT_TEST(test_send_fds_limits))

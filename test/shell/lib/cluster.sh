@@ -15,6 +15,8 @@
 #   wait_until MS CMD...    poll CMD every 50 ms until it succeeds (0) or MS have passed (1)
 #   check_usage NAME CMD... pass NAME if CMD exits 2 and prints a usage text
 #   wait_line FILE PATTERN MS   poll until FILE has a line matching PATTERN (bounded)
+#   require_built NAME FILE...  fail NAME's build check and exit unless every FILE exists
+#   cluster_ready N NAME    cluster_up N and wait until all are up, or fail NAME and exit
 # Every daemon started is killed by pid on exit (trap), also when a test fails. The cluster's
 # directory (configuration, logs) is removed then, unless PSTEST_KEEP is set.
 set -u
@@ -50,6 +52,25 @@ wait_line() { # FILE PATTERN MS: 0 once FILE has a line matching PATTERN, 1 afte
         [ $(($(now_ms) - t0)) -gt "$3" ] && return 1
         sleep 0.01
     done
+}
+
+require_built() { # require_built NAME FILE...
+    local name=$1 f
+    shift
+    for f in "$@"; do
+        [ -e "$f" ] || {
+            fail "$name: build" "$f not built (make build-tests)"
+            exit 1
+        }
+    done
+}
+
+cluster_ready() { # cluster_ready N NAME
+    cluster_up "$1"
+    all_up 5000 || {
+        fail "$2: cluster up" "not all up"
+        exit 1
+    }
 }
 
 check_usage() {
