@@ -77,7 +77,10 @@
  *             connections only, on any address; EPERM in a namespace psid does not serve;
  *             EOPNOTSUPP on a kernel that cannot name a socket's namespace) -> the
  *             endpoint: {PSF_NODE_ID, PSF_ENDPOINT, PSF_INCARNATION}. One per connection
- *             (EALREADY); it lives as long as the connection.
+ *             (EALREADY); it lives as long as the connection. The socket names it: the id
+ *             is its port, the incarnation a hash of the boot and its cookie, so a process
+ *             that opens its endpoint again with the same socket (psid restarted) gets the
+ *             same name and pair keys; a socket names one endpoint at a time (EADDRINUSE).
  *   PSM_PL_LISTEN + fd (a listening TCP socket; EBADF without one, EINVAL if it does not
  *             listen) / PSM_PL_UNLISTEN {PSF_PORT}: a listening socket of the process, which
  *             counts for the connections the kernel would give it: to its address (or any,
