@@ -404,7 +404,7 @@ void neg_events(bool progress)
         }
         if (ev.type == PSM_PL_NODE_LOST && psmsg_get_u32(&ev.body, PSF_NODE_ID, &num) == 0) {
             pthread_mutex_lock(&psp.lock);
-            conn_node_lost(num);
+            alive_node_lost(num); /* a doubt, put to each connection's kernel socket */
             pthread_mutex_unlock(&psp.lock);
             continue;
         }

@@ -487,6 +487,7 @@ int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
         const struct linger *l = val;
         c->linger0 = l->l_onoff && l->l_linger == 0;
     }
+    if (r == 0 && c) alive_setsockopt(c, level, opt, val, len); /* kept while ours are on */
     return r;
 }
 
@@ -504,6 +505,7 @@ int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
         *len = sizeof(int);
         return 0;
     }
+    if (c && alive_getsockopt(c, level, opt, val, len)) return 0; /* the program's keepalive */
     return real.getsockopt(fd, level, opt, val, len);
 }
 
