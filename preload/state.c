@@ -594,6 +594,8 @@ void psp_arm_timer(void)
     if (psp.plain && psp.plain->plain_at < d) d = psp.plain->plain_at; /* a negotiation due */
     uint64_t a = alive_deadline(); /* doubts about peers, stalled peers */
     if (a < d) d = a;
+    a = relink_deadline(); /* psid went away: the next try to reach it */
+    if (a < d) d = a;
     if (d == psp.armed) return;
     psp.armed = d;
     struct itimerspec its = {0};
@@ -675,6 +677,7 @@ static void *progress(void *arg)
         for (int i = 0; i < ndue; i++) conn_negotiate(due[i]);
         if (ndue == 32) psp_kick(); /* more are due: the next round */
         if (psi_ready) neg_events(true);
+        relink_try(); /* psid went away: reach it again when due (psi_lock) */
     }
     return NULL;
 }
