@@ -25,6 +25,7 @@
  */
 #include "psp.h"
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -206,31 +207,44 @@ uint64_t alive_deadline(void)
     return ndoubts || nstalled ? next_check : UINT64_MAX;
 }
 
-bool alive_getsockopt(struct conn *c, int level, int opt, void *val, socklen_t *len)
+/* The program's keepalive options (get and set) go under psp.lock, so that a doubt that
+ * begins or ends meanwhile sees them whole: read from the kernel or kept here, never half.
+ * *r: the call's result; false: not such an option (the caller makes the call). */
+bool alive_getsockopt(struct conn *c, int fd, int level, int opt, void *val, socklen_t *len, int *r)
 {
     int i = ka_index(level, opt);
-    if (i < 0 || !val || !len || *len > INT32_MAX) return false;
+    if (i < 0) return false;
     pthread_mutex_lock(&psp.lock);
-    bool mine = c->ka_mine;
-    if (mine) { /* as the kernel copies an int: at most its size */
+    if (c->ka_mine && val && len && *len <= INT32_MAX) { /* an int, at most its size */
         socklen_t n = *len < sizeof(int) ? *len : (socklen_t)sizeof(int);
         memcpy(val, &c->ka[i], n);
         *len = n;
+        *r = 0;
+    } else {
+        *r = real.getsockopt(fd, level, opt, val, len);
     }
+    int e = errno;
     pthread_mutex_unlock(&psp.lock);
-    return mine;
+    errno = e;
+    return true;
 }
 
-void alive_setsockopt(struct conn *c, int level, int opt, const void *val, socklen_t len)
+bool alive_setsockopt(struct conn *c, int fd, int level, int opt, const void *val, socklen_t len,
+                      int *r)
 {
     int i = ka_index(level, opt);
-    if (i < 0 || !val || len < sizeof(int)) return;
+    if (i < 0) return false;
     pthread_mutex_lock(&psp.lock);
-    if (c->ka_mine) { /* the kernel took it: it is the program's setting, ours stay */
+    int e = 0;
+    *r = real.setsockopt(fd, level, opt, val, len); /* the kernel checks it */
+    if (*r < 0) e = errno;
+    if (*r == 0 && c->ka_mine && len >= sizeof(int)) { /* the program's, ours stay on */
         int v;
         memcpy(&v, val, sizeof v);
         c->ka[i] = i == 0 ? v != 0 : v;
         ka_ours(c);
     }
     pthread_mutex_unlock(&psp.lock);
+    errno = e;
+    return true;
 }

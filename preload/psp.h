@@ -453,10 +453,13 @@ void alive_end(struct conn *c);       /* it leaves the fast path, or ends: the p
 void alive_check(uint64_t now);       /* the progress thread's timer */
 bool alive_is_stalled(uint32_t peer); /* RDP finds the peer silent (and keeps it) */
 uint64_t alive_deadline(void);        /* when alive_check is due (UINT64_MAX: never) */
-/* The program's keepalive options while ours are on the socket (psp.lock taken inside):
- * getsockopt answered from them (true), setsockopt (which the kernel took) kept there. */
-bool alive_getsockopt(struct conn *c, int level, int opt, void *val, socklen_t *len);
-void alive_setsockopt(struct conn *c, int level, int opt, const void *val, socklen_t len);
+/* The program's keepalive options (SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT)
+ * on fd, c's descriptor, under psp.lock (taken inside): kept aside while our probes are on
+ * the socket. true with *r the call's result (errno set); false: another option. */
+bool alive_getsockopt(struct conn *c, int fd, int level, int opt, void *val, socklen_t *len,
+                      int *r);
+bool alive_setsockopt(struct conn *c, int fd, int level, int opt, const void *val, socklen_t len,
+                      int *r);
 
 /* --- shm.c: the same-node path (under psp.lock) --- */
 /* A hidden descriptor slot for a channel's doorbell, kept from before the negotiation (so

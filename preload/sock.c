@@ -477,8 +477,10 @@ int shutdown(int fd, int how)
 
 int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
 {
-    int r = real.setsockopt(fd, level, opt, val, len);
     struct conn *c = psp_conn_of(fd);
+    int r;
+    if (c && alive_setsockopt(c, fd, level, opt, val, len, &r)) return r; /* keepalive */
+    r = real.setsockopt(fd, level, opt, val, len);
     if (r == 0 && c && level == SOL_SOCKET && (opt == SO_RCVTIMEO || opt == SO_SNDTIMEO))
         c->timeo[opt == SO_SNDTIMEO] = -2; /* looked up again at the next wait */
     if (r == 0 && c && level == IPPROTO_TCP && opt == TCP_CORK && val && len >= sizeof(int))
@@ -487,7 +489,6 @@ int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
         const struct linger *l = val;
         c->linger0 = l->l_onoff && l->l_linger == 0;
     }
-    if (r == 0 && c) alive_setsockopt(c, level, opt, val, len); /* kept while ours are on */
     return r;
 }
 
@@ -505,7 +506,8 @@ int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
         *len = sizeof(int);
         return 0;
     }
-    if (c && alive_getsockopt(c, level, opt, val, len)) return 0; /* the program's keepalive */
+    int r;
+    if (c && alive_getsockopt(c, fd, level, opt, val, len, &r)) return r; /* keepalive */
     return real.getsockopt(fd, level, opt, val, len);
 }
 

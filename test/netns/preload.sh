@@ -357,6 +357,7 @@ ended=$?
 finish "$c"
 grep -Eq "^(ETIMEDOUT|ECONNRESET) after [0-9]+ s" "$TMP/lost.cli" && [ $ended -eq 0 ] &&
     [[ $(stat 0 accelerated) == 1 ]]
-check "a node lost under a blocked read: an error within 60 s, not a hang" $? \
+check "a node lost under a blocked read: an error within 60 s, not a hang ($(grep -E \
+    "^(ETIMEDOUT|ECONNRESET) after" "$TMP/lost.cli"))" $? \
     "$(cat "$TMP/lost.cli" "$TMP"/stats.0 2>/dev/null)"
 exit $((FAILS > 0))

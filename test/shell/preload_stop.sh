@@ -134,7 +134,7 @@ if [[ " $PARTS " == *" stop "* ]]; then
     done
     grep -qx "keepalive kept" "$CDIR/rdp-recv.c.out"
     check "preload stop: the program's keepalive settings, set and read while the library probes the stopped peer" \
-        $? "$(cat "$CDIR/rdp-recv.c.out")"
+        $? "$(tr '\n' ' ' <"$CDIR/rdp-recv.c.out")"
 fi
 
 if [[ " $PARTS " == *" frozen "* ]]; then
