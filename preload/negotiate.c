@@ -71,12 +71,11 @@ static int psi_ensure(void)
     return 0;
 }
 
-int neg_reconnect(void)
+void neg_reconnect(void)
 {
     pthread_mutex_lock(&psp.psi_lock);
-    int r = psi_ensure();
+    relink_tried(psi_ensure() == 0);
     psi_unlock();
-    return r;
 }
 
 static int to_sockaddr(const char *addr, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)

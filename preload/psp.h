@@ -428,8 +428,8 @@ void conn_shm_switched(struct conn *c); /* the peer's SWITCH came: our answer st
 void conn_switch_notify(struct conn *c, int kid);
 void conn_kid_gone(int kid);
 
-/* The progress thread's try to reach psid again (relink.c): 0, or -1. */
-int neg_reconnect(void);
+/* The progress thread's try to reach psid again (relink.c, when relink_try finds it due). */
+void neg_reconnect(void);
 
 /* --- relink.c: psid restarts (under psi_lock but relink_deadline and relink_stale) ---
  * The endpoint and the listeners are registered again with the psid that answers after the
@@ -439,6 +439,7 @@ void relink_unlisten(uint16_t port); /* ... not any more */
 void relink_lost(void);              /* the psid connection is gone: tries from now on */
 int relink_open(void);               /* on a fresh connection: endpoint and listeners again */
 void relink_try(void);               /* the progress thread, at relink_deadline */
+void relink_tried(bool ok);          /* neg_reconnect's result: done, or the next try later */
 uint64_t relink_deadline(void);      /* the next try (UINT64_MAX: none due) */
 bool relink_stale(void);             /* psid named the endpoint otherwise: no RDP from now on */
 

@@ -20,7 +20,7 @@
  *    started before the restart is accelerated after it.
  * The claim rule holds throughout: every registration carries the socket itself, and psid
  * believes only what the kernel says of it (docs/security.md).
- * Everything here runs under psp.psi_lock but relink_deadline (atomic).
+ * Everything here runs under psp.psi_lock but relink_deadline and relink_try (atomic).
  */
 #include "psp.h"
 
@@ -171,6 +171,17 @@ int relink_open(void)
 void relink_try(void)
 {
     uint64_t at = __atomic_load_n(&relink_at, __ATOMIC_RELAXED);
-    if (!at || rdp_now_ns() < at) return;
-    if (neg_reconnect() < 0) again();
+    if (at && rdp_now_ns() >= at) neg_reconnect();
+}
+
+void relink_tried(bool ok)
+{
+    if (!ok) {
+        again();
+        return;
+    }
+    /* connected: registered again (here, or by another thread first), or nothing of this
+     * process's was registered (a fork's child) */
+    __atomic_store_n(&relink_at, 0, __ATOMIC_RELAXED);
+    relink_gap = 0;
 }
