@@ -147,7 +147,9 @@ int relink_open(void)
     if (!e && (psmsg_get_u32(&rep.body, PSF_NODE_ID, &node) < 0 ||
                psmsg_get_u32(&rep.body, PSF_ENDPOINT, &ep) < 0))
         e = EPROTO;
-    if (e == EPIPE || e == ECONNRESET || e == ENOTCONN) return -1; /* gone again */
+    /* gone again; or the old endpoint not yet let go (psid ended our old connection itself,
+     * and has not reaped it): again later */
+    if (e == EPIPE || e == ECONNRESET || e == ENOTCONN || e == EADDRINUSE) return -1;
     if (e || node != psp.node || ep != psp.endpoint)
         __atomic_store_n(&stale, true, __ATOMIC_RELAXED);
     if (mine())
