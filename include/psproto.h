@@ -77,7 +77,10 @@
  *             connections only, on any address; EPERM in a namespace psid does not serve;
  *             EOPNOTSUPP on a kernel that cannot name a socket's namespace) -> the
  *             endpoint: {PSF_NODE_ID, PSF_ENDPOINT, PSF_INCARNATION}. One per connection
- *             (EALREADY); it lives as long as the connection.
+ *             (EALREADY); it lives as long as the connection. The socket names it: the id
+ *             is its port, the incarnation a hash of the boot and its cookie, so a process
+ *             that opens its endpoint again with the same socket (psid restarted) gets the
+ *             same name and pair keys; a socket names one endpoint at a time (EADDRINUSE).
  *   PSM_PL_LISTEN + fd (a listening TCP socket; EBADF without one, EINVAL if it does not
  *             listen) / PSM_PL_UNLISTEN {PSF_PORT}: a listening socket of the process, which
  *             counts for the connections the kernel would give it: to its address (or any,
@@ -139,8 +142,12 @@
  *             PSM_PL_REPORT {PSF_REQ, PSF_SOCKET records without PSF_PID and PSF_UID, which
  *             psid adds from SO_PEERCRED}, which gets no reply.
  *   PSM_PL_NODE_LOST (event, id 0) {PSF_NODE_ID}: to every endpoint of the node when its
- *             psid declares that node down; the library ends its connections to processes
- *             there (ETIMEDOUT), which RDP alone would notice only with data in flight.
+ *             psid declares that node down (also when it only restarted: a new
+ *             incarnation). A doubt, not a verdict: the library asks each of its
+ *             connections to processes there through its kernel TCP socket (keepalive
+ *             probes, which the peer's kernel answers while the process lives, running or
+ *             stopped), and ends those whose peer's kernel does not answer (ETIMEDOUT); an
+ *             idle connection would otherwise never notice a dead node.
  * A pair key is per pair of endpoints: every connection between the same two processes is
  * carried by the same RDP connection, told apart by PSF_CONN (preload/wire.h).
  *

@@ -97,14 +97,16 @@ int rdp_mac_impl_available(enum rdp_mac_impl impl);
 /* What rdp_open() accepts (EINVAL outside it), for the fields of struct rdp_config that have
  * limits: mtu RDP_MTU_MIN..RDP_MTU_MAX; rto_min_us RDP_RTO_MIN_US_MIN..rto_max_us (so
  * rto_max_us is at least that too); max_retrans RDP_MAX_RETRANS_MIN..RDP_MAX_RETRANS_MAX;
- * sndbuf and rcvbuf at least RDP_BUF_MIN. A program that takes them from its user checks them
- * against these, not copies of them. */
+ * persist_max_us 0 or rto_max_us..RDP_PERSIST_MAX_US; sndbuf and rcvbuf at least
+ * RDP_BUF_MIN. A program that takes them from its user checks them against these, not
+ * copies of them. */
 #define RDP_MTU_MIN         576u
 #define RDP_MTU_MAX         65536u
 #define RDP_RTO_MIN_US_MIN  1u
 #define RDP_MAX_RETRANS_MIN 1u
 #define RDP_MAX_RETRANS_MAX 1000u
 #define RDP_BUF_MIN         65536u
+#define RDP_PERSIST_MAX_US  120000000u /* TCP's ceiling of its persist and retransmit timers */
 
 struct rdp_config {
     uint32_t node_id;                 /* this endpoint's node id */
@@ -118,6 +120,13 @@ struct rdp_config {
     unsigned rto_max_us;        /* retransmission timeout ceiling (default 200000) */
     unsigned rto_init_us;       /* before the first RTT sample (default 20000) */
     unsigned max_retrans;       /* retransmissions of one packet before the peer is lost (10) */
+    unsigned persist_max_us;    /* 0 (default): a peer silent for max_retrans + 1 expiries of
+                                 * the retransmission timer is lost (RDP_LOST_TIMEOUT). Else
+                                 * it is only stalled (the stalled callback), and probed on,
+                                 * at intervals that double from rto_max_us up to this, for as
+                                 * long as the caller keeps it (rdp_disconnect gives it up):
+                                 * a peer that stops (a process stopped, debugged, swapped)
+                                 * is not a dead one, as TCP's persist timer knows */
     unsigned ack_delay_us;      /* delayed ACK (default 100) */
     size_t sndbuf;              /* per peer: bytes queued or in flight (default 4 MiB) */
     size_t rcvbuf;              /* per peer: bytes held out of order (default 4 MiB) */
@@ -158,6 +167,11 @@ struct rdp_callbacks {
     void (*undeliverable)(void *ctx, uint32_t node, const void *msg, size_t len);
     /* rdp_send() to node failed with EAGAIN before; there is room again. */
     void (*can_send)(void *ctx, uint32_t node);
+    /* Optional, with rdp_config.persist_max_us: node has answered nothing for max_retrans + 1
+     * expiries (stalled true): its connection and messages are kept, and probed on; or it
+     * answers again after that (false: the congestion window is back where it was, since a
+     * silent peer is not a congested path). The callback may call rdp_disconnect. */
+    void (*stalled)(void *ctx, uint32_t node, bool stalled);
 };
 
 /* Open an endpoint: bind the UDP socket and seed connection ids. NULL and errno on error
@@ -258,6 +272,8 @@ struct rdp_peer_stats {
     uint64_t key_tx_id, key_rx_id;       /* fingerprints of the connection's two keys (not the
                                           * keys): one end's tx is the other's rx; 0: none */
     bool interactive; /* taken for request/response: ACKs wait for an answer to carry them */
+    bool stalled;     /* persist_max_us: silent past the bound, probed on (rdp_config) */
+    uint64_t stalls;  /* times it stalled */
 };
 
 struct rdp_stats {

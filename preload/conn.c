@@ -16,7 +16,10 @@
  * Ending: close sends CLOSE (or RST with SO_LINGER 0) and keeps the kernel socket, the
  * guard, open until RDP has delivered everything before it (at most LINGER_NS); so the
  * peer's guard sees the kernel's FIN only after the CLOSE, and a FIN without a CLOSE means
- * the peer process died: after GUARD_GRACE_NS the connection reads EOF and writes EPIPE.
+ * the peer process died, its last bytes perhaps with it: after GUARD_GRACE_NS the
+ * connection reads ECONNRESET after what came, never a clean end (and writes fail). The
+ * guard's error (a reset; ETIMEDOUT when its keepalive probes went unanswered, alive.c) is
+ * the connection's. A peer that stops answering is kept (alive.c).
  */
 #include "psp.h"
 #include "psshm.h"
@@ -206,6 +209,7 @@ static void destroy(struct conn *c)
     if (!c->counted && (c->st == CS_CONNECTING || c->st == CS_PLAIN))
         psp_count_tcp(psp_short_reason(c)); /* it ended before its negotiation, or its answer */
     if (c->cork_until) psp.corks--;
+    alive_end(c);
     psp_guard_del(c);
     epoll_conn_gone(c);
     bells_forget(c);
@@ -876,6 +880,7 @@ static void kids_tell(struct conn *c, uint8_t err)
 /* The kernel socket is the connection's from now on. */
 static void to_tcp(struct conn *c)
 {
+    alive_end(c); /* the program's keepalive settings are the socket's again */
     psp_guard_del(c);
     c->st = CS_TCP;
     epoll_conn_to_tcp(c);
@@ -1137,13 +1142,19 @@ static void guard_check(struct conn *c)
     if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
     c->guard_eof = true;
     c->guard_at = rdp_now_ns();
-    if (r < 0) c->guard_rst = true;
+    if (r < 0) {
+        c->guard_rst = true;
+        c->guard_err = errno;
+    }
     psp_arm_timer(); /* its grace */
 }
+
+#define LINGER_STALLED_NS 120000000000ull /* a closed connection waits for a stalled peer */
 
 void conn_timers(void)
 {
     uint64_t now = rdp_now_ns();
+    alive_check(now);
     if (orphans && now - orphans->at >= ORPHAN_NS) orphans_adopt(NULL);
     for (struct conn *c = psp.all, *n; c; c = n) {
         n = c->lnext;
@@ -1166,15 +1177,23 @@ void conn_timers(void)
         }
         if ((c->st == CS_RDP || c->st == CS_SHM) && c->guard_eof && !c->rx_fin &&
             now - c->guard_at > GUARD_GRACE_NS) {
-            c->rx_fin = c->peer_closed = true; /* the peer process is gone */
-            if (c->guard_rst && !c->err) c->err = ECONNRESET;
-            if (!c->guard_rst) c->fin_seen = true;
+            /* the peer process is gone without its CLOSE: what it wrote last may have died
+             * with it (under the kernel's TCP it was in the peer's kernel), so the stream is
+             * not known whole: an error, never a clean end (ETIMEDOUT: its kernel is gone) */
+            c->rx_fin = c->peer_closed = true;
+            if (!c->err)
+                c->err = c->guard_rst && c->guard_err == ETIMEDOUT ? ETIMEDOUT : ECONNRESET;
             conn_changed(c);
         }
         if (c->nfds) continue;
-        /* closed by the program: linger until RDP delivered it, then close the guard */
+        /* closed by the program: linger until RDP delivered it, then close the guard; at
+         * most LINGER_NS, or, while the peer is stalled (a stopped process: a dead one
+         * shows on the guard), LINGER_STALLED_NS, about as long as Linux keeps a closed
+         * socket's bytes for a peer that does not take them (its persist timer with
+         * tcp_orphan_retries' 8 probes): the peer takes them when it runs again */
         struct rdp_peer_stats st;
-        bool done = c->st != CS_RDP || !c->peer || c->err || now - c->closed_at > LINGER_NS ||
+        uint64_t linger = alive_is_stalled(c->peer) ? LINGER_STALLED_NS : LINGER_NS;
+        bool done = c->st != CS_RDP || !c->peer || c->err || now - c->closed_at > linger ||
                     (c->tx_fin_sent && rdp_peer_stats(psp.rdp, c->peer, &st) == 0 &&
                      (st.state != RDP_ESTABLISHED || !st.queued));
         if ((c->st == CS_CONNECTING || c->st == CS_DRAIN) && now - c->closed_at < LINGER_NS)
@@ -1472,22 +1491,11 @@ static void reset(struct conn *c, int err)
 void conn_rdp_lost(void *ctx, uint32_t peer, enum rdp_lost_reason why)
 {
     (void)ctx;
+    alive_peer_lost(peer);
     if (why == RDP_LOST_RESTART) return;
     for (struct conn *c = psp.all; c; c = c->lnext)
         if ((c->st == CS_RDP || c->st == CS_SWITCH) && c->peer == peer)
             reset(c, why == RDP_LOST_TIMEOUT ? ETIMEDOUT : ECONNRESET);
-}
-
-/* psid declared a node down: every connection to a process there ends as a lost peer's
- * would (ETIMEDOUT), and RDP forgets those peers (no retransmissions to the dead). Under
- * psp.lock. */
-void conn_node_lost(uint32_t node)
-{
-    for (struct conn *c = psp.all; c; c = c->lnext)
-        if ((c->st == CS_RDP || c->st == CS_SWITCH) && c->peer && RDP_PEER_NODE(c->peer) == node) {
-            reset(c, ETIMEDOUT);
-            if (psp.rdp) rdp_disconnect(psp.rdp, c->peer);
-        }
 }
 
 /* A message of ours that may not have arrived: its connection's stream has a hole, so it

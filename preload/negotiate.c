@@ -18,7 +18,37 @@
 
 __thread int psp_in; /* inside the library: our own close() calls pass */
 
-/* The psid connection, opened again in a forked child. Under psi_lock. */
+/* psid is gone (its connection failed): negotiations waiting for it go TCP, and the
+ * endpoint and listeners are registered again once a psid answers (relink.c). Under
+ * psi_lock. */
+static void psi_drop(void)
+{
+    if (!psp.psi_open) return;
+    pthread_mutex_lock(&psp.lock);
+    for (struct conn *c = psp.all; c; c = c->lnext)
+        if (c->st == CS_CONNECTING || c->st == CS_PLAIN) {
+            if (c->st == CS_PLAIN)
+                conn_plain_to_tcp(c);
+            else
+                conn_fallback(c, PSP_R_ERROR);
+        }
+    pthread_mutex_unlock(&psp.lock);
+    psp_in++; /* closing it leaves every epoll set it was in */
+    psi_close(&psp.psi);
+    psp_in--;
+    psp.psi_open = false;
+    relink_lost();
+    psp_kick(); /* the progress thread's timer: the first try */
+}
+
+/* errno values of a call that mean the connection to psid is gone */
+static bool psi_gone(int e)
+{
+    return e == EPIPE || e == ECONNRESET || e == ENOTCONN;
+}
+
+/* The psid connection, opened again in a forked child, or after psid went away: then the
+ * endpoint and listeners are registered again first (relink.c). Under psi_lock. */
 static int psi_ensure(void)
 {
     if (psp.psi_open) return 0;
@@ -30,7 +60,22 @@ static int psi_ensure(void)
     psp.psi = fresh;
     psp.psi.evq_tail = &psp.psi.evq; /* the queue's tail pointed into fresh */
     psp.psi_open = true;
+    if (!psp.rdp) return 0;
+    if (relink_open() < 0) {
+        psi_drop();
+        errno = ECONNRESET;
+        return -1;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = PSP_TAG_PSI};
+    if (psp.epfd >= 0) real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, psi_fd(&psp.psi), &ev);
     return 0;
+}
+
+void neg_reconnect(void)
+{
+    pthread_mutex_lock(&psp.psi_lock);
+    relink_tried(psi_ensure() == 0);
+    psi_unlock();
 }
 
 static int to_sockaddr(const char *addr, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
@@ -151,6 +196,7 @@ static int call(struct psmsg_buf *req, int fd, struct psmsg *rep)
     int r = psi_call_fd(&psp.psi, req, fd, rep);
     int e = r < 0 ? errno : 0;
     psmsg_buf_free(req);
+    if (r < 0 && psi_gone(e)) psi_drop();
     if (r < 0) return e ? e : EIO;
     uint32_t err = EPROTO;
     psmsg_get_u32(&rep->body, PSF_ERRNO, &err);
@@ -176,18 +222,37 @@ int neg_open(int udp_fd, bool shm_only, uint32_t *node, uint16_t *ep)
 }
 
 /* libpsi's typed call for a request that carries a socket and nothing else (psi.h); its
- * reply's errno. */
+ * reply's errno; *away: psid could not be reached (none, or it went). Under psi_lock. */
+static int fd_call(int (*typed)(struct psi *, int), int fd, bool *away)
+{
+    *away = psi_ensure() < 0;
+    int e = *away ? (errno ? errno : EIO) : typed(&psp.psi, fd) < 0 ? errno : 0;
+    if (!*away && psi_gone(e)) {
+        psi_drop();
+        *away = true;
+    }
+    return e;
+}
+
 static int fd_request(int (*typed)(struct psi *, int), int fd)
 {
+    bool away;
     pthread_mutex_lock(&psp.psi_lock);
-    int e = psi_ensure() < 0 ? (errno ? errno : EIO) : typed(&psp.psi, fd) < 0 ? errno : 0;
+    int e = fd_call(typed, fd, &away);
     psi_unlock();
     return e;
 }
 
+/* A listener registered, or to be once a psid answers again (its registration is kept for
+ * that: relink.c). */
 int neg_listen(int fd)
 {
-    return fd_request(psi_pl_listen, fd);
+    bool away;
+    pthread_mutex_lock(&psp.psi_lock);
+    int e = fd_call(psi_pl_listen, fd, &away);
+    if (!e || (away && psp.rdp)) relink_listen(fd);
+    psi_unlock();
+    return away && psp.rdp ? 0 : e;
 }
 
 int neg_decline(int fd)
@@ -261,6 +326,11 @@ int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, int same,
         psmsg_put_u32(&req, PSF_SAME_NODE, (uint32_t)same);
         psmsg_put_u32(&req, PSF_SHM_RING, psp.shm_ring);
     }
+    if (relink_stale() && !same) { /* psid knows our endpoint by another name now */
+        psmsg_buf_free(&req);
+        *why = PSP_R_ERROR;
+        return EADDRNOTAVAIL;
+    }
     if (!same && psp.strict) { /* a refusal fails the connect itself: wait for the answer */
         struct psmsg rep;
         pthread_mutex_lock(&psp.psi_lock);
@@ -272,6 +342,7 @@ int neg_connect(int fd, const struct sockaddr *dst, uint32_t conn_id, int same,
     /* psid answers with the outcome (a refusal too): no wait here */
     pthread_mutex_lock(&psp.psi_lock);
     int e = psi_ensure() < 0 || !psi_send_fd(&psp.psi, &req, fd) ? (errno ? errno : EIO) : 0;
+    if (psi_gone(e)) psi_drop();
     psi_unlock();
     psmsg_buf_free(&req);
     if (e) *why = PSP_R_ERROR;
@@ -311,12 +382,14 @@ static int get_peer(const struct psmsg *m, struct neg_peer *p)
 
 int neg_accept(int fd, bool shm, uint32_t tag)
 {
+    if (relink_stale()) return EADDRNOTAVAIL; /* psid knows our endpoint by another name */
     struct psmsg_buf req = {0};
     psmsg_begin(&req, PSM_PL_ACCEPT, 0);
     psmsg_put_u32(&req, PSF_SHM_RING, shm);
     psmsg_put_u32(&req, PSF_TAG, tag);
     pthread_mutex_lock(&psp.psi_lock);
     int e = psi_ensure() < 0 || !psi_send_fd(&psp.psi, &req, fd) ? (errno ? errno : EIO) : 0;
+    if (psi_gone(e)) psi_drop();
     psi_unlock();
     psmsg_buf_free(&req);
     return e;
@@ -418,7 +491,7 @@ void neg_events(bool progress)
         }
         if (ev.type == PSM_PL_NODE_LOST && psmsg_get_u32(&ev.body, PSF_NODE_ID, &num) == 0) {
             pthread_mutex_lock(&psp.lock);
-            conn_node_lost(num);
+            alive_node_lost(num); /* a doubt, put to each connection's kernel socket */
             pthread_mutex_unlock(&psp.lock);
             continue;
         }
@@ -441,17 +514,7 @@ void neg_events(bool progress)
         pthread_mutex_unlock(&psp.lock);
     }
     if (r < 0 && errno != EINTR) {
-        /* psid is gone: connections waiting for an outcome go TCP */
-        pthread_mutex_lock(&psp.lock);
-        for (struct conn *c = psp.all; c; c = c->lnext)
-            if (c->st == CS_CONNECTING || c->st == CS_PLAIN) {
-                if (c->st == CS_PLAIN)
-                    conn_plain_to_tcp(c);
-                else
-                    conn_fallback(c, PSP_R_ERROR);
-            }
-        if (psp.epfd >= 0) real.epoll_ctl(psp.epfd, EPOLL_CTL_DEL, psi_fd(&psp.psi), NULL);
-        pthread_mutex_unlock(&psp.lock);
+        psi_drop(); /* psid is gone: negotiations go TCP; a new psid is looked for */
         pthread_mutex_unlock(&psp.psi_lock);
         return;
     }
@@ -478,6 +541,7 @@ void neg_unlisten(uint16_t port)
     psmsg_begin(&req, PSM_PL_UNLISTEN, 0);
     psmsg_put_u32(&req, PSF_PORT, port);
     pthread_mutex_lock(&psp.psi_lock);
+    relink_unlisten(port);
     if (psp.psi_open)
         call(&req, -1, &rep);
     else

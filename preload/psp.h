@@ -216,6 +216,11 @@ struct conn {
     bool lazy;            /* poll.c: in the lazy list (not armed: the epoll waits look) */
     bool lazy_armed;      /* ... armed for a sleep, to be disarmed after it */
     uint64_t lazy_seen;   /* ... when it was last found ready (or joined) */
+    /* alive.c: whether the peer process lives */
+    int guard_err;     /* with guard_rst: the kernel socket's error (ECONNRESET, ETIMEDOUT) */
+    uint64_t doubt_at; /* in doubt since (RDP stalled, or psid lost the node); 0: not */
+    bool ka_mine;      /* our keepalive probes are on the kernel socket; the program's ... */
+    int ka[4];         /* ... SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT, kept here */
 };
 
 /* --- state.c --- */
@@ -405,7 +410,6 @@ void conn_cork(struct conn *c, bool on);
 /* RDP callbacks */
 void conn_rdp_recv(void *ctx, uint32_t peer, const struct iovec *iov, int iovcnt, size_t len);
 void conn_rdp_lost(void *ctx, uint32_t peer, enum rdp_lost_reason why);
-void conn_node_lost(uint32_t node); /* psid says: node down (under psp.lock) */
 void conn_rdp_undeliverable(void *ctx, uint32_t peer, const void *msg, size_t len);
 void conn_rdp_can_send(void *ctx, uint32_t peer);
 /* the data path: 0.. bytes, or -1 and errno; blocking per the descriptor and flags */
@@ -429,6 +433,40 @@ void conn_shm_look(struct conn *c);     /* a same-node connection's rings change
 void conn_shm_switched(struct conn *c); /* the peer's SWITCH came: our answer starts */
 void conn_switch_notify(struct conn *c, int kid);
 void conn_kid_gone(int kid);
+
+/* The progress thread's try to reach psid again (relink.c, when relink_try finds it due). */
+void neg_reconnect(void);
+
+/* --- relink.c: psid restarts (under psi_lock but relink_deadline and relink_stale) ---
+ * The endpoint and the listeners are registered again with the psid that answers after the
+ * one that held them went away. */
+void relink_listen(int fd);          /* a listener registered (or to be, psid away) */
+void relink_unlisten(uint16_t port); /* ... not any more */
+void relink_lost(void);              /* the psid connection is gone: tries from now on */
+int relink_open(void);               /* on a fresh connection: endpoint and listeners again */
+void relink_try(void);               /* the progress thread, at relink_deadline */
+void relink_tried(bool ok);          /* neg_reconnect's result: done, or the next try later */
+uint64_t relink_deadline(void);      /* the next try (UINT64_MAX: none due) */
+bool relink_stale(void);             /* psid named the endpoint otherwise: no RDP from now on */
+
+/* --- alive.c: whether the peer process lives (under psp.lock, but the socket options) ---
+ * A doubt (RDP stalled on the peer, psid lost its node) is put to the connection's kernel
+ * socket: keepalive probes, which the peer's kernel answers while the process lives,
+ * stopped or not; unanswered, the socket fails with ETIMEDOUT and so does the connection. */
+void alive_stalled(void *ctx, uint32_t peer, bool stalled); /* RDP's callback */
+void alive_peer_lost(uint32_t peer);                        /* RDP dropped the peer */
+void alive_node_lost(uint32_t node);                        /* PSM_PL_NODE_LOST */
+void alive_end(struct conn *c);       /* it leaves the fast path, or ends: the program's settings */
+void alive_check(uint64_t now);       /* the progress thread's timer */
+bool alive_is_stalled(uint32_t peer); /* RDP finds the peer silent (and keeps it) */
+uint64_t alive_deadline(void);        /* when alive_check is due (UINT64_MAX: never) */
+/* The program's keepalive options (SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT)
+ * on fd, c's descriptor, under psp.lock (taken inside): kept aside while our probes are on
+ * the socket. true with *r the call's result (errno set); false: another option. */
+bool alive_getsockopt(struct conn *c, int fd, int level, int opt, void *val, socklen_t *len,
+                      int *r);
+bool alive_setsockopt(struct conn *c, int fd, int level, int opt, const void *val, socklen_t len,
+                      int *r);
 
 /* --- shm.c: the same-node path (under psp.lock) --- */
 /* A hidden descriptor slot for a channel's doorbell, kept from before the negotiation (so

@@ -480,8 +480,10 @@ int shutdown(int fd, int how)
 
 int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
 {
-    int r = real.setsockopt(fd, level, opt, val, len);
     struct conn *c = psp_conn_of(fd);
+    int r;
+    if (c && alive_setsockopt(c, fd, level, opt, val, len, &r)) return r; /* keepalive */
+    r = real.setsockopt(fd, level, opt, val, len);
     if (r == 0 && c && level == SOL_SOCKET && (opt == SO_RCVTIMEO || opt == SO_SNDTIMEO))
         c->timeo[opt == SO_SNDTIMEO] = -2; /* looked up again at the next wait */
     if (r == 0 && c && level == IPPROTO_TCP && opt == TCP_CORK && val && len >= sizeof(int))
@@ -507,6 +509,8 @@ int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
         *len = sizeof(int);
         return 0;
     }
+    int r;
+    if (c && alive_getsockopt(c, fd, level, opt, val, len, &r)) return r; /* keepalive */
     return real.getsockopt(fd, level, opt, val, len);
 }
 

@@ -52,6 +52,11 @@ extern __thread int psp_in;
  * takes our credits for no answers (docs/rdp-protocol.md, "Acknowledgements"). */
 #define PSP_ACK_DELAY_US     1000u
 #define PSP_BUSY_POLL_MAX_US 10000u /* PSP_BUSY_POLL's bound: 10 ms of spinning per wait */
+/* A peer process silent past RDP's loss bound (stopped, say) is probed at intervals that
+ * back off up to this (RDP's persist; alive.c tells a stopped peer from a dead one): a
+ * probe a second costs nothing, and a peer whose socket lost what came while it stopped
+ * hears the next one within a second of running again. */
+#define PSP_PERSIST_MAX_US 1000000u
 /* A connection negotiates once it lived this long (PSP_UPGRADE_US; 0: at its connect and
  * its accept's first use): one that ends sooner never asks psid. The negotiation costs both
  * psids and both processes work worth several kernel connections' (bench/RESULTS.md 8.7),
@@ -590,6 +595,10 @@ void psp_arm_timer(void)
     for (struct conn *c = psp.corks ? psp.all : NULL; c; c = c->lnext) /* held by a cork */
         if (c->cork_until && c->cork_until < d) d = c->cork_until;
     if (psp.plain && psp.plain->plain_at < d) d = psp.plain->plain_at; /* a negotiation due */
+    uint64_t a = alive_deadline(); /* doubts about peers, stalled peers */
+    if (a < d) d = a;
+    a = relink_deadline(); /* psid went away: the next try to reach it */
+    if (a < d) d = a;
     if (d == psp.armed) return;
     psp.armed = d;
     struct itimerspec its = {0};
@@ -671,6 +680,7 @@ static void *progress(void *arg)
         for (int i = 0; i < ndue; i++) conn_negotiate(due[i]);
         if (ndue == 32) psp_kick(); /* more are due: the next round */
         if (psi_ready) neg_events(true);
+        relink_try(); /* psid went away: reach it again when due (psi_lock) */
     }
     return NULL;
 }
@@ -698,10 +708,12 @@ int psp_endpoint(void)
     randombytes_buf(cfg.key, sizeof cfg.key); /* every peer comes with its pair's key */
     if (psp.mtu) cfg.mtu = psp.mtu;
     cfg.ack_delay_us = PSP_ACK_DELAY_US;
+    cfg.persist_max_us = PSP_PERSIST_MAX_US; /* a silent peer is stalled, not lost (alive.c) */
     struct rdp_callbacks cb = {.recvv = conn_rdp_recv,
                                .lost = conn_rdp_lost,
                                .undeliverable = conn_rdp_undeliverable,
-                               .can_send = conn_rdp_can_send};
+                               .can_send = conn_rdp_can_send,
+                               .stalled = alive_stalled};
     rdp_t *r = rdp_open(&cfg, &cb);
     bool shm_only = false;
     if (!r && errno == EADDRNOTAVAIL) {

@@ -51,6 +51,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -220,8 +221,9 @@ struct preload {
     unsigned ntombs;
     struct pl_closed *closed;
     unsigned nclosed;
-    uint16_t next_id;
     uint64_t parked_timer; /* parked claims made again (preload_client_drained) */
+    char boot[37];         /* the boot's id (ep_incarnation) */
+    bool boot_read;
 };
 
 static size_t endpoint_clients(struct psid *d, struct client ***out);
@@ -338,11 +340,39 @@ static struct pl_local *local_of(struct preload *pl, const struct client *c)
     return NULL;
 }
 
+/* Whether an endpoint between nodes (not shm_only) has that id already: only one whose UDP
+ * socket shares the port (SO_REUSEADDR, a user's own trick) can. */
 static bool id_used(const struct preload *pl, uint16_t id)
 {
     for (const struct pl_local *l = pl->locals; l; l = l->next)
-        if (l->ep.id == id) return true;
+        if (!l->shm_only && l->ep.id == id) return true;
     return false;
+}
+
+/* An endpoint's name is its UDP socket: its id is the socket's port (unique on the node's
+ * address while the socket lives), its incarnation a hash of the boot and the socket's
+ * cookie (never reused within a boot). Both are what the kernel says of the socket, so the
+ * psid started after a crash gives a process that opens its endpoint again with the same
+ * socket the same id and incarnation, hence the same pair keys: the connections it has
+ * keep their names and keys (docs/preload-design.md, "psid restarts"); and no process can
+ * take another's, whatever it sends. */
+static uint64_t ep_incarnation(struct preload *pl, uint64_t cookie)
+{
+    if (!pl->boot_read) { /* the boot's id: a random UUID the kernel draws at boot */
+        pl->boot_read = true;
+        FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+        if (!f || !fgets(pl->boot, sizeof pl->boot, f))
+            randombytes_buf(pl->boot, sizeof pl->boot - 1); /* stable for this psid only */
+        if (f) fclose(f);
+    }
+    uint8_t in[8], h[8];
+    be_put64(in, cookie);
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, (const uint8_t *)"pspl ep inc v1", 14, sizeof h);
+    crypto_generichash_update(&st, (const uint8_t *)pl->boot, sizeof pl->boot);
+    crypto_generichash_update(&st, in, sizeof in);
+    crypto_generichash_final(&st, h, sizeof h);
+    return be_get64(h);
 }
 
 static void put_ep(struct psmsg_buf *b, const struct pl_ep *e)
@@ -479,14 +509,14 @@ static void pl_open(struct psid *d, struct preload *pl, struct client *c, const 
         reply(c, m->id, err, why);
         return;
     }
-    uint16_t id = 0;
-    for (unsigned tries = 0; tries < 65535 && !id; tries++) {
-        uint16_t cand = (uint16_t)(++pl->next_id ? pl->next_id : ++pl->next_id);
-        if (!id_used(pl, cand)) id = cand;
+    uint16_t id = sockinfo_port(&si.local);
+    if (id == 0xffff || (!shm_only && id_used(pl, id))) {
+        reply(c, m->id, EADDRINUSE, "the endpoint's port names another endpoint");
+        return;
     }
-    struct pl_local *l = id ? calloc(1, sizeof *l) : NULL;
+    struct pl_local *l = calloc(1, sizeof *l);
     if (!l) {
-        reply(c, m->id, id ? ENOMEM : EAGAIN, "no endpoint");
+        reply(c, m->id, ENOMEM, "no endpoint");
         return;
     }
     l->c = c;
@@ -496,8 +526,8 @@ static void pl_open(struct psid *d, struct preload *pl, struct client *c, const 
     l->ep = (struct pl_ep){.node = d->self->id,
                            .uid = client_uid(c),
                            .id = id,
-                           .udp_port = sockinfo_port(&si.local),
-                           .inc = randombytes_random() | (uint64_t)randombytes_random() << 32};
+                           .udp_port = id,
+                           .inc = ep_incarnation(pl, si.cookie)};
     l->next = pl->locals;
     pl->locals = l;
     struct psmsg_buf b = {0};

@@ -243,6 +243,7 @@ static struct rdp_buf *conn_teardown(rdp_t *ep, struct rdp_peer *p)
     rdp_recvq_reset(ep, p, 0);
     p->state = RDP_CLOSED;
     p->rto_at = p->ack_at = p->rack_at = 0;
+    p->stalled = false;
     p->ack_pending = 0;
     p->ack_now = false;
     p->peer_conn = 0;

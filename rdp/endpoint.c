@@ -54,6 +54,8 @@ static bool config_ok(const struct rdp_config *c)
     return c->node_id < RDP_MAX_NODES && c->mtu >= RDP_MTU_MIN && c->mtu <= RDP_MTU_MAX &&
            c->rto_min_us >= RDP_RTO_MIN_US_MIN && c->rto_min_us <= c->rto_max_us &&
            c->max_retrans >= RDP_MAX_RETRANS_MIN && c->max_retrans <= RDP_MAX_RETRANS_MAX &&
+           (!c->persist_max_us ||
+            (c->persist_max_us >= c->rto_max_us && c->persist_max_us <= RDP_PERSIST_MAX_US)) &&
            c->sndbuf >= RDP_BUF_MIN && c->rcvbuf >= RDP_BUF_MIN &&
            (c->mac == RDP_MAC_CHACHA20POLY1305 || c->mac == RDP_MAC_AES256GCM ||
             c->mac == RDP_MAC_AUTO) &&
@@ -368,6 +370,7 @@ int rdp_peer_stats(const rdp_t *ep, uint32_t node, struct rdp_peer_stats *st)
     st->inflight = rdp_inflight(p);
     st->queued = p->queued;
     st->interactive = p->interactive;
+    st->stalled = p->stalled;
     st->mac = p->mac_tx;
     st->payload = p->payload;
     st->rcv_wnd = rdp_rcv_wnd(p);

@@ -137,6 +137,12 @@ struct rdp_peer {
     uint32_t rack_seq;       /* and its sequence number (orders packets sent in one round) */
     uint64_t rack_at;        /* when a loss candidate's reordering window ends; 0: none */
     struct rdp_rtt rtt;
+    /* persist (rdp_config.persist_max_us): silent past max_retrans + 1 expiries, probed at
+     * persist_us (doubling up to the bound); the windows of before the silence, restored
+     * when it answers again */
+    bool stalled;
+    uint32_t persist_us;
+    uint32_t undo_cwnd, undo_ssthresh;
 
     /* receive side */
     struct rdp_buf **rx;

@@ -11,7 +11,8 @@
  *    once when one sent after it has been delivered (time-based, see detect_losses; no
  *    go-back-N). The retransmission timer (RTO from measured RTT, doubled on each
  *    expiry) resends what is outstanding; max_retrans+1 expiries in a row without any
- *    progress (no new packet acknowledged) mean the peer is lost.
+ *    progress (no new packet acknowledged) mean the peer is lost, or, with persist_max_us,
+ *    stalled (see rdp_on_rto).
  *  - Copies: a large fragment is sent from the caller's buffer (rdp_buf.ext) and copied into
  *    its packet right after that send, before rdp_send returns (own_payloads), so the copy
  *    for retransmission is not on the way to the receiver.
@@ -25,6 +26,8 @@
 
 static void transmit(rdp_t *ep, struct rdp_peer *p, uint32_t seq);
 static void transmit_req(rdp_t *ep, struct rdp_peer *p, uint32_t seq, bool ackreq);
+static void resend_oldest(rdp_t *ep, struct rdp_peer *p);
+static void stall_end(rdp_t *ep, struct rdp_peer *p);
 
 static uint32_t pow2_at_least(uint64_t v)
 {
@@ -536,6 +539,13 @@ void rdp_handle_ack(rdp_t *ep, struct rdp_peer *p, uint32_t ack, uint32_t wnd, c
         p->probed = false;
         rdp_rtt_reset_backoff(&p->rtt);
         grow_cwnd(p, acked);
+        if (p->stalled) stall_end(ep, p);
+    } else if (p->stalled && p->snd_una != p->snd_tx) {
+        /* it answers again, with nothing new: the oldest packet at once, not at the next
+         * probe, which may be a second away */
+        resend_oldest(ep, p);
+        p->persist_us = ep->cfg.rto_max_us;
+        p->rto_at = ep->now + (uint64_t)p->persist_us * 1000;
     }
     if (acked && p->snd_una != p->snd_tx) rdp_detect_losses(ep, p);
     release_acked(ep, p);
@@ -550,12 +560,67 @@ void rdp_handle_ack(rdp_t *ep, struct rdp_peer *p, uint32_t ack, uint32_t wnd, c
     }
 }
 
+/* The oldest outstanding packet again, asking for an ACK. */
+static void resend_oldest(rdp_t *ep, struct rdp_peer *p)
+{
+    uint32_t first = p->snd_una;
+    while (first != p->snd_tx && slot(p, first)->sacked) first++;
+    if (first != p->snd_tx) transmit_req(ep, p, first, true);
+}
+
+/* A stalled peer made progress: it was silent, not congested, so the windows it had before
+ * the first timeout of the silence come back (the idea of TCP's undo of a spurious
+ * timeout). */
+static void stall_end(rdp_t *ep, struct rdp_peer *p)
+{
+    p->stalled = false;
+    if (p->cwnd < p->undo_cwnd) p->cwnd = p->undo_cwnd;
+    if (p->ssthresh < p->undo_ssthresh) p->ssthresh = p->undo_ssthresh;
+    if (ep->cb.stalled) ep->cb.stalled(ep->cb.ctx, p->node, false);
+}
+
+/* Persist (rdp_config.persist_max_us): a peer past the bound is kept and probed, at an
+ * interval that doubles from rto_max_us up to the bound, as TCP probes a closed window:
+ * a stopped process answers when it runs again, from the probes that wait in its socket. */
+static void persist(rdp_t *ep, struct rdp_peer *p)
+{
+    p->st.timeouts++;
+    p->last_rexmit_ns = ep->now;
+    if (!p->stalled) {
+        p->stalled = true;
+        p->st.stalls++;
+        p->persist_us = ep->cfg.rto_max_us;
+        if (ep->cb.stalled) ep->cb.stalled(ep->cb.ctx, p->node, true);
+        if (p->state == RDP_CLOSED) return; /* given up (rdp_disconnect) */
+    } else {
+        uint64_t next = 2ull * p->persist_us;
+        p->persist_us = next > ep->cfg.persist_max_us ? ep->cfg.persist_max_us : (uint32_t)next;
+    }
+    if (p->state == RDP_SYN_SENT) {
+        p->st.retransmits++;
+        ep->st.retransmits++;
+        rdp_send_ctl(ep, p, RDP_T_SYN);
+        p->syn_sends++;
+    } else if (p->state == RDP_ESTABLISHED) {
+        resend_oldest(ep, p);
+    }
+    if (p->state != RDP_CLOSED) p->rto_at = ep->now + (uint64_t)p->persist_us * 1000;
+}
+
 void rdp_on_rto(rdp_t *ep, struct rdp_peer *p)
 {
     p->rto_at = 0;
+    if (p->rto_fails == 0) { /* the first expiry of a silence: the windows before it */
+        p->undo_cwnd = p->cwnd;
+        p->undo_ssthresh = p->ssthresh;
+    }
     /* Every expiry without progress counts, the tail-loss probe's too: the peer is lost at the
      * expiry after its max_retrans-th retransmission, within rdp_lost_bound_us(). */
     if (++p->rto_fails > ep->cfg.max_retrans) {
+        if (ep->cfg.persist_max_us) {
+            persist(ep, p);
+            return;
+        }
         p->st.timeouts++;
         rdp_conn_lost(ep, p, RDP_LOST_TIMEOUT);
         return;
@@ -577,11 +642,9 @@ void rdp_on_rto(rdp_t *ep, struct rdp_peer *p)
         return;
     }
     if (p->state != RDP_ESTABLISHED || p->snd_una == p->snd_tx) return;
-    uint32_t first = p->snd_una;
-    while (first != p->snd_tx && slot(p, first)->sacked) first++;
     /* resend only the oldest outstanding packet: a timeout may be spurious (a late ACK), and
      * whatever else is missing shows up as loss once this one is acknowledged */
-    if (first != p->snd_tx) transmit_req(ep, p, first, true);
+    resend_oldest(ep, p);
     uint32_t half = p->cwnd / 2;
     p->ssthresh = half > RDP_MIN_CWND ? half : RDP_MIN_CWND;
     p->cwnd = RDP_MIN_CWND;

@@ -1,8 +1,8 @@
 #!/bin/bash
 # soak.sh - `make soak`: the long runs that make check keeps short (it stays well under 10
-# minutes): psid_busy for 60 s with every CPU saturated, and RDP's fault run with 10,000
-# messages. CI runs it after make check (.ci/run). Prints the tests' PASS:/FAIL: lines and,
-# last, "soak: N passed, N failed"; exit 1 if anything failed.
+# minutes): psid_busy for 60 s with every CPU saturated, preload_stop's stops of 60 s, and
+# RDP's fault run with 10,000 messages. CI runs it after make check (.ci/run). Prints the
+# tests' PASS:/FAIL: lines and, last, "soak: N passed, N failed"; exit 1 if anything failed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -18,6 +18,10 @@ result() { # result NAME STATUS
 }
 BUSY_SECONDS=${BUSY_SECONDS:-60} timeout 300 bash test/shell/psid_busy.sh
 result "psid_busy, ${BUSY_SECONDS:-60} s" $?
+# the stops of preload_stop.sh at 60 s (make check stops for 6 s): receiver and sender, both
+# paths, byte-exact
+PRELOAD_STOP_S=60 PRELOAD_STOP_PARTS=stop timeout 300 bash test/shell/preload_stop.sh
+result "preload_stop, SIGSTOP 60 s" $?
 out=$(RDP_TEST_SOAK=1 timeout 600 build/test/rdp-tests rdp_delivery 2>&1)
 rc=$?
 echo "$out" | tail -8

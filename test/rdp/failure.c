@@ -213,17 +213,6 @@ static void test_restart_first(void)
 
 /* ---- vanish and ICMP ---- */
 
-struct lost_ctx {
-    struct h_ep *a;
-    uint64_t want_undeliv;
-};
-
-static int lost_and_reported(void *p)
-{
-    struct lost_ctx *c = p;
-    return h_count(c->a, H_LOST, 2) > 0 && h_count(c->a, H_UNDELIV, 2) >= c->want_undeliv;
-}
-
 static const size_t pending_len[] = {1000, 100000, 20, 5};
 #define NPENDING (sizeof(pending_len) / sizeof(pending_len[0]))
 
@@ -233,8 +222,8 @@ static uint64_t send_until_lost(struct h_ep *a, struct h_net *net, uint64_t time
 {
     uint64_t t0 = rdp_now_ns();
     for (size_t i = 0; i < NPENDING; i++) CU_ASSERT_EQUAL(h_send(a, 2, i, pending_len[i]), 0);
-    struct lost_ctx c = {a, NPENDING};
-    CU_ASSERT_EQUAL(h_run(net, lost_and_reported, &c, timeout_ns), 1);
+    struct h_wait_lost c = {a, 2, NPENDING};
+    CU_ASSERT_EQUAL(h_run(net, h_cond_lost, &c, timeout_ns), 1);
     const struct h_event *lost = h_find(a, H_LOST, 2, 0);
     return lost ? lost->t_ns - t0 : 0;
 }
@@ -348,8 +337,8 @@ static void test_vanish_established(void)
 
     uint64_t bound = rdp_lost_bound_us(&cfg) * 1000, t0 = rdp_now_ns();
     for (size_t i = 0; i < NPENDING; i++) CU_ASSERT_EQUAL(h_send(&a, 2, 3 + i, pending_len[i]), 0);
-    struct lost_ctx c = {&a, NPENDING};
-    CU_ASSERT_EQUAL(h_run(&alone, lost_and_reported, &c, bound * 3), 1);
+    struct h_wait_lost c = {&a, 2, NPENDING};
+    CU_ASSERT_EQUAL(h_run(&alone, h_cond_lost, &c, bound * 3), 1);
     const struct h_event *lost = h_find(&a, H_LOST, 2, 0);
     uint64_t dt = lost ? lost->t_ns - t0 : 0, slack = cfg.rto_max_us * 1000ull / 2;
     CU_ASSERT(lost && lost->reason == RDP_LOST_TIMEOUT);

@@ -316,6 +316,15 @@ static void cb_can_send(void *ctx, uint32_t node)
     log_event(ep, &e);
 }
 
+static void cb_stalled(void *ctx, uint32_t node, bool stalled)
+{
+    struct h_ep *ep = ctx;
+    struct h_event e;
+    base_event(ep, &e, stalled ? H_STALLED : H_RESUMED, node);
+    log_event(ep, &e);
+    if (ep->on_stalled) ep->on_stalled(ep, node, stalled);
+}
+
 int h_ep_open(struct h_ep *ep, uint32_t node, int host, uint16_t port,
               const unsigned char key[RDP_KEY_BYTES], const struct rdp_config *cfg)
 {
@@ -342,6 +351,7 @@ int h_ep_open(struct h_ep *ep, uint32_t node, int host, uint16_t port,
         .lost = cb_lost,
         .undeliverable = cb_undeliverable,
         .can_send = cb_can_send,
+        .stalled = cb_stalled,
     };
     for (int tries = 0; tries < 200; tries++) {
         uint16_t p = port ? port : alloc_port();
@@ -430,7 +440,8 @@ const struct h_event *h_find(const struct h_ep *ep, enum h_ev_type t, uint32_t n
 
 static const char *ev_name(enum h_ev_type t)
 {
-    static const char *n[] = {"recv", "connected", "lost", "undeliverable", "can_send"};
+    static const char *n[] = {"recv",     "connected", "lost",   "undeliverable",
+                              "can_send", "stalled",   "resumed"};
     return (unsigned)t < H_EV__COUNT ? n[t] : "?";
 }
 
@@ -644,6 +655,12 @@ int h_cond_recv(void *wait_recv)
 {
     const struct h_wait_recv *w = wait_recv;
     return h_count(w->ep, H_RECV, w->from) >= w->n;
+}
+
+int h_cond_lost(void *wait_lost)
+{
+    const struct h_wait_lost *w = wait_lost;
+    return h_count(w->ep, H_LOST, w->node) > 0 && h_count(w->ep, H_UNDELIV, w->node) >= w->n;
 }
 
 int h_step(struct h_net *n)

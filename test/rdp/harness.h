@@ -6,8 +6,8 @@
  * The pieces:
  *
  *  - h_ep: an endpoint plus a log of every callback it got (recv, connected, lost + reason,
- *    undeliverable, can_send), in order, with a timestamp. Received and undeliverable
- *    messages are checked against the generator below as they arrive; the log keeps the
+ *    undeliverable, can_send, stalled and resumed), in order, with a timestamp. Received and
+ * undeliverable messages are checked against the generator below as they arrive; the log keeps the
  *    message index and whether every byte was right.
  *  - messages: message k of a stream with seed s is fully determined by (s, k): bytes 0..7 are
  *    k big-endian, 8..11 the length big-endian, the rest comes from a xorshift PRNG seeded by
@@ -67,7 +67,17 @@ uint64_t h_rand(uint64_t *state);
 
 /* ---- endpoints and their logs ---- */
 
-enum h_ev_type { H_RECV, H_CONNECTED, H_LOST, H_UNDELIV, H_CANSEND, H_EV__COUNT };
+/* H_STALLED, H_RESUMED: the stalled callback (rdp_config.persist_max_us), true and false */
+enum h_ev_type {
+    H_RECV,
+    H_CONNECTED,
+    H_LOST,
+    H_UNDELIV,
+    H_CANSEND,
+    H_STALLED,
+    H_RESUMED,
+    H_EV__COUNT
+};
 
 struct h_event {
     enum h_ev_type type;
@@ -98,6 +108,8 @@ struct h_ep {
     uint64_t echo_errors; /* rdp_sendv failures of the echo */
     /* called inside the recv callback once a message is logged (and echoed) */
     void (*on_recv)(struct h_ep *ep, uint32_t node);
+    /* called inside the stalled callback once it is logged */
+    void (*on_stalled)(struct h_ep *ep, uint32_t node, int stalled);
     /* pieces (h_open_pair_pieces): messages come through recvv, are checked and joined here */
     int pieces;
     unsigned char *joined;
@@ -240,6 +252,14 @@ struct h_wait_recv {
     uint64_t n;
 };
 int h_cond_recv(void *wait_recv);
+/* Another: ep lost node (its lost callback) and reported at least n messages to it
+ * undeliverable. */
+struct h_wait_lost {
+    struct h_ep *ep;
+    uint32_t node;
+    uint64_t n;
+};
+int h_cond_lost(void *wait_lost);
 
 /* Run until cond returns true (1), or until timeout_ns passed (0), or rdp_process fails (-1).
  * cond may be NULL: then run for the whole timeout (only for "nothing must happen" windows). */

@@ -8,6 +8,8 @@
  * where a connected one is wanted, a UDP socket, a pipe, none. Each is refused with its
  * reason; the connection's own endpoint still gets its channel afterwards; and a
  * same-node-only endpoint on another address takes no port from the victim's listener.
+ * test_names: an endpoint's name (id, incarnation) is its UDP socket's, the same from the
+ * psid started after a crash, and no other socket's.
  *
  * The private namespace is made by a forked child (unshare(CLONE_NEWUSER | CLONE_NEWNET),
  * which Debian 12 allows unprivileged users; plain CLONE_NEWNET as root), which sends its
@@ -443,4 +445,71 @@ static void test_squat(void)
     core_down(&k);
 }
 
-UNIT_SUITE(preload_claim, UNIT_TEST(test_claims), UNIT_TEST(test_squat));
+/* PSM_PL_OPEN with fd: 0 with the endpoint's id and incarnation, or the errno. */
+static uint32_t open_ep(struct psi *c, int fd, uint32_t *ep, uint64_t *inc)
+{
+    struct psmsg_buf b = {0};
+    struct psmsg rep;
+    psmsg_begin(&b, PSM_PL_OPEN, 0);
+    int r = psi_call_fd(c, &b, fd, &rep);
+    psmsg_buf_free(&b);
+    close(fd);
+    if (r < 0) return (uint32_t)errno;
+    uint32_t e = EPROTO;
+    psmsg_get_u32(&rep.body, PSF_ERRNO, &e);
+    if (!e && (psmsg_get_u32(&rep.body, PSF_ENDPOINT, ep) < 0 ||
+               psmsg_get_u64(&rep.body, PSF_INCARNATION, inc) < 0))
+        e = EPROTO;
+    return e;
+}
+
+/* An endpoint is named by its UDP socket (docs/preload-design.md, "psid restarts"): its id
+ * is the socket's port and its incarnation comes from the socket's cookie, so the psid
+ * started after a crash names a process's endpoint, opened again with the same socket,
+ * exactly as the old one did (the same pair keys: its connections keep their names and
+ * keys); another socket is another endpoint; and a socket names one endpoint at a time. */
+static void test_names(void)
+{
+    int u = udp_on("127.0.0.1"), v = udp_on("127.0.0.1");
+    uint32_t ep1 = 0, ep2 = 0, ep3 = 0, epv = 0, x;
+    uint64_t inc1 = 0, inc2 = 0, inc3 = 0, incv = 0, y;
+    struct core k;
+    core_up(&k);
+    struct psi a, b, c;
+    client(&k, &a);
+    client(&k, &b);
+    CU_ASSERT_EQUAL(open_ep(&a, dup_fd(u), &ep1, &inc1), 0);
+    CU_ASSERT_EQUAL(ep1, local_port(u));
+    CU_ASSERT_EQUAL(open_ep(&b, dup_fd(u), &x, &y), EADDRINUSE); /* the same socket again */
+    psi_close(&a);
+    psi_close(&b);
+    core_down(&k);
+
+    core_up(&k); /* a psid started after a crash */
+    client(&k, &a);
+    client(&k, &b);
+    client(&k, &c);
+    CU_ASSERT_EQUAL(open_ep(&a, dup_fd(u), &ep2, &inc2), 0);
+    CU_ASSERT_EQUAL(ep2, ep1);
+    CU_ASSERT_EQUAL(inc2, inc1);
+    CU_ASSERT_EQUAL(open_ep(&b, dup_fd(v), &epv, &incv), 0);
+    CU_ASSERT_EQUAL(epv, local_port(v));
+    CU_ASSERT_NOT_EQUAL(epv, ep1);
+    CU_ASSERT_NOT_EQUAL(incv, inc1);
+    psi_close(&a); /* the endpoint goes with its connection: the socket may name one again */
+    uint32_t e = EADDRINUSE; /* until psid has seen the connection end (2 s at most) */
+    for (int i = 0; i < 200 && e == EADDRINUSE; i++) {
+        e = open_ep(&c, dup_fd(u), &ep3, &inc3);
+        if (e == EADDRINUSE) usleep(10000);
+    }
+    CU_ASSERT_EQUAL(e, 0);
+    CU_ASSERT_EQUAL(ep3, ep1);
+    CU_ASSERT_EQUAL(inc3, inc1);
+    psi_close(&b);
+    psi_close(&c);
+    core_down(&k);
+    close(u);
+    close(v);
+}
+
+UNIT_SUITE(preload_claim, UNIT_TEST(test_claims), UNIT_TEST(test_squat), UNIT_TEST(test_names));
