@@ -32,5 +32,9 @@ int cgroup_open_procs(const struct cgroups *cg, uint64_t job);
  * gone. The first hold makes the job's directory; when the count falls to 0, what is left
  * in it is killed and the directory removed. NULL cg: nothing. */
 void cgroup_hold(struct cgroups *cg, uint64_t job, long delta);
+/* A job's tasks whose own process runs: +1 when one starts, -1 when it exits. When none is
+ * left running, whatever is still in the job's directory is killed (what the tasks left
+ * behind); the count left is returned. A job without a hold, or NULL cg: nothing, 0. */
+long cgroup_running(struct cgroups *cg, uint64_t job, long delta);
 
 #endif

@@ -11,7 +11,8 @@
  *   PRIV_NETNS      say whether a socket the engine passes is in a network namespace
  *                   owned by this child's user namespace (SIOCGSKNS and NS_GET_USERNS
  *                   need CAP_NET_ADMIN over the namespace, which the engine lacks)
- * and tells the engine when a task exits (PRIV_EXIT). It is the child subreaper of its
+ * and tells the engine when a task exits (PRIV_EXIT), after killing what the task left in
+ * its process group (a task has ended when its own process has). It is the child subreaper of its
  * tasks: what a task leaves behind when it exits is reparented here instead of to init,
  * reaped here, and killed when the engine ends (with cgroups, cgroup.c also ends it with
  * its job). When the engine closes the pair or dies, every task still here is killed with
@@ -433,6 +434,9 @@ static void on_child_exit(void *ctx, uint32_t events)
         return;
     c->exited = true;
     loop_fd_del(p->loop, c->pidfd);
+    /* the task has ended: what it left in its process group goes with it (the group is
+     * still its own: the task stays a zombie until PRIV_RELEASE) */
+    kill(-c->pid, SIGKILL);
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PRIV_EXIT, 0);
     psmsg_put_u32(&b, PRIV_F_PID, (uint32_t)c->pid);

@@ -33,7 +33,8 @@
  *                                               not in a user's private user namespace)
  *                                             PRIV_EXIT {PID, STATUS} when a task exits (it
  *                                               stays a zombie until PRIV_RELEASE, so its
- *                                               pid and process group are not reused)
+ *                                               pid and process group are not reused;
+ *                                               what is left in its group is killed first)
  * The child answers requests in order; PRIV_EXIT may come between a request and its answer.
  *
  * What the child trusts: the engine's word on who a task runs as. A compromised engine may
