@@ -144,7 +144,8 @@ struct pending {
     struct pending *next;
 };
 
-/* client.c */
+/* client.c. A send only queues (written by the loop's before-wait hook): it runs no request
+ * and frees nothing, so it may be called anywhere, also while a module walks its lists. */
 void client_send(struct client *c, struct psmsg_buf *b);
 /* client_send with descriptors fds[0..n) passed along with the message's first byte
  * (SCM_RIGHTS; the client takes them with psi_take_fd, in this order). psid passes
