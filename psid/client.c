@@ -471,6 +471,11 @@ pid_t client_pid(const struct client *c)
     return c->cred.pid;
 }
 
+int client_fd(const struct client *c)
+{
+    return c->fd;
+}
+
 uint32_t client_gid(const struct client *c)
 {
     return (uint32_t)c->cred.gid;

@@ -1,7 +1,9 @@
 /*
  * privcall.c - the engine's side of psid's privilege separation (privsep.h): the split
- * itself (fork, the child to privparent.c, the engine to psid.user), and the calls by
- * which the engine asks the privileged child to start, signal and reap tasks.
+ * itself (fork, the child to privparent.c with the spawn key, the engine to psid.user
+ * without the cluster key), and the calls by which the
+ * engine asks the privileged child to vouch for a job's user, and to start, signal and reap
+ * tasks.
  *
  * A call sends its request and reads frames until its answer; a PRIV_EXIT read meanwhile
  * is queued and handed to tasks.c by a timer due at once, never from inside the call
@@ -14,6 +16,7 @@
 #include "log.h"
 #include "privsep.h"
 #include "spawn.h"
+#include "spawncred.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +33,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "bebytes.h"
+
 
 struct exit_note {
     pid_t pid;
@@ -111,6 +117,9 @@ int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool
      * remove (its parent is root's) */
     if (d->priv_root && cgroup_give(d->cgroups, d->engine_uid, d->engine_gid) < 0)
         log_warn("cgroups: %s", strerror(errno));
+    /* the keys the engine keeps: derived here, before the cluster key goes (RDP's and the
+     * heartbeats' were derived at their start) */
+    preload_key(d->conf.key, d->pl_key);
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
@@ -123,13 +132,21 @@ int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool
         log_open(d->conf.log_level, use_syslog, name);
         prctl(PR_SET_NAME, "psid-priv");
         set_title(argv, name);
-        struct privparent_cfg cfg = {.fd = keep[0],
-                                     .cg = d->cgroups,
-                                     .sock_path = sock_path,
-                                     .root_jobs = d->conf.root_jobs,
-                                     .ident = name};
+        static struct privparent_cfg cfg; /* not on the stack: the key in it */
+        cfg = (struct privparent_cfg){.fd = keep[0],
+                                      .cg = d->cgroups,
+                                      .sock_path = sock_path,
+                                      .root_jobs = d->conf.root_jobs,
+                                      .ident = name,
+                                      .node = d->self->id};
+        spawncred_key(d->conf.key, cfg.spawn_key); /* the child's alone */
+        sodium_memzero(d->conf.key, sizeof d->conf.key);
+        sodium_memzero(d->pl_key, sizeof d->pl_key);
+        sodium_memzero(d->hb_key, sizeof d->hb_key);
         _exit(privparent_run(&cfg));
     }
+    /* the engine never holds the cluster key again: from it, anyone derives the spawn key */
+    sodium_memzero(d->conf.key, sizeof d->conf.key);
     close(sv[1]);
     struct privcall *pc = calloc(1, sizeof *pc);
     if (!pc) return -1;
@@ -259,6 +276,7 @@ static int call(struct psid *d, struct psmsg_buf *b, uint32_t id, uint16_t type,
     return call_fd(d, b, -1, id, type, buf, m, fds, nfds);
 }
 
+
 int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s, int *err,
                char *why, size_t whylen)
 {
@@ -279,12 +297,13 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
     for (size_t i = 0; body && r->argv[i]; i++) psmsg_put_str(&b, PRIV_F_ARG, r->argv[i]);
     for (size_t i = 0; body && r->envp[i]; i++) psmsg_put_str(&b, PRIV_F_ENV, r->envp[i]);
     for (size_t i = 0; r->renv[i]; i++) psmsg_put_str(&b, PRIV_F_RENV, r->renv[i]);
+    if (r->credlen) psmsg_put_bytes(&b, PRIV_F_CRED, r->cred, r->credlen);
     uint8_t *buf;
     struct psmsg m;
     int fds[PRIV_MAX_FDS], nfds;
     int rc = call(d, &b, id, PRIV_SPAWNED, &buf, &m, fds, &nfds);
-    psmsg_buf_free(&b);
     if (rc < 0) {
+        psmsg_buf_free(&b);
         *err = errno;
         snprintf(why, whylen, "psid's privileged child: %s", strerror(errno));
         return -1;
@@ -293,6 +312,7 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
         pc->sent_any = true;
         pc->sent_req = r->req;
     }
+    psmsg_buf_free(&b);
     uint32_t pid = 0, e = 0;
     rc = -1;
     if (psmsg_get_u32(&m.body, PRIV_F_ERRNO, &e) == 0 && e) {
@@ -317,6 +337,61 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
     for (int i = 0; i < nfds; i++) close(fds[i]);
     free(buf);
     return rc;
+}
+
+int priv_cred(struct psid *d, int sock, const struct priv_cred_req *r,
+              uint8_t (*creds)[SPAWNCRED_LEN], char *why, size_t whylen)
+{
+    if (!d->priv) { /* a psid core without the split (tests): nobody to vouch */
+        snprintf(why, whylen, "no privileged child to vouch for the job's user");
+        errno = EPERM;
+        return -1;
+    }
+    for (size_t at = 0; at < r->n; at += PRIV_MAX_TARGETS) {
+        size_t n = r->n - at < PRIV_MAX_TARGETS ? r->n - at : PRIV_MAX_TARGETS;
+        struct psmsg_buf b = {0};
+        uint32_t id = ++d->priv->next_id;
+        psmsg_begin(&b, PRIV_CRED, id);
+        psmsg_put_u64(&b, PRIV_F_JOB, r->job);
+        psmsg_put_u32(&b, PRIV_F_UID, r->uid);
+        psmsg_put_u32(&b, PRIV_F_GID, r->gid);
+        psmsg_put_bytes(&b, PRIV_F_DIGEST, r->digest, 32);
+        for (size_t i = 0; i < n; i++) {
+            uint8_t t[8];
+            be_put32(t, r->nodes[at + i]);
+            be_put32(t + 4, r->nranks[at + i]);
+            psmsg_put_bytes(&b, PRIV_F_TARGET, t, sizeof t);
+        }
+        uint8_t *buf;
+        struct psmsg m;
+        int fds[PRIV_MAX_FDS], nfds;
+        int rc = call_fd(d, &b, sock, id, PRIV_CRED_ANSWER, &buf, &m, fds, &nfds);
+        psmsg_buf_free(&b);
+        if (rc < 0) {
+            snprintf(why, whylen, "psid's privileged child: %s", strerror(errno));
+            return -1;
+        }
+        for (int i = 0; i < nfds; i++) close(fds[i]);
+        uint32_t e = EPROTO;
+        psmsg_get_u32(&m.body, PRIV_F_ERRNO, &e);
+        if (e && psmsg_get_str(&m.body, PRIV_F_TEXT, why, whylen) < 0)
+            snprintf(why, whylen, "%s", strerror((int)e));
+        struct psmsg_field f;
+        size_t pos = 0, k = 0;
+        while (!e && psmsg_next(&m.body, &pos, &f))
+            if (f.tag == PRIV_F_CRED && f.len == SPAWNCRED_LEN && k < n)
+                memcpy(creds[at + k++], f.val, SPAWNCRED_LEN);
+        if (!e && k != n) {
+            e = EPROTO;
+            snprintf(why, whylen, "psid's privileged child: a malformed answer");
+        }
+        free(buf);
+        if (e) {
+            errno = (int)e;
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int priv_signal(struct psid *d, pid_t pid, int sig, bool group)
