@@ -25,7 +25,7 @@ BUILD   ?= build
 CC      ?= cc
 SAN     ?=
 
-PKGS       := libconfig libsodium libcrypto libnl-route-3.0
+PKGS       := libconfig libsodium libcrypto libnl-route-3.0 libseccomp
 WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT        ?= -O2
 CFLAGS     ?= $(OPT) -g
@@ -140,6 +140,7 @@ $(LIBPSIDC): $(call obj,$(PSIDC_SRC))
 $(BUILD)/bin/psid: $(BUILD)/obj/psid/main.o $(LIBPSIDC) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $< $(LIBPSIDC) $(LIBS) $(SYS_LIBS) -lm -o $@
+
 
 $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(LIBS)
 	@mkdir -p $(dir $@)

@@ -236,6 +236,11 @@ int cgroup_give(struct cgroups *cg, uid_t uid, gid_t gid)
     return cg ? fchownat(cg->base_fd, "", uid, gid, AT_EMPTY_PATH) : 0;
 }
 
+const char *cgroup_base_path(const struct cgroups *cg)
+{
+    return cg ? cg->base : NULL;
+}
+
 int cgroup_base_fd(const struct cgroups *cg)
 {
     return cg ? cg->base_fd : -1;

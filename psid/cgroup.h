@@ -26,6 +26,7 @@ void cgroup_close(struct cgroups *cg);
  * cgroups or no such directory; the caller closes it). */
 int cgroup_give(struct cgroups *cg, uid_t uid, gid_t gid);
 int cgroup_base_fd(const struct cgroups *cg);
+const char *cgroup_base_path(const struct cgroups *cg); /* NULL: no cgroups */
 void cgroup_set_base_fd(struct cgroups *cg, int fd);
 int cgroup_open_procs(const struct cgroups *cg, uint64_t job);
 /* A job's queued ranks and tasks: +n when queued or started, -n when started, dropped or

@@ -19,6 +19,7 @@
  *   privparent.c  the privileged child: the only part that keeps root
  *   privwire.c    the frames between the two, and the decoders of its requests
  *   spawncred.c   the spawn credential: the evidence a task is started on (munge's model)
+ *   sandbox.c     what the engine gives up after the split: no_new_privs, Landlock, seccomp
  *   spawn.c       fork and exec of one task as its user, with its pipes
  *   cgroup.c      a cgroup v2 directory per job: every process of it killed at its end,
  *                 what a crashed predecessor left killed at start

@@ -1,7 +1,7 @@
 /*
  * privcall.c - the engine's side of psid's privilege separation (privsep.h): the split
  * itself (fork, the child to privparent.c with the spawn key, the engine to psid.user
- * without the cluster key), and the calls by which the
+ * without the cluster key and into its sandbox, sandbox.c), and the calls by which the
  * engine asks the privileged child to vouch for a job's user, and to start, signal and reap
  * tasks.
  *
@@ -15,6 +15,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "privsep.h"
+#include "sandbox.h"
 #include "spawn.h"
 #include "spawncred.h"
 
@@ -108,6 +109,21 @@ static void set_title(char **argv, const char *title)
 
 static void on_priv(void *ctx, uint32_t events);
 
+/* The directory of the client socket: the engine's run directory. */
+static const char *sock_dir(const char *sock_path)
+{
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s", sock_path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        dir[1] = 0;
+    else if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    return dir;
+}
+
 int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool use_syslog,
                   char **argv)
 {
@@ -163,7 +179,16 @@ int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool
         log_info("engine runs as %s (uid %u); the privileged child is pid %d", d->conf.user,
                  (unsigned)d->engine_uid, (int)pid);
     }
-    return loop_fd(d->loop, pc->fd, EPOLLIN, on_priv, d);
+    if (loop_fd(d->loop, pc->fd, EPOLLIN, on_priv, d) < 0) return -1;
+    const char *writable[2] = {sock_dir(sock_path), cgroup_base_path(d->cgroups)};
+    char err[300];
+    if (sandbox_engine(writable, 2, ident, use_syslog, NULL, err, sizeof err) < 0) {
+        log_err("the engine's sandbox: %s", err);
+        errno = EPERM;
+        return -1;
+    }
+    log_info("the engine's sandbox: %s", err);
+    return 0;
 }
 
 static void child_gone(struct psid *d, const char *why)
