@@ -37,6 +37,31 @@
 
 #include "bebytes.h"
 
+#ifdef PSID_TEST_HOOKS
+/* A test build (see the hooks below). PSID_TEST_SECCOMP_LOG=FILE: the filter lets every
+ * call through and writes to FILE what it would have refused. PSID_TEST_FORGE=write=PATH: once in
+ * its sandbox, the engine makes the file PATH and logs how it went; =exec: it executes /bin/true
+ * (the filter ends it). */
+#define SANDBOX_LOG_TO getenv("PSID_TEST_SECCOMP_LOG")
+static void forge_sandbox(void)
+{
+    const char *f = getenv("PSID_TEST_FORGE");
+    if (f && !strncmp(f, "write=", 6)) {
+        int fd = open(f + 6, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        log_notice("forge: make %s: %s", f + 6, fd >= 0 ? "made" : strerror(errno));
+        if (fd >= 0) close(fd);
+    }
+    if (f && !strcmp(f, "exec")) {
+        log_notice("forge: executing /bin/true");
+        execl("/bin/true", "true", (char *)NULL);
+        log_notice("forge: exec: %s", strerror(errno));
+    }
+}
+#define FORGE_SANDBOX() forge_sandbox()
+#else
+#define SANDBOX_LOG_TO  NULL
+#define FORGE_SANDBOX() ((void)0)
+#endif
 
 struct exit_note {
     pid_t pid;
@@ -182,12 +207,13 @@ int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool
     if (loop_fd(d->loop, pc->fd, EPOLLIN, on_priv, d) < 0) return -1;
     const char *writable[2] = {sock_dir(sock_path), cgroup_base_path(d->cgroups)};
     char err[300];
-    if (sandbox_engine(writable, 2, ident, use_syslog, NULL, err, sizeof err) < 0) {
+    if (sandbox_engine(writable, 2, ident, use_syslog, SANDBOX_LOG_TO, err, sizeof err) < 0) {
         log_err("the engine's sandbox: %s", err);
         errno = EPERM;
         return -1;
     }
     log_info("the engine's sandbox: %s", err);
+    FORGE_SANDBOX();
     return 0;
 }
 
@@ -301,6 +327,79 @@ static int call(struct psid *d, struct psmsg_buf *b, uint32_t id, uint16_t type,
     return call_fd(d, b, -1, id, type, buf, m, fds, nfds);
 }
 
+#ifdef PSID_TEST_HOOKS
+/* Test hooks, built into build/test/psid-hooks only (test/shell/psid_privforge.sh): the
+ * engine turned hostile, as PSID_TEST_FORGE says:
+ *   uid=N        every credential is asked for uid N, whoever the requesting client is
+ *   spawn-uid=N  every PRIV_SPAWN says uid N (its credential stays the client's)
+ *   alter        one bit of every PRIV_SPAWN's credential is flipped (in its uid)
+ *   replay       every PRIV_SPAWN that started a task is sent again as it was
+ * and the engine logs what the child answered to a replayed one (forge_sandbox, above,
+ * tries the sandbox). */
+static long forge_n(const char *what)
+{
+    const char *f = getenv("PSID_TEST_FORGE");
+    size_t n = strlen(what);
+    return f && !strncmp(f, what, n) && f[n] == '=' ? strtol(f + n + 1, NULL, 10) : -1;
+}
+
+static bool forge_is(const char *what)
+{
+    const char *f = getenv("PSID_TEST_FORGE");
+    return f && !strcmp(f, what);
+}
+
+static uint32_t forge_uid(uint32_t uid)
+{
+    long n = forge_n("uid");
+    return n >= 0 ? (uint32_t)n : uid;
+}
+
+static uint32_t forge_spawn_uid(uint32_t uid)
+{
+    long n = forge_n("spawn-uid");
+    return n >= 0 ? (uint32_t)n : uid;
+}
+
+static const uint8_t *forge_cred(const uint8_t *cred, size_t len, uint8_t *copy)
+{
+    if (!forge_is("alter") || len != SPAWNCRED_LEN) return cred;
+    memcpy(copy, cred, len);
+    copy[15] ^= 1; /* the low bit of the uid */
+    return copy;
+}
+
+static void forge_replay(struct psid *d, struct psmsg_buf *b, const struct psmsg *first)
+{
+    uint32_t pid;
+    if (!forge_is("replay") || psmsg_get_u32(&first->body, PRIV_F_PID, &pid) < 0) return;
+    uint8_t *buf;
+    struct psmsg m;
+    int fds[PRIV_MAX_FDS], nfds;
+    char text[300] = "";
+    if (call(d, b, first->id, PRIV_SPAWNED, &buf, &m, fds, &nfds) < 0) return;
+    uint32_t e = 0, again = 0;
+    psmsg_get_u32(&m.body, PRIV_F_ERRNO, &e);
+    psmsg_get_str(&m.body, PRIV_F_TEXT, text, sizeof text);
+    if (psmsg_get_u32(&m.body, PRIV_F_PID, &again) == 0 && again) {
+        log_err("forge: a replayed PRIV_SPAWN started task %u", again);
+        priv_release(d, (pid_t)again);
+    } else {
+        log_notice("forge: a replayed PRIV_SPAWN was refused: %s (%s)", text, strerror((int)e));
+    }
+    for (int i = 0; i < nfds; i++) close(fds[i]);
+    free(buf);
+}
+#define FORGE_UID(uid)        forge_uid(uid)
+#define FORGE_SPAWN_UID(uid)  forge_spawn_uid(uid)
+#define FORGE_CRED(c, n, cp)  forge_cred(c, n, cp)
+#define FORGE_REPLAY(d, b, m) forge_replay(d, b, m)
+#else
+#define FORGE_UID(uid)        (uid)
+#define FORGE_SPAWN_UID(uid)  (uid)
+#define FORGE_CRED(c, n, cp)  (c)
+#define FORGE_REPLAY(d, b, m) ((void)0)
+#endif
 
 int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s, int *err,
                char *why, size_t whylen)
@@ -312,7 +411,7 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
     psmsg_put_u32(&b, PRIV_F_REQ, r->req);
     psmsg_put_u64(&b, PRIV_F_JOB, r->job);
     psmsg_put_u32(&b, PRIV_F_RANK, r->rank);
-    psmsg_put_u32(&b, PRIV_F_UID, r->uid);
+    psmsg_put_u32(&b, PRIV_F_UID, FORGE_SPAWN_UID(r->uid));
     psmsg_put_u32(&b, PRIV_F_GID, r->gid);
     psmsg_put_u32(&b, PRIV_F_UMASK, r->umask & 0777);
     if (r->cwd && r->cwd[0]) psmsg_put_str(&b, PRIV_F_CWD, r->cwd);
@@ -322,7 +421,10 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
     for (size_t i = 0; body && r->argv[i]; i++) psmsg_put_str(&b, PRIV_F_ARG, r->argv[i]);
     for (size_t i = 0; body && r->envp[i]; i++) psmsg_put_str(&b, PRIV_F_ENV, r->envp[i]);
     for (size_t i = 0; r->renv[i]; i++) psmsg_put_str(&b, PRIV_F_RENV, r->renv[i]);
-    if (r->credlen) psmsg_put_bytes(&b, PRIV_F_CRED, r->cred, r->credlen);
+    uint8_t forged[SPAWNCRED_LEN];
+    if (r->credlen)
+        psmsg_put_bytes(&b, PRIV_F_CRED, FORGE_CRED(r->cred, r->credlen, forged), r->credlen);
+    (void)forged;
     uint8_t *buf;
     struct psmsg m;
     int fds[PRIV_MAX_FDS], nfds;
@@ -337,6 +439,7 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
         pc->sent_any = true;
         pc->sent_req = r->req;
     }
+    FORGE_REPLAY(d, &b, &m);
     psmsg_buf_free(&b);
     uint32_t pid = 0, e = 0;
     rc = -1;
@@ -378,7 +481,7 @@ int priv_cred(struct psid *d, int sock, const struct priv_cred_req *r,
         uint32_t id = ++d->priv->next_id;
         psmsg_begin(&b, PRIV_CRED, id);
         psmsg_put_u64(&b, PRIV_F_JOB, r->job);
-        psmsg_put_u32(&b, PRIV_F_UID, r->uid);
+        psmsg_put_u32(&b, PRIV_F_UID, FORGE_UID(r->uid));
         psmsg_put_u32(&b, PRIV_F_GID, r->gid);
         psmsg_put_bytes(&b, PRIV_F_DIGEST, r->digest, 32);
         for (size_t i = 0; i < n; i++) {
