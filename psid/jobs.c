@@ -275,9 +275,10 @@ static int vouch(struct psid *d, struct client *c, const struct psmsg *m, uint64
         goto out;
     }
     if (priv_cred(d, client_fd(c), &q, got, why, sizeof why) < 0) {
+        int e = errno ? errno : EPERM;
         char text[460];
         snprintf(text, sizeof text, "psid's privileged child does not vouch for the job: %s", why);
-        client_error(c, m->id, errno ? errno : EPERM, text);
+        client_error(c, m->id, e, text);
     } else {
         for (size_t i = 0; i < n; i++) memcpy(creds[slot[i]], got[i], SPAWNCRED_LEN);
         rc = 0;
