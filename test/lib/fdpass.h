@@ -11,8 +11,7 @@
 #define FDPASS_MAX 3
 
 /* buf sent on s with descriptors fds[0..n) (n at most FDPASS_MAX; 0: a plain send). */
-static inline void fdpass_send(int s, const void *buf, size_t len, const int *fds, int n,
-                               int flags)
+static inline void fdpass_send(int s, const void *buf, size_t len, const int *fds, int n, int flags)
 {
     char ctl[CMSG_SPACE(FDPASS_MAX * sizeof(int))];
     struct iovec io = {(void *)buf, len};

@@ -157,8 +157,8 @@ static void use_channel(int memfd, int bell, double secs)
     static const char reply[] = "INJECTED by another user\n";
     double end = now() + secs;
     while (now() < end) {
-        uint64_t head = atomic_load_explicit((_Atomic uint64_t *)&h->dir[0].head,
-                                             memory_order_acquire);
+        uint64_t head =
+            atomic_load_explicit((_Atomic uint64_t *)&h->dir[0].head, memory_order_acquire);
         uint64_t tail = h->dir[0].tail;
         if (head - tail > 0 && head - tail <= h0.ring) {
             printf("stolen %llu ", (unsigned long long)(head - tail));
@@ -168,8 +168,7 @@ static void use_channel(int memfd, int bell, double secs)
             }
             putchar('\n');
             got += head - tail;
-            atomic_store_explicit((_Atomic uint64_t *)&h->dir[0].tail, head,
-                                  memory_order_release);
+            atomic_store_explicit((_Atomic uint64_t *)&h->dir[0].tail, head, memory_order_release);
             /* a reply for each piece read */
             uint64_t hh = h->dir[1].head;
             if (!injected) {
@@ -247,14 +246,29 @@ int main(int argc, char **argv)
     optind = 2;
     while ((o = getopt(argc, argv, "s:a:p:f:c:t:e")) != -1) {
         switch (o) {
-        case 's': sock = optarg; break;
-        case 'a': addr = optarg; break;
-        case 'p': port = (unsigned)atoi(optarg); break;
-        case 'f': cfile = optarg; break;
-        case 'c': caddr = optarg; break;
-        case 't': secs = atof(optarg); break;
-        case 'e': early = true; break;
-        default: usage();
+        case 's':
+            sock = optarg;
+            break;
+        case 'a':
+            addr = optarg;
+            break;
+        case 'p':
+            port = (unsigned)atoi(optarg);
+            break;
+        case 'f':
+            cfile = optarg;
+            break;
+        case 'c':
+            caddr = optarg;
+            break;
+        case 't':
+            secs = atof(optarg);
+            break;
+        case 'e':
+            early = true;
+            break;
+        default:
+            usage();
         }
     }
     bool look = !strcmp(mode, "look");

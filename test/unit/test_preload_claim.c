@@ -330,13 +330,16 @@ static void test_claims(void)
     char why[200];
     int n;
     unsigned port = 0;
-    CU_ASSERT_EQUAL(req(&victim, PSM_PL_OPEN, udp_on("127.0.0.1"), NULL, 0, 0, 0, why, sizeof why), 0);
-    CU_ASSERT_EQUAL(req(&conn, PSM_PL_OPEN, udp_on("127.0.0.1"), NULL, 0, 0, 0, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(req(&victim, PSM_PL_OPEN, udp_on("127.0.0.1"), NULL, 0, 0, 0, why, sizeof why),
+                    0);
+    CU_ASSERT_EQUAL(req(&conn, PSM_PL_OPEN, udp_on("127.0.0.1"), NULL, 0, 0, 0, why, sizeof why),
+                    0);
     int lfd = listener_on("127.0.0.1", &port);
     CU_ASSERT_EQUAL(req(&victim, PSM_PL_LISTEN, dup_fd(lfd), NULL, 0, 0, 0, why, sizeof why), 0);
     int cfd, afd;
     connection(lfd, "127.0.0.1", 0, "127.0.0.1", port, &cfd, &afd);
-    CU_ASSERT_EQUAL(req(&conn, PSM_PL_CONNECT, dup_fd(cfd), "127.0.0.1", port, 1, 0, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(
+        req(&conn, PSM_PL_CONNECT, dup_fd(cfd), "127.0.0.1", port, 1, 0, why, sizeof why), 0);
 
     /* the attacker's own endpoint, in psid's namespace */
     CU_ASSERT_EQUAL(req(&att, PSM_PL_OPEN, udp_on("127.0.0.1"), NULL, 0, 0, 0, why, sizeof why), 0);
@@ -408,19 +411,23 @@ static void test_squat(void)
     int sq = listener_on("127.0.0.9", &sport);
     CU_ASSERT_EQUAL(req(&att, PSM_PL_OPEN, udp_on("127.0.0.9"), NULL, 0, 0, 1, why, sizeof why), 0);
     CU_ASSERT_EQUAL(req(&att, PSM_PL_LISTEN, dup_fd(sq), NULL, 0, 0, 0, why, sizeof why), 0);
-    CU_ASSERT_EQUAL(req(&victim, PSM_PL_OPEN, udp_on("127.0.0.1"), NULL, 0, 0, 0, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(req(&victim, PSM_PL_OPEN, udp_on("127.0.0.1"), NULL, 0, 0, 0, why, sizeof why),
+                    0);
     CU_ASSERT_EQUAL(req(&victim, PSM_PL_LISTEN, dup_fd(lfd), NULL, 0, 0, 0, why, sizeof why), 0);
-    CU_ASSERT_EQUAL(req(&conn, PSM_PL_OPEN, udp_on("127.0.0.1"), NULL, 0, 0, 0, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(req(&conn, PSM_PL_OPEN, udp_on("127.0.0.1"), NULL, 0, 0, 0, why, sizeof why),
+                    0);
     int cfd, afd, n;
     connection(lfd, "127.0.0.1", 0, "127.0.0.1", port, &cfd, &afd);
-    CU_ASSERT_EQUAL(req(&conn, PSM_PL_CONNECT, dup_fd(cfd), "127.0.0.1", port, 1, 0, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(
+        req(&conn, PSM_PL_CONNECT, dup_fd(cfd), "127.0.0.1", port, 1, 0, why, sizeof why), 0);
     CU_ASSERT_EQUAL(claim(&victim, dup_fd(afd), &n, why, sizeof why), 0);
     CU_ASSERT_EQUAL(n, 2);
     CU_ASSERT_EQUAL(outcome(&conn, &n), 0);
     /* a connection to the squatter's own address is the squatter's */
     int c2, a2;
     connection(sq, "127.0.0.1", 0, "127.0.0.9", port, &c2, &a2);
-    CU_ASSERT_EQUAL(req(&conn, PSM_PL_CONNECT, dup_fd(c2), "127.0.0.9", port, 1, 0, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(
+        req(&conn, PSM_PL_CONNECT, dup_fd(c2), "127.0.0.9", port, 1, 0, why, sizeof why), 0);
     CU_ASSERT_EQUAL(claim(&att, dup_fd(a2), &n, why, sizeof why), 0);
     CU_ASSERT_EQUAL(n, 2);
     CU_ASSERT_EQUAL(outcome(&conn, &n), 0);
