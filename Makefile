@@ -25,7 +25,7 @@ BUILD   ?= build
 CC      ?= cc
 SAN     ?=
 
-PKGS       := libconfig libsodium libcrypto libnl-route-3.0
+PKGS       := libconfig libsodium libcrypto libnl-route-3.0 libseccomp
 WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT        ?= -O2
 CFLAGS     ?= $(OPT) -g
@@ -93,7 +93,8 @@ all:
 
 build-all: $(LIBS) $(TOOLS) $(PRELOAD)
 
-build-tests: build-all $(UNIT_BIN) $(RDPT_BIN) $(TTOOLS) $(BUILD)/test/tools/rawcat-static
+build-tests: build-all $(UNIT_BIN) $(RDPT_BIN) $(TTOOLS) $(BUILD)/test/tools/rawcat-static \
+             $(BUILD)/test/psid-hooks
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -140,6 +141,17 @@ $(LIBPSIDC): $(call obj,$(PSIDC_SRC))
 $(BUILD)/bin/psid: $(BUILD)/obj/psid/main.o $(LIBPSIDC) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $< $(LIBPSIDC) $(LIBS) $(SYS_LIBS) -lm -o $@
+
+# psid with privcall.c's test hooks (PSID_TEST_HOOKS): an engine that forges what it asks of
+# its privileged child (test/shell/psid_privforge.sh). Never installed.
+$(BUILD)/obj/psid/privcall-hooks.o: psid/privcall.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DPSID_TEST_HOOKS -MMD -MP -c $< -o $@
+$(BUILD)/test/psid-hooks: $(BUILD)/obj/psid/main.o $(BUILD)/obj/psid/privcall-hooks.o $(LIBPSIDC) \
+                          $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) $(BUILD)/obj/psid/main.o $(BUILD)/obj/psid/privcall-hooks.o $(LIBPSIDC) \
+	    $(LIBS) $(SYS_LIBS) -lm -o $@
 
 $(BUILD)/bin/%: $(BUILD)/obj/tools/%.o $(LIBS)
 	@mkdir -p $(dir $@)

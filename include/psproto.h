@@ -215,8 +215,9 @@ enum psm_type {
     PSM_PL_NODE_LOST = 85,
 
     /* daemon to daemon (over RDP) */
-    PSM_D_HELLO = 0x1000,     /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
-    PSM_D_SPAWN = 0x1001,     /* home -> target: start ranks (PSF_REQ, job, uid/gid, argv...) */
+    PSM_D_HELLO = 0x1000, /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
+    PSM_D_SPAWN =
+        0x1001, /* home -> target: start ranks (PSF_REQ, job, uid/gid, argv..., PSF_CRED) */
     PSM_D_RANK = 0x1002,      /* target -> home: one rank started or failed (PSF_REQ) */
     PSM_D_IO = 0x1003,        /* target -> home: output of a rank */
     PSM_D_IO_ACK = 0x1004,    /* home -> target: output consumed */
@@ -328,6 +329,7 @@ enum psf_tag {
     PSF_SHM_RING = 94,     /* u32: a same-node channel's ring bytes (include/psshm.h) */
     PSF_PROBE = 95,        /* u32 1: PSM_D_PL_CLAIM only asks whether the connection exists */
     PSF_TAG = 96,          /* u32: an acceptor's name for a connection it claims (PSM_PL_ACCEPT) */
+    PSF_CRED = 97, /* bytes: a spawn credential for the node (PSM_D_SPAWN; psid/spawncred.h) */
 
     PSF_NODE = 0x8001,   /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002,   /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */

@@ -110,6 +110,8 @@ int loop_fd(struct loop *l, int fd, uint32_t events, loop_fd_fn fn, void *ctx)
         l->nw = n;
     }
     bool add = !l->w[fd];
+    if (!add && l->w[fd]->events == events && l->w[fd]->fn == fn && l->w[fd]->ctx == ctx)
+        return 0; /* as it is: no system call (level-triggered, so nothing is lost) */
     if (add && !(l->w[fd] = malloc(sizeof *l->w[fd]))) return -1;
     bool always = !add && l->w[fd]->always;
     *l->w[fd] = (struct watch){fd, fn, ctx, events, always};

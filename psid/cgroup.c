@@ -22,6 +22,12 @@
  * goes through the tasks' process groups as before (SIGTERM, SIGKILL after kill_delay_ms);
  * what escaped them is killed when the last task leaves.
  *
+ * A task has ended when its own process has exited, whatever it left behind (as Slurm's
+ * slurmstepd with proctrack/cgroup ends a step when its tasks have exited): when the last
+ * task of a job on this node exits (cgroup_running), what is still in the job's directory
+ * is killed at once, so that nothing it left holds the tasks' output open; the directory
+ * itself goes when the tasks have left the table.
+ *
  * At start, directories found in the base are a dead predecessor's: their processes are
  * killed and logged. Without a writable cgroup2 (not root, no cgroup2 mounted, a read-only
  * hierarchy) psid says so once and tracks tasks by process group only.
@@ -49,8 +55,9 @@
 
 struct cg_job {
     uint64_t job;
-    bool made; /* its directory exists */
-    long held; /* queued ranks and tasks in the table */
+    bool made;    /* its directory exists */
+    long held;    /* queued ranks and tasks in the table */
+    long running; /* tasks whose own process has not exited */
     unsigned tries;
     uint64_t timer;
     struct cgroups *cg;
@@ -229,6 +236,11 @@ int cgroup_give(struct cgroups *cg, uid_t uid, gid_t gid)
     return cg ? fchownat(cg->base_fd, "", uid, gid, AT_EMPTY_PATH) : 0;
 }
 
+const char *cgroup_base_path(const struct cgroups *cg)
+{
+    return cg ? cg->base : NULL;
+}
+
 int cgroup_base_fd(const struct cgroups *cg)
 {
     return cg ? cg->base_fd : -1;
@@ -276,6 +288,25 @@ void cgroup_hold(struct cgroups *cg, uint64_t job, long delta)
     j->made = false;
     j->tries = 0;
     try_remove(j);
+}
+
+long cgroup_running(struct cgroups *cg, uint64_t job, long delta)
+{
+    struct cg_job *j = find(cg, job);
+    if (!j) return 0;
+    j->running += delta;
+    if (j->running > 0 || delta > 0) return j->running;
+    j->running = 0;
+    /* the job's last task here has exited: whatever is left of it goes now, while its
+     * tasks may still be in the table with output to deliver (the directory goes when
+     * the last of them leaves, cgroup_hold) */
+    char name[64];
+    job_name(job, name, sizeof name);
+    int n = j->made ? kill_dir(cg->base_fd, name) : 0;
+    if (n)
+        log_info("job %u:%u: its tasks here have exited; %d processes they left killed",
+                 PSTID_NODE(job), (unsigned)PSTID_PID(job), n);
+    return 0;
 }
 
 void cgroup_close(struct cgroups *cg)

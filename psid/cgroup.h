@@ -26,11 +26,16 @@ void cgroup_close(struct cgroups *cg);
  * cgroups or no such directory; the caller closes it). */
 int cgroup_give(struct cgroups *cg, uid_t uid, gid_t gid);
 int cgroup_base_fd(const struct cgroups *cg);
+const char *cgroup_base_path(const struct cgroups *cg); /* NULL: no cgroups */
 void cgroup_set_base_fd(struct cgroups *cg, int fd);
 int cgroup_open_procs(const struct cgroups *cg, uint64_t job);
 /* A job's queued ranks and tasks: +n when queued or started, -n when started, dropped or
  * gone. The first hold makes the job's directory; when the count falls to 0, what is left
  * in it is killed and the directory removed. NULL cg: nothing. */
 void cgroup_hold(struct cgroups *cg, uint64_t job, long delta);
+/* A job's tasks whose own process runs: +1 when one starts, -1 when it exits. When none is
+ * left running, whatever is still in the job's directory is killed (what the tasks left
+ * behind); the count left is returned. A job without a hold, or NULL cg: nothing, 0. */
+long cgroup_running(struct cgroups *cg, uint64_t job, long delta);
 
 #endif

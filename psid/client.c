@@ -23,12 +23,25 @@
  * sends nothing for client_idle_s and holds nothing is closed. Out of descriptors, accept
  * gives up a spare one to take and refuse the connection instead of spinning.
  *
+ * A send never runs other work (Redis: writing to a client never runs that client's
+ * input). client_send, client_send_fds and client_error only queue the message and put the
+ * client on the list of those with output to write; nothing is written and no request is
+ * read or handled inside them. The loop's before-wait hook (clients_before_wait), which runs
+ * once per iteration when no callback is on the stack, writes what was queued, then resumes
+ * the requests of clients that had been held back behind their unread replies and now take
+ * them again (Redis resumes paused clients in beforeSleep), then frees the dead clients,
+ * and goes round again while that made more to do (a bounded number of rounds; the rest in
+ * the next iteration, which then does not sleep). A client's own callback (its socket
+ * readable or writable) reads and handles its requests and writes its output, but never
+ * handles requests it had held back while its replies were waiting.
+ *
  * A client is never freed where its connection fails. client_kill() only marks it dead and
  * takes its socket out of the loop: a dead client is still valid memory, sends to it are
  * dropped, and its requests are no longer read. The other modules hear of it (jobs,
- * pending requests, notifications) and it is freed in clients_reap(), which the loop runs
- * before it waits again, when no callback is walking a list that could hold it (Redis's
- * freeClientAsync). So a module may send to any client while it walks its own lists.
+ * pending requests, notifications) and it is freed in clients_reap(), in the before-wait
+ * hook (Redis's freeClientAsync). So a module may send to any client while it walks its own
+ * lists: the send changes nothing but that client's queue, and the client stays valid
+ * memory until the walk is over.
  */
 #include "daemon.h"
 #include "log.h"
@@ -58,6 +71,8 @@
 /* Request buffers of all clients together (a frame is read whole, up to PSMSG_MAX) */
 #define IN_BUDGET (64u << 20)
 
+#define HOOK_ROUNDS 16 /* of writes, resumed requests and reaping in one before-wait hook */
+
 #define CLIENT_FDS      4  /* descriptors passed and not yet taken by their message */
 #define CLIENT_OUT_SETS 64 /* messages with descriptors queued for a client, not yet sent */
 
@@ -82,8 +97,10 @@ struct client {
     unsigned nofds;
     bool closing;     /* close once the output is flushed */
     bool sets_full;   /* a module found no room for descriptors: tell it when there is */
-    bool in_dispatch; /* handling its requests: replies are flushed after */
+    bool in_dispatch; /* handling its requests */
     bool dead;        /* connection over; freed by clients_reap */
+    bool want_write;  /* on the list of clients with output queued since the hook ran */
+    bool held;        /* on the list of clients with requests held back behind replies */
     uint64_t active;  /* loop_now() of its last request */
     /* descriptors passed with SCM_RIGHTS, each with the stream offset of the byte it came
      * with (the last byte of its read: the kernel ends a read after a passed descriptor),
@@ -95,6 +112,7 @@ struct client {
     uint64_t msg_at; /* stream offset of the message being handled */
     struct client *next;
     struct client *next_dead;
+    struct client *next_write, *next_held;
 };
 
 /* Close the descriptors queued to be passed with the first k sets, and forget the sets. */
@@ -145,7 +163,10 @@ struct clients {
     int lfd;
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     struct client *list;
-    struct client *dead; /* marked by client_kill, not yet reaped */
+    struct client *dead;   /* marked by client_kill, not yet reaped */
+    struct client *writes; /* output queued, to be written by the hook (want_write) */
+    struct client *held;   /* requests held back behind unread replies (hold) */
+    uint64_t again;        /* a timer due at once: the hook had more to do */
     unsigned n;
     size_t in_total;        /* request buffers of all clients (IN_BUDGET) */
     struct uid_count *uids; /* connections per uid (not root) */
@@ -204,6 +225,16 @@ static void client_free(struct client *c)
     pending_client_gone(c->d, c);
     notify_client_gone(c->d, c);
     preload_client_gone(c->d, c);
+    for (struct client **pp = &cs->writes; c->want_write && *pp; pp = &(*pp)->next_write)
+        if (*pp == c) {
+            *pp = c->next_write;
+            break;
+        }
+    for (struct client **pp = &cs->held; c->held && *pp; pp = &(*pp)->next_held)
+        if (*pp == c) {
+            *pp = c->next_held;
+            break;
+        }
     if (c->pidfd >= 0) close(c->pidfd);
     close_fds(c, UINT64_MAX);
     for (struct client **pp = &cs->list; *pp; pp = &(*pp)->next)
@@ -232,6 +263,27 @@ static void clients_reap(void *ctx)
     }
 }
 
+/* Output was queued for c: the hook writes it. */
+static void want_write(struct client *c)
+{
+    struct clients *cs = c->d->clients;
+    if (c->dead || c->want_write) return;
+    c->want_write = true;
+    c->next_write = cs->writes;
+    cs->writes = c;
+}
+
+/* c has whole requests it does not handle while its replies wait: the hook resumes them once
+ * it takes its replies again. */
+static void hold(struct client *c)
+{
+    struct clients *cs = c->d->clients;
+    if (c->dead || c->held) return;
+    c->held = true;
+    c->next_held = cs->held;
+    cs->held = c;
+}
+
 static void on_client(void *ctx, uint32_t events);
 
 static size_t unsent(const struct client *c)
@@ -254,6 +306,7 @@ static void set_events(struct client *c)
 void client_drop(struct client *c)
 {
     c->closing = true;
+    want_write(c); /* closed once what is queued is written */
 }
 
 static void process_input(struct client *c);
@@ -279,48 +332,42 @@ static ssize_t send_fds(struct client *c, const struct out_fds *o)
     return sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-/* Send what waits; then handle requests held back while the client read its replies, and
- * send their replies (a bounded number of rounds). Returns false if the client was closed. */
+/* Write what waits, as far as the socket takes it; a closing client is closed once all is
+ * written. Never handles a request: one held back behind the replies is left to the hook.
+ * Returns false if the client was closed. */
 static bool flush_out(struct client *c)
 {
     if (c->dead) return false;
-    for (int round = 0; round < 64; round++) {
-        while (c->outoff < c->outlen) {
-            /* plain bytes up to the next set's byte, which goes alone with its set */
-            uint64_t pos = c->out_pos + c->outoff;
-            size_t n = c->outlen - c->outoff;
-            bool with_fds = c->nofds && c->ofds[0].at == pos;
-            if (c->nofds && !with_fds && c->ofds[0].at - pos < n) n = c->ofds[0].at - pos;
-            ssize_t w = with_fds ? send_fds(c, &c->ofds[0])
-                                 : send(c->fd, c->out + c->outoff, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-            if (w < 0) {
-                if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-                if (errno == EINTR) continue;
-                client_kill(c);
-                return false;
-            }
-            if (with_fds && w > 0) {
-                drop_out_fds(c, 1); /* the client holds them now */
-                if (c->sets_full && c->nofds <= CLIENT_OUT_SETS / 2) {
-                    c->sets_full = false;
-                    preload_client_drained(c->d, c); /* (it only schedules its retry) */
-                }
-            }
-            c->outoff += (size_t)w;
+    while (c->outoff < c->outlen) {
+        /* plain bytes up to the next set's byte, which goes alone with its set */
+        uint64_t pos = c->out_pos + c->outoff;
+        size_t n = c->outlen - c->outoff;
+        bool with_fds = c->nofds && c->ofds[0].at == pos;
+        if (c->nofds && !with_fds && c->ofds[0].at - pos < n) n = c->ofds[0].at - pos;
+        ssize_t w = with_fds ? send_fds(c, &c->ofds[0])
+                             : send(c->fd, c->out + c->outoff, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            if (errno == EINTR) continue;
+            client_kill(c);
+            return false;
         }
-        if (c->outoff == c->outlen) {
-            c->out_pos += c->outlen;
-            c->outoff = c->outlen = 0;
-            if (c->closing) {
-                client_kill(c);
-                return false;
+        if (with_fds && w > 0) {
+            drop_out_fds(c, 1); /* the client holds them now */
+            if (c->sets_full && c->nofds <= CLIENT_OUT_SETS / 2) {
+                c->sets_full = false;
+                preload_client_drained(c->d, c); /* (it only schedules its retry) */
             }
         }
-        if (c->in_dispatch || c->inlen < PSMSG_HDR || !reading(c)) break;
-        size_t before = c->inlen;
-        process_input(c);
-        if (c->dead) return false;
-        if (c->inlen == before) break; /* only part of a frame is there */
+        c->outoff += (size_t)w;
+    }
+    if (c->outoff == c->outlen) {
+        c->out_pos += c->outlen;
+        c->outoff = c->outlen = 0;
+        if (c->closing) {
+            client_kill(c);
+            return false;
+        }
     }
     set_events(c);
     return true;
@@ -381,13 +428,13 @@ static void reply_error(struct client *c, uint32_t id, int err, const char *text
 
 static bool flush_out(struct client *c);
 
-/* A message for the client outside of the request being handled (job events, answers
- * that came from other nodes): queue it and try to send at once. */
+/* A message for the client (job events, answers that came from other nodes): queued, and
+ * written by the loop's before-wait hook. Nothing else runs. */
 void client_send(struct client *c, struct psmsg_buf *b)
 {
     if (c->dead) return;
     queue_reply(c, b);
-    if (!c->in_dispatch) flush_out(c);
+    want_write(c);
 }
 
 bool client_fds_room(struct client *c, size_t len)
@@ -442,8 +489,8 @@ int client_send_fds_pair(struct client *a, struct psmsg_buf *ba, const int *fa, 
         b->ofds[b->nofds++] = ob;
     else
         for (unsigned i = 0; i < ob.n; i++) close(ob.fds[i]);
-    if (!a->in_dispatch) flush_out(a);
-    if (b != a && !b->in_dispatch) flush_out(b);
+    want_write(a);
+    want_write(b);
     return 0;
 }
 
@@ -472,7 +519,7 @@ int client_send_fds(struct client *c, struct psmsg_buf *b, const int *fds, unsig
         return -1;
     }
     if (n) c->ofds[c->nofds++] = o;
-    if (!c->in_dispatch) flush_out(c);
+    want_write(c);
     return 0;
 }
 
@@ -480,7 +527,7 @@ void client_error(struct client *c, uint32_t id, int err, const char *text)
 {
     if (c->dead) return;
     reply_error(c, id, err, text);
-    if (!c->in_dispatch) flush_out(c);
+    want_write(c);
 }
 
 uint32_t client_uid(const struct client *c)
@@ -491,6 +538,11 @@ uint32_t client_uid(const struct client *c)
 pid_t client_pid(const struct client *c)
 {
     return c->cred.pid;
+}
+
+int client_fd(const struct client *c)
+{
+    return c->fd;
 }
 
 uint32_t client_gid(const struct client *c)
@@ -598,10 +650,11 @@ static void dispatch(struct client *c, const uint8_t *frame, size_t len)
     }
 }
 
-/* Handle the whole requests in the buffer, while the client takes its replies. */
+/* Handle the whole requests in the buffer, while the client takes its replies; what is left
+ * while too much waits for it is held back for the hook. */
 static void process_input(struct client *c)
 {
-    if (c->in_dispatch) return; /* a request's reply flushed: the caller goes on */
+    if (c->in_dispatch) return;
     size_t off = 0;
     while (!c->closing && !c->dead && reading(c) && c->inlen - off >= PSMSG_HDR) {
         uint32_t flen = psmsg_frame_len(c->in + off, c->inlen - off);
@@ -621,6 +674,8 @@ static void process_input(struct client *c)
     memmove(c->in, c->in + off, c->inlen - off);
     c->inlen -= off;
     c->in_pos += off;
+    if (!c->dead && !c->closing && c->inlen >= PSMSG_HDR && !reading(c)) hold(c);
+    want_write(c); /* its replies */
 }
 
 /* Room for the next read: the buffer grows to a whole frame, within the clients' budget.
@@ -689,11 +744,8 @@ static void on_client(void *ctx, uint32_t events)
 {
     struct client *c = ctx;
     if (c->dead || (events & EPOLLOUT && !flush_out(c))) return;
-    if (c->inlen && reading(c)) process_input(c); /* requests held back while it read */
-    if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || !reading(c)) {
-        if (!c->dead) flush_out(c);
-        return;
-    }
+    /* requests held back while it did not read its replies are resumed by the hook */
+    if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || !reading(c)) return;
     for (;;) {
         if (!in_room(c)) return;
         ssize_t r = recv_fds(c);
@@ -708,6 +760,54 @@ static void on_client(void *ctx, uint32_t events)
         if (c->closing || c->dead || !reading(c)) break;
     }
     flush_out(c);
+}
+
+static void again(void *ctx)
+{
+    struct psid *d = ctx;
+    d->clients->again = 0; /* the hook runs after the timers */
+}
+
+/* Whether a held client takes its replies again (its requests can be resumed). */
+static bool held_ready(const struct clients *cs)
+{
+    for (const struct client *c = cs->held; c; c = c->next_held)
+        if (!c->dead && reading(c)) return true;
+    return false;
+}
+
+/* The loop's before-wait hook: output queued since it last ran is written; requests held
+ * back behind unread replies are resumed where the client takes its replies again; dead
+ * clients are freed. Each step may give the others more to do: up to HOOK_ROUNDS rounds,
+ * and if work is left the loop is kept from sleeping (a timer due at once). */
+static void clients_before_wait(void *ctx)
+{
+    struct psid *d = ctx;
+    struct clients *cs = d->clients;
+    for (int round = 0; cs && round < HOOK_ROUNDS; round++) {
+        if (!cs->writes && !cs->dead && !held_ready(cs)) return;
+        struct client *c = cs->writes, *next;
+        cs->writes = NULL;
+        for (; c; c = next) {
+            next = c->next_write;
+            c->want_write = false;
+            flush_out(c);
+        }
+        c = cs->held;
+        cs->held = NULL;
+        for (; c; c = next) {
+            next = c->next_held;
+            c->held = false;
+            if (c->dead) continue;
+            if (reading(c))
+                process_input(c); /* holds it again if its replies pile up again */
+            else
+                hold(c);
+        }
+        clients_reap(d);
+    }
+    if (cs && (cs->writes || cs->dead || held_ready(cs)) && !cs->again)
+        cs->again = loop_timer(d->loop, loop_now(), again, d);
 }
 
 /* Answer a connection that may not stay with PSM_ERROR (why) and close it. */
@@ -905,7 +1005,7 @@ int clients_start(struct psid *d)
         log_err("client socket %s: %s", cs->path, strerror(errno));
         return -1;
     }
-    loop_set_before_wait(d->loop, clients_reap, d);
+    loop_set_before_wait(d->loop, clients_before_wait, d);
     if (d->conf.client_idle_s) cs->idle_timer = loop_timer(d->loop, loop_now(), idle_scan, d);
     log_info("clients: %s (at most %u, %u per uid)", cs->path, d->conf.max_clients,
              d->conf.max_clients_uid);
@@ -923,6 +1023,7 @@ void clients_stop(struct psid *d)
     if (!cs) return;
     loop_set_before_wait(d->loop, NULL, NULL);
     loop_timer_cancel(d->loop, cs->idle_timer);
+    loop_timer_cancel(d->loop, cs->again);
     for (struct client *c = cs->list; c; c = c->next) client_kill(c);
     clients_reap(d);
     free(cs->uids);

@@ -15,9 +15,11 @@
  *   jobs.c        the home side of a job: spawn fan-out, results, output and exits to the
  *                 client, the client going away, nodes being lost
  *   privcall.c    privilege separation, the engine's side: the split, and its requests to
- *                 the privileged child (start, signal, reap tasks)
+ *                 the privileged child (vouch for a job's user; start, signal, reap tasks)
  *   privparent.c  the privileged child: the only part that keeps root
- *   privwire.c    the frames between the two, and the decoder of a spawn request
+ *   privwire.c    the frames between the two, and the decoders of its requests
+ *   spawncred.c   the spawn credential: the evidence a task is started on (munge's model)
+ *   sandbox.c     what the engine gives up after the split: no_new_privs, Landlock, seccomp
  *   spawn.c       fork and exec of one task as its user, with its pipes
  *   cgroup.c      a cgroup v2 directory per job: every process of it killed at its end,
  *                 what a crashed predecessor left killed at start
@@ -40,6 +42,7 @@
 #include "psconf.h"
 #include "psproto.h"
 #include "rdp.h"
+#include "spawncred.h"
 
 #include <netinet/in.h>
 #include <stdbool.h>
@@ -103,8 +106,9 @@ struct psid {
     int hb_fd;
     bool hb_multicast;
     uint64_t hb_seq;
-    uint64_t hb_next;                  /* when the next heartbeat is due */
-    uint8_t hb_key[32];                /* derived from the cluster key (hbwire.h) */
+    uint64_t hb_next;   /* when the next heartbeat is due */
+    uint8_t hb_key[32]; /* derived from the cluster key (hbwire.h) */
+    uint8_t pl_key[32]; /* the preload's pair keys are derived from it (preload_key) */
     uint64_t hb_drops[HB_DROP__COUNT]; /* heartbeats dropped, by reason (membership.c) */
     uint64_t rdp_silent_ns;            /* RDP unanswered this long: unreachable (rdplink.c) */
     struct clients *clients;
@@ -145,7 +149,8 @@ struct pending {
     struct pending *next;
 };
 
-/* client.c */
+/* client.c. A send only queues (written by the loop's before-wait hook): it runs no request
+ * and frees nothing, so it may be called anywhere, also while a module walks its lists. */
 void client_send(struct client *c, struct psmsg_buf *b);
 /* client_send with descriptors fds[0..n) passed along with the message's first byte
  * (SCM_RIGHTS; the client takes them with psi_take_fd, in this order). psid passes
@@ -172,6 +177,8 @@ pid_t client_pid(const struct client *c); /* SO_PEERCRED's */
 /* The descriptor passed with the request being handled (SCM_RIGHTS, psi_call_fd), now the
  * caller's to close; -1 if none came with it. */
 int client_take_fd(struct client *c);
+/* The client's connection: the evidence the privileged child checks (priv_cred). */
+int client_fd(const struct client *c);
 uint32_t client_gid(const struct client *c);
 uint64_t client_tid(const struct client *c);
 void client_signal(struct client *c, int sig);
@@ -227,6 +234,16 @@ struct priv_spawn_req {
     bool want_stdin;
     char *const *argv, *const *envp; /* the job's */
     char *const *renv;               /* the rank's own variables */
+    const uint8_t *cred;             /* the job's spawn credential for this node */
+    size_t credlen;
+};
+/* What a job's spawn credentials are asked for (spawncred.h): one per target node. */
+struct priv_cred_req {
+    uint64_t job;
+    uint32_t uid, gid;
+    uint8_t digest[32];
+    const uint32_t *nodes, *nranks; /* n targets and their ranks */
+    size_t n;
 };
 /* Before detaching: who the engine becomes (psid.user), if psid runs as root. 0, or -1
  * with a message. */
@@ -235,6 +252,11 @@ int privsep_prepare(struct psid *d, char *err, size_t errlen);
 int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool use_syslog,
                   char **argv); /* argv: main's, for the child's title */
 void privsep_stop(struct psid *d);
+/* The privileged child vouches for a job's user, whose request came on the client socket
+ * sock: creds[i] for nodes[i]. 0, or -1 with errno and why (EPERM: the kernel says the
+ * connection is not that user's). */
+int priv_cred(struct psid *d, int sock, const struct priv_cred_req *r,
+              uint8_t (*creds)[SPAWNCRED_LEN], char *why, size_t whylen);
 /* Start a task: 0 with *s (pid, pipes; no pidfd), or -1 with *err and why. */
 int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s, int *err,
                char *why, size_t whylen);
@@ -264,6 +286,7 @@ void notify_node_lost(struct psid *d, uint32_t node);
 void notify_free(struct psid *d);
 
 /* preload.c */
+void preload_key(const uint8_t cluster_key[32], uint8_t key[32]); /* d->pl_key */
 void preload_request(struct psid *d, struct client *c, const struct psmsg *m);
 void preload_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m);
 void preload_client_gone(struct psid *d, struct client *c);

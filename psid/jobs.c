@@ -3,7 +3,10 @@
  *
  * PSM_SPAWN from a client: the partition (given nodes, else every node that is up) is
  * checked, the ranks are placed (placement.c, counting placements still in flight), the
- * client gets PSM_SPAWN_REPLY, and each chosen node gets one PSM_D_SPAWN with its ranks.
+ * client gets PSM_SPAWN_REPLY, and each chosen node gets one PSM_D_SPAWN with its ranks and
+ * the spawn credential this node's privileged child made for it (privsep.h: the child vouches
+ * for the user after checking the client's connection itself; without that, no node starts
+ * anything).
  * What the nodes report back (ranks started or failed, output, input written, exits) goes
  * to the client; the client's acknowledgements and input go to the ranks' nodes. When the
  * client goes away, every node with ranks of the job is told to end them; when a node is
@@ -163,6 +166,8 @@ struct fanout {
     struct job *j;
     const struct psmsg *req;
     uint32_t uid, gid;
+    const struct psconf *conf;
+    uint8_t (*creds)[SPAWNCRED_LEN]; /* parallel to conf->nodes */
 };
 
 /* The argv, environment, cwd, umask and input rank a PSM_D_SPAWN carries over from the
@@ -207,8 +212,84 @@ static size_t spawn_size(const struct psmsg *req, const uint32_t *where, uint32_
         for (uint32_t r = 0; r < np; r++) k += where[r] == nodes[i].id;
         if (k > most) most = k;
     }
-    /* REQ, UID, GID, SIZE: u32; JOB: u64 */
-    return PSMSG_HDR + 4 * (PSMSG_FHDR + 4) + (PSMSG_FHDR + 8) + copied + most * (PSMSG_FHDR + 4);
+    /* REQ, UID, GID, SIZE: u32; JOB: u64; CRED */
+    return PSMSG_HDR + 4 * (PSMSG_FHDR + 4) + (PSMSG_FHDR + 8) + (PSMSG_FHDR + SPAWNCRED_LEN) +
+           copied + most * (PSMSG_FHDR + 4);
+}
+
+/* The digest of what the job runs (spawncred.h), from the client's request as the nodes'
+ * spawn queues will read it: the arguments, the environment, the directory (none if it is
+ * not a string they take) and the umask (022 if none). */
+static void job_digest(const struct psmsg *m, uint8_t out[32])
+{
+    struct spawncred_hash h;
+    struct psmsg_field f;
+    size_t pos = 0;
+    spawncred_hash_init(&h);
+    while (psmsg_next(&m->body, &pos, &f))
+        if (f.tag == PSF_ARG) spawncred_hash_arg(&h, f.val, f.len);
+    for (pos = 0; psmsg_next(&m->body, &pos, &f);)
+        if (f.tag == PSF_ENV) spawncred_hash_env(&h, f.val, f.len);
+    char cwd[4096];
+    uint32_t umask = 022;
+    if (psmsg_get_str(&m->body, PSF_CWD, cwd, sizeof cwd) < 0) cwd[0] = 0;
+    psmsg_get_u32(&m->body, PSF_UMASK, &umask);
+    spawncred_hash_final(&h, cwd, umask, out);
+}
+
+/* The job's spawn credentials, one per node with ranks (creds, parallel to the configured
+ * nodes), from this node's privileged child: 0, or -1 with the client told why. */
+static int vouch(struct psid *d, struct client *c, const struct psmsg *m, uint64_t job,
+                 const uint32_t *where, uint32_t np, uint8_t (*creds)[SPAWNCRED_LEN])
+{
+    size_t nn = d->conf.nnodes, n = 0;
+    uint32_t *count = calloc(nn, sizeof *count), *nodes = calloc(nn, sizeof *nodes),
+             *ranks = calloc(nn, sizeof *ranks);
+    size_t *slot = calloc(nn, sizeof *slot);
+    int rc = -1;
+    char why[400];
+    if (!count || !nodes || !ranks || !slot) {
+        client_error(c, m->id, ENOMEM, "out of memory");
+        goto out;
+    }
+    for (uint32_t r = 0; r < np; r++) {
+        const struct psconf_node *cn = psconf_node_by_id(&d->conf, where[r]);
+        if (cn) count[cn - d->conf.nodes]++;
+    }
+    for (size_t i = 0; i < nn; i++)
+        if (count[i]) {
+            slot[n] = i;
+            nodes[n] = d->conf.nodes[i].id;
+            ranks[n++] = count[i];
+        }
+    struct priv_cred_req q = {.job = job,
+                              .uid = client_uid(c),
+                              .gid = client_gid(c),
+                              .nodes = nodes,
+                              .nranks = ranks,
+                              .n = n};
+    job_digest(m, q.digest);
+    uint8_t(*got)[SPAWNCRED_LEN] = calloc(n ? n : 1, SPAWNCRED_LEN);
+    if (!got) {
+        client_error(c, m->id, ENOMEM, "out of memory");
+        goto out;
+    }
+    if (priv_cred(d, client_fd(c), &q, got, why, sizeof why) < 0) {
+        int e = errno ? errno : EPERM;
+        char text[460];
+        snprintf(text, sizeof text, "psid's privileged child does not vouch for the job: %s", why);
+        client_error(c, m->id, e, text);
+    } else {
+        for (size_t i = 0; i < n; i++) memcpy(creds[slot[i]], got[i], SPAWNCRED_LEN);
+        rc = 0;
+    }
+    free(got);
+out:
+    free(count);
+    free(nodes);
+    free(ranks);
+    free(slot);
+    return rc;
 }
 
 static void send_spawn(struct psid *d, uint32_t node, void *arg)
@@ -229,6 +310,8 @@ static void send_spawn(struct psid *d, uint32_t node, void *arg)
         if (copied_to_nodes(f.tag)) psmsg_put_bytes(&b, f.tag, f.val, f.len);
     for (uint32_t r = 0; r < j->np; r++)
         if (j->ranks[r].node == node) psmsg_put_u32(&b, PSF_RANK, r);
+    const struct psconf_node *cn = psconf_node_by_id(fo->conf, node);
+    if (cn) psmsg_put_bytes(&b, PSF_CRED, fo->creds[cn - fo->conf->nodes], SPAWNCRED_LEN);
     if (psid_send(d, node, &b) < 0) log_warn("spawn on node %u: %s", node, strerror(errno));
     psmsg_buf_free(&b);
 }
@@ -256,9 +339,10 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
     uint32_t *where = calloc(np, sizeof *where);
     struct job *j = calloc(1, sizeof *j);
     struct rank_info *ranks = calloc(np, sizeof *ranks);
+    uint8_t(*creds)[SPAWNCRED_LEN] = calloc(d->conf.nnodes, SPAWNCRED_LEN);
     size_t n;
     char why[256];
-    if (!nodes || !where || !j || !ranks) {
+    if (!nodes || !where || !j || !ranks || !creds) {
         client_error(c, m->id, ENOMEM, "out of memory");
         goto out;
     }
@@ -279,8 +363,10 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
         client_error(c, m->id, E2BIG, why);
         goto out;
     }
+    uint64_t id = new_job_id(d);
+    if (vouch(d, c, m, id, where, np, creds) < 0) goto out;
     *j = (struct job){.d = d,
-                      .id = new_job_id(d),
+                      .id = id,
                       .uid = client_uid(c),
                       .client = c,
                       .cid = m->id,
@@ -304,7 +390,7 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
     psmsg_buf_free(&b);
     log_info("job %u:%d: %u ranks on %zu candidate nodes", PSTID_NODE(j->id), PSTID_PID(j->id), np,
              n);
-    struct fanout fo = {j, m, client_uid(c), client_gid(c)};
+    struct fanout fo = {j, m, client_uid(c), client_gid(c), &d->conf, creds};
     j = NULL;
     ranks = NULL;
     jobs_foreach_node(d->jobs, send_spawn, &fo);
@@ -313,6 +399,7 @@ out:
     free(where);
     free(j);
     free(ranks);
+    free(creds);
 }
 
 static void to_client(struct job *j, struct psmsg_buf *b)

@@ -10,6 +10,11 @@
  *    when T exits sends PSM_D_DEAD to each waiter's node; a waiter's node that is lost is
  *    forgotten.
  * Both sides talk through psid_send, which dispatches directly when they are one node.
+ *
+ * Both tables are walked while callbacks run: a walk fires notifications, sends to
+ * clients and to nodes (this node's own messages come back into this file at once), so an
+ * entry is never freed while a walk is on the stack. Removing one marks it gone (walks skip
+ * it); the last walk to end sweeps the gone ones out (deferred removal).
  */
 #include "daemon.h"
 #include "log.h"
@@ -26,6 +31,7 @@ struct watch { /* watcher side */
     uint32_t req;       /* while waiting for T's node to confirm */
     uint32_t client_id; /* the client's NOTIFY request */
     bool confirmed;
+    bool gone; /* removed while a walk was on the stack: swept when the walks end */
     struct watch *next;
 };
 
@@ -33,12 +39,15 @@ struct waiter { /* task side */
     uint64_t tid;
     uint32_t node;
     uint64_t watcher;
+    bool gone;
     struct waiter *next;
 };
 
 struct notify {
     struct watch *watches;
     struct waiter *waiters;
+    unsigned walking; /* walks of either table on the stack */
+    bool swept;       /* false: entries are marked gone, to be freed when walking is 0 */
 };
 
 static struct notify *state(struct psid *d)
@@ -56,19 +65,62 @@ static void reply(struct client *c, uint32_t id, int err)
     psmsg_buf_free(&b);
 }
 
+/* Free the entries marked gone, once no walk is on the stack. */
+static void sweep(struct notify *n)
+{
+    if (n->walking || n->swept) return;
+    for (struct watch **pp = &n->watches; *pp;) {
+        struct watch *w = *pp;
+        if (w->gone) {
+            *pp = w->next;
+            free(w);
+        } else {
+            pp = &w->next;
+        }
+    }
+    for (struct waiter **pp = &n->waiters; *pp;) {
+        struct waiter *x = *pp;
+        if (x->gone) {
+            *pp = x->next;
+            free(x);
+        } else {
+            pp = &x->next;
+        }
+    }
+    n->swept = true;
+}
+
+static void walk_begin(struct notify *n)
+{
+    n->walking++;
+}
+
+static void walk_end(struct notify *n)
+{
+    n->walking--;
+    sweep(n);
+}
+
 static void unlink_watch(struct notify *n, struct watch *w)
 {
-    for (struct watch **pp = &n->watches; *pp; pp = &(*pp)->next)
-        if (*pp == w) {
-            *pp = w->next;
-            break;
-        }
-    free(w);
+    w->gone = true;
+    n->swept = false;
+    sweep(n);
+}
+
+static void unlink_waiter(struct notify *n, struct waiter *x)
+{
+    x->gone = true;
+    n->swept = false;
+    sweep(n);
 }
 
 /* Deliver a notification to its client and forget it. */
 static void fire(struct psid *d, struct watch *w, bool lost, uint32_t status)
 {
+    struct notify *n = state(d);
+    walk_begin(n);
+    unlink_watch(n, w); /* first: whatever the delivery runs finds it gone */
     if (w->c) {
         if (w->sig) {
             client_signal(w->c, (int)w->sig);
@@ -84,7 +136,7 @@ static void fire(struct psid *d, struct watch *w, bool lost, uint32_t status)
             psmsg_buf_free(&b);
         }
     }
-    unlink_watch(state(d), w);
+    walk_end(n);
 }
 
 void notify_request(struct psid *d, struct client *c, const struct psmsg *m)
@@ -102,19 +154,21 @@ void notify_request(struct psid *d, struct client *c, const struct psmsg *m)
         return;
     }
     if (m->type == PSM_RELEASE) {
-        for (struct watch *w = n->watches; w; w = w->next)
-            if (w->c == c && w->tid == tid) {
+        int e = ENOENT;
+        walk_begin(n);
+        for (struct watch *w = n->watches; w && e; w = w->next)
+            if (!w->gone && w->c == c && w->tid == tid) {
+                unlink_watch(n, w);
                 struct psmsg_buf b = {0};
                 psmsg_begin(&b, PSM_D_RELEASE, 0);
                 psmsg_put_u64(&b, PSF_TID, tid);
                 psmsg_put_u64(&b, PSF_WATCHER, w->watcher);
                 psid_send(d, PSTID_NODE(tid), &b);
                 psmsg_buf_free(&b);
-                unlink_watch(n, w);
-                reply(c, m->id, 0);
-                return;
+                e = 0;
             }
-        reply(c, m->id, ENOENT);
+        walk_end(n);
+        reply(c, m->id, e);
         return;
     }
     struct psid_node *pn = psid_node(d, PSTID_NODE(tid));
@@ -149,13 +203,10 @@ void notify_task_exit(struct psid *d, uint64_t tid, uint32_t status)
 {
     struct notify *n = d->notify;
     if (!n) return;
-    for (struct waiter **pp = &n->waiters; *pp;) {
-        struct waiter *x = *pp;
-        if (x->tid != tid) {
-            pp = &x->next;
-            continue;
-        }
-        *pp = x->next;
+    walk_begin(n);
+    for (struct waiter *x = n->waiters; x; x = x->next) {
+        if (x->gone || x->tid != tid) continue;
+        unlink_waiter(n, x);
         struct psmsg_buf b = {0};
         psmsg_begin(&b, PSM_D_DEAD, 0);
         psmsg_put_u64(&b, PSF_TID, tid);
@@ -163,8 +214,8 @@ void notify_task_exit(struct psid *d, uint64_t tid, uint32_t status)
         psmsg_put_u32(&b, PSF_STATUS, status);
         psid_send(d, x->node, &b);
         psmsg_buf_free(&b);
-        free(x);
     }
+    walk_end(n);
 }
 
 void notify_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
@@ -187,7 +238,7 @@ void notify_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
         struct waiter *x = e ? NULL : calloc(1, sizeof *x);
         if (!e && !x) e = ENOMEM;
         if (x) {
-            *x = (struct waiter){tid, from, watcher, n->waiters};
+            *x = (struct waiter){.tid = tid, .node = from, .watcher = watcher, .next = n->waiters};
             n->waiters = x;
         }
         struct psmsg_buf b = {0};
@@ -201,34 +252,36 @@ void notify_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
     }
     case PSM_D_NOTIFY_REPLY: /* watcher side: tell the client */
         psmsg_get_u32(&m->body, PSF_ERRNO, &e);
+        walk_begin(n);
         for (struct watch *w = n->watches; w; w = w->next)
-            if (w->req == req && w->tid == tid && !w->confirmed) {
-                if (w->c) reply(w->c, w->client_id, (int)e);
+            if (!w->gone && w->req == req && w->tid == tid && !w->confirmed) {
                 if (e)
                     unlink_watch(n, w);
                 else
                     w->confirmed = true;
+                if (w->c) reply(w->c, w->client_id, (int)e);
                 break;
             }
+        walk_end(n);
         break;
     case PSM_D_RELEASE:
         if (psmsg_get_u64(&m->body, PSF_WATCHER, &watcher) < 0) return;
-        for (struct waiter **pp = &n->waiters; *pp; pp = &(*pp)->next)
-            if ((*pp)->tid == tid && (*pp)->watcher == watcher && (*pp)->node == from) {
-                struct waiter *x = *pp;
-                *pp = x->next;
-                free(x);
+        for (struct waiter *x = n->waiters; x; x = x->next)
+            if (!x->gone && x->tid == tid && x->watcher == watcher && x->node == from) {
+                unlink_waiter(n, x);
                 break;
             }
         break;
     case PSM_D_DEAD: /* watcher side: fire */
         if (psmsg_get_u64(&m->body, PSF_WATCHER, &watcher) < 0) return;
         psmsg_get_u32(&m->body, PSF_STATUS, &status);
+        walk_begin(n);
         for (struct watch *w = n->watches; w; w = w->next)
-            if (w->tid == tid && w->watcher == watcher && PSTID_NODE(tid) == from) {
+            if (!w->gone && w->tid == tid && w->watcher == watcher && PSTID_NODE(tid) == from) {
                 fire(d, w, false, status);
                 break;
             }
+        walk_end(n);
         break;
     }
 }
@@ -236,7 +289,7 @@ void notify_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
 bool notify_client_busy(struct psid *d, const struct client *c)
 {
     for (struct watch *w = d->notify ? d->notify->watches : NULL; w; w = w->next)
-        if (w->c == c) return true;
+        if (!w->gone && w->c == c) return true;
     return false;
 }
 
@@ -244,45 +297,44 @@ void notify_client_gone(struct psid *d, struct client *c)
 {
     struct notify *n = d->notify;
     if (!n) return;
-    for (struct watch *w = n->watches, *next; w; w = next) {
-        next = w->next;
-        if (w->c != c) continue;
+    walk_begin(n);
+    for (struct watch *w = n->watches; w; w = w->next) {
+        if (w->gone || w->c != c) continue;
+        unlink_watch(n, w);
         struct psmsg_buf b = {0};
         psmsg_begin(&b, PSM_D_RELEASE, 0);
         psmsg_put_u64(&b, PSF_TID, w->tid);
         psmsg_put_u64(&b, PSF_WATCHER, w->watcher);
         psid_send(d, PSTID_NODE(w->tid), &b);
         psmsg_buf_free(&b);
-        unlink_watch(n, w);
     }
+    walk_end(n);
 }
 
 void notify_node_lost(struct psid *d, uint32_t node)
 {
     struct notify *n = d->notify;
     if (!n) return;
-    for (struct watch *w = n->watches, *next; w; w = next) {
-        next = w->next;
-        if (PSTID_NODE(w->tid) != node) continue;
+    walk_begin(n);
+    for (struct watch *w = n->watches; w; w = w->next) {
+        if (w->gone || PSTID_NODE(w->tid) != node) continue;
         if (!w->confirmed && w->c) reply(w->c, w->client_id, 0);
         fire(d, w, true, 0);
     }
-    for (struct waiter **pp = &n->waiters; *pp;) {
-        struct waiter *x = *pp;
-        if (x->node == node) {
-            *pp = x->next;
-            free(x);
-        } else {
-            pp = &x->next;
-        }
-    }
+    for (struct waiter *x = n->waiters; x; x = x->next)
+        if (!x->gone && x->node == node) unlink_waiter(n, x);
+    walk_end(n);
 }
 
 void notify_free(struct psid *d)
 {
     struct notify *n = d->notify;
     if (!n) return;
-    while (n->watches) unlink_watch(n, n->watches);
+    while (n->watches) {
+        struct watch *w = n->watches;
+        n->watches = w->next;
+        free(w);
+    }
     while (n->waiters) {
         struct waiter *x = n->waiters;
         n->waiters = x->next;

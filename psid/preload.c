@@ -31,9 +31,10 @@
  *    (PSF_PROBE), which holds it while the request may still come; on one node the claim
  *    itself waits (pl_late) and the request takes it. One that waited for nothing is TCP,
  *    and a tombstone (pl_tomb) refuses the request should it come later.
- *  - Keys: both psids derive the pair key from the cluster key and both endpoints' (node,
+ *  - Keys: both psids derive the pair key from the preload key (derived from the cluster key,
+ *    preload_key: the engine keeps it, not the cluster key) and both endpoints' (node,
  *    endpoint, incarnation, uid) (pl_pair_key), and hand it only to the endpoint's own
- *    process. The cluster key never leaves psid.
+ *    process. Neither key leaves psid.
  * Every table is bounded: listeners per endpoint (PSI_PL_LISTENS), connections waiting
  * (PL_WAIT_MAX in total on each side, a quarter of it per listener's and per connector's
  * uid but root's), claims in flight (PL_WAIT_MAX), namespaces remembered (PL_NETNS_SEEN).
@@ -255,7 +256,13 @@ static bool netns_served(struct psid *d, struct preload *pl, uint64_t netns, int
     return r == 1;
 }
 
-/* Both ends' descriptions, the lower (node, endpoint) first, keyed with the cluster key. */
+/* The base of the pair keys, from the cluster key: the engine keeps it, not the cluster key. */
+void preload_key(const uint8_t cluster_key[32], uint8_t key[32])
+{
+    crypto_kdf_derive_from_key(key, 32, 3, "pspreld1", cluster_key);
+}
+
+/* Both ends' descriptions, the lower (node, endpoint) first, keyed with the preload key. */
 static void pl_pair_key(const uint8_t cluster_key[32], const struct pl_ep *a, const struct pl_ep *b,
                         uint8_t key[32])
 {
@@ -279,7 +286,7 @@ static void put_peer(struct psid *d, struct psmsg_buf *b, const struct pl_ep *me
                      const struct pl_ep *peer)
 {
     uint8_t key[32];
-    pl_pair_key(d->conf.key, me, peer, key);
+    pl_pair_key(d->pl_key, me, peer, key);
     struct psid_node *pn = psid_node(d, peer->node);
     psmsg_put_u32(b, PSF_NODE_ID, peer->node);
     psmsg_put_u32(b, PSF_ENDPOINT, peer->id);

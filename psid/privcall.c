@@ -1,7 +1,9 @@
 /*
  * privcall.c - the engine's side of psid's privilege separation (privsep.h): the split
- * itself (fork, the child to privparent.c, the engine to psid.user), and the calls by
- * which the engine asks the privileged child to start, signal and reap tasks.
+ * itself (fork, the child to privparent.c with the spawn key, the engine to psid.user
+ * without the cluster key and into its sandbox, sandbox.c), and the calls by which the
+ * engine asks the privileged child to vouch for a job's user, and to start, signal and reap
+ * tasks.
  *
  * A call sends its request and reads frames until its answer; a PRIV_EXIT read meanwhile
  * is queued and handed to tasks.c by a timer due at once, never from inside the call
@@ -13,7 +15,9 @@
 #include "daemon.h"
 #include "log.h"
 #include "privsep.h"
+#include "sandbox.h"
 #include "spawn.h"
+#include "spawncred.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +34,34 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "bebytes.h"
+
+#ifdef PSID_TEST_HOOKS
+/* A test build (see the hooks below). PSID_TEST_SECCOMP_LOG=FILE: the filter lets every
+ * call through and writes to FILE what it would have refused. PSID_TEST_FORGE=write=PATH: once in
+ * its sandbox, the engine makes the file PATH and logs how it went; =exec: it executes /bin/true
+ * (the filter ends it). */
+#define SANDBOX_LOG_TO getenv("PSID_TEST_SECCOMP_LOG")
+static void forge_sandbox(void)
+{
+    const char *f = getenv("PSID_TEST_FORGE");
+    if (f && !strncmp(f, "write=", 6)) {
+        int fd = open(f + 6, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        log_notice("forge: make %s: %s", f + 6, fd >= 0 ? "made" : strerror(errno));
+        if (fd >= 0) close(fd);
+    }
+    if (f && !strcmp(f, "exec")) {
+        log_notice("forge: executing /bin/true");
+        execl("/bin/true", "true", (char *)NULL);
+        log_notice("forge: exec: %s", strerror(errno));
+    }
+}
+#define FORGE_SANDBOX() forge_sandbox()
+#else
+#define SANDBOX_LOG_TO  NULL
+#define FORGE_SANDBOX() ((void)0)
+#endif
 
 struct exit_note {
     pid_t pid;
@@ -102,6 +134,21 @@ static void set_title(char **argv, const char *title)
 
 static void on_priv(void *ctx, uint32_t events);
 
+/* The directory of the client socket: the engine's run directory. */
+static const char *sock_dir(const char *sock_path)
+{
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s", sock_path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        dir[1] = 0;
+    else if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    return dir;
+}
+
 int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool use_syslog,
                   char **argv)
 {
@@ -111,6 +158,9 @@ int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool
      * remove (its parent is root's) */
     if (d->priv_root && cgroup_give(d->cgroups, d->engine_uid, d->engine_gid) < 0)
         log_warn("cgroups: %s", strerror(errno));
+    /* the keys the engine keeps: derived here, before the cluster key goes (RDP's and the
+     * heartbeats' were derived at their start) */
+    preload_key(d->conf.key, d->pl_key);
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
@@ -123,13 +173,21 @@ int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool
         log_open(d->conf.log_level, use_syslog, name);
         prctl(PR_SET_NAME, "psid-priv");
         set_title(argv, name);
-        struct privparent_cfg cfg = {.fd = keep[0],
-                                     .cg = d->cgroups,
-                                     .sock_path = sock_path,
-                                     .root_jobs = d->conf.root_jobs,
-                                     .ident = name};
+        static struct privparent_cfg cfg; /* not on the stack: the key in it */
+        cfg = (struct privparent_cfg){.fd = keep[0],
+                                      .cg = d->cgroups,
+                                      .sock_path = sock_path,
+                                      .root_jobs = d->conf.root_jobs,
+                                      .ident = name,
+                                      .node = d->self->id};
+        spawncred_key(d->conf.key, cfg.spawn_key); /* the child's alone */
+        sodium_memzero(d->conf.key, sizeof d->conf.key);
+        sodium_memzero(d->pl_key, sizeof d->pl_key);
+        sodium_memzero(d->hb_key, sizeof d->hb_key);
         _exit(privparent_run(&cfg));
     }
+    /* the engine never holds the cluster key again: from it, anyone derives the spawn key */
+    sodium_memzero(d->conf.key, sizeof d->conf.key);
     close(sv[1]);
     struct privcall *pc = calloc(1, sizeof *pc);
     if (!pc) return -1;
@@ -146,7 +204,17 @@ int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool
         log_info("engine runs as %s (uid %u); the privileged child is pid %d", d->conf.user,
                  (unsigned)d->engine_uid, (int)pid);
     }
-    return loop_fd(d->loop, pc->fd, EPOLLIN, on_priv, d);
+    if (loop_fd(d->loop, pc->fd, EPOLLIN, on_priv, d) < 0) return -1;
+    const char *writable[2] = {sock_dir(sock_path), cgroup_base_path(d->cgroups)};
+    char err[300];
+    if (sandbox_engine(writable, 2, ident, use_syslog, SANDBOX_LOG_TO, err, sizeof err) < 0) {
+        log_err("the engine's sandbox: %s", err);
+        errno = EPERM;
+        return -1;
+    }
+    log_info("the engine's sandbox: %s", err);
+    FORGE_SANDBOX();
+    return 0;
 }
 
 static void child_gone(struct psid *d, const char *why)
@@ -259,6 +327,80 @@ static int call(struct psid *d, struct psmsg_buf *b, uint32_t id, uint16_t type,
     return call_fd(d, b, -1, id, type, buf, m, fds, nfds);
 }
 
+#ifdef PSID_TEST_HOOKS
+/* Test hooks, built into build/test/psid-hooks only (test/shell/psid_privforge.sh): the
+ * engine turned hostile, as PSID_TEST_FORGE says:
+ *   uid=N        every credential is asked for uid N, whoever the requesting client is
+ *   spawn-uid=N  every PRIV_SPAWN says uid N (its credential stays the client's)
+ *   alter        one bit of every PRIV_SPAWN's credential is flipped (in its uid)
+ *   replay       every PRIV_SPAWN that started a task is sent again as it was
+ * and the engine logs what the child answered to a replayed one (forge_sandbox, above,
+ * tries the sandbox). */
+static long forge_n(const char *what)
+{
+    const char *f = getenv("PSID_TEST_FORGE");
+    size_t n = strlen(what);
+    return f && !strncmp(f, what, n) && f[n] == '=' ? strtol(f + n + 1, NULL, 10) : -1;
+}
+
+static bool forge_is(const char *what)
+{
+    const char *f = getenv("PSID_TEST_FORGE");
+    return f && !strcmp(f, what);
+}
+
+static uint32_t forge_uid(uint32_t uid)
+{
+    long n = forge_n("uid");
+    return n >= 0 ? (uint32_t)n : uid;
+}
+
+static uint32_t forge_spawn_uid(uint32_t uid)
+{
+    long n = forge_n("spawn-uid");
+    return n >= 0 ? (uint32_t)n : uid;
+}
+
+static const uint8_t *forge_cred(const uint8_t *cred, size_t len, uint8_t *copy)
+{
+    if (!forge_is("alter") || len != SPAWNCRED_LEN) return cred;
+    memcpy(copy, cred, len);
+    copy[15] ^= 1; /* the low bit of the uid */
+    return copy;
+}
+
+static void forge_replay(struct psid *d, struct psmsg_buf *b, const struct psmsg *first)
+{
+    uint32_t pid;
+    if (!forge_is("replay") || psmsg_get_u32(&first->body, PRIV_F_PID, &pid) < 0) return;
+    uint8_t *buf;
+    struct psmsg m;
+    int fds[PRIV_MAX_FDS], nfds;
+    char text[300] = "";
+    if (call(d, b, first->id, PRIV_SPAWNED, &buf, &m, fds, &nfds) < 0) return;
+    uint32_t e = 0, again = 0;
+    psmsg_get_u32(&m.body, PRIV_F_ERRNO, &e);
+    psmsg_get_str(&m.body, PRIV_F_TEXT, text, sizeof text);
+    if (psmsg_get_u32(&m.body, PRIV_F_PID, &again) == 0 && again) {
+        log_err("forge: a replayed PRIV_SPAWN started task %u", again);
+        priv_release(d, (pid_t)again);
+    } else {
+        log_notice("forge: a replayed PRIV_SPAWN was refused: %s (%s)", text, strerror((int)e));
+    }
+    for (int i = 0; i < nfds; i++) close(fds[i]);
+    free(buf);
+}
+#define FORGE_UID(uid)        forge_uid(uid)
+#define FORGE_SPAWN_UID(uid)  forge_spawn_uid(uid)
+#define FORGE_CRED(c, n, cp)  forge_cred(c, n, cp)
+#define FORGE_REPLAY(d, b, m) forge_replay(d, b, m)
+#else
+#define FORGE_UID(uid)        (uid)
+#define FORGE_SPAWN_UID(uid)  (uid)
+#define FORGE_CRED(c, n, cp)  (c)
+#define FORGE_REPLAY(d, b, m) ((void)0)
+#endif
+
 int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s, int *err,
                char *why, size_t whylen)
 {
@@ -269,7 +411,7 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
     psmsg_put_u32(&b, PRIV_F_REQ, r->req);
     psmsg_put_u64(&b, PRIV_F_JOB, r->job);
     psmsg_put_u32(&b, PRIV_F_RANK, r->rank);
-    psmsg_put_u32(&b, PRIV_F_UID, r->uid);
+    psmsg_put_u32(&b, PRIV_F_UID, FORGE_SPAWN_UID(r->uid));
     psmsg_put_u32(&b, PRIV_F_GID, r->gid);
     psmsg_put_u32(&b, PRIV_F_UMASK, r->umask & 0777);
     if (r->cwd && r->cwd[0]) psmsg_put_str(&b, PRIV_F_CWD, r->cwd);
@@ -279,12 +421,16 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
     for (size_t i = 0; body && r->argv[i]; i++) psmsg_put_str(&b, PRIV_F_ARG, r->argv[i]);
     for (size_t i = 0; body && r->envp[i]; i++) psmsg_put_str(&b, PRIV_F_ENV, r->envp[i]);
     for (size_t i = 0; r->renv[i]; i++) psmsg_put_str(&b, PRIV_F_RENV, r->renv[i]);
+    uint8_t forged[SPAWNCRED_LEN];
+    if (r->credlen)
+        psmsg_put_bytes(&b, PRIV_F_CRED, FORGE_CRED(r->cred, r->credlen, forged), r->credlen);
+    (void)forged;
     uint8_t *buf;
     struct psmsg m;
     int fds[PRIV_MAX_FDS], nfds;
     int rc = call(d, &b, id, PRIV_SPAWNED, &buf, &m, fds, &nfds);
-    psmsg_buf_free(&b);
     if (rc < 0) {
+        psmsg_buf_free(&b);
         *err = errno;
         snprintf(why, whylen, "psid's privileged child: %s", strerror(errno));
         return -1;
@@ -293,6 +439,8 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
         pc->sent_any = true;
         pc->sent_req = r->req;
     }
+    FORGE_REPLAY(d, &b, &m);
+    psmsg_buf_free(&b);
     uint32_t pid = 0, e = 0;
     rc = -1;
     if (psmsg_get_u32(&m.body, PRIV_F_ERRNO, &e) == 0 && e) {
@@ -317,6 +465,61 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
     for (int i = 0; i < nfds; i++) close(fds[i]);
     free(buf);
     return rc;
+}
+
+int priv_cred(struct psid *d, int sock, const struct priv_cred_req *r,
+              uint8_t (*creds)[SPAWNCRED_LEN], char *why, size_t whylen)
+{
+    if (!d->priv) { /* a psid core without the split (tests): nobody to vouch */
+        snprintf(why, whylen, "no privileged child to vouch for the job's user");
+        errno = EPERM;
+        return -1;
+    }
+    for (size_t at = 0; at < r->n; at += PRIV_MAX_TARGETS) {
+        size_t n = r->n - at < PRIV_MAX_TARGETS ? r->n - at : PRIV_MAX_TARGETS;
+        struct psmsg_buf b = {0};
+        uint32_t id = ++d->priv->next_id;
+        psmsg_begin(&b, PRIV_CRED, id);
+        psmsg_put_u64(&b, PRIV_F_JOB, r->job);
+        psmsg_put_u32(&b, PRIV_F_UID, FORGE_UID(r->uid));
+        psmsg_put_u32(&b, PRIV_F_GID, r->gid);
+        psmsg_put_bytes(&b, PRIV_F_DIGEST, r->digest, 32);
+        for (size_t i = 0; i < n; i++) {
+            uint8_t t[8];
+            be_put32(t, r->nodes[at + i]);
+            be_put32(t + 4, r->nranks[at + i]);
+            psmsg_put_bytes(&b, PRIV_F_TARGET, t, sizeof t);
+        }
+        uint8_t *buf;
+        struct psmsg m;
+        int fds[PRIV_MAX_FDS], nfds;
+        int rc = call_fd(d, &b, sock, id, PRIV_CRED_ANSWER, &buf, &m, fds, &nfds);
+        psmsg_buf_free(&b);
+        if (rc < 0) {
+            snprintf(why, whylen, "psid's privileged child: %s", strerror(errno));
+            return -1;
+        }
+        for (int i = 0; i < nfds; i++) close(fds[i]);
+        uint32_t e = EPROTO;
+        psmsg_get_u32(&m.body, PRIV_F_ERRNO, &e);
+        if (e && psmsg_get_str(&m.body, PRIV_F_TEXT, why, whylen) < 0)
+            snprintf(why, whylen, "%s", strerror((int)e));
+        struct psmsg_field f;
+        size_t pos = 0, k = 0;
+        while (!e && psmsg_next(&m.body, &pos, &f))
+            if (f.tag == PRIV_F_CRED && f.len == SPAWNCRED_LEN && k < n)
+                memcpy(creds[at + k++], f.val, SPAWNCRED_LEN);
+        if (!e && k != n) {
+            e = EPROTO;
+            snprintf(why, whylen, "psid's privileged child: a malformed answer");
+        }
+        free(buf);
+        if (e) {
+            errno = (int)e;
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int priv_signal(struct psid *d, pid_t pid, int sig, bool group)

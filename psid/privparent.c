@@ -1,7 +1,11 @@
 /*
  * privparent.c - psid's privileged child (see privsep.h): the only part of psid that keeps
  * root. It reads nothing but the engine's frames on a socketpair, and does only this:
- *   PRIV_SPAWN      start one task as its user (spawn.c), into its job's cgroup; the
+ *   PRIV_CRED       make the spawn credentials of a job of this node (spawncred.h), one per
+ *                   node it runs on, after checking with the kernel that the requesting
+ *                   client's connection the engine passes is the job's user's
+ *   PRIV_SPAWN      start one task as its user (spawn.c), into its job's cgroup, on a spawn
+ *                   credential it checks (the user, the program, its age, a replay); the
  *                   user's groups are looked up here, not taken from the engine
  *   PRIV_SIGNAL     signal a task it started, or its process group (the task is a zombie
  *                   at worst until PRIV_RELEASE, so neither pid is anyone else's)
@@ -11,7 +15,8 @@
  *   PRIV_NETNS      say whether a socket the engine passes is in a network namespace
  *                   owned by this child's user namespace (SIOCGSKNS and NS_GET_USERNS
  *                   need CAP_NET_ADMIN over the namespace, which the engine lacks)
- * and tells the engine when a task exits (PRIV_EXIT). It is the child subreaper of its
+ * and tells the engine when a task exits (PRIV_EXIT), after killing what the task left in
+ * its process group (a task has ended when its own process has). It is the child subreaper of its
  * tasks: what a task leaves behind when it exits is reparented here instead of to init,
  * reaped here, and killed when the engine ends (with cgroups, cgroup.c also ends it with
  * its job). When the engine closes the pair or dies, every task still here is killed with
@@ -23,22 +28,29 @@
 #include "psloop.h"
 #include "privsep.h"
 #include "spawn.h"
+#include "spawncred.h"
 
 #include <errno.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <linux/nsfs.h>
 #include <linux/sockios.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,7 +66,7 @@ struct child {
 };
 
 struct priv {
-    const struct privparent_cfg *cfg;
+    struct privparent_cfg *cfg;
     struct loop *loop;
     int sig_fd; /* SIGCHLD: orphans to reap */
     struct child *tab[NBUCKETS];
@@ -63,6 +75,8 @@ struct priv {
     uint32_t req;
     char **argv, **env;
     size_t nargv, nenv;
+    struct spawncred_hash prog;  /* the digest of argv and env so far (spawncred.h) */
+    struct spawncred_book *book; /* the credentials taken, until they expire */
     /* the last user's groups */
     uint32_t g_uid, g_gid;
     uint64_t g_until;
@@ -135,6 +149,10 @@ static int keep_request(struct priv *p, const struct psmsg *m, const struct priv
         if (f.tag == PRIV_F_ARG && !(p->argv[p->nargv++] = field_dup(&f))) return -1;
         if (f.tag == PRIV_F_ENV && !(p->env[p->nenv++] = field_dup(&f))) return -1;
     }
+    spawncred_hash_init(&p->prog); /* in the order the credential's digest has them */
+    for (size_t i = 0; i < p->nargv; i++)
+        spawncred_hash_arg(&p->prog, p->argv[i], strlen(p->argv[i]));
+    for (size_t i = 0; i < p->nenv; i++) spawncred_hash_env(&p->prog, p->env[i], strlen(p->env[i]));
     p->req = s->req;
     p->have_req = true;
     return 0;
@@ -167,6 +185,109 @@ static void user_groups(struct priv *p, uint32_t uid, uint32_t gid)
 
 static void on_child_exit(void *ctx, uint32_t events);
 
+static uint64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int say(char *why, size_t whylen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int say(char *why, size_t whylen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Whether fd is what the kernel says a request of uid and gid came on: a connected UNIX
+ * stream socket accepted on psid's client socket (its local address is that socket's path;
+ * a listening socket's or the engine's own connections' are not), whose peer (SO_PEERCRED,
+ * taken at its connect) is uid with primary group gid and has not closed it. 0, or -1 with
+ * why. */
+static int requester(const struct priv *p, int fd, uint32_t uid, uint32_t gid, char *why,
+                     size_t whylen)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+        return say(why, whylen, "no client connection came with the request");
+    int dom = -1, type = -1, listening = -1;
+    socklen_t l = sizeof dom;
+    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l);
+    l = sizeof type;
+    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l);
+    l = sizeof listening;
+    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &l);
+    if (dom != AF_UNIX || type != SOCK_STREAM || listening != 0)
+        return say(why, whylen, "the request's socket is not a connected UNIX stream socket");
+    struct sockaddr_un a, peer;
+    socklen_t al = sizeof a, pl = sizeof peer;
+    memset(&a, 0, sizeof a);
+    const char *path = p->cfg->sock_path ? p->cfg->sock_path : "";
+    if (getsockname(fd, (struct sockaddr *)&a, &al) < 0 ||
+        al <= offsetof(struct sockaddr_un, sun_path) || !a.sun_path[0] ||
+        strncmp(a.sun_path, path, sizeof a.sun_path) != 0 ||
+        getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
+        return say(why, whylen, "the request's socket is not a connection to psid's socket %s",
+                   path);
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
+        return say(why, whylen, "the request's socket has no peer credentials: %s",
+                   strerror(errno));
+    if (cr.uid != uid || cr.gid != gid)
+        return say(why, whylen,
+                   "the requesting client is uid %u gid %u (pid %d), not uid %u gid %u",
+                   (unsigned)cr.uid, (unsigned)cr.gid, (int)cr.pid, uid, gid);
+    struct pollfd pf = {.fd = fd, .events = POLLRDHUP};
+    if (poll(&pf, 1, 0) < 0 || pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
+        return say(why, whylen, "the requesting client (pid %d) has closed its connection",
+                   (int)cr.pid);
+    return 0;
+}
+
+/* PRIV_CRED + the requesting client's connection: the job's spawn credentials, one per
+ * target node, if the kernel says the connection is the job's user's. */
+static void do_cred(struct priv *p, const struct psmsg *m, int fd)
+{
+    struct priv_cred c;
+    char why[400];
+    int err = 0;
+    if (priv_decode_cred(m, &c, why, sizeof why) < 0) {
+        err = EINVAL;
+    } else if (PSTID_NODE(c.job) != p->cfg->node) {
+        err = EINVAL;
+        say(why, sizeof why, "job %u:%u is not this node's", PSTID_NODE(c.job),
+            (unsigned)PSTID_PID(c.job));
+    } else if (requester(p, fd, c.uid, c.gid, why, sizeof why) < 0) {
+        err = EPERM;
+    }
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PRIV_CRED_ANSWER, m->id);
+    psmsg_put_u32(&b, PRIV_F_ERRNO, (uint32_t)err);
+    if (err) {
+        log_warn("privileged child: refused to vouch for job %u:%u of uid %u: %s",
+                 PSTID_NODE(c.job), (unsigned)PSTID_PID(c.job), c.uid, why);
+        psmsg_put_str(&b, PRIV_F_TEXT, why);
+        send_or_die(p, &b, NULL, 0);
+        return;
+    }
+    struct spawncred k = {
+        .origin = p->cfg->node, .uid = c.uid, .gid = c.gid, .job = c.job, .issued = realtime_ns()};
+    memcpy(k.digest, c.digest, sizeof k.digest);
+    size_t pos = 0;
+    while (priv_cred_target(m, &pos, &k.target, &k.nranks)) {
+        uint8_t out[SPAWNCRED_LEN];
+        randombytes_buf(k.nonce, sizeof k.nonce);
+        spawncred_encode(&k, p->cfg->spawn_key, out);
+        psmsg_put_bytes(&b, PRIV_F_CRED, out, sizeof out);
+    }
+    send_or_die(p, &b, NULL, 0);
+}
+
 static void spawn_failed(struct priv *p, uint32_t id, int err, const char *why)
 {
     struct psmsg_buf b = {0};
@@ -192,6 +313,26 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
         spawn_failed(p, m->id, EINVAL, "malformed spawn request: an unknown request");
         return;
     }
+    /* the evidence: the rank's own variables are psid's names only, and a credential a
+     * privileged child made for this user, job, program and node, not used up */
+    struct psmsg_field f;
+    size_t pos = 0;
+    bool foreign = false;
+    while (!foreign && psmsg_next(&m->body, &pos, &f))
+        if (f.tag == PRIV_F_RENV && !priv_renv_allowed((const char *)f.val, f.len)) {
+            snprintf(why, sizeof why, "a variable of the rank that is not psid's: %.*s",
+                     (int)(f.len < 64 ? f.len : 64), (const char *)f.val);
+            foreign = true;
+        }
+    struct spawncred_want w = {.node = p->cfg->node, .uid = s.uid, .gid = s.gid, .job = s.job};
+    spawncred_hash_final(&p->prog, s.cwd, s.umask, w.digest);
+    if (foreign || spawncred_check(s.cred, s.credlen, p->cfg->spawn_key, &w, realtime_ns(),
+                                   loop_now(), p->book, why, sizeof why) < 0) {
+        log_warn("privileged child: refused to start rank %u of job %u:%u as uid %u: %s", s.rank,
+                 PSTID_NODE(s.job), (unsigned)PSTID_PID(s.job), s.uid, why);
+        spawn_failed(p, m->id, EPERM, why);
+        return;
+    }
     bool root = geteuid() == 0;
     if ((s.uid == 0 || s.gid == 0) && root && !p->cfg->root_jobs) { /* group root too */
         spawn_failed(p, m->id, EPERM,
@@ -210,8 +351,7 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
     }
     size_t n = 0;
     for (size_t i = 0; i < p->nenv; i++) envp[n++] = p->env[i];
-    struct psmsg_field f;
-    size_t pos = 0;
+    pos = 0;
     char *renv[PRIV_MAX_RENV];
     size_t nrenv = 0;
     while (psmsg_next(&m->body, &pos, &f))
@@ -413,6 +553,9 @@ static void on_engine(void *ctx, uint32_t events)
     case PRIV_NETNS:
         do_netns(p, &m, nfds ? fds[0] : -1);
         break;
+    case PRIV_CRED:
+        do_cred(p, &m, nfds ? fds[0] : -1);
+        break;
     default:
         log_warn("privileged child: unknown request %u from the engine", m.type);
     }
@@ -433,6 +576,9 @@ static void on_child_exit(void *ctx, uint32_t events)
         return;
     c->exited = true;
     loop_fd_del(p->loop, c->pidfd);
+    /* the task has ended: what it left in its process group goes with it (the group is
+     * still its own: the task stays a zombie until PRIV_RELEASE) */
+    kill(-c->pid, SIGKILL);
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PRIV_EXIT, 0);
     psmsg_put_u32(&b, PRIV_F_PID, (uint32_t)c->pid);
@@ -440,15 +586,17 @@ static void on_child_exit(void *ctx, uint32_t events)
     send_or_die(p, &b, NULL, 0);
 }
 
-int privparent_run(const struct privparent_cfg *cfg)
+int privparent_run(struct privparent_cfg *cfg)
 {
-    struct priv p = {.cfg = cfg, .loop = loop_new(), .sig_fd = -1};
+    struct priv p = {.cfg = cfg, .loop = loop_new(), .sig_fd = -1, .book = spawncred_book_new()};
+    /* nobody of its own uid may trace it for the spawn key (a psid not started as root) */
+    prctl(PR_SET_DUMPABLE, 0);
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     if (stat("/proc/self/ns/user", &p.userns) < 0) memset(&p.userns, 0, sizeof p.userns);
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 || sigprocmask(SIG_BLOCK, &chld, NULL) < 0 ||
-        (p.sig_fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC)) < 0 || !p.loop ||
+        (p.sig_fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC)) < 0 || !p.loop || !p.book ||
         loop_fd(p.loop, cfg->fd, EPOLLIN, on_engine, &p) < 0 ||
         loop_fd(p.loop, p.sig_fd, EPOLLIN, on_sigchld, &p) < 0) {
         log_err("privileged child: %s", strerror(errno));
@@ -474,6 +622,8 @@ int privparent_run(const struct privparent_cfg *cfg)
     free_strv(p.argv, p.nargv);
     free_strv(p.env, p.nenv);
     free(p.groups);
+    spawncred_book_free(p.book);
+    sodium_memzero(cfg->spawn_key, sizeof cfg->spawn_key);
     if (p.sig_fd >= 0) close(p.sig_fd);
     loop_free(p.loop);
     return rc;

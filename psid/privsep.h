@@ -13,6 +13,24 @@
  * A psid that does not run as root splits too, without changing identity, so that there is
  * one code path.
  *
+ * What the child believes (as OpenBSD's privileged parents): nothing the engine says about
+ * who asked. It starts a task as uid U only on a spawn credential (spawncred.h) that a
+ * privileged child of this cluster made and MACed with the spawn key, which only the
+ * privileged children hold: derived from the cluster key in the child at the split; the
+ * engine keeps only the keys it derived before (RDP's, the heartbeats', the preload's) and
+ * wipes the cluster key. The child of the job's home node makes the credential (PRIV_CRED)
+ * only after it has checked, with the kernel, the requesting client's connection that the
+ * engine passes: a connected socket accepted on psid's own client socket (its path), whose
+ * peer (SO_PEERCRED) is uid U with group G and still has it open. The credential binds the
+ * job, uid, gid, target node, number of ranks and a digest of the program (arguments,
+ * environment, directory, umask); the child that starts a rank checks all of it, its age,
+ * and that it has not started more ranks on it than it allows (a replay), and allows only
+ * the rank's own variables by name (PSI_RANK, PSI_SIZE, PSI_NODE, PSI_NODENAME, PSI_JOB,
+ * PSID_SOCKET). A refusal is logged by the child and answered with EPERM and the reason.
+ * The engine gives up the rest after the split (sandbox.c): no_new_privs, no writable file
+ * system beyond the client socket's directory and the cgroup base (Landlock), a seccomp
+ * filter of the system calls it uses.
+ *
  * The wire (both ways on a SOCK_STREAM socketpair): psmsg frames (psmsg.h: a 12-byte
  * header with the length, then tag-length-value fields, every length checked before use),
  * descriptors passed with a frame's first byte (SCM_RIGHTS). The types and tags below are
@@ -21,9 +39,11 @@
  *   engine -> child                           child -> engine
  *   PRIV_SPAWN {REQ, JOB, RANK, UID, GID,     PRIV_SPAWNED {PID} + fds stdout, stderr
  *     UMASK, CWD?, STDIN, NODE, ARG*, ENV*,     [, stdin]; or {ERRNO, TEXT}
- *     RENV*}: ARG and ENV only when REQ
- *     changes (the child keeps the last
+ *     RENV*, CRED}: ARG and ENV only when
+ *     REQ changes (the child keeps the last
  *     request's), RENV the rank's own
+ *   PRIV_CRED {JOB, UID, GID, DIGEST,         PRIV_CRED_ANSWER {ERRNO, CRED* in the order
+ *     TARGET+} + the client's socket            of the targets; TEXT when ERRNO}
  *   PRIV_SIGNAL {PID, SIG, GROUP}             PRIV_SIGNALED {ERRNO} (0: sent)
  *   PRIV_RELEASE {PID}: reap it               -
  *   PRIV_SIGNAL_FD {SIG} + a pidfd            -
@@ -33,14 +53,18 @@
  *                                               not in a user's private user namespace)
  *                                             PRIV_EXIT {PID, STATUS} when a task exits (it
  *                                               stays a zombie until PRIV_RELEASE, so its
- *                                               pid and process group are not reused)
+ *                                               pid and process group are not reused;
+ *                                               what is left in its group is killed first)
  * The child answers requests in order; PRIV_EXIT may come between a request and its answer.
  *
- * What the child trusts: the engine's word on who a task runs as. A compromised engine may
- * start tasks as any user psid serves; with psid.root_jobs = false it can start none as
- * root or with group root, and the child signals only its own tasks (and pidfds of
- * processes that are not root). The engine never gets root back: it cannot signal, trace
- * or reach the child.
+ * What a compromised engine can still do (docs/security.md): start tasks as a user whose
+ * client is connected to it at the time, on any node, running what it likes (it is the
+ * engine's word what the client asked); signal the tasks this child started and their
+ * process groups, and a process by a pidfd it holds (not root's where psid.root_jobs is
+ * false); read and forge the cluster's traffic as this node. It cannot start a task as a
+ * user who has no connection to it, nor alter or replay another node's credentials, nor
+ * write outside its run directory and cgroups, nor execute anything. The engine never gets
+ * root back: it cannot signal, trace or reach the child.
  */
 #ifndef PSCLUSTER_PSID_PRIVSEP_H
 #define PSCLUSTER_PSID_PRIVSEP_H
@@ -61,6 +85,8 @@ enum priv_type {
     PRIV_EXIT = 0x2007,
     PRIV_NETNS = 0x2008,
     PRIV_NETNS_ANSWER = 0x2009,
+    PRIV_CRED = 0x200a,
+    PRIV_CRED_ANSWER = 0x200b,
 };
 
 enum priv_tag {
@@ -82,12 +108,16 @@ enum priv_tag {
     PRIV_F_ERRNO = 16,  /* u32 */
     PRIV_F_TEXT = 17,   /* string */
     PRIV_F_STATUS = 18, /* u32: a wait(2) status */
-    PRIV_F_SERVED = 19  /* u32: 1 the network namespace is one psid serves */
+    PRIV_F_SERVED = 19, /* u32: 1 the network namespace is one psid serves */
+    PRIV_F_CRED = 20,   /* bytes (SPAWNCRED_LEN): a spawn credential (spawncred.h) */
+    PRIV_F_DIGEST = 21, /* bytes (32): the digest of the program (spawncred_hash) */
+    PRIV_F_TARGET = 22  /* bytes (8): u32 node, u32 ranks there (> 0), big-endian */
 };
 
-#define PRIV_MAX_FDS  3
-#define PRIV_MAX_ARGS 65536 /* ARG, ENV and RENV fields of one request */
-#define PRIV_MAX_RENV 64    /* RENV fields: the rank's own variables */
+#define PRIV_MAX_FDS     3
+#define PRIV_MAX_ARGS    65536 /* ARG, ENV and RENV fields of one request */
+#define PRIV_MAX_RENV    64    /* RENV fields: the rank's own variables */
+#define PRIV_MAX_TARGETS 4096  /* TARGETs of a PRIV_CRED: its answer fits PSMSG_MAX */
 
 /* Frames on the socketpair. priv_send: 0 or -1 with errno (the whole frame is written,
  * with fds[0..nfds) passed along). priv_recv: a whole frame into *buf (malloc'd, the
@@ -104,23 +134,46 @@ struct priv_spawn {
     const char *cwd; /* NULL: none given */
     char cwd_buf[4096];
     size_t nargv, nenv, nrenv; /* counts of ARG, ENV, RENV fields */
+    const uint8_t *cred;       /* CRED's bytes, NULL: none */
+    size_t credlen;
 };
 /* Validate a PRIV_SPAWN: every required field present and in range, strings without NUL,
  * at most PRIV_MAX_ARGS of ARG, ENV, RENV; an ENV or RENV has a '='. 0, or -1 with a
  * reason in why. */
 int priv_decode_spawn(const struct psmsg *m, struct priv_spawn *s, char *why, size_t whylen);
 
+/* A decoded PRIV_CRED; the targets are read with priv_cred_target. */
+struct priv_cred {
+    uint64_t job;
+    uint32_t uid, gid;
+    uint8_t digest[32];
+    size_t ntargets;
+};
+/* Validate a PRIV_CRED: JOB, UID, GID, a DIGEST of 32 bytes, 1 to PRIV_MAX_TARGETS TARGET
+ * fields of 8 bytes each with ranks > 0. 0, or -1 with a reason in why. */
+int priv_decode_cred(const struct psmsg *m, struct priv_cred *c, char *why, size_t whylen);
+/* The next TARGET of a decoded PRIV_CRED from *pos (0 at first): 1 with node and ranks, 0 at
+ * the end. */
+int priv_cred_target(const struct psmsg *m, size_t *pos, uint32_t *node, uint32_t *ranks);
+
+/* The rank's own variables the privileged child allows (RENV): whether s (NAME=VALUE, n
+ * bytes) is one of them. */
+int priv_renv_allowed(const char *s, size_t n);
+
 /* The privileged child's side (privparent.c): serve the engine on fd until it closes it
  * or dies; then end every task still there, and clean up (the cgroup base, the client
- * socket path). Returns the exit status for the child. */
+ * socket path). Returns the exit status for the child. cfg is not const: the key in it is
+ * wiped at the end. */
 struct cgroups;
 struct privparent_cfg {
     int fd;                /* the child's end of the socketpair */
     struct cgroups *cg;    /* NULL: no cgroups */
-    const char *sock_path; /* the client socket, removed at the end */
+    const char *sock_path; /* the client socket, removed at the end; requests come on it */
     bool root_jobs;        /* may start tasks as root */
     const char *ident;     /* for the log */
+    uint32_t node;         /* this node's id: the credentials it makes and takes */
+    uint8_t spawn_key[32]; /* spawncred_key; wiped by privparent_run when it ends */
 };
-int privparent_run(const struct privparent_cfg *cfg);
+int privparent_run(struct privparent_cfg *cfg);
 
 #endif

@@ -1,11 +1,14 @@
 /*
  * privwire.c - the frames between psid's engine and its privileged child (privsep.h):
  * psmsg frames on a stream socketpair with descriptors passed along with a frame's first
- * byte, and the validating decoder of the one request with a body to speak of, PRIV_SPAWN.
+ * byte, and the validating decoders of the requests with a body to speak of, PRIV_SPAWN and
+ * PRIV_CRED.
  * Both processes block on the pair: the child has nothing else to do, and the engine waits
  * only for the answer to its own request, which the child gives at once.
  */
 #include "privsep.h"
+
+#include "bebytes.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -156,5 +159,55 @@ int priv_decode_spawn(const struct psmsg *m, struct priv_spawn *s, char *why, si
     }
     if (s->nenv && !s->nargv) return bad(why, whylen, "an environment without a program");
     if (s->nrenv > PRIV_MAX_RENV) return bad(why, whylen, "too many variables of the rank");
+    if (psmsg_find(v, PRIV_F_CRED, &f)) {
+        s->cred = f.val;
+        s->credlen = f.len;
+    }
+    return 0;
+}
+
+int priv_decode_cred(const struct psmsg *m, struct priv_cred *c, char *why, size_t whylen)
+{
+    memset(c, 0, sizeof *c);
+    const struct psmsg_view *v = &m->body;
+    struct psmsg_field f;
+    if (m->type != PRIV_CRED) return bad(why, whylen, "not a credential request");
+    if (psmsg_get_u64(v, PRIV_F_JOB, &c->job) < 0 || psmsg_get_u32(v, PRIV_F_UID, &c->uid) < 0 ||
+        psmsg_get_u32(v, PRIV_F_GID, &c->gid) < 0 || !psmsg_find(v, PRIV_F_DIGEST, &f))
+        return bad(why, whylen, "a field is missing");
+    if (f.len != sizeof c->digest) return bad(why, whylen, "the digest");
+    memcpy(c->digest, f.val, sizeof c->digest);
+    if (c->uid == (uint32_t)-1 || c->gid == (uint32_t)-1) return bad(why, whylen, "uid or gid");
+    size_t pos = 0;
+    while (psmsg_next(v, &pos, &f)) {
+        if (f.tag != PRIV_F_TARGET) continue;
+        if (f.len != 8 || be_get32(f.val + 4) == 0) return bad(why, whylen, "a target");
+        if (++c->ntargets > PRIV_MAX_TARGETS) return bad(why, whylen, "too many targets");
+    }
+    if (!c->ntargets) return bad(why, whylen, "no target");
+    return 0;
+}
+
+int priv_cred_target(const struct psmsg *m, size_t *pos, uint32_t *node, uint32_t *ranks)
+{
+    struct psmsg_field f;
+    while (psmsg_next(&m->body, pos, &f))
+        if (f.tag == PRIV_F_TARGET && f.len == 8) {
+            *node = be_get32(f.val);
+            *ranks = be_get32(f.val + 4);
+            return 1;
+        }
+    return 0;
+}
+
+int priv_renv_allowed(const char *s, size_t n)
+{
+    static const char *const names[] = {"PSI_RANK",     "PSI_SIZE", "PSI_NODE",
+                                        "PSI_NODENAME", "PSI_JOB",  "PSID_SOCKET"};
+    const char *eq = memchr(s, '=', n);
+    if (!eq) return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if ((size_t)(eq - s) == strlen(names[i]) && !memcmp(s, names[i], (size_t)(eq - s)))
+            return 1;
     return 0;
 }

@@ -39,7 +39,9 @@ struct spawn_req {
     uint32_t req, home, size, input, uid, gid, umask;
     uint64_t job;
     char cwd[4096];
-    uint32_t id; /* this psid's number for it (PRIV_F_REQ) */
+    uint32_t id;                 /* this psid's number for it (PRIV_F_REQ) */
+    uint8_t cred[SPAWNCRED_LEN]; /* the job's spawn credential for this node (PSF_CRED) */
+    size_t credlen;
     char **argv, **envp;
     size_t nargv, nenv;
     uint32_t *ranks; /* still to start: ranks[next..nranks) */
@@ -139,7 +141,9 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
                                .want_stdin = r->input == rank || r->input == PSI_ALL_RANKS,
                                .argv = r->argv,
                                .envp = r->envp,
-                               .renv = renv};
+                               .renv = renv,
+                               .cred = r->cred,
+                               .credlen = r->credlen};
     struct spawned s;
     int err;
     char why[512];
@@ -221,6 +225,10 @@ static int decode(const struct psmsg *m, uint32_t from, struct spawn_req *r)
     psmsg_get_u32(&m->body, PSF_INPUT, &r->input);
     psmsg_get_u32(&m->body, PSF_UMASK, &r->umask);
     if (psmsg_get_str(&m->body, PSF_CWD, r->cwd, sizeof r->cwd) < 0) r->cwd[0] = 0;
+    if (psmsg_find(&m->body, PSF_CRED, &f) && f.len <= sizeof r->cred) { /* the child checks it */
+        memcpy(r->cred, f.val, f.len);
+        r->credlen = f.len;
+    }
     size_t nranks = 0;
     while (psmsg_next(&m->body, &pos, &f)) {
         r->nargv += f.tag == PSF_ARG;

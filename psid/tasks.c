@@ -6,6 +6,17 @@
  * their output read and sent to the job's home node with flow control, their input written as it
  * comes, their end reported after all their output (PSM_D_EXIT).
  *
+ * A task has ended when its own process has exited, whatever it left behind (as Slurm's
+ * slurmstepd with proctrack/cgroup): notifications fire at once; the privileged child has
+ * killed what is left in its process group; when it was the job's last task running on
+ * this node, what is left in the job's cgroup is killed too (cgroup_running), which ends a
+ * daemon that double-forked out of the group with the task's stdout. Its output still in
+ * the pipes is then read and delivered, and its end reported after it, as soon as the
+ * pipes reach EOF. A pipe that something else still holds open (a leftover of a task whose
+ * job still runs other tasks here, or any leftover where there is no cgroup) is read for
+ * LINGER_NS more, while the client takes what was read (flow control does not count
+ * against it), and then closed: the end goes out and the task leaves the table.
+ *
  * Flow control: at most PSI_IO_WINDOW bytes of a task's output may be unacknowledged by the
  * job's client; beyond that this node stops reading the task's pipes, so a slow terminal
  * blocks the task instead of growing any daemon's memory.
@@ -29,8 +40,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define NBUCKETS 1024
-#define CHUNK    (64u << 10)
+#define NBUCKETS  1024
+#define CHUNK     (64u << 10)
+#define LINGER_NS 1000000000ull /* an exited task's output held open by another: read 1 s more */
 
 struct tstream {
     struct task *t;
@@ -56,6 +68,7 @@ struct task {
     bool exited;
     int status;
     uint64_t kill_timer;
+    uint64_t linger_timer; /* exited with its output still open (LINGER_NS) */
     struct task *next;
 };
 
@@ -116,6 +129,8 @@ static void task_free(struct task *t)
     }
     priv_release(d, t->pid); /* the zombie is reaped: its pid and group may be reused now */
     loop_timer_cancel(d->loop, t->kill_timer);
+    loop_timer_cancel(d->loop, t->linger_timer);
+    if (!t->exited) cgroup_running(d->cgroups, t->job, -1);
     /* the job's last task here: what it left behind is killed (cgroup.c) */
     cgroup_hold(d->cgroups, t->job, -1);
     free(t->inq);
@@ -165,6 +180,16 @@ static void send_io(struct task *t, int stream, const uint8_t *data, size_t n)
     psmsg_buf_free(&b);
 }
 
+/* The end of one output stream: the home node hears it (an empty message), the pipe goes. */
+static void end_stream(struct tstream *s)
+{
+    struct task *t = s->t;
+    if (!t->discard) send_io(t, s->stream, NULL, 0);
+    loop_fd_del(t->d->loop, s->fd);
+    close(s->fd);
+    s->fd = -1;
+}
+
 static void on_output(void *ctx, uint32_t events)
 {
     struct tstream *s = ctx;
@@ -177,10 +202,7 @@ static void on_output(void *ctx, uint32_t events)
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
         if (r <= 0) { /* EOF (or an error, treated alike): tell the home node */
-            if (!t->discard) send_io(t, s->stream, NULL, 0);
-            loop_fd_del(t->d->loop, s->fd);
-            close(s->fd);
-            s->fd = -1;
+            end_stream(s);
             maybe_finish(t);
             return;
         }
@@ -191,13 +213,45 @@ static void on_output(void *ctx, uint32_t events)
     if (s->fd >= 0 && t->unacked >= PSI_IO_WINDOW) set_reading(t, false);
 }
 
+/* An exited task's output is still open LINGER_NS after its exit: what is in the pipes now
+ * is taken, and unless the client has still to take what was read (flow control), the
+ * pipes are closed and the task's end goes out. */
+static void linger_over(void *ctx)
+{
+    struct task *t = ctx;
+    struct psid *d = t->d;
+    uint64_t tid = t->tid;
+    t->linger_timer = 0;
+    for (int i = 0; i < 2; i++) {
+        if (t->out[i].fd >= 0 && !t->paused) on_output(&t->out[i], EPOLLIN);
+        if (!(t = find(d, tid))) return; /* both at EOF: it has ended */
+    }
+    if (t->paused && !t->discard) { /* the client is slow, not the pipe: wait for it */
+        t->linger_timer = loop_timer(d->loop, loop_now() + LINGER_NS, linger_over, t);
+        return;
+    }
+    log_info("task %u:%d (rank %u) exited %.1f s ago and something it left still holds its "
+             "output open: closed",
+             PSTID_NODE(tid), t->pid, t->rank, LINGER_NS / 1e9);
+    for (int i = 0; i < 2; i++)
+        if (t->out[i].fd >= 0) end_stream(&t->out[i]);
+    maybe_finish(t);
+}
+
 void tasks_exited(struct psid *d, pid_t pid, uint32_t status)
 {
-    struct task *t = find(d, PSTID(d->self->id, pid));
+    uint64_t tid = PSTID(d->self->id, pid);
+    struct task *t = find(d, tid);
     if (!t || t->exited) return;
     t->exited = true;
     t->status = (int)status;
-    notify_task_exit(d, t->tid, status); /* at exit, not after the output */
+    /* the job's last task here: whatever is left of the job goes (its process group is
+     * gone already: the privileged child killed it with the exit) */
+    cgroup_running(d->cgroups, t->job, -1);
+    notify_task_exit(d, tid, status); /* at exit, not after the output */
+    if (!(t = find(d, tid))) return;
+    if (t->out[0].fd >= 0 || t->out[1].fd >= 0)
+        t->linger_timer = loop_timer(d->loop, loop_now() + LINGER_NS, linger_over, t);
     maybe_finish(t);
 }
 
@@ -436,6 +490,7 @@ uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32
     d->ntasks++;
     update_count(d);
     cgroup_hold(d->cgroups, job, 1);
+    cgroup_running(d->cgroups, job, 1);
     set_reading(t, true);
     return t->tid;
 }

@@ -35,10 +35,10 @@ if ver=$(dpkg-query -W -f='${Version}' clang 2>/dev/null) && [[ $ver =~ ^([0-9]+
 fi
 
 # make all / make install: the compiler and make, and the libraries pkg-config finds
-# (libconfig, libsodium, libcrypto, libnl-route-3.0).
+# (libconfig, libsodium, libcrypto, libnl-route-3.0, libseccomp: psid's engine's sandbox).
 build_pkgs=(
     build-essential pkg-config
-    libconfig-dev libsodium-dev libssl-dev libnl-3-dev libnl-route-3-dev
+    libconfig-dev libsodium-dev libssl-dev libnl-3-dev libnl-route-3-dev libseccomp-dev
 )
 # Intel IPsec-MB, the fast packet MAC (rdp/mac_ipsecmb.c), exists for amd64 only; elsewhere
 # RDP computes the MAC with libsodium and libcrypto.

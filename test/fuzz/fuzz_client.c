@@ -7,15 +7,23 @@
  * the middle of a frame, the one that never reads: none may crash psid, leak, or trip the
  * sanitizers (the double free of the hardening issue's point 1 was one such order).
  *
+ * Requests held back (issue 29, point 2): a connection may send a burst of PSM_NODES whose
+ * replies it does not read, past what psid lets wait before it stops handling requests,
+ * with any request behind them; node 1 may come up and be lost, and may answer and fire
+ * notifications (PSM_D_NOTIFY_REPLY, PSM_D_DEAD handed to psid_dispatch as RDP would),
+ * about a few task ids the requests name too. Before, a notification's send could handle
+ * the held requests inside the walk that fired it.
+ *
  * The preload's requests carry, as the input chooses, one of a fixed set of descriptors made
  * at start: UDP sockets of the node's address and of another, listening, connecting and
  * accepted TCP sockets, the same kinds made in a private user and network namespace (where
  * any 4-tuple can be had: the look-alike of a connection of psid's namespace), a pipe and a
  * UNIX socket, so that every check of what the kernel says of a passed socket is reached.
  *
- * The cluster is this process's psid for node 0 of two nodes, both seen down, so that no
- * request forks or signals anything; its RDP endpoint and client socket are real, on
- * loopback and in a temporary directory.
+ * The cluster is this process's psid for node 0 of two nodes, both seen down at start
+ * (node 1 comes up only by the input's choice, node 0 never), so that no request forks or
+ * signals anything; its RDP endpoint and client socket are real, on loopback and in a
+ * temporary directory.
  */
 #include "../../psid/daemon.h"
 #include "../../psid/log.h"
@@ -252,8 +260,8 @@ static void request(struct in *in, struct psmsg_buf *b, int *fd)
         psmsg_put_u32(b, PSF_SIGNAL, 0); /* never a real signal */
         break;
     case PSM_NOTIFY:
-    case PSM_RELEASE:
-        psmsg_put_u64(b, PSF_TID, tid);
+    case PSM_RELEASE: /* a few task ids, which node 1's messages name too */
+        psmsg_put_u64(b, PSF_TID, PSTID(take(in) % 3, take(in) % 4 + 1u));
         psmsg_put_u32(b, PSF_SIGNAL, take(in) % 70);
         break;
     case PSM_PL_OPEN:
@@ -278,6 +286,23 @@ static void request(struct in *in, struct psmsg_buf *b, int *fd)
     if (type == PSM_PL_OPEN && (take(in) & 1)) psmsg_put_u32(b, PSF_SAME_NODE, 1);
 }
 
+/* A daemon message from node 1 about one of the task ids requests name: a notification
+ * confirmed (or refused), or fired. */
+static void from_node1(struct in *in)
+{
+    struct psmsg_buf b = {0};
+    struct psmsg m;
+    uint8_t what = take(in);
+    psmsg_begin(&b, what & 1 ? PSM_D_DEAD : PSM_D_NOTIFY_REPLY, 0);
+    psmsg_put_u64(&b, PSF_TID, PSTID(1, take(in) % 4 + 1u));
+    psmsg_put_u32(&b, PSF_REQ, d.next_req - take(in) % 4);
+    psmsg_put_u32(&b, PSF_ERRNO, what & 2 ? ESRCH : 0);
+    psmsg_put_u64(&b, PSF_WATCHER, PSTID(0, (uint32_t)getpid())); /* every connection's */
+    psmsg_put_u32(&b, PSF_STATUS, take(in));
+    if (psmsg_end(&b) == 0 && psmsg_parse(b.data, b.len, &m) == 0) psid_dispatch(&d, 1, &m);
+    psmsg_buf_free(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     int fd[NCONN];
@@ -287,7 +312,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (in.n) {
         uint8_t op = take(&in);
         int k = (op >> 3) % NCONN;
-        switch (op % 7) {
+        switch (op % 10) {
         case 0: /* connect */
             if (fd[k] >= 0) break;
             fd[k] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -322,6 +347,45 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         case 5: /* read what came */
             if (fd[k] >= 0) (void)!recv(fd[k], buf, sizeof buf, MSG_DONTWAIT);
+            break;
+        case 6: { /* a burst of PSM_NODES it does not read, and a request held behind them */
+            unsigned n = (unsigned)take(&in) * 16u;
+            struct psmsg_buf b = {0};
+            psmsg_begin(&b, PSM_NODES, 0);
+            size_t one = psmsg_end(&b) == 0 ? b.len : 0, len = n * one;
+            uint8_t *all = malloc(len + PSMSG_MAX);
+            for (unsigned i = 0; all && i < n; i++) memcpy(all + i * one, b.data, one);
+            psmsg_buf_free(&b);
+            int pfd;
+            request(&in, &b, &pfd);
+            if (all && psmsg_end(&b) == 0) {
+                memcpy(all + len, b.data, b.len);
+                len += b.len;
+            }
+            psmsg_buf_free(&b);
+            /* psid reads meanwhile, until it holds the rest back: then the rest stays unsent */
+            for (size_t off = 0, tries = 0; all && fd[k] >= 0 && off < len && tries < 64;) {
+                ssize_t w = send(fd[k], all + off, len - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (w > 0) {
+                    off += (size_t)w;
+                } else if (w < 0 && errno == EAGAIN) {
+                    loop_once(d.loop);
+                    tries++;
+                } else {
+                    break;
+                }
+            }
+            free(all);
+            break;
+        }
+        case 7: /* node 1 comes up, or is lost (its notifications fire with "lost") */
+            if (take(&in) & 1)
+                d.nodes[1].state = PSNODE_UP;
+            else
+                membership_rdp_lost(&d, 1, RDP_LOST_TIMEOUT);
+            break;
+        case 8: /* node 1 answers or fires a notification */
+            from_node1(&in);
             break;
         default: /* psid's turn */
             loop_once(d.loop);

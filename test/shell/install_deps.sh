@@ -65,7 +65,7 @@ chmod 755 "$F"/bin/*
 
 # the sets (the build set without libipsec-mb-dev, which amd64 adds)
 BUILD="build-essential pkg-config libconfig-dev libsodium-dev libssl-dev libnl-3-dev"
-BUILD+=" libnl-route-3-dev"
+BUILD+=" libnl-route-3-dev libseccomp-dev"
 CHECK="libcunit1-dev iproute2 nftables iputils-ping procps jq clang libclang-rt-14-dev"
 CHECK+=" clang-format shellcheck netcat-openbsd socat curl python3 redis-server redis-tools"
 CHECK+=" iperf3 sockperf"

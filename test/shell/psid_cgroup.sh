@@ -23,23 +23,6 @@ if [ -z "$base" ]; then
     echo "SKIP: cgroup: $(grep -ho "tasks are tracked by process group only.*" "$CDIR/psid-1.log")"
     exit 0
 fi
-STRAY=() # processes a check found still alive: ended by pid on exit
-end_stray() {
-    [ ${#STRAY[@]} -gt 0 ] && kill -KILL "${STRAY[@]}" 2>/dev/null
-    cleanup
-}
-trap end_stray EXIT
-# gone PID...: none of them runs (a zombie counts as gone: it waits for its parent, which
-# for an orphan is whatever reaps for pid 1, to collect it)
-gone() {
-    local p
-    for p in "$@"; do
-        [ -r "/proc/$p/stat" ] && [ "$(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null)" != Z ] && return 1
-    done
-    return 0
-}
-# the pids a job printed: lines "pid N"
-pids_in() { sed -n 's/^pid \([0-9]*\)$/\1/p' "$1" | tr '\n' ' '; }
 # bg_job OUT DAEMON_SECS TASK_SECS: psrun of 2 ranks on node 1 in the background, each rank
 # starting a setsid daemon and printing its own pid and the daemon's; sets JOB (psrun's
 # pid) and P (the 4 pids, once printed)
@@ -59,7 +42,7 @@ timeout 20 "$BIN/psrun" -w 1 -- sh -c 'setsid sleep 300 </dev/null >/dev/null 2>
 rc=$?
 read -ra P <<<"$(pids_in "$CDIR/o1")"
 STRAY+=("${P[@]}")
-[ "$rc" -eq 0 ] && [ ${#P[@]} -eq 1 ] && wait_until 3000 gone "${P[@]}"
+[ "$rc" -eq 0 ] && [ ${#P[@]} -eq 1 ] && wait_until 3000 procs_gone "${P[@]}"
 check "cgroup: a daemon a task started with setsid is killed when the job ends" $? \
     "rc $rc, pids ${P[*]}: $(head -c 300 "$CDIR/o1")"
 
@@ -70,7 +53,7 @@ bg_job "$CDIR/o2" 301 302
     wait "$JOB"
 } 2>/dev/null
 t0=$(now_ms)
-[ ${#P[@]} -eq 4 ] && wait_until 4000 gone "${P[@]}"
+[ ${#P[@]} -eq 4 ] && wait_until 4000 procs_gone "${P[@]}"
 check "cgroup: psrun killed: 2 tasks and their 2 setsid daemons gone ($(($(now_ms) - t0)) ms, kill delay 1000)" $? \
     "pids ${P[*]}, alive: $(for p in "${P[@]}"; do kill -0 "$p" 2>/dev/null && echo "$p"; done)"
 
@@ -86,7 +69,7 @@ alive=0
 for p in "${P[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
 t0=$(now_ms)
 start_node 1
-[ "$alive" -eq 4 ] && wait_until 5000 gone "${P[@]}" &&
+[ "$alive" -eq 4 ] && wait_until 5000 procs_gone "${P[@]}" &&
     wait_line "$CDIR/psid-1.log" "4 processes of job-0-[0-9]*, left by a psid before this one, killed" 2000
 check "cgroup: kill -9 of psid-1 and its child left 4 processes of a job; the next psid-1 killed them ($(($(now_ms) - t0)) ms)" $? \
     "alive after the kill: $alive of ${P[*]}; $(grep -h "left by" "$CDIR/psid-1.log")"

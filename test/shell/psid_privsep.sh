@@ -1,7 +1,8 @@
 #!/bin/bash
 # psid_privsep.sh - psid's privilege separation (groundwork issue, section 3; privsep.h):
 #  - the engine (psid's pid, which parses the network and the clients) runs as psid.user,
-#    with no capability; its privileged child runs as root and is titled "psid-N[priv]";
+#    with no capability, no_new_privs and a seccomp filter (issue 29, point 3); its
+#    privileged child runs as root and is titled "psid-N[priv]";
 #  - tasks still start as their users: nobody's as nobody, root's as root;
 #  - the privileged child is the subreaper of the tasks: their orphans become its own;
 #  - psid.root_jobs = false: root's job is refused with the reason, nobody's runs;
@@ -34,10 +35,11 @@ export PSID_SOCKET=$CDIR/psid-0.sock
 eng=${PIDS[0]}
 priv=$(priv_of "$eng")
 [ "$(status_field "$eng" Uid)" = "$PSCLUSTER_UID" ] && [ "$(status_field "$eng" CapEff)" = 0000000000000000 ] &&
+    [ "$(status_field "$eng" NoNewPrivs)" = 1 ] && [ "$(status_field "$eng" Seccomp)" = 2 ] &&
     [ -n "$priv" ] && [ "$(status_field "$priv" Uid)" = 0 ] &&
     [ "$(tr '\0' ' ' <"/proc/$priv/cmdline" | sed 's/ *$//')" = "psid-0[priv]" ]
-check "privsep: the engine (pid $eng) runs as pscluster without capabilities; its child $priv as root, titled psid-0[priv]" $? \
-    "engine uid $(status_field "$eng" Uid) caps $(status_field "$eng" CapEff); child '$priv'"
+check "privsep: the engine (pid $eng) runs as pscluster without capabilities, no_new_privs and a seccomp filter; its child $priv as root, titled psid-0[priv]" $? \
+    "engine uid $(status_field "$eng" Uid) caps $(status_field "$eng" CapEff) nnp $(status_field "$eng" NoNewPrivs) seccomp $(status_field "$eng" Seccomp); child '$priv'"
 
 out=$(timeout 20 "${AS_NOBODY[@]}" "$BIN/psrun" -n 2 -- id -un 2>&1)
 [ "$(sort -u <<<"$out")" = nobody ]

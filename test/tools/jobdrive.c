@@ -12,6 +12,8 @@
  *                                       lost" | "signal N" when it fires (with "release":
  *                                       cancel it at once and print "released E")
  * Environment: JOBDRIVE_NO_ACK=1 never acknowledges output (flow-control tests);
+ * JOBDRIVE_ACK_DELAY_MS=N holds the acknowledgements back until N ms after the spawn (a
+ * reader that is slow at first), then sends what was held and acknowledges as it goes;
  * JOBDRIVE_OVERBOOK=1 lets ranks exceed the nodes' CPUs; JOBDRIVE_NODES=0,2 is the partition.
  */
 #include "psi.h"
@@ -21,7 +23,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Acknowledge n bytes of rank's output: false if the connection failed. */
+static bool send_ack(struct psi *c, uint32_t rank, uint64_t n)
+{
+    struct psmsg_buf a = {0};
+    psmsg_begin(&a, PSM_IO_ACK, 0);
+    psmsg_put_u32(&a, PSF_RANK, rank);
+    psmsg_put_u64(&a, PSF_BYTES, n);
+    bool ok = psi_send(c, &a);
+    psmsg_buf_free(&a);
+    return ok;
+}
 
 static uint64_t parse_tid(const char *s)
 {
@@ -75,11 +97,21 @@ static int do_run(struct psi *c, int np, char **argv)
     printf("job %u:%d\n", PSTID_NODE(job), PSTID_PID(job));
     fflush(stdout);
     int done = 0, ack = !getenv("JOBDRIVE_NO_ACK");
+    const char *delay = getenv("JOBDRIVE_ACK_DELAY_MS");
+    uint64_t ack_from = delay ? now_ms() + strtoull(delay, NULL, 10) : 0;
+    uint64_t *held = delay ? calloc((size_t)np, sizeof *held) : NULL;
     while (done < np) {
-        if (psi_next_event(c, &m, -1) < 0) {
-            if (errno == EINTR) continue;
-            return 1;
+        uint64_t now = now_ms();
+        if (held && now >= ack_from) { /* the slow start is over: what was held goes */
+            for (int r = 0; r < np; r++)
+                if (held[r] && !send_ack(c, (uint32_t)r, held[r])) return 1;
+            free(held);
+            held = NULL;
         }
+        int r = psi_next_event(c, &m, held ? (int)(ack_from - now) : -1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return 1;
+        if (r == 0) continue; /* the wait timed out */
         uint32_t rank = 0, u = 0;
         uint64_t tid = 0;
         psmsg_get_u32(&m.body, PSF_RANK, &rank);
@@ -100,14 +132,10 @@ static int do_run(struct psi *c, int np, char **argv)
             psmsg_find(&m.body, PSF_DATA, &f);
             psmsg_get_u32(&m.body, PSF_STREAM, &u);
             if (f.len) printf("rank %u %s %u bytes\n", rank, u == 1 ? "out" : "err", f.len);
-            if (f.len && ack) {
-                struct psmsg_buf a = {0};
-                psmsg_begin(&a, PSM_IO_ACK, 0);
-                psmsg_put_u32(&a, PSF_RANK, rank);
-                psmsg_put_u64(&a, PSF_BYTES, f.len);
-                if (!psi_send(c, &a)) return 1;
-                psmsg_buf_free(&a);
-            }
+            if (f.len && ack && held && rank < (uint32_t)np)
+                held[rank] += f.len;
+            else if (f.len && ack && !send_ack(c, rank, f.len))
+                return 1;
         } else if (m.type == PSM_EXIT) {
             if (psmsg_get_u32(&m.body, PSF_LOST, &u) == 0)
                 printf("rank %u lost\n", rank);

@@ -44,7 +44,7 @@ static void up(struct fixture *f)
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CU_ASSERT_EQUAL_FATAL(connect(fd, (struct sockaddr *)&a, alen), 0);
     psi_open_fd(&f->psi, fd);
-    loop_set_before_wait(f->d.loop, clients_reap, &f->d);
+    loop_set_before_wait(f->d.loop, clients_before_wait, &f->d);
     on_accept(&f->d, EPOLLIN);
     f->c = cs->list;
     CU_ASSERT_PTR_NOT_NULL_FATAL(f->c);

@@ -17,6 +17,11 @@
 #   wait_line FILE PATTERN MS   poll until FILE has a line matching PATTERN (bounded)
 #   require_built NAME FILE...  fail NAME's build check and exit unless every FILE exists
 #   cluster_ready N NAME    cluster_up N and wait until all are up, or fail NAME and exit
+#   pids_in FILE            the pids of FILE's lines "pid N" (what a job printed of itself)
+#   procs_gone PID...       none of them runs (a zombie counts as gone: it waits for its
+#                           parent, which for an orphan is whatever reaps for pid 1)
+#   STRAY+=(PID...)         processes a test saw that may outlive it (a job's leftovers):
+#                           killed by pid on exit with the daemons
 # Every daemon started is killed by pid on exit (trap), also when a test fails. The cluster's
 # directory (configuration, logs) is removed then, unless PSTEST_KEEP is set.
 set -u
@@ -24,6 +29,7 @@ TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 BIN=$TOP/build/bin
 FAILS=0
 PIDS=()
+STRAY=()
 
 pass() { echo "PASS: $1"; }
 fail() {
@@ -43,6 +49,15 @@ wait_until() {
         [ $(($(now_ms) - t0)) -gt "$ms" ] && return 1
         sleep 0.05
     done
+}
+
+pids_in() { sed -n 's/^pid \([0-9]*\)$/\1/p' "$1" | tr '\n' ' '; }
+procs_gone() {
+    local p
+    for p in "$@"; do
+        [ -r "/proc/$p/stat" ] && [ "$(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null)" != Z ] && return 1
+    done
+    return 0
 }
 
 wait_line() { # FILE PATTERN MS: 0 once FILE has a line matching PATTERN, 1 after MS
@@ -105,6 +120,7 @@ cleanup() {
     # one redirection for both, so that bash's "Killed" notices go with the errors
     {
         for p in "${PIDS[@]}"; do [ -n "$p" ] && kill -KILL "$p"; done
+        [ ${#STRAY[@]} -gt 0 ] && kill -KILL "${STRAY[@]}"
         wait
     } 2>/dev/null
     [ -n "${CDIR:-}" ] && {
