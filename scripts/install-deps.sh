@@ -9,10 +9,12 @@
 #             tests (make check, make fuzz)
 #   --demo    what the demo needs beyond the build: curl, python3, sockperf (make demo)
 #   --bench   the benchmark peers and the namespace tools the benchmarks use (make bench)
-# With --check, --demo or --bench, as root, it also adds the system user psid's engine runs as
+#   --deb     the Debian packaging tools, and what the packages' smoke run uses (make deb,
+#             make deb-check, which CI runs)
+# With --check, --demo, --bench or --deb, as root, it also adds the system user psid's engine runs as
 # (psid.user, default pscluster: conf/psid.conf) when it is missing, and says so.
 #
-# usage: scripts/install-deps.sh [--check] [--demo] [--bench] [--list] [PKG...]
+# usage: scripts/install-deps.sh [--check] [--demo] [--bench] [--deb] [--list] [PKG...]
 #   --list    print the packages that would be installed (one line, nothing if none), exit 0
 #   PKG...    further packages to require (for scripts that need one more tool)
 #
@@ -23,7 +25,7 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: scripts/install-deps.sh [--check] [--demo] [--bench] [--list] [PKG...]" >&2
+    echo "usage: scripts/install-deps.sh [--check] [--demo] [--bench] [--deb] [--list] [PKG...]" >&2
     exit 2
 }
 
@@ -65,6 +67,9 @@ bench_pkgs=(
     sockperf iperf3 hyperfine mpich linux-perf valgrind
     iproute2 nftables iputils-ping procps jq
 )
+# make deb / make deb-check: dpkg-buildpackage (dpkg-dev), debhelper, lintian, and what
+# scripts/deb-check.sh drives (ps and pgrep, jq for psstat --json)
+deb_pkgs=(dpkg-dev debhelper lintian procps jq)
 
 want=("${build_pkgs[@]}")
 list_only=0
@@ -81,6 +86,10 @@ while (($#)); do
         ;;
     --bench)
         want+=("${bench_pkgs[@]}")
+        want_user=1
+        ;;
+    --deb)
+        want+=("${deb_pkgs[@]}")
         want_user=1
         ;;
     --list) list_only=1 ;;
