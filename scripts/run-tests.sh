@@ -17,8 +17,8 @@
 # SOLO (below: CPU hogs, floods, the timing of failure detection and of RDP's protocol tests,
 # the tree's own make) run first, each alone; the rest follow longest first, by the times of the last run
 # (build/check-times) or, on a fresh tree, by the hints in HINT below. The suites of LONG
-# (the preload semantics suites, the demo) run in `make soak`, not here (SOAK=1 runs them
-# here too).
+# (the preload semantics suites, the demo, the spawn flood and the stress run: 30-100 s
+# each) run in `make soak`, not here (SOAK=1 runs them here too).
 # CUnit binaries are counted from their "Run Summary" table, scripts from their
 # PASS:/FAIL:/SKIP: lines, fuzz targets as one test each. A suite that is not built is
 # skipped. The summary lists every suite, then the slowest and the wall time, and the last
@@ -46,14 +46,14 @@ STEPS=${STEPS:-abcdefg}
 want() { [[ $STEPS == *"$1"* ]]; } # want LETTER: whether that kind of suite runs
 SAN_ENV=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
 
-# The pool's lanes. SOLO: run alone, first. LONG: make soak's (scripts/soak.sh), not make
-# check's. HINT: seconds a suite took on this 2-CPU machine, to start the long ones first
+# The pool's lanes. SOLO: run alone, first (matched by the first word of the name). LONG:
+# make soak's (scripts/soak.sh), not make check's. HINT: seconds a suite took on this 2-CPU machine, to start the long ones first
 # when build/check-times (written at the end of every run) is not there yet.
 LANES=${CHECK_JOBS:-$(nproc)}
 ((LANES > 4)) && LANES=4
 ((LANES < 1)) && LANES=1
 SOLO=" psid_spawnflood psid_stress psid_busy psid_grace make_targets rdp-tests "
-LONG=" preload_semantics preload_same demo "
+LONG=" preload_semantics preload_same demo psid_spawnflood psid_stress "
 declare -A HINT=(
     [style/shellcheck]=37 [netns/preload]=37 [shell/preload_same_programs]=36
     [shell/preload_errors]=35 [shell/psrun]=31 [shell/preload_nc]=25 [shell/psrun_scale]=23
@@ -65,6 +65,7 @@ declare -A HINT=(
 TIMES=build/check-times
 
 passed=0 failed=0 skipped=0
+finished=0 # 1 once every suite has ended (a group found at exit is one being reaped)
 summary=() # one line per suite, repeated at the end
 t_start=$EPOCHREALTIME
 
@@ -84,7 +85,7 @@ cleanup() {
     local pg f pid
     while read -r pg; do
         if kill -0 -- "-$pg" 2>/dev/null; then
-            echo "run-tests: interrupted; stopping a running suite"
+            ((finished)) || echo "run-tests: interrupted; stopping a running suite"
             stop_group "$pg"
         fi
     done < <(cat "$tmp/bg.pgids" 2>/dev/null)
@@ -435,22 +436,29 @@ weight() {
     printf '%s\n' "$w"
 }
 
+# is_solo NAME: whether NAME runs alone (its base name's first word is in SOLO: both
+# rdp-tests binaries)
+is_solo() {
+    local base
+    base=$(basename "$1")
+    [[ $SOLO == *" ${base%% *} "* ]]
+}
+
 # pool ITEM...: start_one ITEM for each, LANES at once, and done_one for each as it ends
 # (bg_key, step_rc, step_secs set, its output shown); an item whose base name is in SOLO
 # runs alone.
 pool() {
-    local item base
+    local item
     for item in "$@" ""; do
-        base=$(basename "$item")
         # a lane free (all of them before a solo item, and at the end)
         while ((${#bg_pid[@]} > 0)) &&
-            { [[ -z $item || $SOLO == *" $base "* ]] || ((${#bg_pid[@]} >= LANES)); }; do
+            { [[ -z $item ]] || is_solo "$item" || ((${#bg_pid[@]} >= LANES)); }; do
             bg_next || break
             done_one "$bg_key"
         done
         [[ -z $item ]] && break
         start_one "$item"
-        if [[ $SOLO == *" $base "* ]] && bg_next; then done_one "$bg_key"; fi
+        if is_solo "$item" && bg_next; then done_one "$bg_key"; fi
     done
 }
 
@@ -469,7 +477,7 @@ want g && queue_style
 # the order: SOLO first, then the longest first
 solo=() rest=()
 for k in "${QUEUE[@]}"; do
-    if [[ $SOLO == *" $(basename "$k") "* ]]; then solo+=("$k"); else rest+=("$k"); fi
+    if is_solo "$k"; then solo+=("$k"); else rest+=("$k"); fi
 done
 if ((${#rest[@]})); then
     mapfile -t rest < <(for k in "${rest[@]}"; do printf '%s\t%s\n' "$(weight "$k")" "$k"; done |
@@ -477,6 +485,7 @@ if ((${#rest[@]})); then
 fi
 header "${#QUEUE[@]} suites: ${#solo[@]} alone first, then $LANES at a time, longest first"
 pool ${solo[@]+"${solo[@]}"} ${rest[@]+"${rest[@]}"}
+finished=1
 
 # the times of this run, for the next one's order (merged: suites not run keep theirs)
 if [[ -d build && -f $tmp/times ]]; then

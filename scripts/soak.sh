@@ -2,8 +2,8 @@
 # soak.sh - `make soak`: the long runs that make check leaves out or keeps short (it stays
 # under 8 minutes on 2 CPUs): psid_busy for 60 s with every CPU saturated, RDP's fault run
 # with 10,000 messages, and the suites of run-tests.sh's LONG list (the preload semantics
-# suites over RDP and over shared memory, and the demo: 50-100 s each), through
-# run-tests.sh, two at a time. CI runs it after make check (.ci/run). Prints the tests'
+# suites over RDP and over shared memory, the demo, the spawn flood and the stress run:
+# 30-100 s each), through run-tests.sh, as many at a time as make check runs. CI runs it after make check (.ci/run). Prints the tests'
 # PASS:/FAIL: lines and, last, "soak: N passed, N failed"; exit 1 if anything failed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
