@@ -5,13 +5,15 @@
 # otherwise prints the command to run as root and fails:
 #   all (default)  libraries and tools under build/ [build]
 #   check          unit tests (plain and ASan/UBSan), protocol tests, namespace tests (root),
-#                  a short fuzz run (clang), style [build, --check]
+#                  a short fuzz run (clang), style; under 8 minutes on 2 CPUs, the slowest
+#                  suites listed at the end [build, --check]
 #   demo           the quick start: a short show of what works [build, --demo]
 #   bench          benchmarks against the peers; figures go to bench/RESULTS.md by hand, but
 #                  BENCH="--headline [ID...]" refreshes its headline table (and README's)
 #                  from a run (bench/headline.sh) [build, --bench]
-#   soak           the long runs make check keeps short: 60 s of psid under full CPU load,
-#                  RDP's fault run at 10,000 messages (CI runs it after check) [--check]
+#   soak           the long runs make check leaves out or keeps short: 60 s of psid under
+#                  full CPU load, RDP's fault run at 10,000 messages, the suites of
+#                  run-tests.sh's LONG list (CI runs it after check) [--check]
 #   fuzz           longer fuzz runs of every decoder (FUZZ_SECONDS, default 60 each)
 #                  [build, --check]
 #   install        PREFIX (/usr/local), DESTDIR and the directories below [build, through
