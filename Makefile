@@ -4,8 +4,8 @@
 # (in brackets), which installs the missing ones as root and prints what it installs, and
 # otherwise prints the command to run as root and fails:
 #   all (default)  libraries and tools under build/ [build]
-#   check          unit tests (plain and ASan/UBSan), protocol tests, namespace tests (root),
-#                  a short fuzz run (clang), style; under 8 minutes on 2 CPUs, the slowest
+#   check          unit tests (plain and ASan/UBSan), protocol tests, integration and
+#                  namespace tests (root), style; under 8 minutes on 2 CPUs, the slowest
 #                  suites listed at the end [build, --check]
 #   demo           the quick start: a short show of what works [build, --demo]
 #   bench          benchmarks against the peers; figures go to bench/RESULTS.md by hand, but
@@ -13,7 +13,8 @@
 #                  from a run (bench/headline.sh) [build, --bench]
 #   soak           the long runs make check leaves out or keeps short: 60 s of psid under
 #                  full CPU load, RDP's fault run at 10,000 messages, the suites of
-#                  run-tests.sh's LONG list (CI runs it after check) [--check]
+#                  run-tests.sh's LONG list, make fuzz at 5 s per target (clang) (CI runs
+#                  it after check) [--check]
 #   fuzz           longer fuzz runs of every decoder (FUZZ_SECONDS, default 60 each)
 #                  [build, --check]
 #   install        PREFIX (/usr/local), DESTDIR and the directories below [build, through
@@ -227,16 +228,18 @@ $(BUILD)/fuzz/%: $(BUILD)/fuzz/obj/test/fuzz/%.o $(FUZZ_LIB)
 # parallel builds: as many jobs as CPUs
 JOBS := $(shell nproc 2>/dev/null || echo 2)
 
+# make check: the plain and sanitizer trees and their tests (the fuzz tree and its runs are
+# make soak's, to keep make check under 8 minutes on 2 CPUs)
 check:
 	@scripts/install-deps.sh --check
 	@$(MAKE) --no-print-directory -j$(JOBS) build-tests
 	@$(MAKE) --no-print-directory -j$(JOBS) BUILD=build/san SAN=1 build-tests
-	@if command -v clang >/dev/null; then $(MAKE) --no-print-directory -j$(JOBS) build-fuzz; fi
 	@scripts/run-tests.sh
 
 soak:
 	@scripts/install-deps.sh --check
 	@$(MAKE) --no-print-directory -j$(JOBS) build-tests
+	@if command -v clang >/dev/null; then $(MAKE) --no-print-directory -j$(JOBS) build-fuzz; fi
 	@scripts/soak.sh
 
 demo:
@@ -251,7 +254,7 @@ bench:
 	@bench/run.sh $(BENCH)
 
 # the fuzz step of the test driver alone, longer; inputs that reach new code join the seed
-# corpus (test/fuzz/corpus/, which make check's short runs start from)
+# corpus (test/fuzz/corpus/, which make soak's short runs start from)
 fuzz:
 	@scripts/install-deps.sh --check
 	@$(MAKE) --no-print-directory -j$(JOBS) build-fuzz

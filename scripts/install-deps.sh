@@ -6,7 +6,7 @@
 #   (none)    build: what compiling the libraries and tools needs (make, make install)
 #   --check   the tests and checks: CUnit, clang and libFuzzer, clang-format, shellcheck,
 #             iproute2, nftables, ping, procps, jq, and the real programs of the preload
-#             tests (make check, make fuzz)
+#             tests (make check, make soak, make fuzz)
 #   --demo    what the demo needs beyond the build: curl, python3, sockperf (make demo)
 #   --bench   the benchmark peers and the namespace tools the benchmarks use (make bench)
 #   --deb     the Debian packaging tools, and what the packages' smoke run uses (make deb,
@@ -47,8 +47,8 @@ build_pkgs=(
 if [[ $(dpkg --print-architecture 2>/dev/null) == amd64 ]]; then
     build_pkgs+=(libipsec-mb-dev)
 fi
-# make check / make fuzz: the unit tests (CUnit), the integration and namespace tests (ss and
-# ip, nft, ping, pgrep, jq), the real programs of the preload tests (nc, socat, curl,
+# make check / make soak / make fuzz: the unit tests (CUnit), the integration and namespace
+# tests (ss and ip, nft, ping, pgrep, jq), the real programs of the preload tests (nc, socat, curl,
 # python3, redis, and iperf3 and sockperf, which make bench uses too), the fuzz targets
 # (clang, libFuzzer) and the style checks.
 check_pkgs=(
@@ -188,7 +188,7 @@ if ((${#still[@]})); then
     exit 1
 fi
 
-# libFuzzer must link (make check and make fuzz build with -fsanitize=fuzzer).
+# libFuzzer must link (make soak and make fuzz build with -fsanitize=fuzzer).
 if [[ " ${missing[*]} " == *" clang "* || " ${missing[*]} " == *" libclang-rt-"* ]]; then
     printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
         'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }' \
