@@ -22,7 +22,8 @@
 # each) run in `make soak`, not here (SOAK=1 runs them here too).
 # CUnit binaries are counted from their "Run Summary" table, scripts from their
 # PASS:/FAIL:/SKIP: lines, fuzz targets as one test each. A suite that is not built is
-# skipped. The summary lists every suite, then the slowest and the wall time, and the last
+# skipped. The summary lists every suite, then the slowest, the wall time and (under make
+# check) make check's whole time against its budget of 8 minutes, and the last
 # line is "check: N passed, N failed, N skipped"; the exit status is 1 if anything failed or
 # no test ran.
 #
@@ -505,6 +506,23 @@ if [[ -f $tmp/times ]]; then
 fi
 wall=$(awk -v a="$t_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 echo "  tests: ${wall} s wall, $LANES at a time"
+# make check's own time, the build included: the make that runs this script (its parent, or
+# the shell between them) has been running that long. The budget is 8 minutes on 2 CPUs.
+if [[ $STEPS == abcdeg && -z ${ONLY:-} ]]; then
+    pp=$PPID
+    for _ in 1 2; do
+        if [[ $(ps -o comm= -p "$pp" 2>/dev/null) == make ]]; then
+            all=$(ps -o etimes= -p "$pp" | tr -d ' ')
+            echo "  make check: ${all} s, build included (budget: 480 s on 2 CPUs; load average" \
+                "now $(cut -d' ' -f1 /proc/loadavg))"
+            ((all <= 480)) || echo "  over budget: make a slow suite faster, or move it to" \
+                "make soak (LONG above)"
+            break
+        fi
+        pp=$(ps -o ppid= -p "$pp" 2>/dev/null | tr -d ' ')
+        [[ -n $pp ]] || break
+    done
+fi
 echo
 if ((passed + failed == 0)); then
     echo "run-tests: no test ran"
