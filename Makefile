@@ -4,16 +4,25 @@
 # (in brackets), which installs the missing ones as root and prints what it installs, and
 # otherwise prints the command to run as root and fails:
 #   all (default)  libraries and tools under build/ [build]
-#   check          unit tests (plain and ASan/UBSan), protocol tests, namespace tests (root),
-#                  a short fuzz run (clang), style [build, --check]
+#   check          unit tests (plain and ASan/UBSan), protocol tests, integration and
+#                  namespace tests (root), style; under 8 minutes on 2 CPUs, the slowest
+#                  suites listed at the end [build, --check]
 #   demo           the quick start: a short show of what works [build, --demo]
-#   bench          benchmarks against the peers; figures go to bench/RESULTS.md by hand
-#                  [build, --bench]
-#   soak           the long runs make check keeps short: 60 s of psid under full CPU load,
-#                  RDP's fault run at 10,000 messages (CI runs it after check) [--check]
+#   bench          benchmarks against the peers; figures go to bench/RESULTS.md by hand, but
+#                  BENCH="--headline [ID...]" refreshes its headline table (and README's)
+#                  from a run (bench/headline.sh) [build, --bench]
+#   soak           the long runs make check leaves out or keeps short: 60 s of psid under
+#                  full CPU load, RDP's fault run at 10,000 messages, the suites of
+#                  run-tests.sh's LONG list, make fuzz at 5 s per target (clang) (CI runs
+#                  it after check) [--check]
 #   fuzz           longer fuzz runs of every decoder (FUZZ_SECONDS, default 60 each)
 #                  [build, --check]
-#   install        PREFIX (/usr/local) and DESTDIR [build, through all]
+#   install        PREFIX (/usr/local), DESTDIR and the directories below [build, through
+#                  all]; as root on the real system it also adds the user pscluster
+#   deb            the Debian packages (debian/, dpkg-buildpackage -b in a copy of the tree)
+#                  into build/deb/ [build, --deb]
+#   deb-check      deb, then lintian, their contents and a smoke run of the unpacked tree
+#                  (scripts/deb-check.sh; CI runs it after make soak) [build, --deb]
 #   clean, format, format-check (no packages asked for)
 #
 # Internal targets (build-*, the sanitizer tree) run in a sub-make so that pkg-config is
@@ -21,6 +30,20 @@
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
+# where make install (and install-files, which debian/rules calls) puts things
+BINDIR       ?= $(PREFIX)/bin
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+MANDIR       ?= $(PREFIX)/share/man
+DOCDIR       ?= $(PREFIX)/share/doc/pscluster
+UNITDIR      ?= $(PREFIX)/lib/systemd/system
+PRELOADDIR   ?= $(LIBDIR)
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# where psrun --preload and pspreload look for libpspreload.so, relative to their own
+# directory (build/bin -> build/lib; BINDIR -> PRELOADDIR: the Debian packages set it)
+PRELOAD_RELDIR ?= ../lib
+# the version: debian/changelog's first line (psi.pc)
+VERSION := $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog 2>/dev/null)
 BUILD   ?= build
 CC      ?= cc
 SAN     ?=
@@ -84,8 +107,8 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 # build-tests) would otherwise delete a tool's object that the other still links.
 .SECONDARY:
 
-.PHONY: all check soak demo bench fuzz install clean format format-check \
-        build-all build-tests build-fuzz
+.PHONY: all check soak demo bench fuzz install install-files deb deb-check clean format \
+        format-check build-all build-tests build-fuzz
 
 all:
 	@scripts/install-deps.sh
@@ -99,6 +122,8 @@ build-tests: build-all $(UNIT_BIN) $(RDPT_BIN) $(TTOOLS) $(BUILD)/test/tools/raw
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/logger/preloadlib.o: ALL_CFLAGS += -DPSPRELOAD_RELDIR='"$(PRELOAD_RELDIR)"'
 
 # Archives are made afresh (rm first): ar would keep a member whose source moved to
 # another library, and the two definitions would clash at link time.
@@ -215,16 +240,18 @@ $(BUILD)/fuzz/%: $(BUILD)/fuzz/obj/test/fuzz/%.o $(FUZZ_LIB)
 # parallel builds: as many jobs as CPUs
 JOBS := $(shell nproc 2>/dev/null || echo 2)
 
+# make check: the plain and sanitizer trees and their tests (the fuzz tree and its runs are
+# make soak's, to keep make check under 8 minutes on 2 CPUs)
 check:
 	@scripts/install-deps.sh --check
 	@$(MAKE) --no-print-directory -j$(JOBS) build-tests
 	@$(MAKE) --no-print-directory -j$(JOBS) BUILD=build/san SAN=1 build-tests
-	@if command -v clang >/dev/null; then $(MAKE) --no-print-directory -j$(JOBS) build-fuzz; fi
 	@scripts/run-tests.sh
 
 soak:
 	@scripts/install-deps.sh --check
 	@$(MAKE) --no-print-directory -j$(JOBS) build-tests
+	@if command -v clang >/dev/null; then $(MAKE) --no-print-directory -j$(JOBS) build-fuzz; fi
 	@scripts/soak.sh
 
 demo:
@@ -236,10 +263,10 @@ demo:
 bench:
 	@scripts/install-deps.sh --bench
 	@$(MAKE) --no-print-directory -j$(JOBS) build-all $(TTOOLS)
-	@bench/run.sh
+	@bench/run.sh $(BENCH)
 
 # the fuzz step of the test driver alone, longer; inputs that reach new code join the seed
-# corpus (test/fuzz/corpus/, which make check's short runs start from)
+# corpus (test/fuzz/corpus/, which make soak's short runs start from)
 fuzz:
 	@scripts/install-deps.sh --check
 	@$(MAKE) --no-print-directory -j$(JOBS) build-fuzz
@@ -247,25 +274,44 @@ fuzz:
 	    STEP_TIMEOUT=$$((secs + 120)) scripts/run-tests.sh
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
-	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/doc/pscluster
-	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/lib/libpspreload.so $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(wildcard docs/man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
-	install -d $(DESTDIR)$(PREFIX)/share/man/man8
-	install -m 644 $(wildcard docs/man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
-	install -m 644 conf/psid.conf README.md INSTALL $(DESTDIR)$(PREFIX)/share/doc/pscluster/
-	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
-	sed 's|/usr/bin/psid|$(PREFIX)/bin/psid|' conf/psid.service \
-	    >$(DESTDIR)$(PREFIX)/lib/systemd/system/psid.service
+	@$(MAKE) --no-print-directory install-files
 	@# psid's engine runs as this user (psid.user); only on the real system, as root
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && ! getent passwd pscluster >/dev/null; then \
 	    echo "install: adding the system user pscluster (psid's unprivileged engine)"; \
 	    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
 	        pscluster; \
 	fi
+
+# the files of a built tree, no packages asked for (debian/rules calls it after build-all)
+PSI_HEADERS := psi.h psi_hostlist.h psi_nodes.h psi_signames.h psi_tasklist.h psi_tid.h \
+               psmsg.h psproto.h
+install-files:
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
+	    $(DESTDIR)$(PRELOADDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(UNITDIR) \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)
+	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(LIBS) $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(BUILD)/lib/libpspreload.so $(DESTDIR)$(PRELOADDIR)/
+	install -m 644 include/*.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(wildcard docs/man/*.1) $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(wildcard docs/man/*.8) $(DESTDIR)$(MANDIR)/man8/
+	install -m 644 conf/psid.conf README.md INSTALL $(DESTDIR)$(DOCDIR)/
+	sed 's|/usr/bin/psid|$(BINDIR)/psid|' conf/psid.service >$(DESTDIR)$(UNITDIR)/psid.service
+	@# libpsi, the client library, for pkg-config (static: Libs.private are its own needs)
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+	    'Name: psi' 'Description: pscluster client library (talk to psid: tasks, nodes, signals)' \
+	    'Version: $(VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lpsi' \
+	    >$(DESTDIR)$(PKGCONFIGDIR)/psi.pc
+
+# the Debian packages, built in a copy of the tracked tree (dpkg-buildpackage writes beside
+# the tree, and cleans it) into build/deb/; deb-check checks them (scripts/deb-check.sh)
+deb:
+	@scripts/install-deps.sh --deb
+	@scripts/deb-check.sh --build-only
+
+deb-check:
+	@scripts/install-deps.sh --deb
+	@scripts/deb-check.sh
 
 clean:
 	rm -rf build

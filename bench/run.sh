@@ -5,9 +5,13 @@
 # without root it only says what is missing), then runs every bench/*.sh other than itself in
 # name order, or the ones named on the command line (e.g. `bench/run.sh rdp`). Each script
 # prints its markdown tables on stdout; run.sh also keeps a copy in bench/out/NAME-DATE.md.
-# Figures go to bench/RESULTS.md by hand, with the commands that produced them.
+# Figures go to bench/RESULTS.md by hand, with the commands that produced them, except the
+# headline table at its top (and its copy in README.md): --headline runs bench/headline.sh,
+# which runs the benchmarks behind those rows (all, or the IDs named) and rewrites them.
+# `make bench BENCH="--headline [ID...]"` does the same after building.
 #
 # usage: bench/run.sh [--help] [NAME...]
+#        bench/run.sh --headline [ID...]   (bench/headline.sh --help: the rows)
 # env:   passed through to the scripts (RUNS=N and their own knobs; see NAME.sh --help)
 # exit:  0 if every script succeeded, 1 otherwise, 2 on a bad command line
 set -euo pipefail
@@ -15,6 +19,15 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 cd "$ROOT"
+
+if [[ ${1:-} == --headline ]]; then
+    shift
+    if [[ -x scripts/install-deps.sh ]]; then
+        scripts/install-deps.sh --bench ||
+            echo "bench/run.sh: warning: benchmark peers missing; rows that need them fail" >&2
+    fi
+    exec bench/headline.sh "$@"
+fi
 
 names=()
 for a in "$@"; do
@@ -35,7 +48,7 @@ done
 scripts=()
 if ((${#names[@]})); then
     for n in "${names[@]}"; do
-        if [[ ! -f bench/$n.sh || $n == run ]]; then
+        if [[ ! -f bench/$n.sh || $n == run || $n == headline ]]; then
             echo "bench/run.sh: no benchmark bench/$n.sh" >&2
             exit 2
         fi
@@ -43,7 +56,7 @@ if ((${#names[@]})); then
     done
 else
     for s in bench/*.sh; do
-        [[ $(basename "$s") == run.sh ]] && continue
+        [[ $(basename "$s") == run.sh || $(basename "$s") == headline.sh ]] && continue
         scripts+=("$s")
     done
 fi

@@ -9,6 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
+/* libpspreload.so's directory relative to the program's own (the Makefile's PRELOAD_RELDIR:
+ * build/bin -> build/lib, and the Debian packages' /usr/bin -> /usr/lib/TRIPLET/pscluster) */
+#ifndef PSPRELOAD_RELDIR
+#define PSPRELOAD_RELDIR "../lib"
+#endif
+
 int lg_preload_lib(char *out, size_t n)
 {
     const char *env = getenv("PSPRELOAD_LIB");
@@ -23,7 +29,7 @@ int lg_preload_lib(char *out, size_t n)
     char *slash = strrchr(self, '/');
     if (!slash) return -1;
     *slash = 0;
-    if ((size_t)snprintf(out, n, "%s/../lib/libpspreload.so", self) >= n) return -1;
+    if ((size_t)snprintf(out, n, "%s/" PSPRELOAD_RELDIR "/libpspreload.so", self) >= n) return -1;
     char *abs = realpath(out, NULL);
     if (!abs) return -1;
     snprintf(out, n, "%s", abs);

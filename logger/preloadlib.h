@@ -2,7 +2,8 @@
  * preloadlib.h - where libpspreload.so is, for the tools that start programs under it
  * (pspreload, psrun --preload): $PSPRELOAD_LIB, else ../lib/libpspreload.so next to the
  * running program's own directory (build/bin -> build/lib in the build tree, PREFIX/bin ->
- * PREFIX/lib when installed).
+ * PREFIX/lib when installed; the Makefile's PRELOAD_RELDIR replaces ../lib, as the Debian
+ * packages do: /usr/bin -> /usr/lib/TRIPLET/pscluster).
  */
 #ifndef PSCLUSTER_LOGGER_PRELOADLIB_H
 #define PSCLUSTER_LOGGER_PRELOADLIB_H

@@ -237,4 +237,4 @@ grep -q "^rdp pingpong: 2000 round trips verified" "$DIR/pingpong.out" &&
     grep -q "^ratio rdp/tcp" "$DIR/pingpong.out" ||
     fail "rdpbench did not verify 2000 round trips and compare them with TCP"
 echo
-echo "demo: done. 'make check' runs the tests; README.md has the tour."
+echo "demo: done. 'make check' runs the tests; README.md says where to read on."

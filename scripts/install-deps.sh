@@ -6,13 +6,15 @@
 #   (none)    build: what compiling the libraries and tools needs (make, make install)
 #   --check   the tests and checks: CUnit, clang and libFuzzer, clang-format, shellcheck,
 #             iproute2, nftables, ping, procps, jq, and the real programs of the preload
-#             tests (make check, make fuzz)
+#             tests (make check, make soak, make fuzz)
 #   --demo    what the demo needs beyond the build: curl, python3, sockperf (make demo)
 #   --bench   the benchmark peers and the namespace tools the benchmarks use (make bench)
-# With --check, --demo or --bench, as root, it also adds the system user psid's engine runs as
+#   --deb     the Debian packaging tools, and what the packages' smoke run uses (make deb,
+#             make deb-check, which CI runs)
+# With --check, --demo, --bench or --deb, as root, it also adds the system user psid's engine runs as
 # (psid.user, default pscluster: conf/psid.conf) when it is missing, and says so.
 #
-# usage: scripts/install-deps.sh [--check] [--demo] [--bench] [--list] [PKG...]
+# usage: scripts/install-deps.sh [--check] [--demo] [--bench] [--deb] [--list] [PKG...]
 #   --list    print the packages that would be installed (one line, nothing if none), exit 0
 #   PKG...    further packages to require (for scripts that need one more tool)
 #
@@ -23,7 +25,7 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: scripts/install-deps.sh [--check] [--demo] [--bench] [--list] [PKG...]" >&2
+    echo "usage: scripts/install-deps.sh [--check] [--demo] [--bench] [--deb] [--list] [PKG...]" >&2
     exit 2
 }
 
@@ -45,8 +47,8 @@ build_pkgs=(
 if [[ $(dpkg --print-architecture 2>/dev/null) == amd64 ]]; then
     build_pkgs+=(libipsec-mb-dev)
 fi
-# make check / make fuzz: the unit tests (CUnit), the integration and namespace tests (ss and
-# ip, nft, ping, pgrep, jq), the real programs of the preload tests (nc, socat, curl,
+# make check / make soak / make fuzz: the unit tests (CUnit), the integration and namespace
+# tests (ss and ip, nft, ping, pgrep, jq), the real programs of the preload tests (nc, socat, curl,
 # python3, redis, and iperf3 and sockperf, which make bench uses too), the fuzz targets
 # (clang, libFuzzer) and the style checks.
 check_pkgs=(
@@ -65,6 +67,9 @@ bench_pkgs=(
     sockperf iperf3 hyperfine mpich linux-perf valgrind
     iproute2 nftables iputils-ping procps jq
 )
+# make deb / make deb-check: dpkg-buildpackage (dpkg-dev), debhelper, lintian, and what
+# scripts/deb-check.sh drives (ps and pgrep, jq for psstat --json)
+deb_pkgs=(dpkg-dev debhelper lintian procps jq)
 
 want=("${build_pkgs[@]}")
 list_only=0
@@ -81,6 +86,10 @@ while (($#)); do
         ;;
     --bench)
         want+=("${bench_pkgs[@]}")
+        want_user=1
+        ;;
+    --deb)
+        want+=("${deb_pkgs[@]}")
         want_user=1
         ;;
     --list) list_only=1 ;;
@@ -179,7 +188,7 @@ if ((${#still[@]})); then
     exit 1
 fi
 
-# libFuzzer must link (make check and make fuzz build with -fsanitize=fuzzer).
+# libFuzzer must link (make soak and make fuzz build with -fsanitize=fuzzer).
 if [[ " ${missing[*]} " == *" clang "* || " ${missing[*]} " == *" libclang-rt-"* ]]; then
     printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
         'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }' \

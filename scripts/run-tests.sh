@@ -1,27 +1,39 @@
 #!/bin/bash
 # run-tests.sh - the test driver of `make check`, run after the build trees exist.
 #
-# Steps, in order (each shows its full output and wall time):
+# Suites, by the letter of their kind (STEPS):
 #   a. build/test/unit-tests            plain
 #   b. build/san/test/unit-tests        ASan + UBSan
 #   c. build/test/rdp-tests             protocol tests on loopback
 #   d. build/san/test/rdp-tests         ASan + UBSan, RDP_TEST_QUICK=1
 #   e. test/shell/*.sh                  integration tests on loopback clusters (no root)
 #   e. test/netns/*.sh                  namespace tests (root only)
-#   f. build/fuzz/*                     each fuzz target for FUZZ_SECONDS (clang only)
-# The scripts of e and the targets of f run CHECK_JOBS at a time (default: the CPUs, at most
-# 4), each shown whole when it ends; a few run alone (SOLO, below).
+#   f. build/fuzz/*                     each fuzz target for FUZZ_SECONDS (clang only; not in
+#                                       the default STEPS: make fuzz and make soak ask for it)
 #   g. style                            clang-format (the tree's one C style) and shellcheck
 #                                       (warnings and worse) over the tracked sources
-# CUnit binaries are counted from their "Run Summary" table, namespace scripts from their
-# PASS:/FAIL:/SKIP: lines, fuzz targets as one test each. A step that is not built is skipped.
-# The last line is "check: N passed, N failed, N skipped"; the exit status is 1 if anything
-# failed or no test ran.
+# Every suite runs on its own (its own cluster, ports, directories and namespaces), so all of
+# them go into one pool that runs CHECK_JOBS at a time (default: the CPUs, at most 4), each
+# in a session of its own under STEP_TIMEOUT, its output shown whole when it ends. The few in
+# SOLO (below: CPU hogs, floods, the timing of failure detection and of RDP's protocol tests,
+# the tree's own make) run first, each alone; the rest follow longest first, by the times of the last run
+# (build/check-times) or, on a fresh tree, by the hints in HINT below. The suites of LONG
+# (the preload semantics suites, the demo, the spawn flood and the stress run: 30-100 s
+# each) run in `make soak`, not here (SOAK=1 runs them here too).
+# CUnit binaries are counted from their "Run Summary" table, scripts from their
+# PASS:/FAIL:/SKIP: lines, fuzz targets as one test each. A suite that is not built is
+# skipped. The summary lists every suite, then the slowest, the wall time and (under make
+# check) make check's whole time against its budget of 8 minutes, and the last
+# line is "check: N passed, N failed, N skipped"; the exit status is 1 if anything failed or
+# no test ran.
 #
-# Environment: STEP_TIMEOUT (seconds per step, default 300), FUZZ_SECONDS (default 5), STEPS
-# (the steps to run, by letter, e.g. "f" for `make fuzz`; default all: abcdefg), FUZZ_MERGE=1
+# Environment: STEP_TIMEOUT (seconds per suite, default 300), FUZZ_SECONDS (default 5), STEPS
+# (the kinds to run, by letter, e.g. "f" for `make fuzz`; default abcdeg, make check's: the
+# fuzz tree is built and run by make soak and make fuzz), FUZZ_MERGE=1
 # (`make fuzz`: after a passing run, the inputs that reach new code are merged into the seed
-# corpus test/fuzz/corpus/NAME, to be committed).
+# corpus test/fuzz/corpus/NAME, to be committed), CHECK_JOBS, SOAK=1 (the LONG suites too),
+# ONLY="NAME..." (only the scripts of test/shell and test/netns of these base names, LONG or
+# not: `make soak` runs the LONG ones so).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,20 +41,39 @@ cd "$ROOT"
 
 STEP_TIMEOUT=${STEP_TIMEOUT:-300}
 FUZZ_SECONDS=${FUZZ_SECONDS:-5} # make fuzz runs 60 s each
-STEPS=${STEPS:-abcdefg}
+STEPS=${STEPS:-abcdeg}
 [[ $STEPS =~ ^[a-g]+$ ]] || {
     echo "run-tests: STEPS is letters a to g (got '$STEPS')" >&2
     exit 2
 }
-want() { [[ $STEPS == *"$1"* ]]; } # want LETTER: whether that step runs
+want() { [[ $STEPS == *"$1"* ]]; } # want LETTER: whether that kind of suite runs
 SAN_ENV=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
 
+# The pool's lanes. SOLO: run alone, first (matched by the first word of the name). LONG:
+# make soak's (scripts/soak.sh), not make check's. HINT: seconds a suite took on this 2-CPU machine, to start the long ones first
+# when build/check-times (written at the end of every run) is not there yet.
+LANES=${CHECK_JOBS:-$(nproc)}
+((LANES > 4)) && LANES=4
+((LANES < 1)) && LANES=1
+SOLO=" psid_spawnflood psid_stress psid_busy psid_grace make_targets rdp-tests preload_flood preload_burst "
+LONG=" preload_semantics preload_same demo psid_spawnflood psid_stress "
+declare -A HINT=(
+    [style/shellcheck]=37 [netns/preload]=37 [shell/preload_same_programs]=36
+    [shell/preload_errors]=35 [shell/psrun]=31 [shell/preload_nc]=25 [shell/psrun_scale]=23
+    [shell/preload_programs]=20 [shell/psid_preload]=15 [shell/psid_limits]=14
+    [shell/psid_membership]=14 [shell/preload_forge]=13 [shell/psid_replay]=12
+    [shell/psid_hostile]=12 [rdp-tests]=12 [netns/psid_linkcut]=11 [shell/install_deps]=11
+    [netns/rdp_loss]=10
+)
+TIMES=build/check-times
+
 passed=0 failed=0 skipped=0
-summary=() # one line per step, repeated at the end
-tail_pid="" # the tail showing the running step's output
+finished=0 # 1 once every suite has ended (a group found at exit is one being reaped)
+summary=() # one line per suite, repeated at the end
+t_start=$EPOCHREALTIME
 
 tmp=$(mktemp -d)
-# stop_group PGID: TERM to a step's process group, up to 15 s for its own cleanup, then KILL.
+# stop_group PGID: TERM to a suite's process group, up to 15 s for its own cleanup, then KILL.
 stop_group() {
     local pg=$1 deadline
     kill -TERM -- "-$pg" 2>/dev/null || return 0
@@ -51,24 +82,21 @@ stop_group() {
     kill -KILL -- "-$pg" 2>/dev/null || true
 }
 
-# On the way out, a step still running (an interrupted run) is stopped with its whole group;
-# the step's own cleanup output is still shown (tail follows the log until the step is gone).
+# On the way out, suites still running (an interrupted run) are stopped with their whole
+# groups, and what namespace tests left is removed.
 cleanup() {
-    local pg pid
-    while read -r pg; do # background steps still running
-        kill -0 -- "-$pg" 2>/dev/null && stop_group "$pg"
+    local pg f pid
+    while read -r pg; do
+        if kill -0 -- "-$pg" 2>/dev/null; then
+            ((finished)) || echo "run-tests: interrupted; stopping a running suite"
+            stop_group "$pg"
+        fi
     done < <(cat "$tmp/bg.pgids" 2>/dev/null)
-    pg=$(cat "$tmp/step.pgid" 2>/dev/null || true)
-    if [[ -n $pg ]] && kill -0 -- "-$pg" 2>/dev/null; then
-        echo "run-tests: interrupted; stopping the running step"
-        stop_group "$pg"
-        pid=$(cat "$tmp/netns.pid" 2>/dev/null || true)
+    for f in "$tmp"/netns-*.pid; do
+        [[ -f $f ]] || continue
+        pid=$(cat "$f" 2>/dev/null || true)
         [[ -n $pid ]] && netns_leftovers "$pid" >/dev/null
-    fi
-    if [[ -n $tail_pid ]]; then
-        sleep 0.3
-        kill -KILL "$tail_pid" 2>/dev/null || true
-    fi
+    done
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -83,72 +111,12 @@ skip() { # skip NAME WHY
     summary+=("$(printf '%-32s skipped: %s' "$1" "$2")")
 }
 
-# run_logged LOG CMD... -> run CMD under timeout in a session of its own, output to LOG and
-# shown as it comes (tail); sets step_rc and step_secs. Never fails itself. When CMD ends,
-# whatever it left running in its process group is killed.
-run_logged() {
-    local log=$1 t0 t1 pid
-    shift
-    t0=$EPOCHREALTIME
-    : >"$log"
-    setsid timeout -k 10 "$STEP_TIMEOUT" "$@" </dev/null >"$log" 2>&1 &
-    pid=$!
-    echo "$pid" >"$tmp/step.pgid"
-    # tail outlives a TERM to our group: it ends when the step does.
-    (
-        trap '' TERM
-        exec tail -n +1 -s 0.2 -f --pid="$pid" "$log"
-    ) &
-    tail_pid=$!
-    step_rc=0
-    { wait "$pid"; } 2>/dev/null || step_rc=$?
-    kill -KILL -- "-$pid" 2>/dev/null || true
-    rm -f "$tmp/step.pgid"
-    wait "$tail_pid" 2>/dev/null || true
-    tail_pid=""
-    t1=$EPOCHREALTIME
-    step_secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-    # timeout: 124, or 137 when TERM was not enough (a command killed by KILL is 137 too).
-    if ((step_rc == 124)) || { ((step_rc == 137)) &&
-        awk -v s="$step_secs" -v t="$STEP_TIMEOUT" 'BEGIN { exit !(s >= t) }'; }; then
-        echo "TIMEOUT: no result after ${STEP_TIMEOUT} s"
-    fi
-}
-
 record() { # record NAME PASS FAIL SKIP
     passed=$((passed + $2)) failed=$((failed + $3)) skipped=$((skipped + $4))
     summary+=("$(printf '%-32s %3d passed %3d failed %3d skipped  %7s s' "$1" "$2" "$3" "$4" "$step_secs")")
+    printf '%s\t%s\n' "$1" "$step_secs" >>"$tmp/times"
     printf -- '---- %s: %d passed, %d failed, %d skipped, exit %d, %s s\n' \
         "$1" "$2" "$3" "$4" "$step_rc" "$step_secs"
-}
-
-# A CUnit binary built from test/lib/runner.c.
-cunit_step() { # cunit_step LETTER NAME BINARY [VAR=VALUE...]
-    local letter=$1 name=$2 bin=$3 log p=0 f=0 s=0 line
-    shift 3
-    header "$letter. $name"
-    if [[ ! -x $bin ]]; then
-        skip "$name" "not built ($bin)"
-        return
-    fi
-    log=$tmp/$letter.log
-    run_logged "$log" env "$@" "$bin"
-    # "Run Summary:    Type  Total    Ran Passed Failed Inactive"
-    # "               tests      4      4      3      1        0"
-    line=$(awk '/^Run Summary:/ { on = 1 } on && $1 == "tests" && NF == 6 { print; exit }' "$log")
-    if [[ -n $line ]]; then
-        read -r _ _ _ p f s <<<"$line"
-        # The tests passed but the binary did not (a leak report at exit, a crash after the
-        # summary): one failure more.
-        if ((step_rc != 0 && f == 0)); then
-            echo "FAIL: $name exited with status $step_rc after its tests"
-            f=1
-        fi
-    else
-        echo "FAIL: $name: no CUnit run summary (exit status $step_rc)"
-        f=1
-    fi
-    record "$name" "$p" "$f" "$s"
 }
 
 netns_works() {
@@ -194,7 +162,7 @@ tally() {
     fi
 }
 
-# Steps in the background, LANES at once: each in a session of its own under timeout, its
+# Suites in the background, LANES at once: each in a session of its own under timeout, its
 # output shown whole when it ends; whatever it left running in its process group is killed
 # then. bg_start KEY LOG CMD...; bg_next: waits for one to end, sets bg_key, step_rc and
 # step_secs, and shows its output.
@@ -228,100 +196,101 @@ bg_next() {
     unset "bg_pid[$bg_key]"
 }
 
-# pool ITEM...: start_one ITEM for each, LANES at once, and done_one for each as it ends
-# (bg_key, step_rc, step_secs set, its output shown); an item whose base name is in SOLO
-# runs alone. The scripts of a step each run on clusters of their own (their own
-# directories, ports, daemons and namespaces), so they can run side by side; SOLO holds the
-# CPU hogs and floods, the timing of failure detection, and the tree's own make.
-LANES=${CHECK_JOBS:-$(nproc)}
-((LANES > 4)) && LANES=4
-((LANES < 1)) && LANES=1
-SOLO=" psid_spawnflood psid_stress psid_busy psid_grace make_targets preload_flood preload_burst "
-pool() {
-    local item base
-    for item in "$@" ""; do
-        base=$(basename "$item" .sh)
-        # a lane free (all of them before a solo item, and at the end)
-        while ((${#bg_pid[@]} > 0)) &&
-            { [[ -z $item || $SOLO == *" $base "* ]] || ((${#bg_pid[@]} >= LANES)); }; do
-            bg_next || break
-            done_one "$bg_key"
-        done
-        [[ -z $item ]] && break
-        start_one "$item"
-        if [[ $SOLO == *" $base "* ]] && bg_next; then done_one "$bg_key"; fi
-    done
+# ---- the suites: queue_* adds one (its key is the name it is reported by), start_one and
+# done_one run and count it by its kind.
+declare -A KIND=() WHAT=()
+QUEUE=()
+queue() { # queue NAME KIND WHAT
+    QUEUE+=("$1")
+    KIND[$1]=$2
+    WHAT[$1]=$3
 }
 
-netns_step() {
-    local scripts=()
-    header "e. namespace tests (test/netns/*.sh, $LANES at a time)"
+# A CUnit binary built from test/lib/runner.c; WHAT: "BINARY [VAR=VALUE...]".
+queue_cunit() { # queue_cunit NAME BINARY [VAR=VALUE...]
+    local name=$1 bin=$2
+    shift 2
+    if [[ ! -x $bin ]]; then
+        skip "$name" "not built ($bin)"
+        return
+    fi
+    queue "$name" cunit "$bin $*"
+}
+cunit_done() { # cunit_done NAME
+    local name=$1 log=${bg_log[$1]} p=0 f=0 s=0 line
+    # "Run Summary:    Type  Total    Ran Passed Failed Inactive"
+    # "               tests      4      4      3      1        0"
+    line=$(awk '/^Run Summary:/ { on = 1 } on && $1 == "tests" && NF == 6 { print; exit }' "$log")
+    if [[ -n $line ]]; then
+        read -r _ _ _ p f s <<<"$line"
+        # The tests passed but the binary did not (a leak report at exit, a crash after the
+        # summary): one failure more.
+        if ((step_rc != 0 && f == 0)); then
+            echo "FAIL: $name exited with status $step_rc after its tests"
+            f=1
+        fi
+    else
+        echo "FAIL: $name: no CUnit run summary (exit status $step_rc)"
+        f=1
+    fi
+    record "$name" "$p" "$f" "$s"
+}
+
+# Integration scripts on loopback clusters: PASS:/FAIL:/SKIP: lines, like the namespace
+# tests, but no root needed. Each script cleans up after itself (trap); whatever it left
+# running in its process group is killed when it ends.
+queue_shell() {
+    local sc base
+    shopt -s nullglob
+    for sc in test/shell/*.sh; do
+        base=$(basename "$sc" .sh)
+        if [[ -n ${ONLY:-} ]]; then
+            [[ " $ONLY " == *" $base "* ]] || continue
+        elif [[ $LONG == *" $base "* && ${SOAK:-0} != 1 ]]; then
+            continue
+        fi
+        queue "shell/$base" shell "$sc"
+    done
+    shopt -u nullglob
+}
+
+# Namespace tests: as the integration scripts, as root; what one left behind is a failure
+# (and removed).
+queue_netns() {
+    local scripts=() sc
     shopt -s nullglob
     scripts=(test/netns/*.sh)
     shopt -u nullglob
-    if ((${#scripts[@]} == 0)); then
-        echo "(no namespace tests yet)"
-        return
-    fi
+    ((${#scripts[@]})) || return 0
     if ! netns_works; then
         echo "SKIP: namespace tests need root (and a working 'ip netns add')"
         skipped=$((skipped + ${#scripts[@]}))
         summary+=("$(printf '%-32s skipped: need root' "namespace tests")")
         return
     fi
-    # exec keeps the pid, so the script's $$ (and the names its namespaces get) is known
-    start_one() {
-        local base
-        base=$(basename "$1" .sh)
-        rm -f "$tmp/netns-$base.pid"
-        # shellcheck disable=SC2016 # $$ and $1 belong to the inner shell
-        bg_start "$1" "$tmp/netns-$base.log" bash -c 'echo $$ >"$1"; exec bash "$2"' netns-test \
-            "$tmp/netns-$base.pid" "$1"
-    }
-    done_one() {
-        local name base pid left p f s
-        base=$(basename "$1" .sh)
-        name=netns/$base
-        tally "$name" "${bg_log[$1]}"
-        pid=$(cat "$tmp/netns-$base.pid" 2>/dev/null || true)
-        if [[ -n $pid ]]; then
-            left=$(netns_leftovers "$pid")
-            if [[ -n $left ]]; then
-                echo "FAIL: $name left behind (now removed): $left"
-                f=$((f + 1))
-            fi
+    for sc in "${scripts[@]}"; do
+        [[ -z ${ONLY:-} || " $ONLY " == *" $(basename "$sc" .sh) "* ]] || continue
+        queue "netns/$(basename "$sc" .sh)" netns "$sc"
+    done
+}
+netns_done() {
+    local name=$1 base pid left p f s
+    base=${name#netns/}
+    tally "$name" "${bg_log[$1]}"
+    pid=$(cat "$tmp/netns-$base.pid" 2>/dev/null || true)
+    if [[ -n $pid ]]; then
+        left=$(netns_leftovers "$pid")
+        if [[ -n $left ]]; then
+            echo "FAIL: $name left behind (now removed): $left"
+            f=$((f + 1))
         fi
-        record "$name" "$p" "$f" "$s"
-    }
-    pool "${scripts[@]}"
-}
-
-# Integration scripts on loopback clusters: PASS:/FAIL:/SKIP: lines, like the namespace
-# tests, but no root needed. Each script cleans up after itself (trap); whatever it left
-# running in its process group is killed when it ends.
-shell_step() {
-    local scripts=()
-    header "e. integration tests (test/shell/*.sh, $LANES at a time)"
-    shopt -s nullglob
-    scripts=(test/shell/*.sh)
-    shopt -u nullglob
-    if ((${#scripts[@]} == 0)); then
-        echo "(no integration tests yet)"
-        return
+        rm -f "$tmp/netns-$base.pid"
     fi
-    start_one() { bg_start "$1" "$tmp/shell-$(basename "$1" .sh).log" bash "$1"; }
-    done_one() {
-        local p f s name
-        name=shell/$(basename "$1" .sh)
-        tally "$name" "${bg_log[$1]}"
-        record "$name" "$p" "$f" "$s"
-    }
-    pool "${scripts[@]}"
+    record "$name" "$p" "$f" "$s"
 }
 
-fuzz_step() {
+queue_fuzz() {
     local bins=() b
-    header "f. fuzz targets (build/fuzz/*, ${FUZZ_SECONDS} s each, $LANES at a time)"
     for b in build/fuzz/*; do
         [[ -f $b && -x $b ]] && bins+=("$b")
     done
@@ -332,52 +301,50 @@ fuzz_step() {
     if ((${#bins[@]} == 0)); then
         if compgen -G 'test/fuzz/fuzz_*.c' >/dev/null; then
             skip "fuzz" "targets not built (build/fuzz/)"
-        else
-            echo "(no fuzz targets yet)"
         fi
         return
     fi
-    start_one() {
-        local b=$1 name work corpus art extra=()
-        name=$(basename "$b")
-        # The repository's corpus is copied: libFuzzer adds to the directory it is given.
-        work=$tmp/corpus-$name
-        mkdir -p "$work"
-        for corpus in "test/fuzz/corpus/$name" "test/fuzz/corpus/${name#fuzz_}"; do
-            if [[ -d $corpus ]]; then
-                cp -R "$corpus/." "$work/"
-                break
-            fi
-        done
-        # Crash inputs are kept under build/ to reproduce with: BINARY FILE
-        art=build/fuzz-artifacts/$name
-        mkdir -p "$art"
-        [[ -f test/fuzz/${name#fuzz_}.dict ]] && extra+=("-dict=test/fuzz/${name#fuzz_}.dict")
-        [[ -f test/fuzz/$name.dict ]] && extra+=("-dict=test/fuzz/$name.dict")
-        bg_start "$b" "$tmp/fuzz-$name.log" "$b" -max_total_time="$FUZZ_SECONDS" -timeout=10 \
-            -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art/" \
-            "${extra[@]}" "$work"
-    }
-    done_one() {
-        local b=$1 name p f
-        name=$(basename "$b")
-        if ((step_rc == 0)); then
-            p=1 f=0
-            echo "PASS: $name"
-            if [[ ${FUZZ_MERGE:-0} == 1 ]]; then
-                mkdir -p "test/fuzz/corpus/$name"
-                "$b" -merge=1 "test/fuzz/corpus/$name" "$tmp/corpus-$name" \
-                    >"$tmp/merge-$name.log" 2>&1 &&
-                    echo "$name: $(grep -o 'MERGE-OUTER: [0-9]* new files' "$tmp/merge-$name.log" ||
-                        echo "merge said nothing") -> test/fuzz/corpus/$name/"
-            fi
-        else
-            p=0 f=1
-            echo "FAIL: $name (exit status $step_rc; inputs kept in build/fuzz-artifacts/$name/)"
+    for b in "${bins[@]}"; do queue "fuzz/$(basename "$b")" fuzz "$b"; done
+}
+fuzz_start() {
+    local b=$1 name work corpus art extra=()
+    name=$(basename "$b")
+    # The repository's corpus is copied: libFuzzer adds to the directory it is given.
+    work=$tmp/corpus-$name
+    mkdir -p "$work"
+    for corpus in "test/fuzz/corpus/$name" "test/fuzz/corpus/${name#fuzz_}"; do
+        if [[ -d $corpus ]]; then
+            cp -R "$corpus/." "$work/"
+            break
         fi
-        record "fuzz/$name" "$p" "$f" 0
-    }
-    pool "${bins[@]}"
+    done
+    # Crash inputs are kept under build/ to reproduce with: BINARY FILE
+    art=build/fuzz-artifacts/$name
+    mkdir -p "$art"
+    [[ -f test/fuzz/${name#fuzz_}.dict ]] && extra+=("-dict=test/fuzz/${name#fuzz_}.dict")
+    [[ -f test/fuzz/$name.dict ]] && extra+=("-dict=test/fuzz/$name.dict")
+    bg_start "fuzz/$name" "$tmp/fuzz-$name.log" "$b" -max_total_time="$FUZZ_SECONDS" -timeout=10 \
+        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art/" \
+        "${extra[@]}" "$work"
+}
+fuzz_done() {
+    local key=$1 b=${WHAT[$1]} name p f
+    name=$(basename "$b")
+    if ((step_rc == 0)); then
+        p=1 f=0
+        echo "PASS: $name"
+        if [[ ${FUZZ_MERGE:-0} == 1 ]]; then
+            mkdir -p "test/fuzz/corpus/$name"
+            "$b" -merge=1 "test/fuzz/corpus/$name" "$tmp/corpus-$name" \
+                >"$tmp/merge-$name.log" 2>&1 &&
+                echo "$name: $(grep -o 'MERGE-OUTER: [0-9]* new files' "$tmp/merge-$name.log" ||
+                    echo "merge said nothing") -> test/fuzz/corpus/$name/"
+        fi
+    else
+        p=0 f=1
+        echo "FAIL: $name (exit status $step_rc; inputs kept in build/fuzz-artifacts/$name/)"
+    fi
+    record "$key" "$p" "$f" 0
 }
 
 # The tracked files ending in one of the suffixes given (git ls-files; find outside a checkout).
@@ -392,50 +359,170 @@ tracked() {
     fi
 }
 
-# style_check NAME TOOL HINT CMD...: run a style checker over the tree as one test.
-style_check() {
-    local name=$1 tool=$2 hint=$3 log
-    shift 3
-    if ! command -v "$tool" >/dev/null; then
-        skip "$name" "$tool not installed (scripts/install-deps.sh --check installs it)"
-        return
-    fi
-    log=$tmp/${name//\//-}.log
-    run_logged "$log" "$@"
-    if ((step_rc == 0)); then
-        echo "PASS: $name"
-        record "$name" 1 0 0
-    else
-        echo "FAIL: $name (exit status $step_rc; $hint)"
-        record "$name" 0 1 0
-    fi
-}
-
-style_step() {
+# The style checkers over the tree, one test each; the file lists go to files in $tmp.
+queue_style() {
     local c=() sh=()
-    header "g. style"
     mapfile -t c < <(tracked .c .h)
     mapfile -t sh < <(tracked .sh; [[ -f .ci/run ]] && echo .ci/run)
-    style_check style/clang-format clang-format "'make format' fixes it" \
-        clang-format --dry-run -Werror "${c[@]}"
-    style_check style/shellcheck shellcheck "shellcheck -x -S warning FILE says where" \
-        shellcheck -x -S warning "${sh[@]}"
+    printf '%s\n' "${c[@]}" >"$tmp/style-c.list"
+    printf '%s\n' "${sh[@]}" >"$tmp/style-sh.list"
+    queue_style_one style/clang-format clang-format "$tmp/style-c.list"
+    queue_style_one style/shellcheck shellcheck "$tmp/style-sh.list"
+}
+queue_style_one() { # NAME TOOL LIST
+    if ! command -v "$2" >/dev/null; then
+        skip "$1" "$2 not installed (scripts/install-deps.sh --check installs it)"
+        return
+    fi
+    queue "$1" style "$3"
+}
+style_start() {
+    local files=()
+    mapfile -t files <"${WHAT[$1]}"
+    case $1 in
+    style/clang-format) bg_start "$1" "$tmp/style-cf.log" clang-format --dry-run -Werror "${files[@]}" ;;
+    style/shellcheck) bg_start "$1" "$tmp/style-sc.log" shellcheck -x -S warning "${files[@]}" ;;
+    esac
+}
+style_done() {
+    local hint="'make format' fixes it"
+    [[ $1 == style/shellcheck ]] && hint="shellcheck -x -S warning FILE says where"
+    if ((step_rc == 0)); then
+        echo "PASS: $1"
+        record "$1" 1 0 0
+    else
+        echo "FAIL: $1 (exit status $step_rc; $hint)"
+        record "$1" 0 1 0
+    fi
 }
 
-echo "run-tests: $(uname -sr), $(nproc) cpus, step timeout ${STEP_TIMEOUT} s"
+start_one() {
+    local key=$1 base
+    base=$(basename "$key")
+    case ${KIND[$key]} in
+    cunit)
+        # shellcheck disable=SC2086 # WHAT is "BINARY VAR=VALUE...", words without blanks
+        set -- ${WHAT[$key]}
+        bg_start "$key" "$tmp/cunit-${key//[^a-z0-9]/_}.log" env "${@:2}" "$1"
+        ;;
+    shell) bg_start "$key" "$tmp/shell-$base.log" bash "${WHAT[$key]}" ;;
+    netns)
+        # exec keeps the pid, so the script's $$ (and the names its namespaces get) is known
+        # shellcheck disable=SC2016 # $$ and $1 belong to the inner shell
+        bg_start "$key" "$tmp/netns-$base.log" bash -c 'echo $$ >"$1"; exec bash "$2"' \
+            netns-test "$tmp/netns-$base.pid" "${WHAT[$key]}"
+        ;;
+    fuzz) fuzz_start "${WHAT[$key]}" ;;
+    style) style_start "$key" ;;
+    esac
+}
+done_one() {
+    case ${KIND[$1]} in
+    cunit) cunit_done "$1" ;;
+    shell)
+        local p f s
+        tally "$1" "${bg_log[$1]}"
+        record "$1" "$p" "$f" "$s"
+        ;;
+    netns) netns_done "$1" ;;
+    fuzz) fuzz_done "$1" ;;
+    style) style_done "$1" ;;
+    esac
+}
 
-want a && cunit_step a "unit-tests" build/test/unit-tests
-want b && cunit_step b "unit-tests (asan+ubsan)" build/san/test/unit-tests "${SAN_ENV[@]}"
-want c && cunit_step c "rdp-tests" build/test/rdp-tests
-want d && cunit_step d "rdp-tests (asan+ubsan, quick)" build/san/test/rdp-tests "${SAN_ENV[@]}" \
+# weight NAME: seconds it took last time (build/check-times), else its HINT, else 5
+weight() {
+    local w
+    w=$(awk -F'\t' -v n="$1" '$1 == n { w = $2 } END { if (w != "") print w }' "$TIMES" \
+        2>/dev/null || true)
+    [[ -n $w ]] || w=${HINT[$1]:-5}
+    printf '%s\n' "$w"
+}
+
+# is_solo NAME: whether NAME runs alone (its base name's first word is in SOLO: both
+# rdp-tests binaries)
+is_solo() {
+    local base
+    base=$(basename "$1")
+    [[ $SOLO == *" ${base%% *} "* ]]
+}
+
+# pool ITEM...: start_one ITEM for each, LANES at once, and done_one for each as it ends
+# (bg_key, step_rc, step_secs set, its output shown); an item whose base name is in SOLO
+# runs alone.
+pool() {
+    local item
+    for item in "$@" ""; do
+        # a lane free (all of them before a solo item, and at the end)
+        while ((${#bg_pid[@]} > 0)) &&
+            { [[ -z $item ]] || is_solo "$item" || ((${#bg_pid[@]} >= LANES)); }; do
+            bg_next || break
+            done_one "$bg_key"
+        done
+        [[ -z $item ]] && break
+        start_one "$item"
+        if is_solo "$item" && bg_next; then done_one "$bg_key"; fi
+    done
+}
+
+echo "run-tests: $(uname -sr), $(nproc) cpus, $LANES suites at a time, timeout ${STEP_TIMEOUT} s each"
+
+want a && queue_cunit "unit-tests" build/test/unit-tests
+want b && queue_cunit "unit-tests (asan+ubsan)" build/san/test/unit-tests "${SAN_ENV[@]}"
+want c && queue_cunit "rdp-tests" build/test/rdp-tests
+want d && queue_cunit "rdp-tests (asan+ubsan, quick)" build/san/test/rdp-tests "${SAN_ENV[@]}" \
     RDP_TEST_QUICK=1
-want e && shell_step
-want e && netns_step
-want f && fuzz_step
-want g && style_step
+want e && queue_shell
+want e && queue_netns
+want f && queue_fuzz
+want g && queue_style
+
+# the order: SOLO first, then the longest first
+solo=() rest=()
+for k in "${QUEUE[@]}"; do
+    if is_solo "$k"; then solo+=("$k"); else rest+=("$k"); fi
+done
+if ((${#rest[@]})); then
+    mapfile -t rest < <(for k in "${rest[@]}"; do printf '%s\t%s\n' "$(weight "$k")" "$k"; done |
+        sort -t$'\t' -k1,1 -g -r | cut -f2-)
+fi
+header "${#QUEUE[@]} suites: ${#solo[@]} alone first, then $LANES at a time, longest first"
+pool ${solo[@]+"${solo[@]}"} ${rest[@]+"${rest[@]}"}
+finished=1
+
+# the times of this run, for the next one's order (merged: suites not run keep theirs)
+if [[ -d build && -f $tmp/times ]]; then
+    { cat "$tmp/times"; cat "$TIMES" 2>/dev/null || true; } | awk -F'\t' '!seen[$1]++' >"$TIMES.new" &&
+        mv "$TIMES.new" "$TIMES"
+fi
 
 header "summary"
 printf '  %s\n' "${summary[@]}"
+if [[ -f $tmp/times ]]; then
+    echo
+    echo "  the slowest suites (seconds; the budget of make check is 8 minutes on 2 CPUs):"
+    sort -t$'\t' -k2,2 -g -r "$tmp/times" | head -8 |
+        awk -F'\t' '{ printf "    %8.1f  %s\n", $2, $1 }'
+fi
+wall=$(awk -v a="$t_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
+echo "  tests: ${wall} s wall, $LANES at a time"
+# make check's own time, the build included: the make that runs this script (its parent, or
+# the shell between them) has been running that long. The budget is 8 minutes on 2 CPUs.
+if [[ $STEPS == abcdeg && -z ${ONLY:-} ]]; then
+    pp=$PPID
+    for _ in 1 2; do
+        if [[ $(ps -o comm= -p "$pp" 2>/dev/null) == make ]]; then
+            all=$(ps -o etimes= -p "$pp" | tr -d ' ')
+            echo "  make check: ${all} s, build included (budget: 480 s on 2 CPUs; load average" \
+                "now $(cut -d' ' -f1 /proc/loadavg))"
+            ((all <= 480)) || echo "  over budget: make a slow suite faster, or move it to" \
+                "make soak (LONG above)"
+            break
+        fi
+        pp=$(ps -o ppid= -p "$pp" 2>/dev/null | tr -d ' ')
+        [[ -n $pp ]] || break
+    done
+fi
 echo
 if ((passed + failed == 0)); then
     echo "run-tests: no test ran"

@@ -1,11 +1,20 @@
 #!/bin/bash
-# soak.sh - `make soak`: the long runs that make check keeps short (it stays well under 10
-# minutes): psid_busy for 60 s with every CPU saturated, preload_stop's stops of 60 s, and
-# RDP's fault run with 10,000 messages. CI runs it after make check (.ci/run). Prints the
-# tests' PASS:/FAIL: lines and, last, "soak: N passed, N failed"; exit 1 if anything failed.
+# soak.sh - `make soak`: the long runs that make check leaves out or keeps short (make check
+# stays under 8 minutes on 2 CPUs). CI runs it after make check (.ci/run):
+#   - psid_busy for 60 s with every CPU saturated (make check runs it short);
+#   - preload_stop's stops of 60 s (make check stops for 6 s);
+#   - RDP's fault run with 10,000 messages;
+#   - the suites of run-tests.sh's LONG list (the preload semantics suites over RDP and over
+#     shared memory, the demo, the spawn flood and the stress run: 30-100 s each), through
+#     run-tests.sh (ONLY=...), as many at a time as make check runs, each test counted;
+#   - `make fuzz` with FUZZ_SECONDS=5 and FUZZ_MERGE=0 (the seed corpus stays as it is):
+#     every fuzz target runs and passes (clang only; make soak builds the fuzz tree first).
+# Prints the tests' PASS:/FAIL: lines and, last, "soak: N passed, N failed"; exit 1 if
+# anything failed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
+unset MAKEFLAGS MFLAGS MAKELEVEL # make fuzz below: a make of its own, not a child of soak's
 passed=0 failed=0
 result() { # result NAME STATUS
     if [ "$2" -eq 0 ]; then
@@ -16,6 +25,28 @@ result() { # result NAME STATUS
         failed=$((failed + 1))
     fi
 }
+LOG=$(mktemp)
+trap 'rm -f "$LOG"' EXIT
+# counted NAME WANT CMD...: CMD is run-tests.sh or make fuzz, shown as it runs; its closing
+# "check: N passed, N failed" joins the counts. WANT: how many must pass (empty: any).
+counted() {
+    local name=$1 want=$2 rc line
+    shift 2
+    "$@" 2>&1 | tee "$LOG"
+    rc=${PIPESTATUS[0]}
+    line=$(grep -E '^check: [0-9]+ passed, [0-9]+ failed' "$LOG" | tail -1)
+    if [[ $line =~ ^check:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+        passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
+        if ((rc != 0 && BASH_REMATCH[2] == 0)); then
+            result "$name" "$rc"
+        elif [[ -n $want && ${BASH_REMATCH[1]} != "$want" ]]; then
+            result "$name: ${BASH_REMATCH[1]} passed, not $want" 1
+        fi
+    else
+        result "$name (no count)" 1
+    fi
+}
+
 BUSY_SECONDS=${BUSY_SECONDS:-60} timeout 300 bash test/shell/psid_busy.sh
 result "psid_busy, ${BUSY_SECONDS:-60} s" $?
 # the stops of preload_stop.sh at 60 s (make check stops for 6 s): receiver and sender, both
@@ -29,5 +60,17 @@ echo "$out" | tail -8
 echo "$out" | awk '$1 == "tests" && NF == 6 && $5 == 0 && $4 > 0 { ok = 1 } END { exit !ok }'
 ok=$?
 result "rdp_delivery, 10,000 messages through faults" $((rc | ok))
+
+# the suites make check leaves to soak (run-tests.sh's LONG)
+long=$(sed -n 's/^LONG=" \(.*\) "$/\1/p' scripts/run-tests.sh)
+counted "the suites $long" "" env STEPS=e ONLY="$long" scripts/run-tests.sh
+
+if command -v clang >/dev/null; then
+    targets=$(find test/fuzz -maxdepth 1 -name 'fuzz_*.c' | wc -l)
+    counted "make fuzz runs all $targets fuzz targets" "$targets" \
+        env FUZZ_SECONDS=5 FUZZ_MERGE=0 make --no-print-directory fuzz
+else
+    echo "SKIP: soak: make fuzz (needs clang)"
+fi
 echo "soak: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -2,7 +2,7 @@
 # test/shell/install_deps.sh - scripts/install-deps.sh against a fake dpkg, dpkg-query, apt-get
 # and apt-cache first on PATH, so that what this machine has installed does not matter and
 # nothing is installed:
-#   - --list prints exactly the build set, plus the --check, --demo or --bench set asked for
+#   - --list prints exactly the build set, plus the --check, --demo, --bench or --deb set asked for
 #     (each package once); libipsec-mb-dev on amd64 only; libclang-rt-N-dev after clang's N;
 #     only the packages missing, nothing when none is
 #   - not as root (setpriv to nobody when the test runs as root): with the build set present
@@ -71,6 +71,7 @@ CHECK+=" clang-format shellcheck netcat-openbsd socat curl python3 redis-server 
 CHECK+=" iperf3 sockperf"
 BENCH="sockperf iperf3 hyperfine mpich linux-perf valgrind iproute2 nftables iputils-ping"
 BENCH+=" procps jq"
+DEB="dpkg-dev debhelper lintian procps jq"
 
 # state ARCH [PKG...]: a fresh fake system of ARCH with PKG... installed
 state() {
@@ -122,6 +123,8 @@ deps --list --check
 same_set "--list --check: the build and check sets" "$BUILD libipsec-mb-dev $CHECK"
 deps --list --bench
 same_set "--list --bench: the build and bench sets" "$BUILD libipsec-mb-dev $BENCH"
+deps --list --deb
+same_set "--list --deb: the build set and the packaging tools" "$BUILD libipsec-mb-dev $DEB"
 deps --list --check --bench extra-pkg
 same_set "--list --check --bench PKG: all of them, each once" \
     "$BUILD libipsec-mb-dev $CHECK $BENCH extra-pkg"
@@ -211,6 +214,6 @@ check_usage "install-deps: an unknown option prints the usage, exit 2" \
 check_usage "install-deps: an unknown option after --list too" \
     env PATH="$F/bin:$PATH" bash "$F/install-deps.sh" --list --bogus
 deps --help
-[[ $rc == 0 && $out == *--check*--demo*--bench*--list* ]]
-check "install-deps: --help describes --check, --demo, --bench, --list" $? "exit $rc: $out"
+[[ $rc == 0 && $out == *--check*--demo*--bench*--deb*--list* ]]
+check "install-deps: --help describes --check, --demo, --bench, --deb, --list" $? "exit $rc: $out"
 exit $((FAILS > 0))
