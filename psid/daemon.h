@@ -38,6 +38,7 @@
 #ifndef PSCLUSTER_PSID_DAEMON_H
 #define PSCLUSTER_PSID_DAEMON_H
 
+#include "module.h"
 #include "psloop.h"
 #include "psconf.h"
 #include "psproto.h"
@@ -132,6 +133,7 @@ struct psid {
     struct pending *pending; /* daemon requests waiting for answers */
     struct notify *notify;   /* death notifications, both sides */
     struct preload *preload; /* preload endpoints, listeners, negotiations */
+    struct modtab modtab;    /* what each module handles (module.c) */
 };
 
 /* A request to other daemons that waits for their answers (signals, task lists). */

@@ -14,6 +14,7 @@
  * client as lost, and whatever that node still sends about them is ignored.
  */
 #include "daemon.h"
+#include "module.h"
 #include "log.h"
 #include "placement.h"
 #include "psmsg.h"
@@ -610,3 +611,24 @@ void jobs_node_lost(struct psid *d, uint32_t node)
     struct psid_node *pn = psid_node(d, node);
     if (pn) pn->inflight = 0;
 }
+
+static void jobs_request(struct psid *d, struct client *c, const struct psmsg *m)
+{
+    if (m->type == PSM_SPAWN)
+        jobs_spawn(d, c, m);
+    else if (m->type == PSM_IO_ACK)
+        jobs_io_ack(d, c, m);
+    else
+        jobs_input(d, c, m);
+}
+
+static const uint16_t jobs_requests[] = {PSM_SPAWN, PSM_IO_ACK, PSM_INPUT, 0};
+static const uint16_t jobs_messages[] = {PSM_D_RANK, PSM_D_IO, PSM_D_INPUT_ACK, PSM_D_EXIT, 0};
+const struct psid_module jobs_module = {.name = "jobs",
+                                        .requests = jobs_requests,
+                                        .request = jobs_request,
+                                        .messages = jobs_messages,
+                                        .message = jobs_from_daemon,
+                                        .client_gone = jobs_client_gone,
+                                        .client_busy = jobs_client_busy,
+                                        .node_lost = jobs_node_lost};

@@ -26,6 +26,7 @@
  */
 #include "cgroup.h"
 #include "daemon.h"
+#include "module.h"
 #include "log.h"
 #include "psmsg.h"
 #include "spawn.h"
@@ -549,3 +550,10 @@ void tasks_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
         break;
     }
 }
+
+static const uint16_t tasks_messages[] = {PSM_D_SPAWN, PSM_D_IO_ACK, PSM_D_INPUT, PSM_D_JOB_GONE,
+                                          0};
+const struct psid_module tasks_module = {.name = "tasks",
+                                         .messages = tasks_messages,
+                                         .message = tasks_from_daemon,
+                                         .node_lost = tasks_home_lost};
