@@ -11,8 +11,9 @@
  *    connection, a wake-up eventfd and every accelerated connection's kernel socket (the
  *    guard: its EOF or reset is how a crashed peer process shows). It runs rdp_process, so
  *    acknowledgements and retransmissions go on while the program computes.
- *  - Our descriptors are "hidden": moved to psp.hidden_base or above, close-on-exec; the
- *    program cannot close or replace them (close gives EBADF, dup2 onto one moves ours).
+ *  - Our descriptors are "hidden": moved to psp.hidden_base or above, close-on-exec, and
+ *    marked in the descriptor table (fdtable.c); the program cannot close or replace them
+ *    (close gives EBADF, dup2 onto one EBUSY, close_range and closefrom skip them).
  *  - Exit: connections the program left open are closed as the kernel would (CLOSE to the
  *    peer), and the process waits, at most PSP_EXIT_WAIT_MS, until RDP has delivered what
  *    it queued, since unlike the kernel's socket buffers ours end with the process.
@@ -294,8 +295,8 @@ static void exit_wait(bool may_block)
     exited = true;
     if (psp.rdp) {
         if (!exit_lock(may_block)) return;
-        for (int fd = 0; fd < psp.nbyfd; fd++)
-            if (psp.byfd[fd]) conn_detach(fd);
+        for (int fd = 0, top = fdt_top(); fd < top; fd++)
+            if (psp_conn_of(fd)) conn_detach(fd);
         for (struct conn *c = psp.all; c; c = c->lnext)
             if ((c->st == CS_CONNECTING || c->st == CS_PLAIN) && !c->counted) {
                 /* it ends before its negotiation, or its answer */
@@ -389,26 +390,12 @@ __attribute__((constructor)) static void psp_ctor(void)
 
 int psp_hide(int fd)
 {
-    if (fd < 0 || fd >= psp.hidden_base) return fd;
-    int h = real.fcntl(fd, F_DUPFD_CLOEXEC, psp.hidden_base);
-    int e = errno;
-    real.close(fd);
-    errno = e;
-    return h;
+    return fdt_hide(fd);
 }
 
 bool psp_is_hidden(int fd)
 {
-    if (!psp.inited || fd < psp.hidden_base) return false;
-    if (fd == psp.epfd || fd == psp.timerfd || fd == psp.wakefd || fd == psp.deaf_tfd ||
-        fd == psp.kick_fd)
-        return true;
-    if (psp.psi_open && fd == psi_fd(&psp.psi)) return true;
-    if (psp.rdp && fd == rdp_fd(psp.rdp)) return true;
-    if (fork_is_hidden(fd)) return true;
-    for (struct conn *c = psp.all; c; c = c->lnext)
-        if (c->kfd == fd || c->bell_in == fd || c->bell_out == fd || c->bell_hup == fd) return true;
-    return false;
+    return psp.inited && fdt_hidden(fd);
 }
 
 bool psp_ready(void)
@@ -446,7 +433,8 @@ struct conn *psp_conn_of(int fd)
         real_ready(); /* the caller's next step is real.X */
         return NULL;
     }
-    return __atomic_load_n(&psp.byfd[fd], __ATOMIC_ACQUIRE);
+    struct conn *c = __atomic_load_n(&psp.byfd[fd], __ATOMIC_ACQUIRE);
+    return fdt_is_conn(c) ? c : NULL;
 }
 
 /* A program thread about to wait on the RDP socket itself (wait.c, poll.c): the progress
@@ -607,6 +595,7 @@ static void *progress(void *arg)
     struct epoll_event ev[64];
     for (;;) {
         int n = real.epoll_wait(psp.epfd, ev, 64, -1);
+        if (n < 0 && errno == EBADF) return NULL; /* a raw close_range took our descriptors */
         if (n < 0) continue;
         /* datagrams alone, while a program thread waits on the socket itself: its to take */
         if (n == 1 && ev[0].data.u64 == TAG_RDP &&
@@ -714,6 +703,7 @@ int psp_endpoint(void)
     int moved = rdp_move_fd(r, psp.hidden_base);
     psp_in--;
     if (moved < 0) goto fail;
+    fdt_mark_hidden(rdp_fd(r));
     uint32_t node;
     uint16_t ep;
     pthread_mutex_unlock(&psp.lock);
@@ -756,6 +746,7 @@ int psp_endpoint(void)
     ret = 0;
     goto out;
 fail:
+    fdt_unmark(rdp_fd(r));
     psp_in++;
     rdp_close(r);
     psp_in--;
@@ -793,17 +784,18 @@ static void atfork_child(void)
         fork_child();
         conn_fork_child();
         epoll_fork_child();
+        fdt_fork_child();
         if (psp.rdp) {
             /* the socket is shared with the parent: close our copy, never read it */
-            real.close(rdp_fd(psp.rdp));
+            fdt_close_hidden(rdp_fd(psp.rdp));
             psp.rdp = NULL; /* its memory is the parent's copy: leak it */
         }
-        if (psp.epfd >= 0) real.close(psp.epfd);
-        if (psp.timerfd >= 0) real.close(psp.timerfd);
-        if (psp.wakefd >= 0) real.close(psp.wakefd);
-        if (psp.deaf_tfd >= 0) real.close(psp.deaf_tfd);
+        fdt_close_hidden(psp.epfd);
+        fdt_close_hidden(psp.timerfd);
+        fdt_close_hidden(psp.wakefd);
+        fdt_close_hidden(psp.deaf_tfd);
         psp.epfd = psp.timerfd = psp.wakefd = psp.deaf_tfd = -1;
-        if (psp.kick_fd >= 0) real.close(psp.kick_fd);
+        fdt_close_hidden(psp.kick_fd);
         psp.kick_fd = -1;
         /* the parent's threads that waited are not ours: none waits, none is listened for */
         psp.app_pollers = 0;
@@ -817,7 +809,7 @@ static void atfork_child(void)
         psp.shm_conns = psp.shm_tx = psp.shm_rx = psp.shm_tx_msgs = psp.shm_bells = 0;
         memset(psp.stats_tcp, 0, sizeof psp.stats_tcp);
         if (psp.psi_open) { /* the parent's: the child opens its own when it needs one */
-            real.close(psi_fd(&psp.psi));
+            fdt_close_hidden(psi_fd(&psp.psi));
             psp.psi.fd = -1;
             psp.psi_open = false;
         }
