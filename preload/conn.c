@@ -728,19 +728,18 @@ void conn_negotiate(struct conn *c)
 {
     pthread_mutex_lock(&psp.lock);
     int fd = -1, slot = -1;
-    bool decline = false;
+    bool refuse = false;
     struct sockaddr_storage dst;
     socklen_t dl = sizeof dst;
     bool go = c->st == CS_PLAIN && c->kfd >= 0 && psp.rdp;
     if (go) { /* psid gets a descriptor of its own: the program may close its socket now */
         fd = fdt_hidden_dup(c->kfd);
         go = fd >= 0;
-        if (!go && !c->connector) { /* no descriptor for it: TCP, and the connector at once */
-            c->st = CS_TCP;
+        if (!go) { /* no descriptor for it: TCP (an acceptor's connector told at once) */
+            if (!c->counted) psp_count_tcp(PSP_R_LIMIT);
             c->counted = true;
-            psp_count_tcp(PSP_R_LIMIT);
-            epoll_conn_to_tcp(c);
-            decline = true;
+            conn_plain_to_tcp(c);
+            refuse = !c->connector;
         }
     }
     if (go && c->connector && getpeername(fd, (struct sockaddr *)&dst, &dl) < 0) {
@@ -777,7 +776,7 @@ void conn_negotiate(struct conn *c)
     }
     fdt_close_hidden(fd);
     fdt_close_hidden(slot);
-    if (decline) neg_decline(c->kfd); /* (c is held: its kfd stays) */
+    if (refuse) neg_refuse(c->kfd); /* (c is held: its kfd stays) */
     pthread_mutex_lock(&psp.lock);
     if (go && e && c->st == CS_CONNECTING && c->connector == connector)
         conn_answer(c, e, NULL, connector ? why : neg_reason(e));

@@ -194,6 +194,26 @@ int neg_decline(int fd)
     return fd_request(psi_pl_decline, fd);
 }
 
+/* An accepted connection we cannot take (no descriptor left for its record or its claim):
+ * the connector is told at once, instead of after PSI_PL_ACCEPT_MS. From another node, a
+ * decline; on this node (or another namespace of it), a claim that can take no channel,
+ * which psid answers with TCP on both sides (psid keeps those by the socket, not by the
+ * addresses a decline names). */
+void neg_refuse(int fd)
+{
+    struct sockaddr_storage peer;
+    socklen_t pl = sizeof peer;
+    uint32_t node;
+    int e = errno;
+    if (getpeername(fd, (struct sockaddr *)&peer, &pl) == 0) {
+        if (neg_node_of((struct sockaddr *)&peer, &node) == 0 && node != psp.node)
+            neg_decline(fd);
+        else
+            neg_accept(fd, false, 0); /* (tag 0: the answer finds no connection) */
+    }
+    errno = e;
+}
+
 static enum psp_reason reason_of(int e)
 {
     switch (e) {

@@ -388,6 +388,8 @@ int neg_open(int udp_fd, bool shm_only, uint32_t *node, uint16_t *ep);
 int neg_listen(int fd);
 /* PSM_PL_DECLINE: an accepted socket we will not take (exec): the connector goes TCP. */
 int neg_decline(int fd);
+/* An accepted socket we cannot take (no descriptor left): its connector goes TCP at once. */
+void neg_refuse(int fd);
 void neg_unlisten(uint16_t port);
 void neg_poke(uint32_t pid); /* PSM_PL_POKE: no reply */
 /* PSM_PL_CONNECT: 0 pending, or an errno value (TCP); *why set to a reason. same: 1 the

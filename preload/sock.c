@@ -372,9 +372,7 @@ static int accepted(int lfd, int fd)
         fdt_put(c);
     } else { /* no descriptor left for ours: TCP, and the connector told at once */
         psp_count_tcp(PSP_R_LIMIT);
-        int e = errno;
-        neg_decline(fd);
-        errno = e;
+        neg_refuse(fd);
     }
     return fd;
 }

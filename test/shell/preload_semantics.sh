@@ -68,6 +68,7 @@ PRE=${PRELOAD_PRE:-} # preloaded before the library: a sanitizer's runtime (make
 SAME=${PRELOAD_SAME_NODE:-0}
 SRV_NODE=1 SRV_ADDR=127.0.0.2 NAME="preload semantics"
 [ "$SAME" = 1 ] && SRV_NODE=0 SRV_ADDR=127.0.0.1 NAME="preload same-node semantics"
+NAME=${PRELOAD_NAME:-$NAME}
 cluster_up 2
 all_up 5000 || {
     fail "$NAME: cluster up" "not all up"

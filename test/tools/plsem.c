@@ -7,14 +7,11 @@
  *   plsem server ADDR PORT MODE    prints "ready" once listening; MODE: cmd (one connection
  *                                  that takes commands, below), fork (the same, served by a
  *                                  child after accept), two (two connections: one never
- *                                  read, one read to EOF), many (1000 connections, one byte
- *                                  echoed on each), v6mapped (cmd, on an AF_INET6 listener
- *                                  on :: with IPV6_V6ONLY 0; prints the peer's family),
- *                                  reuseport (cmd, from two SO_REUSEPORT listeners),
- *                                  relisten (echo one connection, listen anew on the port,
- *                                  echo a second), cmdt (cmd, each connection served in a
- *                                  thread of its own)
- *   plsem client ADDR PORT SCENARIO
+ *                                  read, one read to EOF), many (1000 connections, or
+ *                                  PLSEM_MANY, one byte echoed on each), v6mapped (cmd, on an
+ * AF_INET6 listener on :: with IPV6_V6ONLY 0; prints the peer's family), reuseport (cmd, from two
+ * SO_REUSEPORT listeners), relisten (echo one connection, listen anew on the port, echo a second),
+ * cmdt (cmd, each connection served in a thread of its own) plsem client ADDR PORT SCENARIO
  *
  * Commands to a cmd server, one byte each: e: echo everything from now to EOF; w: write
  * "x"; b: write "abcdef"; W: write 3 x 1000 bytes 50 ms apart; F: write 777 bytes; d: write
@@ -145,6 +142,14 @@ static void write_full(int fd, const void *buf, size_t n)
         }
         done += (size_t)w;
     }
+}
+
+/* many's count of connections: PLSEM_MANY, at most (and by default) 1000 */
+static int many_n(void)
+{
+    const char *v = getenv("PLSEM_MANY");
+    int n = v && *v ? atoi(v) : 1000;
+    return n > 0 && n < 1000 ? n : 1000;
 }
 
 /* --- servers --- */
@@ -437,7 +442,7 @@ static int server(const char *mode)
         int ep = epoll_create1(0), open = 0, done = 0;
         struct epoll_event ev = {.events = EPOLLIN, .data.fd = l};
         epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
-        while (done < 1000) {
+        while (done < many_n()) {
             struct epoll_event e[64];
             int n = epoll_wait(ep, e, 64, -1);
             for (int i = 0; i < n; i++) {
@@ -847,7 +852,9 @@ static void on_alarm_read(int s)
 {
     (void)s;
     char c;
+    int e = errno;
     if (read(handler_fd, &c, 1) == 1) handler_got = c;
+    errno = e;
 }
 
 static char waited_got = '-';
@@ -1585,12 +1592,12 @@ static void s_many(void)
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
     static int fds[1000];
-    int ok = 0;
-    for (int i = 0; i < 1000; i++) {
+    int ok = 0, n = many_n();
+    for (int i = 0; i < n; i++) {
         fds[i] = dial();
         write_full(fds[i], "m", 1);
     }
-    for (int i = 0; i < 1000; i++) {
+    for (int i = 0; i < n; i++) {
         char c = 0;
         ssize_t r = read(fds[i], &c, 1);
         if (r == 1 && c == 'm')
@@ -1598,7 +1605,7 @@ static void s_many(void)
         else if (i - ok < 3)
             printf("connection %d: %zd %s\n", i, r, en(r < 0 ? errno : 0));
     }
-    for (int i = 0; i < 1000; i++) close(fds[i]);
+    for (int i = 0; i < n; i++) close(fds[i]);
     printf("many %d\n", ok);
 }
 
