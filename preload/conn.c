@@ -372,7 +372,7 @@ static int add_peer(const struct neg_peer *p, uint32_t *id)
         }
         e->id = *id;
         e->next = peers;
-        peers = e;
+        __atomic_store_n(&peers, e, __ATOMIC_RELEASE); /* (conn_rdp_peers looks without lock) */
     }
     memcpy(e->key, p->key, 32);
     return 0;

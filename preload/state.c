@@ -226,8 +226,7 @@ void psp_print_stats(void)
             if (i != RDP_DROP_DUPLICATE) dropped += rs.drops[i]; /* duplicates are normal */
         bad_mac = rs.drops[RDP_DROP_MAC];
     }
-    pthread_mutex_unlock(&psp.lock);
-    char line[800];
+    char line[800]; /* (the counters as of one moment: under the lock) */
     int n = snprintf(
         line, sizeof line,
         "pspreload: pid=%d accelerated=%llu tcp=%llu not_cluster=%llu "
@@ -256,6 +255,7 @@ void psp_print_stats(void)
         (unsigned long long)psp.shm_tx_msgs, (unsigned long long)retrans,
         (unsigned long long)__atomic_load_n(&psp.shm_bells, __ATOMIC_RELAXED),
         (unsigned long long)psp.rdp_sleeps);
+    pthread_mutex_unlock(&psp.lock);
     if (n <= 0) return;
     if (!strcmp(psp.stats, "1")) {
         (void)!real.write(2, line, (size_t)n);
