@@ -1,8 +1,9 @@
 #!/bin/bash
 # soak.sh - `make soak`: the long runs that make check keeps short (it stays well under 10
-# minutes): psid_busy for 60 s with every CPU saturated, and RDP's fault run with 10,000
-# messages. CI runs it after make check (.ci/run). Prints the tests' PASS:/FAIL: lines and,
-# last, "soak: N passed, N failed"; exit 1 if anything failed.
+# minutes): psid_busy for 60 s with every CPU saturated, RDP's fault run with 10,000
+# messages, and the same-node epoll0 scenario 200 times under CPU load (20 in make check).
+# CI runs it after make check (.ci/run). Prints the tests' PASS:/FAIL: lines and, last,
+# "soak: N passed, N failed"; exit 1 if anything failed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -25,5 +26,7 @@ echo "$out" | tail -8
 echo "$out" | awk '$1 == "tests" && NF == 6 && $5 == 0 && $4 > 0 { ok = 1 } END { exit !ok }'
 ok=$?
 result "rdp_delivery, 10,000 messages through faults" $((rc | ok))
+EPOLL0_RUNS=200 timeout 600 bash test/shell/preload_epoll0.sh | tail -3
+result "preload same-node epoll0, 200 runs under load" "${PIPESTATUS[0]}"
 echo "soak: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
