@@ -209,19 +209,35 @@ void epoll_fork_child(void)
     ep_sleepers = 0;
 }
 
-/* The program closed a descriptor (not under psp.lock): if it was one of its epoll sets
- * that held the RDP socket, the set is forgotten. */
-void epoll_set_closed(int epfd)
+static void reg_free(struct conn *c, struct epreg *r);
+
+/* The program closes a descriptor (not under psp.lock; before the kernel's close, so that
+ * nothing of ours acts on the number once it may be another's): if it is one of its epoll
+ * sets holding connections of ours (each holds the RDP socket too: rdp_in_set), the set is
+ * forgotten, and the registrations in it with it (the kernel's go with the set). */
+void epoll_sets_closed(unsigned first, unsigned last)
 {
     if (!__atomic_load_n(&nrdp_sets, __ATOMIC_ACQUIRE)) return; /* (every close passes here) */
     pthread_mutex_lock(&psp.lock);
-    for (unsigned i = 0; i < nrdp_sets; i++)
-        if (rdp_sets[i] == epfd) {
-            rdp_sets[i] = rdp_sets[nrdp_sets - 1];
-            __atomic_store_n(&nrdp_sets, nrdp_sets - 1, __ATOMIC_RELEASE);
-            break;
-        }
+    for (unsigned i = 0; i < nrdp_sets; i++) {
+        int epfd = rdp_sets[i];
+        if ((unsigned)epfd < first || (unsigned)epfd > last) continue;
+        rdp_sets[i--] = rdp_sets[nrdp_sets - 1];
+        __atomic_store_n(&nrdp_sets, nrdp_sets - 1, __ATOMIC_RELEASE);
+        for (unsigned k = 0; k < nregs; k++)
+            if (regs[k] && regs[k]->epfd == epfd) reg_free(regs[k]->c, regs[k]);
+    }
     pthread_mutex_unlock(&psp.lock);
+}
+
+bool epoll_sets_held(void)
+{
+    return __atomic_load_n(&nrdp_sets, __ATOMIC_ACQUIRE) != 0;
+}
+
+void epoll_set_closed(int epfd)
+{
+    if (epfd >= 0) epoll_sets_closed((unsigned)epfd, (unsigned)epfd);
 }
 
 static uint64_t now_ms(void)

@@ -614,7 +614,9 @@ void waiters_del(struct conn **cs, int n, struct waiter *w);
 /* --- poll.c --- */
 void epoll_conn_gone(struct conn *c);
 void epoll_fork_child(void);     /* a fork's child: no thread of its own sleeps in a wait */
-void epoll_set_closed(int epfd); /* the program closed a descriptor: if an epoll set, forget it */
+void epoll_set_closed(int epfd); /* the program closes a descriptor: if an epoll set, forget it */
+void epoll_sets_closed(unsigned first, unsigned last); /* ... every one in [first, last] */
+bool epoll_sets_held(void); /* whether the program has epoll sets holding connections */
 void epoll_fd_closed(struct conn *c, int fd); /* the program closed fd: its registrations go */
 void epoll_conn_to_tcp(struct conn *c);
 void epoll_conn_to_shm(struct conn *c); /* its doorbell joins the sets it is in */

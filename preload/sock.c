@@ -142,21 +142,40 @@ static int connect_wait(int fd)
     return 0;
 }
 
+/* What a connector's record is made with (its fields are set before the progress thread,
+ * which walks psp.all, can see it) */
+struct track_as {
+    uint32_t id;
+    bool same, xns;
+    bool slot; /* a hidden slot kept for its doorbell (same-node: shm_reserve) */
+};
+
 /* A record for the program's descriptor fd, with a hidden descriptor of the socket (the
- * guard), and a reference for the caller, held as a wrapper's (fdt_put drops it); NULL
- * when there is no descriptor left for it. */
-static struct conn *track(int fd, enum conn_state st)
+ * guard), and a reference for the caller, held as a wrapper's (fdt_put drops it); a
+ * connector's if as; NULL when there is no descriptor left for it. */
+static struct conn *track(int fd, enum conn_state st, const struct track_as *as)
 {
     int kfd = fdt_hidden_dup(fd);
     if (kfd < 0) return NULL;
+    int slot = as && as->slot ? shm_reserve(kfd) : -1;
     pthread_mutex_lock(&psp.lock);
     struct conn *c = conn_new(kfd, st);
     if (c) {
+        if (as) {
+            c->connector = true;
+            c->id = as->id;
+            c->same = as->same;
+            c->xns = as->xns;
+        }
+        c->shm_slot = slot;
         conn_attach(c, fd);
         fdt_ref(c);
     }
     pthread_mutex_unlock(&psp.lock);
-    if (!c) fdt_close_hidden(kfd);
+    if (!c) {
+        fdt_close_hidden(kfd);
+        fdt_close_hidden(slot);
+    }
     fdt_hold(c);
     return c;
 }
@@ -176,7 +195,7 @@ static void untrack(int fd)
  * for it is of a descriptor closed behind our back, and goes. */
 static void fresh(int fd)
 {
-    if (!psp_conn_of(fd)) return;
+    if (psp_in || !psp_conn_of(fd)) return;
     pthread_mutex_lock(&psp.lock);
     if (psp_conn_of(fd)) conn_detach(fd);
     pthread_mutex_unlock(&psp.lock);
@@ -223,13 +242,8 @@ static int connect_in(int fd, const struct sockaddr *sa, socklen_t len)
         pthread_mutex_lock(&psp.lock);
         uint32_t id = ++psp.next_conn_id ? psp.next_conn_id : ++psp.next_conn_id;
         pthread_mutex_unlock(&psp.lock);
-        struct conn *c = track(fd, CS_PLAIN);
-        if (c) {
-            c->connector = true;
-            c->id = id;
-            c->same = same;
-            c->xns = xns;
-        }
+        struct track_as as = {.id = id, .same = same, .xns = xns};
+        struct conn *c = track(fd, CS_PLAIN, &as);
         int r = sleep_connect(fd, sa, len), e = errno;
         pthread_mutex_lock(&psp.lock);
         bool ok = r == 0 || e == EINPROGRESS || e == EINTR || e == EALREADY;
@@ -249,15 +263,14 @@ static int connect_in(int fd, const struct sockaddr *sa, socklen_t len)
         pthread_mutex_lock(&psp.lock);
         uint32_t id = ++psp.next_conn_id ? psp.next_conn_id : ++psp.next_conn_id;
         pthread_mutex_unlock(&psp.lock);
-        struct conn *c = track(fd, CS_CONNECTING);
+        struct track_as as = {.id = id, .same = same, .slot = same};
+        struct conn *c = track(fd, CS_CONNECTING, &as);
         if (!c) {
             why = PSP_R_LIMIT;
         } else {
-            c->connector = true;
-            c->id = id;
-            c->same = same;
-            if (same) c->shm_slot = shm_reserve(c->kfd);
+            pthread_mutex_lock(&psp.lock);
             int e = same && c->shm_slot < 0 ? ENFILE : 0;
+            pthread_mutex_unlock(&psp.lock);
             if (e == ENFILE) why = PSP_R_LIMIT;
             /* between nodes, the kernel's connect goes first: it picks the port, and psid
              * reads it from the socket (the acceptor may claim before psid forwarded the
@@ -367,7 +380,7 @@ static int accepted(int lfd, int fd)
     if (fd < 0 || !psp.byfd) return fd;
     fresh(fd);
     if (lfd < 0 || lfd >= psp.nbyfd || !psp.listener || !psp.listener[lfd]) return fd;
-    struct conn *c = track(fd, CS_ACCEPTED);
+    struct conn *c = track(fd, CS_ACCEPTED, NULL);
     if (c) {
         fdt_put(c);
     } else { /* no descriptor left for ours: TCP, and the connector told at once */
@@ -451,9 +464,9 @@ static int close_ours(int fd)
 int close(int fd)
 {
     real_ready();
-    int r = psp_in || not_ours(fd) ? real.close(fd) : close_ours(fd);
-    if (r == 0) epoll_set_closed(fd);
-    return r;
+    if (psp_in) return real.close(fd);
+    epoll_set_closed(fd); /* (one load, unless the program has epoll sets of ours) */
+    return not_ours(fd) ? real.close(fd) : close_ours(fd);
 }
 
 /* newfd now refers to what oldfd does (after a successful dup, F_DUPFD or dup2). */
@@ -501,7 +514,8 @@ static int replace(int oldfd, int newfd, int flags, bool three)
         return -1;
     }
     if (oldfd == newfd) return three ? (errno = EINVAL, -1) : real.dup2(oldfd, newfd);
-    if (not_ours(newfd)) { /* nothing of ours is replaced */
+    if (not_ours(newfd)) { /* nothing of ours is replaced (but an epoll set, perhaps) */
+        if (epoll_sets_held() && real.fcntl(oldfd, F_GETFD) >= 0) epoll_set_closed(newfd);
         int r = three ? real.dup3(oldfd, newfd, flags) : real.dup2(oldfd, newfd);
         return r < 0 ? r : duped(oldfd, r);
     }
@@ -514,6 +528,7 @@ static int replace(int oldfd, int newfd, int flags, bool three)
     }
     int cancel = psp_cancel_off();
     fdt_wait_closed(newfd);
+    epoll_set_closed(newfd);
     forget_listener(newfd);
     fdt_close_begin(newfd);
     int r = three ? real.dup3(oldfd, newfd, flags) : real.dup2(oldfd, newfd);
@@ -598,6 +613,7 @@ int close_range(unsigned first, unsigned last, int flags)
     if (!psp.inited || !psp.byfd || first > last || (flags & CLOSE_RANGE_CLOEXEC))
         return (int)sys_close_range(first, last, flags);
     int cancel = psp_cancel_off();
+    epoll_sets_closed(first, last);
     unsigned top = (unsigned)fdt_top(), end = last < top ? last : top; /* [first, end) */
     for (unsigned fd = first; fd < end; fd++)
         if (!psp_in && (psp_conn_of((int)fd) || listening((int)fd))) {
@@ -671,6 +687,7 @@ int fclose(FILE *f)
     int cancel = psp_cancel_entry();
     forget_listener(fd);
     fdt_close_begin(fd);
+    epoll_set_closed(fd);
     int r = next(f);
     fdt_close_end(fd);
     psp_cancel_on(cancel);

@@ -688,14 +688,18 @@ int psp_endpoint(void)
                                .lost = conn_rdp_lost,
                                .undeliverable = conn_rdp_undeliverable,
                                .can_send = conn_rdp_can_send};
+    psp_in++; /* (its socket call is ours: no record of the table's to look at, under the lock) */
     rdp_t *r = rdp_open(&cfg, &cb);
+    psp_in--;
     bool shm_only = false;
     if (!r && errno == EADDRNOTAVAIL) {
         /* a network namespace without the node's address (a container on this node, its
          * programs psid's clients through the socket's path): same-node connections only */
         memset(&cfg.bind, 0, sizeof cfg.bind);
         cfg.bind.ss_family = psp.node_addr.ss_family;
+        psp_in++;
         r = rdp_open(&cfg, &cb);
+        psp_in--;
         shm_only = r != NULL;
     }
     if (!r) goto out;

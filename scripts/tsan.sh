@@ -38,7 +38,7 @@ scen=${TSAN_SCENARIOS:-$(sed -n 's/^SCEN=${PRELOAD_SCENARIOS:-\(.*\)}$/\1/p' \
 out=$logs/suite.log
 for same in 0 1; do
     PRELOAD_SAME_NODE=$same PRELOAD_LIB=$T/lib/libpspreload.so PRELOAD_SEM=$T/test/tools/plsem \
-        ${scen:+PRELOAD_SCENARIOS="$scen"} \
+        PRELOAD_SCENARIOS="$scen" \
         bash test/shell/preload_semantics.sh 2>&1 | grep -E '^(PASS|FAIL|SKIP):' | tee -a "$out"
 done
 reports=$(cat "$logs"/tsan.* 2>/dev/null | grep -c 'WARNING: ThreadSanitizer')

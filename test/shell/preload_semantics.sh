@@ -50,7 +50,9 @@
 # connection while another closes it, 100 times: the next connection works); cancelall (a
 # cancellation pending at the start of, and acting in the sleep of, each cancellation point
 # the library wraps, and at random moments of loops over them: a new connection works after
-# each; preload_cancel.sh runs it under ASan with the lock checker).
+# each; preload_cancel.sh runs it under ASan with the lock checker); epclose (an epoll set
+# holding the connection is closed and a new one takes its number; urgent data then moves
+# the connection to its kernel socket: the new set shows nothing of the old).
 # The library's run waits for each connection's negotiation before its first byte
 # (PSP_SYNC=1), so that the scenario tests the fast path from byte 0; the scenarios of
 # PRELOAD_ASYNC (default: echo peek epoll bulk cork fork_unread upgrade upwrite) run a third time
@@ -74,7 +76,7 @@ all_up 5000 || {
     fail "$NAME: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw upgrade upwrite nbflip eplazy rdpwait cancel calls accept2 forkclose daemon others threadfds closefrom closerace cancelall}
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw upgrade upwrite nbflip eplazy rdpwait cancel calls accept2 forkclose daemon others threadfds closefrom closerace cancelall epclose}
 ASYNC=${PRELOAD_ASYNC-echo peek epoll bulk cork fork_unread upgrade upwrite}
 PORT=$(free_port $((3 * $(wc -w <<<"$SCEN"))))
 

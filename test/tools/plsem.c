@@ -1323,6 +1323,28 @@ static void s_short(void)
                      : "");
 }
 
+/* epclose: the program closes an epoll set holding the connection and makes a new one,
+ * which gets the old set's number; the connection then moves to its kernel socket (urgent
+ * data): nothing of the old set's registration may show in the new one */
+static void s_epclose(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    int a = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 7};
+    epoll_ctl(a, EPOLL_CTL_ADD, fd, &ev);
+    close(a);
+    int b = epoll_create1(0);
+    printf("a new set on the old number: %d\n", b == a);
+    printf("urgent %zd\n", send(fd, "!", 1, MSG_OOB));
+    char buf[2];
+    write_full(fd, "hi", 2);
+    printf("the new set reports %d\n", ewait(b, 300, NULL)); /* (the echo is there by then) */
+    printf("echo %zd\n", read_full(fd, buf, 2));
+    close(b);
+    close(fd);
+}
+
 /* calls: the rest of the descriptor and option calls, each compared with the kernel: dup3
  * and F_DUPFD (not close-on-exec), fcntl64 (the _FILE_OFFSET_BITS=64 name of fcntl),
  * close_range on the copies (the original goes on) and with CLOSE_RANGE_CLOEXEC,
@@ -2554,7 +2576,8 @@ int main(int argc, char **argv)
               {"closefrom", s_closefrom},
               {"closerace", s_closerace},
               {"cancelall", s_cancelall},
-              {"short", s_short}};
+              {"short", s_short},
+              {"epclose", s_epclose}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();
