@@ -65,16 +65,24 @@
  * is waited for but OPEN, LISTEN and UNLISTEN. The requests about a socket carry it (SCM_RIGHTS,
  * one descriptor sent with the message's first byte): the endpoint's UDP socket (OPEN), a TCP
  * socket (LISTEN, CONNECT, ACCEPT, DECLINE); psid reads the addresses and ports from the kernel
- * (getsockname, getpeername, SO_ACCEPTCONN), never from the message, so a process can only
- * speak for sockets it holds; psid closes its copy at once. Every reply is PSM_PL_REPLY
- * {PSF_ERRNO, [PSF_TEXT: why TCP]}, with more fields where said, but ACCEPT's:
+ * (getsockname, getpeername, SO_ACCEPTCONN, and the socket's cookie and network namespace:
+ * SO_COOKIE, SO_NETNS_COOKIE), never from the message, so a process can only speak for
+ * sockets it holds; psid closes its copy at once. Every socket must be in its endpoint's
+ * network namespace (EXDEV), and an endpoint in psid's or in one psid serves (made by root;
+ * EPERM for a user's private namespace): docs/security.md, "The claim rule". Every reply is
+ * PSM_PL_REPLY {PSF_ERRNO, [PSF_TEXT: why TCP]}, with more fields where said, but ACCEPT's:
  *   PSM_PL_OPEN + fd (its RDP endpoint's UDP socket, bound to the node's address; psid
- *             reads the port from it: EBADF without one, EADDRNOTAVAIL elsewhere) -> the
+ *             reads the port from it: EBADF without one, EADDRNOTAVAIL elsewhere; with
+ *             {PSF_SAME_NODE 1}, or in a namespace other than psid's, same-node
+ *             connections only, on any address; EPERM in a namespace psid does not serve;
+ *             EOPNOTSUPP on a kernel that cannot name a socket's namespace) -> the
  *             endpoint: {PSF_NODE_ID, PSF_ENDPOINT, PSF_INCARNATION}. One per connection
  *             (EALREADY); it lives as long as the connection.
  *   PSM_PL_LISTEN + fd (a listening TCP socket; EBADF without one, EINVAL if it does not
- *             listen) / PSM_PL_UNLISTEN {PSF_PORT}: a listening port of the process
- *             (ENOTCONN without an endpoint, ENOBUFS past PSI_PL_LISTENS).
+ *             listen) / PSM_PL_UNLISTEN {PSF_PORT}: a listening socket of the process, which
+ *             counts for the connections the kernel would give it: to its address (or any,
+ *             bound to the wildcard) and port, in its namespace (ENOTCONN without an
+ *             endpoint, ENOBUFS past PSI_PL_LISTENS); UNLISTEN drops those of the port.
  *   PSM_PL_CONNECT {PSF_ADDR: destination address, PSF_PORT, PSF_CONN: the process's id for
  *             this connection} + fd (the socket, bound to the node's address, its kernel
  *             connect under way: the port is the kernel's choice) -> {PSF_ERRNO 0}:
@@ -82,25 +90,28 @@
  *             PSM_PL_OUTCOME event once the destination process accepted the connection,
  *             or not in time, and so does any refusal, which means TCP at once:
  *             EHOSTUNREACH (not a cluster address), EXDEV (same node), ECONNREFUSED (no
- *             process under the library listens there), EADDRINUSE (several processes
- *             listen there), ETIMEDOUT (its psid did not answer), ENOENT (accepted on TCP
+ *             process under the library listens there), EADDRINUSE (listeners of several
+ *             users would take it), ETIMEDOUT (its psid did not answer), ENOENT (accepted on TCP
  *             before the request came), ...
  * *             The destination psid keeps the connection by its 4-tuple for the acceptor.
  *             With {PSF_SAME_NODE 1, PSF_SHM_RING: the ring size wished} the destination is
  *             an address of this node (loopback, the node's, any local one): the socket
  *             may be unbound, connecting or connected (the connector does not wait for
- *             the reply: any refusal also comes as its PSM_PL_OUTCOME); the port's one
- *             listener is looked up here (or the one that closed lately, when the
- *             accepted socket is its user's), and the connection waits here, by its
- *             socket's inode, for the acceptor.
+ *             the reply: any refusal also comes as its PSM_PL_OUTCOME); the listener of
+ *             that address and port is looked up here (or the one that closed lately,
+ *             when the accepted socket is its user's), and the connection waits here, by
+ *             its socket's cookie, for the acceptor.
  *   PSM_PL_ACCEPT {PSF_TAG: the acceptor's name for the connection} + fd (the accepted
  *             socket), answered by the event PSM_PL_ACCEPTED {PSF_TAG, PSF_ERRNO,
  *             [PSF_TEXT]}, with PSF_ERRNO 0 {PSF_NODE_ID, PSF_ENDPOINT, PSF_UDP_PORT,
  *             PSF_ADDR: the connector's endpoint, PSF_KEY: the pair's key, PSF_CONN: the
  *             connector's id for the connection}: RDP; ENOENT: TCP. Any process of the
  *             listener's uid with an endpoint may take it (prefork servers accept in the
- *             child); before answering, the connector's psid checks that the connection
- *             is still the socket the connector registered (sock_diag: its inode).
+ *             child), with the accepted socket itself: in psid's namespace the one
+ *             sock_diag finds at its 4-tuple with its cookie, owned by that uid (EXDEV:
+ *             not in the endpoint's namespace; ENOTCONN: not connected); before
+ *             answering, the connector's psid checks that the connection is still the
+ *             socket the connector registered (sock_diag: its cookie).
  *             A claim that comes before the request waits for it (docs/preload-design.md,
  *             "Who asks whom"). A same-node connection (the request says {PSF_SHM_RING 1}
  *             when the acceptor can take one; else TCP) is answered {PSF_CONN, PSF_SHM_RING}
@@ -110,7 +121,8 @@
  *   PSM_PL_DECLINE + fd (an accepted socket) -> {PSF_ERRNO 0}: its holder will not take it
  *             under the library (it is handed to a program through exec); the connector
  *             gets its outcome (ETIMEDOUT: TCP) at once. ENOENT: no such connection waits,
- *             or the caller is not of the listener's uid. No endpoint needed.
+ *             or the caller is not of the listener's uid; EPERM: the socket is in a
+ *             namespace psid does not serve. No endpoint needed.
  *   PSM_PL_OUTCOME (event, id 0) {PSF_CONN, PSF_ERRNO, [PSF_TEXT]}, and with PSF_ERRNO 0 the
  *             acceptor's endpoint {PSF_NODE_ID, PSF_ENDPOINT, PSF_UDP_PORT, PSF_ADDR, PSF_KEY}:
  *             to the connector; any error means TCP (ETIMEDOUT: not accepted within

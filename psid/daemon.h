@@ -28,6 +28,8 @@
  *   notify.c      death notifications: registrations on both sides, firing, node loss
  *   preload.c     the preload library's negotiation: endpoints, listening ports, the
  *                 decision per TCP connection, pair keys
+ *   sockinfo.c    what the kernel says of a socket a client passed (its cookie, network
+ *                 namespace, addresses) and sock_diag's exact lookups
  *   shmchan.c     the shared memory and doorbells of a same-node connection
  */
 #ifndef PSCLUSTER_PSID_DAEMON_H
@@ -229,6 +231,10 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
 int priv_signal(struct psid *d, pid_t pid, int sig, bool group);
 void priv_release(struct psid *d, pid_t pid);            /* reap it (killed first if alive) */
 void priv_signal_fd(struct psid *d, int pidfd, int sig); /* a client that asked for it */
+/* Whether the network namespace of sock (a socket a client passed) is one psid serves: owned
+ * by the privileged child's user namespace (made by root). 1 yes, 0 no, -1 and errno when
+ * the child cannot say (EPERM: psid does not run as root). */
+int priv_netns(struct psid *d, int sock);
 /* The privileged child's PRIV_EXIT (tasks.c). */
 void tasks_exited(struct psid *d, pid_t pid, uint32_t status);
 

@@ -1,35 +1,42 @@
 /*
  * preload.c - psid's side of the preload library's negotiation (docs/preload-design.md,
- * messages in psproto.h): which local processes have an RDP endpoint, which TCP ports they
- * listen on, and, per TCP connection, the decision (the connection runs on the kernel's TCP
- * meanwhile: nobody waits for it but under PSP_SYNC).
+ * messages in psproto.h): which local processes have an RDP endpoint, which TCP sockets
+ * they listen on, and, per TCP connection, the decision (the connection runs on the kernel's
+ * TCP meanwhile: nobody waits for it but under PSP_SYNC).
  *
- *  - Sockets, not claims: PSM_PL_LISTEN, PSM_PL_CONNECT and PSM_PL_ACCEPT carry the TCP
- *    socket itself (client_take_fd); ports and addresses are read from the kernel, so a
- *    process can only speak for sockets it holds.
+ *  - Kernel objects, not claims (docs/security.md, "The claim rule"): PSM_PL_OPEN,
+ *    PSM_PL_LISTEN, PSM_PL_CONNECT, PSM_PL_ACCEPT and PSM_PL_DECLINE carry the socket itself
+ *    (client_take_fd), and psid believes only what the kernel says of it (sockinfo.c): its
+ *    addresses, its cookie, its network namespace. A socket must be in its endpoint's
+ *    namespace, and an endpoint in psid's or in one psid serves (made by root: the
+ *    privileged child checks, priv_netns); a user's private namespace, where any 4-tuple can
+ *    be had, is served nothing. A listener counts for the connections the kernel would give
+ *    it: its namespace, its address (or the wildcard) and its port. An accepted socket in
+ *    psid's namespace is the one sock_diag finds with its cookie, and its connector the
+ *    socket sock_diag finds at the mirrored 4-tuple, by the cookie registered.
  *  - An endpoint belongs to one client connection (SO_PEERCRED: its uid) and dies with it,
- *    as do its listening ports and what waits for it.
+ *    as do its listeners and what waits for it.
  *  - Connector's node: PSM_PL_CONNECT (sent after the kernel's connect started: the port
  *    is the kernel's choice) is forwarded to the destination node as PSM_D_PL_CONNECT; on
- *    its yes a pl_pend records the connection (with the socket's inode) until its outcome;
+ *    its yes a pl_pend records the connection (with the socket's cookie) until its outcome;
  *    a refusal is the client's outcome (it does not wait for the reply).
- *  - Listener's node: the port must have exactly one registered listener; the connection
- *    is kept by its 4-tuple (pl_wait) until a process of the listener's uid claims it
- *    (PSM_PL_ACCEPT after its accept), or PSI_PL_ACCEPT_MS passed (PSM_D_PL_EXPIRED). A
- *    claim asks the connector's psid (PSM_D_PL_CLAIM), which checks with sock_diag that the
- *    4-tuple is still the registered socket, sends the connector its PSM_PL_OUTCOME, and
- *    answers; then the acceptor gets its answer (the event PSM_PL_ACCEPTED). One place
- *    decides: the two never disagree. A claim that comes before the request (the two sides
- *    ask independently) probes the connector's psid (PSF_PROBE), which holds it while the
- *    request may still come; on one node the claim itself waits (pl_late) and the request
- *    takes it. One that waited for nothing is TCP, and a tombstone (pl_tomb) refuses the
- *    request should it come later.
+ *  - Listener's node: the node's address and port must have one user's registered
+ *    listeners; the connection is kept by its 4-tuple (pl_wait) until a process of the
+ *    listener's uid claims it (PSM_PL_ACCEPT after its accept), or PSI_PL_ACCEPT_MS passed
+ *    (PSM_D_PL_EXPIRED). A claim asks the connector's psid (PSM_D_PL_CLAIM), which checks
+ *    with sock_diag that the 4-tuple is still the registered socket, sends the connector
+ *    its PSM_PL_OUTCOME, and answers; then the acceptor gets its answer (the event
+ *    PSM_PL_ACCEPTED). One place decides: the two never disagree. A claim that comes
+ *    before the request (the two sides ask independently) probes the connector's psid
+ *    (PSF_PROBE), which holds it while the request may still come; on one node the claim
+ *    itself waits (pl_late) and the request takes it. One that waited for nothing is TCP,
+ *    and a tombstone (pl_tomb) refuses the request should it come later.
  *  - Keys: both psids derive the pair key from the cluster key and both endpoints' (node,
  *    endpoint, incarnation, uid) (pl_pair_key), and hand it only to the endpoint's own
  *    process. The cluster key never leaves psid.
- * Every table is bounded: listening ports per endpoint (PSI_PL_LISTENS), connections
- * waiting (PL_WAIT_MAX in total on each side, a quarter of it per listener's and per
- * connector's uid but root's), claims in flight (PL_WAIT_MAX).
+ * Every table is bounded: listeners per endpoint (PSI_PL_LISTENS), connections waiting
+ * (PL_WAIT_MAX in total on each side, a quarter of it per listener's and per connector's
+ * uid but root's), claims in flight (PL_WAIT_MAX), namespaces remembered (PL_NETNS_SEEN).
  */
 #include "bebytes.h"
 #include "daemon.h"
@@ -37,12 +44,10 @@
 #include "psmsg.h"
 #include "psshm.h"
 #include "shmchan.h"
+#include "sockinfo.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <linux/inet_diag.h>
-#include <linux/netlink.h>
-#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -66,13 +71,19 @@ struct pl_ep { /* an endpoint: ours (with a client) or a peer's (from a message)
     uint64_t inc;
 };
 
+struct pl_listener { /* a listening socket an endpoint's process registered */
+    uint64_t cookie;
+    struct sockaddr_storage addr; /* its address and port, as the kernel has them */
+};
+
 struct pl_local {
     struct pl_ep ep;
     struct client *c;
-    uint16_t ports[PSI_PL_LISTENS];
-    unsigned nports;
+    uint64_t netns; /* its network namespace: its UDP socket's, and every socket's it passes */
+    struct pl_listener *lis;
+    unsigned nlis, caplis;
     uint64_t poke_since; /* PSM_PL_POKE: the second its count is of */
-    bool shm_only;       /* its network namespace lacks the node's address: no RDP */
+    bool shm_only;       /* not in psid's network namespace, or asked so: no RDP */
     unsigned pokes;
     struct pl_local *next;
 };
@@ -88,11 +99,11 @@ struct pl_wait {           /* listener's side: a connection registered before it
     uint64_t timer;
     struct psid *d;
     struct pl_wait *next;
-    /* same node: the connector is a client of ours (NULL once gone), its socket's inode,
-     * the ring size it wished */
+    /* same node: the connector is a client of ours (NULL once gone), its socket's cookie
+     * and network namespace, the ring size it wished */
     bool same;
     struct client *cc;
-    uint64_t ino;
+    uint64_t cookie, netns;
     uint32_t ring;
     /* the connector's addresses, as its socket has them (tuple: it was connected): in
      * another network namespace its socket is not ours to look up by sock_diag, and the
@@ -104,7 +115,7 @@ struct pl_wait {           /* listener's side: a connection registered before it
 struct pl_ask { /* connector's side: a PSM_PL_CONNECT waiting for the other psid */
     uint32_t req, client_id, node, conn;
     uint16_t sport, dport;
-    uint64_t ino;
+    uint64_t cookie; /* the connector's socket */
     /* a probe came for it (the acceptor's claim was first): answered as a claim when the
      * other psid's yes comes (probe_req 0: none) */
     uint32_t probe_req;
@@ -118,11 +129,16 @@ struct pl_ask { /* connector's side: a PSM_PL_CONNECT waiting for the other psid
 struct pl_pend { /* connector's side: a connection waiting for its outcome */
     uint32_t node, conn;
     uint16_t sport, dport;
-    uint64_t ino;
+    uint64_t cookie; /* the connector's socket */
     struct client *c;
     uint64_t timer;
     struct psid *d;
     struct pl_pend *next;
+};
+
+struct pl_acc { /* an accepted socket a claim passed, as the kernel says it is */
+    struct sockinfo si;
+    uint32_t owner; /* its owner's uid (sock_diag); UINT32_MAX: in another namespace */
 };
 
 struct pl_claim { /* listener's side: an accept waiting for the connector's psid */
@@ -132,7 +148,7 @@ struct pl_claim { /* listener's side: an accept waiting for the connector's psid
     struct pl_wait w; /* what it claims (taken off the waits); a probe: node and ports */
     bool probe;       /* no wait yet: only asks whether the connector's request exists */
     bool can;         /* a probe: the acceptor could take a same-node channel */
-    struct sockaddr_storage local, peer; /* a probe: the acceptor's socket, to claim again */
+    struct pl_acc a;  /* a probe: the acceptor's socket, to claim again */
     uint64_t timer;
     struct psid *d;
     struct pl_claim *next;
@@ -148,8 +164,8 @@ struct pl_recheck { /* connector's side: a probe that found nothing, looked at a
     struct pl_recheck *next;
 };
 
-struct pl_closed { /* listener's side: a port whose registered listener closed lately */
-    uint16_t port;
+struct pl_closed { /* listener's side: a listener (in psid's namespace) that closed lately */
+    struct sockaddr_storage addr; /* its address and port */
     uint32_t uid;
     uint64_t until;
     struct pl_closed *next;
@@ -173,9 +189,16 @@ struct pl_query { /* psstat sockets: the node's processes asked, their answers c
     struct pl_query *next;
 };
 
-#define PL_QUERY_MAX 16u /* psstat sockets in flight */
+#define PL_QUERY_MAX  16u /* psstat sockets in flight */
+#define PL_NETNS_SEEN 64u /* network namespaces other than psid's, and whether served */
 
 struct preload {
+    uint64_t netns; /* psid's own network namespace (0: the kernel cannot say) */
+    struct {
+        uint64_t netns;
+        bool served;
+    } seen[PL_NETNS_SEEN];
+    unsigned nseen;
     struct pl_query *queries;
     unsigned nqueries;
     uint32_t next_query;
@@ -199,8 +222,24 @@ struct preload {
 
 static struct preload *state(struct psid *d)
 {
-    if (!d->preload) d->preload = calloc(1, sizeof *d->preload);
+    if (!d->preload && (d->preload = calloc(1, sizeof *d->preload)))
+        d->preload->netns = sockinfo_own_netns();
     return d->preload;
+}
+
+/* Whether network namespace netns, of socket fd, is one psid serves: its own, or one made
+ * by root (the privileged child says; remembered, a namespace's cookie is never reused). */
+static bool netns_served(struct psid *d, struct preload *pl, uint64_t netns, int fd)
+{
+    if (netns && netns == pl->netns) return true;
+    for (unsigned i = 0; i < PL_NETNS_SEEN; i++)
+        if (pl->seen[i].netns == netns) return pl->seen[i].served;
+    int r = priv_netns(d, fd);
+    if (r < 0 && errno != EPERM) return false; /* not remembered: ask again next time */
+    unsigned i = pl->nseen++ % PL_NETNS_SEEN;
+    pl->seen[i].netns = netns;
+    pl->seen[i].served = r == 1;
+    return r == 1;
 }
 
 /* Both ends' descriptions, the lower (node, endpoint) first, keyed with the cluster key. */
@@ -325,25 +364,106 @@ static int get_port(const struct psmsg *m, uint16_t tag, uint16_t *port)
     return 0;
 }
 
-static int passed_udp(struct psid *d, struct client *c, bool any_addr, uint16_t *port,
-                      const char **why);
-static void closed_add(struct preload *pl, uint16_t port, uint32_t uid);
+static void closed_add(struct preload *pl, const struct sockaddr_storage *addr, uint32_t uid);
+static void close_passed(struct client *c);
 static void claim_answer(struct psid *d, uint32_t to, uint32_t req, int err);
+
+/* --- sockets passed with a request --- */
+
+/* The socket passed with the request (a TCP socket, or with want SOCK_DGRAM a UDP one): what
+ * the kernel says of it into *si; the descriptor stays open in *fd (the caller closes it).
+ * 0, or an errno value with *why (then nothing is left open). */
+static int passed(struct client *c, int want, struct sockinfo *si, int *fd, const char **why)
+{
+    *fd = client_take_fd(c);
+    if (*fd < 0) {
+        *why = "no socket passed with the request";
+        return EBADF;
+    }
+    int err = sockinfo_of(*fd, want, si, why);
+    if (err) {
+        close(*fd);
+        *fd = -1;
+    }
+    return err;
+}
+
+/* A TCP socket l's process passed: in l's network namespace, as every socket of an
+ * endpoint must be (a look-alike in another namespace is not the connection it mirrors). */
+static int passed_tcp(struct client *c, const struct pl_local *l, struct sockinfo *si,
+                      const char **why)
+{
+    int fd, err = passed(c, SOCK_STREAM, si, &fd, why);
+    if (err) return err;
+    close(fd);
+    if (l && si->netns != l->netns) {
+        *why = "the socket is not in the endpoint's network namespace";
+        return EXDEV;
+    }
+    return 0;
+}
+
+/* An accepted (connected) socket a claim or a decline passed, in psid's namespace or one it
+ * serves: in psid's, it must be the socket sock_diag finds at its 4-tuple with its cookie,
+ * whose owner (*owner: the uid the kernel says; UINT32_MAX in another namespace, where psid
+ * cannot look) is then known. */
+static int passed_accepted(struct psid *d, struct preload *pl, struct client *c,
+                           const struct pl_local *l, struct sockinfo *si, uint32_t *owner,
+                           const char **why)
+{
+    int fd, err = passed(c, SOCK_STREAM, si, &fd, why);
+    if (err) return err;
+    *owner = UINT32_MAX;
+    if (si->peer.ss_family == AF_UNSPEC) {
+        err = ENOTCONN;
+        *why = "the socket is not connected";
+    } else if (l && si->netns != l->netns) {
+        err = EXDEV;
+        *why = "the socket is not in the endpoint's network namespace";
+    } else if (!l && !netns_served(d, pl, si->netns, fd)) {
+        err = EPERM;
+        *why = "the socket is in a network namespace psid does not serve";
+    } else if (si->netns == pl->netns &&
+               sockinfo_diag(&si->local, &si->peer, si->cookie, NULL, NULL, owner) < 0) {
+        err = ENOENT;
+        *why = "the socket is not the one at its addresses";
+    }
+    close(fd);
+    return err;
+}
 
 static void pl_open(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
-    uint16_t port = 0;
     const char *why = NULL;
+    struct sockinfo si;
+    int fd = -1, err = 0;
+    char a[INET6_ADDRSTRLEN];
     /* PSF_SAME_NODE: a process in a network namespace without the node's address (a
      * container on this node): its endpoint serves same-node connections only, and its
-     * socket is bound to whatever that namespace has */
-    uint32_t shm_only = 0;
-    psmsg_get_u32(&m->body, PSF_SAME_NODE, &shm_only);
-    int err = passed_udp(d, c, shm_only != 0, &port, &why); /* its port, and proof */
-    if (!err && local_of(pl, c)) {
+     * socket is bound to whatever that namespace has. Any namespace but psid's is so. */
+    uint32_t flag = 0;
+    psmsg_get_u32(&m->body, PSF_SAME_NODE, &flag);
+    if (!pl->netns) {
+        close_passed(c);
+        err = EOPNOTSUPP;
+        why = "the kernel cannot say which network namespace a socket is in (SO_NETNS_COOKIE, "
+              "Linux 5.14): the preload is not served";
+    } else {
+        err = passed(c, SOCK_DGRAM, &si, &fd, &why); /* its port, and proof */
+    }
+    bool shm_only = flag != 0 || (!err && si.netns != pl->netns);
+    if (!err && !netns_served(d, pl, si.netns, fd)) {
+        err = EPERM;
+        why = "a network namespace psid does not serve (made in a private user namespace)";
+    } else if (!err && (sockinfo_addr_text(&si.local, a),
+                        (!shm_only && strcmp(a, d->self->addr_str)) || !sockinfo_port(&si.local))) {
+        err = EADDRNOTAVAIL;
+        why = "not bound to the node's address";
+    } else if (!err && local_of(pl, c)) {
         err = EALREADY;
         why = "endpoint already open";
     }
+    if (fd >= 0) close(fd);
     if (err) {
         reply(c, m->id, err, why);
         return;
@@ -359,12 +479,13 @@ static void pl_open(struct psid *d, struct preload *pl, struct client *c, const 
         return;
     }
     l->c = c;
-    l->shm_only = shm_only != 0;
-    pl->nforeign += l->shm_only;
+    l->netns = si.netns;
+    l->shm_only = shm_only;
+    pl->nforeign += l->netns != pl->netns;
     l->ep = (struct pl_ep){.node = d->self->id,
                            .uid = client_uid(c),
                            .id = id,
-                           .udp_port = port,
+                           .udp_port = sockinfo_port(&si.local),
                            .inc = randombytes_random() | (uint64_t)randombytes_random() << 32};
     l->next = pl->locals;
     pl->locals = l;
@@ -378,174 +499,91 @@ static void pl_open(struct psid *d, struct preload *pl, struct client *c, const 
     psmsg_buf_free(&b);
 }
 
-/* --- sockets passed with a request --- */
+/* --- listening sockets --- */
 
-static uint16_t port_of(const struct sockaddr_storage *ss)
-{
-    return ntohs(ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
-                                          : ((const struct sockaddr_in6 *)ss)->sin6_port);
-}
-
-/* The address as text; a v4-mapped IPv6 address as its IPv4 address. */
-static void addr_text(const struct sockaddr_storage *ss, char out[INET6_ADDRSTRLEN])
-{
-    if (ss->ss_family == AF_INET) {
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, out, INET6_ADDRSTRLEN);
-        return;
-    }
-    const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-    if (IN6_IS_ADDR_V4MAPPED(a))
-        inet_ntop(AF_INET, a->s6_addr + 12, out, INET6_ADDRSTRLEN);
-    else
-        inet_ntop(AF_INET6, a, out, INET6_ADDRSTRLEN);
-}
-
-static bool wildcard(const struct sockaddr_storage *ss)
-{
-    if (ss->ss_family == AF_INET)
-        return ((const struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY);
-    return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)ss)->sin6_addr);
-}
-
-/* The TCP socket passed with the request: its local address, its peer's (when connected),
- * its inode; the descriptor is closed. 0, or an errno value with *why. */
-static int passed_socket(struct client *c, struct sockaddr_storage *local,
-                         struct sockaddr_storage *peer, bool *listening, uint64_t *ino,
-                         const char **why)
-{
-    int fd = client_take_fd(c);
-    if (fd < 0) {
-        *why = "no socket passed with the request";
-        return EBADF;
-    }
-    int type = 0, proto = 0, acc = 0, err = 0;
-    socklen_t l = sizeof type;
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
-        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 || type != SOCK_STREAM ||
-        (l = sizeof proto, getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l)) < 0 ||
-        proto != IPPROTO_TCP) {
-        *why = "not a TCP socket";
-        err = ENOTSOCK;
-    } else {
-        l = sizeof acc;
-        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l);
-        *listening = acc;
-        *ino = st.st_ino;
-        l = sizeof *local;
-        if (getsockname(fd, (struct sockaddr *)local, &l) < 0 ||
-            (local->ss_family != AF_INET && local->ss_family != AF_INET6)) {
-            *why = "not an IP socket";
-            err = EAFNOSUPPORT;
-        }
-        l = sizeof *peer;
-        if (!err && getpeername(fd, (struct sockaddr *)peer, &l) < 0) peer->ss_family = AF_UNSPEC;
-    }
-    close(fd);
-    return err;
-}
-
-/* PSM_PL_OPEN's socket: a UDP socket bound to the node's address; its port. So a process
- * can name as its endpoint only a socket it holds (another process's port would send that
- * process's peers' datagrams to the wrong place). */
-static int passed_udp(struct psid *d, struct client *c, bool any_addr, uint16_t *port,
-                      const char **why)
-{
-    int fd = client_take_fd(c);
-    if (fd < 0) {
-        *why = "no socket passed with the request";
-        return EBADF;
-    }
-    int type = 0, proto = 0, err = 0;
-    socklen_t l = sizeof type;
-    struct stat st;
-    struct sockaddr_storage ss;
-    char a[INET6_ADDRSTRLEN];
-    if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
-        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 || type != SOCK_DGRAM ||
-        (l = sizeof proto, getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l)) < 0 ||
-        proto != IPPROTO_UDP) {
-        *why = "not a UDP socket";
-        err = ENOTSOCK;
-    } else if (l = sizeof ss, getsockname(fd, (struct sockaddr *)&ss, &l) < 0 ||
-                                  (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)) {
-        *why = "not an IP socket";
-        err = EAFNOSUPPORT;
-    } else if (addr_text(&ss, a), (!any_addr && strcmp(a, d->self->addr_str)) || !port_of(&ss)) {
-        *why = "not bound to the node's address";
-        err = EADDRNOTAVAIL;
-    } else {
-        *port = port_of(&ss);
-    }
-    close(fd);
-    return err;
-}
-
-static void close_passed(struct client *c);
-
-/* --- listening ports --- */
-
+/* PSM_PL_LISTEN + a listening socket: registered with its cookie, address and port, in the
+ * endpoint's namespace; PSM_PL_UNLISTEN {PSF_PORT}: the process's listeners of that port go
+ * (remembered a while: closed_add). */
 static void pl_listen(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
     struct pl_local *l = local_of(pl, c);
-    uint16_t port;
+    (void)d;
     if (!l) {
         if (m->type == PSM_PL_LISTEN) close_passed(c);
         reply(c, m->id, ENOTCONN, "no endpoint open");
         return;
     }
-    if (m->type == PSM_PL_LISTEN) {
-        struct sockaddr_storage local, peer;
-        bool listening = false;
-        uint64_t ino;
-        const char *why = NULL;
-        int err = passed_socket(c, &local, &peer, &listening, &ino, &why);
-        char a[INET6_ADDRSTRLEN] = "";
-        if (!err && !listening) {
-            err = EINVAL;
-            why = "the socket does not listen";
-        }
-        if (!err) addr_text(&local, a);
-        if (!err && !wildcard(&local) && !l->shm_only && strcmp(a, d->self->addr_str)) {
-            err = EADDRNOTAVAIL;
-            why = "not listening on the node's address";
-        }
-        if (err) {
-            reply(c, m->id, err, why);
+    if (m->type == PSM_PL_UNLISTEN) {
+        uint16_t port;
+        if (get_port(m, PSF_PORT, &port) < 0) {
+            reply(c, m->id, EINVAL, "bad port");
             return;
         }
-        port = port_of(&local);
-    } else if (get_port(m, PSF_PORT, &port) < 0) {
-        reply(c, m->id, EINVAL, "bad port");
+        unsigned n = 0;
+        for (unsigned i = 0; i < l->nlis;) {
+            if (sockinfo_port(&l->lis[i].addr) != port) {
+                i++;
+                continue;
+            }
+            if (l->netns == pl->netns) closed_add(pl, &l->lis[i].addr, l->ep.uid);
+            l->lis[i] = l->lis[--l->nlis];
+            n++;
+        }
+        reply(c, m->id, n ? 0 : ENOENT, n ? NULL : "port not registered");
+        return;
+    }
+    struct sockinfo si;
+    const char *why = NULL;
+    int err = passed_tcp(c, l, &si, &why);
+    if (!err && !si.listening) {
+        err = EINVAL;
+        why = "the socket does not listen";
+    }
+    if (err) {
+        reply(c, m->id, err, why);
         return;
     }
     unsigned i = 0;
-    while (i < l->nports && l->ports[i] != port) i++;
-    if (m->type == PSM_PL_UNLISTEN) {
-        if (i == l->nports) {
-            reply(c, m->id, ENOENT, "port not registered");
-            return;
-        }
-        l->ports[i] = l->ports[--l->nports];
-        closed_add(pl, port, l->ep.uid);
-    } else if (i == l->nports) {
-        if (l->nports == PSI_PL_LISTENS) {
+    while (i < l->nlis && l->lis[i].cookie != si.cookie) i++;
+    if (i == l->nlis) {
+        if (l->nlis == PSI_PL_LISTENS) {
             reply(c, m->id, ENOBUFS, "too many listening ports");
             return;
         }
-        l->ports[l->nports++] = port;
+        if (l->nlis == l->caplis) {
+            unsigned cap = l->caplis ? 2 * l->caplis : 4;
+            struct pl_listener *n = realloc(l->lis, cap * sizeof *n);
+            if (!n) {
+                reply(c, m->id, ENOMEM, "out of memory");
+                return;
+            }
+            l->lis = n;
+            l->caplis = cap;
+        }
+        l->nlis++;
     }
+    l->lis[i] = (struct pl_listener){.cookie = si.cookie, .addr = si.local};
     reply(c, m->id, 0, NULL);
+}
+
+/* Whether listener address la takes a connection to dst: its port, and dst's address or the
+ * wildcard. */
+static bool takes(const struct sockaddr_storage *la, const struct sockaddr_storage *dst,
+                  bool *exact)
+{
+    if (sockinfo_port(la) != sockinfo_port(dst)) return false;
+    *exact = sockinfo_same_host(la, dst);
+    return *exact || sockinfo_wildcard(la);
 }
 
 /* A listener closed: a connection it accepted just before may still be announced (the
  * connector's request follows its SYN); see closed_took. Bounded; old ones go first. */
-static void closed_add(struct preload *pl, uint16_t port, uint32_t uid)
+static void closed_add(struct preload *pl, const struct sockaddr_storage *addr, uint32_t uid)
 {
     uint64_t now = loop_now();
     for (struct pl_closed **pp = &pl->closed; *pp;) {
         struct pl_closed *k = *pp;
-        if (k->until > now && !(k->port == port && k->uid == uid)) {
+        if (k->until > now && !(sockinfo_same(&k->addr, addr) && k->uid == uid)) {
             pp = &k->next;
             continue;
         }
@@ -556,7 +594,7 @@ static void closed_add(struct preload *pl, uint16_t port, uint32_t uid)
     struct pl_closed *k = pl->nclosed < PL_WAIT_MAX ? calloc(1, sizeof *k) : NULL;
     if (!k) return;
     *k = (struct pl_closed){
-        .port = port, .uid = uid, .until = now + PL_ANSWER_NS, .next = pl->closed};
+        .addr = *addr, .uid = uid, .until = now + PL_ANSWER_NS, .next = pl->closed};
     pl->closed = k;
     pl->nclosed++;
 }
@@ -631,37 +669,68 @@ static bool tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_
 static void lates_take(struct preload *pl, const struct pl_wait *w);
 static bool mirrors(const struct pl_wait *w, const struct sockaddr_storage *local,
                     const struct sockaddr_storage *peer);
-static bool closed_owner(struct preload *pl, uint16_t dport, const struct sockaddr_storage *me,
+static bool closed_owner(struct preload *pl, const struct sockaddr_storage *me,
                          const struct sockaddr_storage *them, uint32_t cuid, uint32_t *luid);
-static struct pl_local *port_listener(struct preload *pl, uint16_t port, uint32_t cuid, int *err,
+static struct pl_local *port_listener(struct preload *pl, uint64_t netns, bool other_ns,
+                                      const struct sockaddr_storage *dst, uint32_t cuid, int *err,
                                       const char **why);
 
-/* PSM_PL_CONNECT to an address of this node: the port's one listener is ours to look up,
- * and the connection waits here, by its socket's inode, for the acceptor's claim (the
- * socket needs no port yet: the kernel's connect picks it, as without the library). */
+static void node_addr(const struct psconf_node *n, uint16_t port, struct sockaddr_storage *out);
+
+/* A numeric address and a port as a socket address; -1 if it is none. */
+static int addr_parse(const char *text, uint16_t port, struct sockaddr_storage *out)
+{
+    memset(out, 0, sizeof *out);
+    struct sockaddr_in *a4 = (void *)out;
+    struct sockaddr_in6 *a6 = (void *)out;
+    if (inet_pton(AF_INET, text, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons(port);
+        return 0;
+    }
+    if (inet_pton(AF_INET6, text, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons(port);
+        return 0;
+    }
+    return -1;
+}
+
+/* PSM_PL_CONNECT to an address of this node (or, xns, of another network namespace psid
+ * serves): the listener is ours to look up, and the connection waits here, by its socket's
+ * cookie, for the acceptor's claim (the socket needs no port yet: the kernel's connect
+ * picks it, as without the library). dst: where it goes (the kernel's peer once
+ * connected). */
 static void connect_same(struct psid *d, struct preload *pl, struct client *c,
-                         const struct psmsg *m, uint16_t port, uint32_t conn, uint64_t ino,
-                         const struct sockaddr_storage *local, const struct sockaddr_storage *peer)
+                         const struct psmsg *m, const struct sockaddr_storage *dst, uint32_t conn,
+                         const struct sockinfo *si)
 {
     int err = 0;
     const char *why = NULL;
-    uint32_t ring = 0, cuid = local_of(pl, c)->ep.uid, luid = 0, same = 0;
+    struct pl_local *l = local_of(pl, c);
+    uint32_t ring = 0, cuid = l->ep.uid, luid = 0, same = 0;
     psmsg_get_u32(&m->body, PSF_SHM_RING, &ring);
     psmsg_get_u32(&m->body, PSF_SAME_NODE, &same);
     bool xns = same == 2; /* an address of no cluster node: another namespace's, maybe */
+    bool tuple = si->peer.ss_family != AF_UNSPEC;
     struct pl_local *found = NULL;
     if (ring < PSHM_RING_MIN || ring > PSHM_RING_MAX || (ring & (ring - 1))) {
         err = EINVAL;
         why = "ring size not a power of two within the bounds";
     } else {
-        found = port_listener(pl, port, cuid, &err, &why);
+        /* from another namespace psid serves (a container) to the node's own address: the
+         * listener is in psid's namespace */
+        struct sockaddr_storage na;
+        node_addr(d->self, sockinfo_port(dst), &na);
+        bool to_node = !xns && l->netns != pl->netns && sockinfo_same_host(dst, &na);
+        found = port_listener(pl, to_node ? pl->netns : l->netns, xns, dst, cuid, &err, &why);
     }
     if (found) luid = found->ep.uid;
     /* a connection that negotiates after its accept (PSP_UPGRADE_US): its listener may
      * have closed meanwhile (socat, nc): the accepted socket, the connector's peer, is
-     * that listener's user's */
-    if (err == ECONNREFUSED && peer->ss_family != AF_UNSPEC &&
-        closed_owner(pl, port, peer, local, cuid, &luid)) {
+     * that listener's user's (in psid's namespace, where sock_diag can say) */
+    if (err == ECONNREFUSED && tuple && !xns && l->netns == pl->netns &&
+        closed_owner(pl, &si->peer, &si->local, cuid, &luid)) {
         err = 0;
         why = NULL;
     }
@@ -669,13 +738,13 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
         err = EHOSTUNREACH;
         why = "not a cluster address";
     }
-    if (peer->ss_family != AF_UNSPEC && tomb_take(pl, d->self->id, port_of(local), port)) {
+    if (tuple && tomb_take(pl, d->self->id, sockinfo_port(&si->local), sockinfo_port(dst))) {
         err = ENOENT; /* the acceptor's claim came first, and waited for nothing */
         why = "accepted on TCP before the request came";
     }
-    bool tuple = peer->ss_family != AF_UNSPEC, ambiguous = false;
+    bool ambiguous = false;
     for (struct pl_wait *o = pl->waits; !err && tuple && o; o = o->next)
-        if (o->tuple && o->ino != ino && mirrors(o, peer, local))
+        if (o->tuple && o->cookie != si->cookie && mirrors(o, &si->peer, &si->local))
             o->ambiguous = ambiguous = true; /* two namespaces, one 4-tuple: neither */
     if (ambiguous && !err) {
         err = ENOTUNIQ;
@@ -692,25 +761,26 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
     }
     for (struct pl_wait *o = pl->waits, *next; o; o = next) { /* the socket asked again */
         next = o->next;
-        if (o->same && o->ino == ino) {
+        if (o->same && o->cookie == si->cookie) {
             wait_unlink(pl, o);
             free(o);
         }
     }
     *w = (struct pl_wait){.node = d->self->id,
-                          .dport = port,
+                          .dport = sockinfo_port(dst),
                           .conn = conn,
-                          .connector = local_of(pl, c)->ep,
+                          .connector = l->ep,
                           .uid = luid,
                           .d = d,
                           .next = pl->waits,
                           .same = true,
                           .cc = c,
-                          .ino = ino,
+                          .cookie = si->cookie,
+                          .netns = si->netns,
                           .ring = ring,
                           .tuple = tuple,
-                          .clocal = *local,
-                          .cpeer = *peer};
+                          .clocal = si->local,
+                          .cpeer = si->peer};
     w->timer = loop_timer(d->loop, loop_now() + PL_KEEP_NS, wait_expired, w);
     pl->waits = w;
     pl->nwaits++;
@@ -722,45 +792,43 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
 static void pl_connect(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
     struct pl_local *l = local_of(pl, c);
-    struct sockaddr_storage local, peer;
-    bool listening = false;
-    uint64_t ino = 0;
+    struct sockinfo si;
+    struct sockaddr_storage dst;
     const char *why = NULL;
     char addr[64], mine[INET6_ADDRSTRLEN];
     uint16_t port;
     uint32_t conn = 0, same = 0;
     psmsg_get_u32(&m->body, PSF_CONN, &conn);
     psmsg_get_u32(&m->body, PSF_SAME_NODE, &same);
-    int err = passed_socket(c, &local, &peer, &listening, &ino, &why);
+    int err = passed_tcp(c, l, &si, &why);
     if (!l && !err) {
         err = ENOTCONN;
         why = "no endpoint open";
     }
-    if (!err &&
-        (psmsg_get_str(&m->body, PSF_ADDR, addr, sizeof addr) < 0 ||
-         get_port(m, PSF_PORT, &port) < 0 || psmsg_get_u32(&m->body, PSF_CONN, &conn) < 0)) {
+    if (!err && (psmsg_get_str(&m->body, PSF_ADDR, addr, sizeof addr) < 0 ||
+                 get_port(m, PSF_PORT, &port) < 0 || psmsg_get_u32(&m->body, PSF_CONN, &conn) < 0 ||
+                 addr_parse(addr, port, &dst) < 0)) {
         err = EINVAL;
         why = "need an address, a port and a connection id";
     }
-    if (!err) addr_text(&local, mine);
+    if (!err) sockinfo_addr_text(&si.local, mine);
     /* the connector's connect goes on while psid reads this: connected is fine, to the
-     * address asked for */
-    char theirs[INET6_ADDRSTRLEN] = "";
-    if (!err && peer.ss_family != AF_UNSPEC) addr_text(&peer, theirs);
-    if (!err && (listening || (peer.ss_family != AF_UNSPEC && !same &&
-                               (strcmp(theirs, addr) || port_of(&peer) != port)))) {
+     * address asked for (on one node, wherever the kernel says it is) */
+    bool connected = !err && si.peer.ss_family != AF_UNSPEC;
+    if (!err && (si.listening || (connected && !same && !sockinfo_same(&si.peer, &dst)))) {
         err = EISCONN;
         why = "the socket is connected elsewhere, or listening";
     }
+    if (connected) dst = si.peer;
     if (same) { /* the connector does not wait for the reply */
         if (err)
             refuse(d, c, m->id, conn, err, why);
         else
-            connect_same(d, pl, c, m, port, conn, ino, &local, &peer);
+            connect_same(d, pl, c, m, &dst, conn, &si);
         return;
     }
-    if (!err && (strcmp(mine, d->self->addr_str) || !port_of(&local))) {
-        err = EADDRNOTAVAIL;
+    if (!err && (l->shm_only || strcmp(mine, d->self->addr_str) || !sockinfo_port(&si.local))) {
+        err = EADDRNOTAVAIL; /* (shm_only: no RDP in the endpoint's namespace) */
         why = "not bound to the node's address";
     }
     const struct psconf_node *n = err ? NULL : node_by_text(d, addr);
@@ -792,9 +860,9 @@ static void pl_connect(struct psid *d, struct preload *pl, struct client *c, con
                          .client_id = m->id,
                          .node = n->id,
                          .conn = conn,
-                         .sport = port_of(&local),
+                         .sport = sockinfo_port(&si.local),
                          .dport = port,
-                         .ino = ino,
+                         .cookie = si.cookie,
                          .c = c,
                          .d = d,
                          .next = pl->asks};
@@ -827,7 +895,7 @@ static void d_connect_reply(struct psid *d, struct preload *pl, uint32_t from,
                               .conn = a->conn,
                               .sport = a->sport,
                               .dport = a->dport,
-                              .ino = a->ino,
+                              .cookie = a->cookie,
                               .c = a->c,
                               .d = d,
                               .next = pl->pends};
@@ -854,115 +922,12 @@ static struct pl_pend *pend_find(struct preload *pl, uint32_t node, const struct
     return NULL;
 }
 
-/* An IPv4 address as itself; a v4-mapped IPv6 address as the IPv4 address. */
-static void unmap(const struct sockaddr_storage *in, struct sockaddr_storage *out)
-{
-    const struct sockaddr_in6 *a6 = (const void *)in;
-    if (in->ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) {
-        struct sockaddr_in *a4 = (void *)out;
-        memset(out, 0, sizeof *out);
-        a4->sin_family = AF_INET;
-        a4->sin_port = a6->sin6_port;
-        memcpy(&a4->sin_addr, a6->sin6_addr.s6_addr + 12, 4);
-    } else {
-        *out = *in;
-    }
-}
-
-/* Whether a and b are one address and port (a v4-mapped one counts as its IPv4 address). */
-static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-    struct sockaddr_storage x, y;
-    unmap(a, &x);
-    unmap(b, &y);
-    if (x.ss_family != y.ss_family || port_of(&x) != port_of(&y)) return false;
-    if (x.ss_family == AF_INET)
-        return ((struct sockaddr_in *)&x)->sin_addr.s_addr ==
-               ((struct sockaddr_in *)&y)->sin_addr.s_addr;
-    return x.ss_family == AF_INET6 && !memcmp(&((struct sockaddr_in6 *)&x)->sin6_addr,
-                                              &((struct sockaddr_in6 *)&y)->sin6_addr, 16);
-}
-
 /* Whether an acceptor's socket (local, peer) is the other end of w's connector's: the
  * connector's addresses mirrored (in another namespace, sock_diag cannot say). */
 static bool mirrors(const struct pl_wait *w, const struct sockaddr_storage *local,
                     const struct sockaddr_storage *peer)
 {
-    return same_addr(&w->cpeer, local) && same_addr(&w->clocal, peer);
-}
-
-/* The inode of the TCP socket from local to remote, or 0: sock_diag's exact lookup. IPv4
- * addresses (v4-mapped ones count as IPv4) are looked for in an IPv4 socket and then in an
- * IPv6 socket with v4-mapped addresses; IPv6 addresses in an IPv6 socket. */
-static uint64_t diag_sock(const struct sockaddr_storage *local_in,
-                          const struct sockaddr_storage *remote_in, uint32_t *uid)
-{
-    struct sockaddr_storage local, remote;
-    unmap(local_in, &local);
-    unmap(remote_in, &remote);
-    if (local.ss_family != remote.ss_family) return 0;
-    int s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-    if (s < 0) return 0;
-    struct timeval tv = {0, 200000};
-    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    uint64_t ino = 0;
-    bool v4 = local.ss_family == AF_INET;
-    for (int fam = v4 ? 0 : 1; fam < 2 && !ino; fam++) {
-        struct {
-            struct nlmsghdr nh;
-            struct inet_diag_req_v2 r;
-        } q;
-        memset(&q, 0, sizeof q);
-        q.nh.nlmsg_len = sizeof q;
-        q.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-        q.nh.nlmsg_flags = NLM_F_REQUEST;
-        q.r.sdiag_protocol = IPPROTO_TCP;
-        q.r.idiag_states = ~0u;
-        q.r.id.idiag_cookie[0] = q.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-        if (v4) {
-            const struct sockaddr_in *l4 = (const void *)&local, *r4 = (const void *)&remote;
-            q.r.id.idiag_sport = l4->sin_port;
-            q.r.id.idiag_dport = r4->sin_port;
-            if (fam == 0) {
-                q.r.sdiag_family = AF_INET;
-                memcpy(q.r.id.idiag_src, &l4->sin_addr, 4);
-                memcpy(q.r.id.idiag_dst, &r4->sin_addr, 4);
-            } else { /* ::ffff:a.b.c.d */
-                q.r.sdiag_family = AF_INET6;
-                q.r.id.idiag_src[2] = q.r.id.idiag_dst[2] = htonl(0xffff);
-                memcpy(&q.r.id.idiag_src[3], &l4->sin_addr, 4);
-                memcpy(&q.r.id.idiag_dst[3], &r4->sin_addr, 4);
-            }
-        } else {
-            const struct sockaddr_in6 *l6 = (const void *)&local, *r6 = (const void *)&remote;
-            q.r.sdiag_family = AF_INET6;
-            q.r.id.idiag_sport = l6->sin6_port;
-            q.r.id.idiag_dport = r6->sin6_port;
-            memcpy(q.r.id.idiag_src, &l6->sin6_addr, 16);
-            memcpy(q.r.id.idiag_dst, &r6->sin6_addr, 16);
-        }
-        struct sockaddr_nl k = {.nl_family = AF_NETLINK};
-        if (sendto(s, &q, sizeof q, 0, (struct sockaddr *)&k, sizeof k) < 0) break;
-        union {
-            struct nlmsghdr nh;
-            char b[1024];
-        } a;
-        ssize_t n = recv(s, &a, sizeof a, 0);
-        if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct inet_diag_msg)) ||
-            a.nh.nlmsg_type != SOCK_DIAG_BY_FAMILY)
-            continue;
-        const struct inet_diag_msg *dm = NLMSG_DATA(&a.nh);
-        ino = dm->idiag_inode;
-        if (uid) *uid = dm->idiag_uid;
-    }
-    close(s);
-    return ino;
-}
-
-static uint64_t diag_inode(const struct sockaddr_storage *local_in,
-                           const struct sockaddr_storage *remote_in)
-{
-    return diag_sock(local_in, remote_in, NULL);
+    return sockinfo_same(&w->cpeer, local) && sockinfo_same(&w->clocal, peer);
 }
 
 /* A process on the listener's node took the connection: is it still the connector's
@@ -1040,9 +1005,9 @@ static bool probe_may_come(struct psid *d, struct preload *pl, uint32_t from, ui
     ((struct sockaddr_in *)&me)->sin_port = htons(sport);
     ((struct sockaddr_in *)&them)->sin_port = htons(dport);
     uint32_t uid = UINT32_MAX;
-    if (!diag_sock(&me, &them, &uid)) return false;
+    if (sockinfo_diag(&me, &them, 0, NULL, NULL, &uid) < 0) return false;
     for (const struct pl_local *l = pl->locals; l; l = l->next)
-        if (l->ep.uid == uid) return true;
+        if (l->ep.uid == uid && l->netns == pl->netns) return true;
     return false;
 }
 
@@ -1111,7 +1076,7 @@ static void claim_pend(struct psid *d, struct preload *pl, uint32_t from, uint32
         memcpy(&them, &psid_node(d, from)->conf->addr, sizeof them);
         ((struct sockaddr_in *)&me)->sin_port = htons(p->sport);
         ((struct sockaddr_in *)&them)->sin_port = htons(p->dport);
-        if (diag_inode(&me, &them) != p->ino) {
+        if (sockinfo_diag(&me, &them, p->cookie, NULL, NULL, NULL) < 0) {
             err = ENOENT;
             outcome(d, p->c, p->conn, ECONNRESET, "the socket is gone", NULL, NULL);
         } else {
@@ -1173,8 +1138,6 @@ static void wait_expired(void *ctx)
     free(w);
 }
 
-/* The one process under the library that listens on port, or NULL with *err and *why
- * (none, several) or when too many connections wait already. */
 /* Whether a wait for listener uid luid from connector uid cuid would pass either's share
  * (PL_WAIT_UID; root has none): one user's connections that are never accepted, to its own
  * listeners or to others', cannot fill the table for everybody. */
@@ -1188,20 +1151,36 @@ static bool over_share(const struct preload *pl, uint32_t luid, uint32_t cuid)
     return (luid != 0 && nl >= PL_WAIT_UID) || (cuid != 0 && nc >= PL_WAIT_UID);
 }
 
-static struct pl_local *port_listener(struct preload *pl, uint16_t port, uint32_t cuid, int *err,
+/* The process under the library that listens where a connection to dst goes: in network
+ * namespace netns (other_ns: in a namespace psid serves other than netns, a container's),
+ * on dst's port, bound to dst's address or else to the wildcard (the kernel prefers the
+ * exact one). Processes of one user count as one (a socket shared across fork, a
+ * SO_REUSEPORT group, which the kernel allows one user only); NULL with *err and *why when
+ * there is none, when several users' listeners would take it (EADDRINUSE), or when too
+ * many connections wait already. */
+static struct pl_local *port_listener(struct preload *pl, uint64_t netns, bool other_ns,
+                                      const struct sockaddr_storage *dst, uint32_t cuid, int *err,
                                       const char **why)
 {
-    unsigned n = 0;
     struct pl_local *found = NULL;
-    for (struct pl_local *l = pl->locals; l; l = l->next)
-        for (unsigned i = 0; i < l->nports; i++)
-            if (l->ports[i] == port) {
+    bool found_exact = false, several = false;
+    for (struct pl_local *l = pl->locals; l; l = l->next) {
+        if (other_ns ? l->netns == netns : l->netns != netns) continue;
+        for (unsigned i = 0; i < l->nlis; i++) {
+            bool exact;
+            if (!takes(&l->lis[i].addr, dst, &exact) || (found && found_exact && !exact)) continue;
+            if (!found || (exact && !found_exact)) {
                 found = l;
-                n++;
+                found_exact = exact;
+                several = false;
+            } else if (l->ep.uid != found->ep.uid) {
+                several = true;
             }
-    if (n != 1) {
-        *err = n ? EADDRINUSE : ECONNREFUSED;
-        *why = n ? "listener shared by several processes" : "listener not registered";
+        }
+    }
+    if (!found || several) {
+        *err = found ? EADDRINUSE : ECONNREFUSED;
+        *why = found ? "listeners of several users" : "listener not registered";
         return NULL;
     }
     if (pl->nwaits >= PL_WAIT_MAX) {
@@ -1217,23 +1196,31 @@ static struct pl_local *port_listener(struct preload *pl, uint16_t port, uint32_
     return found;
 }
 
-/* A request for a port without a registered listener: its listener closed lately (a
+/* A request for an address without a registered listener: its listener closed lately (a
  * program that accepts one connection and closes its listener, as socat and nc do), and
- * the connection is here, accepted (me, them: the accepted socket's addresses), in a
- * socket of that listener's uid. The request came after the accept (the connector's SYN
- * goes first, and a connection negotiates once it lived PSP_UPGRADE_US): it waits for the
- * claim all the same. */
-static bool closed_owner(struct preload *pl, uint16_t dport, const struct sockaddr_storage *me,
+ * the connection is here, accepted (me, them: the accepted socket's addresses, in psid's
+ * namespace), in a socket of that listener's uid. The request came after the accept (the
+ * connector's SYN goes first, and a connection negotiates once it lived PSP_UPGRADE_US):
+ * it waits for the claim all the same. */
+static bool closed_owner(struct preload *pl, const struct sockaddr_storage *me,
                          const struct sockaddr_storage *them, uint32_t cuid, uint32_t *luid)
 {
     uint64_t now = loop_now();
     const struct pl_closed *k = pl->closed;
-    while (k && (k->port != dport || k->until <= now)) k = k->next;
+    bool exact;
+    while (k && (!takes(&k->addr, me, &exact) || k->until <= now)) k = k->next;
     if (!k || pl->nwaits >= PL_WAIT_MAX || over_share(pl, k->uid, cuid)) return false;
     uint32_t uid = UINT32_MAX;
-    if (!diag_sock(me, them, &uid) || uid != k->uid) return false;
+    if (sockinfo_diag(me, them, 0, NULL, NULL, &uid) < 0 || uid != k->uid) return false;
     *luid = uid;
     return true;
+}
+
+/* The node's address and port as a socket address. */
+static void node_addr(const struct psconf_node *n, uint16_t port, struct sockaddr_storage *out)
+{
+    memcpy(out, &n->addr, sizeof *out);
+    ((struct sockaddr_in *)out)->sin_port = htons(port);
 }
 
 static bool closed_took(struct psid *d, struct preload *pl, uint32_t from, uint16_t sport,
@@ -1242,14 +1229,12 @@ static bool closed_took(struct psid *d, struct preload *pl, uint32_t from, uint1
     struct psid_node *pn = psid_node(d, from);
     if (!pn) return false;
     struct sockaddr_storage me, them;
-    memcpy(&me, &d->self->addr, sizeof me);
-    memcpy(&them, &pn->conf->addr, sizeof them);
-    ((struct sockaddr_in *)&me)->sin_port = htons(dport);
-    ((struct sockaddr_in *)&them)->sin_port = htons(sport);
-    return closed_owner(pl, dport, &me, &them, cuid, luid);
+    node_addr(d->self, dport, &me);
+    node_addr(pn->conf, sport, &them);
+    return closed_owner(pl, &me, &them, cuid, luid);
 }
 
-/* A PSM_D_PL_CONNECT: the port's one listener, and the wait. */
+/* A PSM_D_PL_CONNECT: the listener of the node's address and that port, and the wait. */
 static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)
 {
     uint32_t req = 0, conn = 0;
@@ -1267,12 +1252,14 @@ static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const s
         err = ENOENT;
         why = "accepted on TCP before the request came";
     } else {
-        found = port_listener(pl, port, cep.uid, &err, &why);
+        struct sockaddr_storage dst;
+        node_addr(d->self, port, &dst);
+        found = port_listener(pl, pl->netns, false, &dst, cep.uid, &err, &why);
     }
-    if (found && found->shm_only) { /* the node's address is not in its namespace */
+    if (found && found->shm_only) { /* no RDP endpoint */
         found = NULL;
         err = ECONNREFUSED;
-        why = "the port's listener is in another network namespace";
+        why = "the port's listener has no RDP endpoint";
     }
     uint32_t luid = found ? found->ep.uid : 0;
     if (err == ECONNREFUSED && closed_took(d, pl, from, sport, port, cep.uid, &luid)) {
@@ -1335,30 +1322,36 @@ static void claim_expired(void *ctx)
     claim_done(k->d->preload, k);
 }
 
-/* The connection waiting for its acceptor whose 4-tuple a passed socket has, or NULL. */
-static struct pl_wait *wait_of(struct psid *d, struct preload *pl,
-                               const struct sockaddr_storage *local,
-                               const struct sockaddr_storage *peer)
+/* The connection waiting for its acceptor whose other end is a's, or NULL. */
+static struct pl_wait *wait_of(struct psid *d, struct preload *pl, const struct sockinfo *a)
 {
-    char a[INET6_ADDRSTRLEN];
-    if (pl->nsame) { /* same node: the very socket, by its inode */
-        uint64_t ino = diag_inode(peer, local);
-        for (struct pl_wait *w = pl->waits; w && ino; w = w->next)
-            if (w->same && w->ino == ino && w->dport == port_of(local)) return w;
-        /* no such socket in our namespace: a connector in another one (a container on
-         * this node) whose addresses mirror the acceptor's, if exactly one does */
-        for (struct pl_wait *w = pl->waits; w && !ino; w = w->next)
-            if (w->same && w->tuple && !w->ambiguous && w->dport == port_of(local) &&
-                mirrors(w, local, peer))
+    char t[INET6_ADDRSTRLEN];
+    uint16_t dport = sockinfo_port(&a->local), sport = sockinfo_port(&a->peer);
+    if (pl->nsame) {
+        /* both ends in psid's namespace: the connector is the socket sock_diag finds at the
+         * mirrored 4-tuple, known by the cookie it registered */
+        uint64_t ck = 0;
+        if (a->netns == pl->netns && sockinfo_diag(&a->peer, &a->local, 0, &ck, NULL, NULL) == 0)
+            for (struct pl_wait *w = pl->waits; w; w = w->next)
+                if (w->same && w->netns == pl->netns && w->cookie == ck && w->dport == dport)
+                    return w;
+        /* a namespace psid serves on one side at least (a container on this node), where
+         * sock_diag cannot look: the connector's addresses mirror the acceptor's, in
+         * exactly one wait (both namespaces are root's: nobody makes a look-alike there) */
+        for (struct pl_wait *w = pl->waits; w; w = w->next)
+            if (w->same && w->tuple && !w->ambiguous && w->dport == dport &&
+                (w->netns != pl->netns || a->netns != pl->netns) && mirrors(w, &a->local, &a->peer))
                 return w;
     }
-    addr_text(local, a); /* a socket of this node's address (v4-mapped counts as IPv4) */
-    if (strcmp(a, d->self->addr_str)) return NULL;
-    addr_text(peer, a);
-    const struct psconf_node *n = node_by_text(d, a);
-    uint16_t sport = port_of(peer), dport = port_of(local);
+    /* another node's connector: the accepted socket is in psid's namespace, on the node's
+     * address (v4-mapped counts as IPv4) */
+    sockinfo_addr_text(&a->local, t);
+    if (a->netns != pl->netns || strcmp(t, d->self->addr_str)) return NULL;
+    sockinfo_addr_text(&a->peer, t);
+    const struct psconf_node *n = node_by_text(d, t);
     struct pl_wait *w = pl->waits;
-    while (n && w && (w->node != n->id || w->sport != sport || w->dport != dport)) w = w->next;
+    while (n && w && (w->same || w->node != n->id || w->sport != sport || w->dport != dport))
+        w = w->next;
     return n ? w : NULL;
 }
 
@@ -1368,17 +1361,11 @@ static struct pl_wait *wait_of(struct psid *d, struct preload *pl,
  * holds the socket may say so; no endpoint needed (a forked child declines before exec). */
 static void pl_decline(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
-    struct sockaddr_storage local, peer;
-    bool listening = false;
-    uint64_t ino;
+    struct pl_acc a;
     const char *why = NULL;
-    int err = passed_socket(c, &local, &peer, &listening, &ino, &why);
-    if (!err && peer.ss_family == AF_UNSPEC) {
-        err = ENOTCONN;
-        why = "the socket is not connected";
-    }
-    struct pl_wait *w = err ? NULL : wait_of(d, pl, &local, &peer);
-    if (!err && (!w || w->uid != client_uid(c))) {
+    int err = passed_accepted(d, pl, c, NULL, &a.si, &a.owner, &why);
+    struct pl_wait *w = err ? NULL : wait_of(d, pl, &a.si);
+    if (!err && (!w || w->uid != client_uid(c) || (a.owner != UINT32_MAX && a.owner != w->uid))) {
         err = ENOENT;
         why = w ? "not the listener's user" : "no such connection negotiated";
     }
@@ -1446,34 +1433,28 @@ static void accept_same(struct psid *d, struct preload *pl, struct client *c, ui
 
 enum claim_pass { CLAIM_FIRST, CLAIM_LATE, CLAIM_PROBED };
 static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
-                  const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
-                  enum claim_pass pass);
+                  const struct pl_acc *a, enum claim_pass pass);
 
 static void pl_accept(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m)
 {
     struct pl_local *l = local_of(pl, c);
-    struct sockaddr_storage local, peer;
-    bool listening = false;
-    uint64_t ino;
+    struct pl_acc a;
     const char *why = NULL;
-    int err = passed_socket(c, &local, &peer, &listening, &ino, &why);
-    if (!err && !l) {
-        err = ENOTCONN;
-        why = "no endpoint open";
-    }
-    if (!err && peer.ss_family == AF_UNSPEC) {
-        err = ENOTCONN;
-        why = "the socket is not connected";
-    }
     uint32_t tag = 0; /* the acceptor's name for the connection: its answer carries it */
     psmsg_get_u32(&m->body, PSF_TAG, &tag);
+    if (!l) {
+        close_passed(c);
+        acc_reply(c, tag, ENOTCONN, "no endpoint open");
+        return;
+    }
+    int err = passed_accepted(d, pl, c, l, &a.si, &a.owner, &why);
     if (err) {
         acc_reply(c, tag, err, why);
         return;
     }
     uint32_t can = 0; /* the acceptor has room for a same-node channel's descriptors */
     psmsg_get_u32(&m->body, PSF_SHM_RING, &can);
-    claim(d, pl, c, tag, can != 0, &local, &peer, CLAIM_FIRST);
+    claim(d, pl, c, tag, can != 0, &a, CLAIM_FIRST);
 }
 
 /* A claim that found no connection waits for one pass of the loop: a same-node connector
@@ -1483,12 +1464,12 @@ struct pl_late {
     struct client *c; /* the acceptor (NULL once gone) */
     uint32_t id;
     bool can;
-    struct sockaddr_storage local, peer;
-    /* a same-node connection (the connector's socket is on this host: its inode): looked
-     * at each ms until `until`, when a process of the connector socket's user has an
-     * endpoint (it may yet ask: a connection negotiates once it lived PSP_UPGRADE_US, so
+    struct pl_acc a;
+    /* a same-node connection (the connector's socket is in psid's namespace: its cookie):
+     * looked at each ms until `until`, when a process of the connector socket's user has
+     * an endpoint (it may yet ask: a connection negotiates once it lived PSP_UPGRADE_US, so
      * the accept's claim can come first); its request, when it comes, takes the claim */
-    uint64_t ino, until;
+    uint64_t cookie, until;
     bool tuple; /* no such socket in our namespace: the connector may be in another one */
     uint64_t timer;
     struct psid *d;
@@ -1512,14 +1493,15 @@ static void late_again(void *ctx)
     struct pl_late *t = ctx;
     struct preload *pl = t->d->preload;
     t->timer = 0;
-    bool none = t->c && (t->ino || t->tuple) && !wait_of(t->d, pl, &t->local, &t->peer);
+    bool none = t->c && (t->cookie || t->tuple) && !wait_of(t->d, pl, &t->a.si);
     if (none && loop_now() < t->until) { /* its request may still come */
         t->timer = loop_timer(t->d->loop, loop_now() + PL_RECHECK_NS, late_again, t);
         return;
     }
     if (none) /* taken on TCP: a request that comes after all is refused */
-        tomb_add(t->d, pl, t->d->self->id, port_of(&t->peer), port_of(&t->local));
-    if (t->c) claim(t->d, pl, t->c, t->id, t->can, &t->local, &t->peer, CLAIM_LATE);
+        tomb_add(t->d, pl, t->d->self->id, sockinfo_port(&t->a.si.peer),
+                 sockinfo_port(&t->a.si.local));
+    if (t->c) claim(t->d, pl, t->c, t->id, t->can, &t->a, CLAIM_LATE);
     late_done(pl, t);
 }
 
@@ -1528,8 +1510,8 @@ static void late_again(void *ctx)
 static void lates_take(struct preload *pl, const struct pl_wait *w)
 {
     for (struct pl_late *t = pl->lates; t; t = t->next)
-        if (t->c && ((t->ino && t->ino == w->ino) ||
-                     (t->tuple && w->tuple && mirrors(w, &t->local, &t->peer)))) {
+        if (t->c && ((t->cookie && t->cookie == w->cookie) ||
+                     (t->tuple && w->tuple && mirrors(w, &t->a.si.local, &t->a.si.peer)))) {
             loop_timer_cancel(t->d->loop, t->timer);
             t->timer = 0;
             t->until = 0;
@@ -1587,30 +1569,30 @@ static bool tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_
  * it has the request (PSF_PROBE); it forwarded it before answering, so after a yes the wait
  * is here. Whether a probe went out (else: ENOENT, TCP). */
 static bool probe(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
-                  const struct sockaddr_storage *local, const struct sockaddr_storage *peer)
+                  const struct pl_acc *a)
 {
-    char a[INET6_ADDRSTRLEN];
-    addr_text(local, a);
-    if (strcmp(a, d->self->addr_str)) return false;
-    addr_text(peer, a);
-    const struct psconf_node *n = node_by_text(d, a);
+    char t[INET6_ADDRSTRLEN];
+    sockinfo_addr_text(&a->si.local, t);
+    if (a->si.netns != pl->netns || strcmp(t, d->self->addr_str)) return false;
+    sockinfo_addr_text(&a->si.peer, t);
+    const struct psconf_node *n = node_by_text(d, t);
     struct psid_node *pn = n && n != d->self ? psid_node(d, n->id) : NULL;
     if (!pn || pn->state != PSNODE_UP || pl->nclaims >= PL_WAIT_MAX) return false;
     /* the connector's psid may take it at once: the acceptor must be of the accepted
      * socket's user (the listener's), as the wait would have checked */
-    uint32_t uid = UINT32_MAX;
-    if (!diag_sock(local, peer, &uid) || uid != local_of(pl, c)->ep.uid) return false;
+    if (a->owner != local_of(pl, c)->ep.uid) return false;
     struct pl_claim *k = calloc(1, sizeof *k);
     if (!k) return false;
     *k = (struct pl_claim){.req = ++d->next_req,
                            .client_id = id,
                            .c = c,
                            .acceptor = local_of(pl, c)->ep,
-                           .w = {.node = n->id, .sport = port_of(peer), .dport = port_of(local)},
+                           .w = {.node = n->id,
+                                 .sport = sockinfo_port(&a->si.peer),
+                                 .dport = sockinfo_port(&a->si.local)},
                            .probe = true,
                            .can = can,
-                           .local = *local,
-                           .peer = *peer,
+                           .a = *a,
                            .d = d,
                            .next = pl->claims};
     pl->claims = k;
@@ -1628,34 +1610,36 @@ static bool probe(struct psid *d, struct preload *pl, struct client *c, uint32_t
     return true;
 }
 
-/* The acceptor's socket (local, peer): the connection it is, and its outcome to both. */
+/* The acceptor's socket a: the connection it is, and its outcome to both. */
 static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
-                  const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
-                  enum claim_pass pass)
+                  const struct pl_acc *a, enum claim_pass pass)
 {
     struct pl_local *l = local_of(pl, c);
-    struct pl_wait *w = l ? wait_of(d, pl, local, peer) : NULL;
+    struct pl_wait *w = l ? wait_of(d, pl, &a->si) : NULL;
     if (!w && pass == CLAIM_FIRST && l && pl->nlates < PL_WAIT_MAX) {
         struct pl_late *t = calloc(1, sizeof *t);
         if (t) {
-            /* the connector's socket, if it is on this host and no other node's (a loopback
-             * cluster's nodes share one: their connections are the other psid's) */
+            /* the connector's socket, if it is in psid's namespace and no other node's (a
+             * loopback cluster's nodes share one: their connections are the other psid's) */
             char pa[INET6_ADDRSTRLEN];
-            addr_text(peer, pa);
+            sockinfo_addr_text(&a->si.peer, pa);
             const struct psconf_node *pn = node_by_text(d, pa);
+            bool other = pn && pn != d->self;
             uint32_t cuid = UINT32_MAX;
-            uint64_t ino = pn && pn != d->self ? 0 : diag_sock(peer, local, &cuid);
+            uint64_t ck = 0;
+            if (other || a->si.netns != pl->netns ||
+                sockinfo_diag(&a->si.peer, &a->si.local, 0, &ck, NULL, &cuid) < 0)
+                ck = 0;
             bool may = false; /* a process of its user has an endpoint: it may yet ask */
-            for (struct pl_local *o = pl->locals; ino && o && !may; o = o->next)
-                may = o->ep.uid == cuid;
+            for (struct pl_local *o = pl->locals; ck && o && !may; o = o->next)
+                may = o->ep.uid == cuid && o->netns == pl->netns;
             /* not in our namespace, no other node's: another namespace's, if we serve one */
-            bool tuple = !ino && !(pn && pn != d->self) && pl->nforeign;
+            bool tuple = !ck && !other && pl->nforeign;
             *t = (struct pl_late){.c = c,
                                   .id = id,
                                   .can = can,
-                                  .local = *local,
-                                  .peer = *peer,
-                                  .ino = ino,
+                                  .a = *a,
+                                  .cookie = ck,
                                   .tuple = tuple,
                                   .until = may || tuple ? loop_now() + PL_RECHECK_MAX_NS : 0,
                                   .d = d,
@@ -1666,8 +1650,11 @@ static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t
             return;
         }
     }
-    if (!w && pass == CLAIM_LATE && l && probe(d, pl, c, id, can, local, peer)) return;
-    if (!w || w->uid != l->ep.uid) {
+    if (!w && pass == CLAIM_LATE && l && probe(d, pl, c, id, can, a)) return;
+    /* the claimant is of the listener's user, and so is the accepted socket, as the kernel
+     * says (psid's namespace: another namespace psid serves is root's, and there the
+     * socket's 4-tuple is the connection's) */
+    if (!w || w->uid != l->ep.uid || (a->owner != UINT32_MAX && a->owner != w->uid)) {
         acc_reply(c, id, ENOENT, w ? "not the listener's user" : "no such connection negotiated");
         return;
     }
@@ -1717,7 +1704,7 @@ static void d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, con
     if (k->probe) {
         /* its PSM_D_PL_CONNECT came before this answer: 0, the connector's psid made the
          * claim at once (its wait is taken here now); EAGAIN, claim again */
-        struct pl_wait *w = err == 0 ? wait_of(d, pl, &k->local, &k->peer) : NULL;
+        struct pl_wait *w = err == 0 ? wait_of(d, pl, &k->a.si) : NULL;
         if (w) {
             wait_unlink(pl, w);
             k->w = *w;
@@ -1727,7 +1714,7 @@ static void d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, con
             if (err != EAGAIN) tomb_add(d, pl, k->w.node, k->w.sport, k->w.dport);
             if (err == 0) log_warn("preload: a connection claimed by probe has no wait here");
             if (k->c && err == EAGAIN)
-                claim(d, pl, k->c, k->client_id, k->can, &k->local, &k->peer, CLAIM_PROBED);
+                claim(d, pl, k->c, k->client_id, k->can, &k->a, CLAIM_PROBED);
             else if (k->c)
                 acc_reply(k->c, k->client_id, ENOENT, "no such connection negotiated");
             claim_done(pl, k);
@@ -1953,22 +1940,25 @@ void preload_client_gone(struct psid *d, struct client *c)
         if ((*pp)->c == c) {
             struct pl_local *l = *pp;
             *pp = l->next;
-            pl->nforeign -= l->shm_only;
+            pl->nforeign -= l->netns != pl->netns;
             /* its ports are gone: connections waiting for them go TCP at once, unless
              * another process of the same user listens there too (a prefork server's
              * children hold the listening socket) */
             for (struct pl_wait *w = pl->waits, *next; w; w = next) {
                 next = w->next;
                 bool ours = false, other = false;
-                for (unsigned i = 0; i < l->nports; i++) ours |= l->ports[i] == w->dport;
+                for (unsigned i = 0; i < l->nlis; i++)
+                    ours |= sockinfo_port(&l->lis[i].addr) == w->dport;
                 for (struct pl_local *o = pl->locals; o && ours; o = o->next)
-                    for (unsigned i = 0; i < o->nports; i++) other |= o->ports[i] == w->dport;
+                    for (unsigned i = 0; i < o->nlis; i++)
+                        other |= sockinfo_port(&o->lis[i].addr) == w->dport;
                 if (ours && !other && w->uid == l->ep.uid) {
                     expired_msg(d, w, ECONNREFUSED);
                     wait_unlink(pl, w);
                     free(w);
                 }
             }
+            free(l->lis);
             free(l);
             return;
         }
@@ -2049,6 +2039,7 @@ void preload_free(struct psid *d)
     while (pl->locals) {
         struct pl_local *l = pl->locals;
         pl->locals = l->next;
+        free(l->lis);
         free(l);
     }
     free(pl);

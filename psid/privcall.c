@@ -221,10 +221,11 @@ static void on_priv(void *ctx, uint32_t events)
     free(buf);
 }
 
-/* Send b (begun with id) and read until the answer of type `type` with that id (PRIV_EXIT
- * queued meanwhile); 0 with the answer in buf, m and fds, or -1 (the child is gone). */
-static int call(struct psid *d, struct psmsg_buf *b, uint32_t id, uint16_t type, uint8_t **buf,
-                struct psmsg *m, int *fds, int *nfds)
+/* Send b (begun with id; with descriptor pass, if >= 0) and read until the answer of type
+ * `type` with that id (PRIV_EXIT queued meanwhile); 0 with the answer in buf, m and fds, or
+ * -1 (the child is gone). */
+static int call_fd(struct psid *d, struct psmsg_buf *b, int pass, uint32_t id, uint16_t type,
+                   uint8_t **buf, struct psmsg *m, int *fds, int *nfds)
 {
     struct privcall *pc = d->priv;
     *buf = NULL;
@@ -233,7 +234,7 @@ static int call(struct psid *d, struct psmsg_buf *b, uint32_t id, uint16_t type,
         errno = pc->dead ? EIO : errno;
         return -1;
     }
-    if (priv_send(pc->fd, b, NULL, 0) < 0) {
+    if (priv_send(pc->fd, b, pass >= 0 ? &pass : NULL, pass >= 0 ? 1 : 0) < 0) {
         child_gone(d, strerror(errno));
         return -1;
     }
@@ -250,6 +251,12 @@ static int call(struct psid *d, struct psmsg_buf *b, uint32_t id, uint16_t type,
         free(*buf);
         *buf = NULL;
     }
+}
+
+static int call(struct psid *d, struct psmsg_buf *b, uint32_t id, uint16_t type, uint8_t **buf,
+                struct psmsg *m, int *fds, int *nfds)
+{
+    return call_fd(d, b, -1, id, type, buf, m, fds, nfds);
 }
 
 int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s, int *err,
@@ -331,6 +338,33 @@ int priv_signal(struct psid *d, pid_t pid, int sig, bool group)
     for (int i = 0; i < nfds; i++) close(fds[i]);
     free(buf);
     return (int)e;
+}
+
+int priv_netns(struct psid *d, int sock)
+{
+    if (!d->priv) { /* a psid core without the split (tests) */
+        errno = EPERM;
+        return -1;
+    }
+    struct psmsg_buf b = {0};
+    uint32_t id = ++d->priv->next_id;
+    psmsg_begin(&b, PRIV_NETNS, id);
+    uint8_t *buf;
+    struct psmsg m;
+    int fds[PRIV_MAX_FDS], nfds;
+    int rc = call_fd(d, &b, sock, id, PRIV_NETNS_ANSWER, &buf, &m, fds, &nfds);
+    psmsg_buf_free(&b);
+    if (rc < 0) return -1;
+    uint32_t e = EPROTO, served = 0;
+    psmsg_get_u32(&m.body, PRIV_F_ERRNO, &e);
+    psmsg_get_u32(&m.body, PRIV_F_SERVED, &served);
+    for (int i = 0; i < nfds; i++) close(fds[i]);
+    free(buf);
+    if (e) {
+        errno = (int)e;
+        return -1;
+    }
+    return served == 1;
 }
 
 /* A request without an answer. */

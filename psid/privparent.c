@@ -8,6 +8,9 @@
  *   PRIV_RELEASE    reap a task
  *   PRIV_SIGNAL_FD  signal a process by a pidfd the engine passes (a client that asked
  *                   to be signalled); a root process only where psid.root_jobs is true
+ *   PRIV_NETNS      say whether a socket the engine passes is in a network namespace
+ *                   owned by this child's user namespace (SIOCGSKNS and NS_GET_USERNS
+ *                   need CAP_NET_ADMIN over the namespace, which the engine lacks)
  * and tells the engine when a task exits (PRIV_EXIT). It is the child subreaper of its
  * tasks: what a task leaves behind when it exits is reparented here instead of to init,
  * reaped here, and killed when the engine ends (with cgroups, cgroup.c also ends it with
@@ -28,8 +31,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/nsfs.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -61,6 +68,7 @@ struct priv {
     uint64_t g_until;
     gid_t *groups;
     int ngroups;
+    struct stat userns; /* the child's own user namespace (PRIV_NETNS) */
 };
 
 static size_t bucket(pid_t pid)
@@ -318,6 +326,31 @@ static void do_signal_fd(struct priv *p, const struct psmsg *m, int fd)
     syscall(SYS_pidfd_send_signal, fd, (int)sig, NULL, 0);
 }
 
+/* PRIV_NETNS + a socket: whether the socket's network namespace is owned by this child's
+ * user namespace: made by root (ip netns, a container runtime as root), not by a user in a
+ * private user namespace, where any address and port can be had. Not root: never. */
+static void do_netns(struct priv *p, const struct psmsg *m, int fd)
+{
+    uint32_t served = 0, err = 0;
+    struct stat st, us;
+    int ns = -1, u = -1;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+        err = EBADF;
+    else if ((ns = ioctl(fd, SIOCGSKNS)) < 0 || (u = ioctl(ns, NS_GET_USERNS)) < 0 ||
+             fstat(u, &us) < 0)
+        err = (uint32_t)errno;
+    else
+        served = p->userns.st_ino && us.st_ino == p->userns.st_ino && us.st_dev == p->userns.st_dev;
+    if (u >= 0) close(u);
+    if (ns >= 0) close(ns);
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PRIV_NETNS_ANSWER, m->id);
+    psmsg_put_u32(&b, PRIV_F_ERRNO, err);
+    psmsg_put_u32(&b, PRIV_F_SERVED, served);
+    send_or_die(p, &b, NULL, 0);
+    psmsg_buf_free(&b);
+}
+
 /* Children that are not tasks: what tasks left behind, reparented here (the subreaper).
  * fn for each pid in /proc/self/task/TID/children that is not in the table. */
 static void for_orphans(struct priv *p, void (*fn)(pid_t))
@@ -377,6 +410,9 @@ static void on_engine(void *ctx, uint32_t events)
     case PRIV_SIGNAL_FD:
         do_signal_fd(p, &m, nfds ? fds[0] : -1);
         break;
+    case PRIV_NETNS:
+        do_netns(p, &m, nfds ? fds[0] : -1);
+        break;
     default:
         log_warn("privileged child: unknown request %u from the engine", m.type);
     }
@@ -410,6 +446,7 @@ int privparent_run(const struct privparent_cfg *cfg)
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
+    if (stat("/proc/self/ns/user", &p.userns) < 0) memset(&p.userns, 0, sizeof p.userns);
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 || sigprocmask(SIG_BLOCK, &chld, NULL) < 0 ||
         (p.sig_fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC)) < 0 || !p.loop ||
         loop_fd(p.loop, cfg->fd, EPOLLIN, on_engine, &p) < 0 ||

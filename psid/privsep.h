@@ -27,6 +27,10 @@
  *   PRIV_SIGNAL {PID, SIG, GROUP}             PRIV_SIGNALED {ERRNO} (0: sent)
  *   PRIV_RELEASE {PID}: reap it               -
  *   PRIV_SIGNAL_FD {SIG} + a pidfd            -
+ *   PRIV_NETNS + a socket a client passed     PRIV_NETNS_ANSWER {ERRNO, SERVED}: whether
+ *                                               the socket's network namespace is owned by
+ *                                               the child's user namespace (made by root,
+ *                                               not in a user's private user namespace)
  *                                             PRIV_EXIT {PID, STATUS} when a task exits (it
  *                                               stays a zombie until PRIV_RELEASE, so its
  *                                               pid and process group are not reused)
@@ -55,27 +59,30 @@ enum priv_type {
     PRIV_RELEASE = 0x2005,
     PRIV_SIGNAL_FD = 0x2006,
     PRIV_EXIT = 0x2007,
+    PRIV_NETNS = 0x2008,
+    PRIV_NETNS_ANSWER = 0x2009,
 };
 
 enum priv_tag {
-    PRIV_F_REQ = 1,    /* u32: the engine's number for a spawn request's argv and env */
-    PRIV_F_JOB = 2,    /* u64 */
-    PRIV_F_RANK = 3,   /* u32 */
-    PRIV_F_UID = 4,    /* u32 */
-    PRIV_F_GID = 5,    /* u32 */
-    PRIV_F_UMASK = 6,  /* u32, at most 0777 */
-    PRIV_F_CWD = 7,    /* string */
-    PRIV_F_STDIN = 8,  /* u32: 1 a pipe for stdin, 0 /dev/null */
-    PRIV_F_NODE = 9,   /* u32: for PSI_TID */
-    PRIV_F_ARG = 10,   /* string, repeated */
-    PRIV_F_ENV = 11,   /* string "NAME=VALUE", repeated: the job's */
-    PRIV_F_RENV = 12,  /* string "NAME=VALUE", repeated: the rank's own */
-    PRIV_F_PID = 13,   /* u32 */
-    PRIV_F_SIG = 14,   /* u32 */
-    PRIV_F_GROUP = 15, /* u32: 1 the process group, 0 the task */
-    PRIV_F_ERRNO = 16, /* u32 */
-    PRIV_F_TEXT = 17,  /* string */
-    PRIV_F_STATUS = 18 /* u32: a wait(2) status */
+    PRIV_F_REQ = 1,     /* u32: the engine's number for a spawn request's argv and env */
+    PRIV_F_JOB = 2,     /* u64 */
+    PRIV_F_RANK = 3,    /* u32 */
+    PRIV_F_UID = 4,     /* u32 */
+    PRIV_F_GID = 5,     /* u32 */
+    PRIV_F_UMASK = 6,   /* u32, at most 0777 */
+    PRIV_F_CWD = 7,     /* string */
+    PRIV_F_STDIN = 8,   /* u32: 1 a pipe for stdin, 0 /dev/null */
+    PRIV_F_NODE = 9,    /* u32: for PSI_TID */
+    PRIV_F_ARG = 10,    /* string, repeated */
+    PRIV_F_ENV = 11,    /* string "NAME=VALUE", repeated: the job's */
+    PRIV_F_RENV = 12,   /* string "NAME=VALUE", repeated: the rank's own */
+    PRIV_F_PID = 13,    /* u32 */
+    PRIV_F_SIG = 14,    /* u32 */
+    PRIV_F_GROUP = 15,  /* u32: 1 the process group, 0 the task */
+    PRIV_F_ERRNO = 16,  /* u32 */
+    PRIV_F_TEXT = 17,   /* string */
+    PRIV_F_STATUS = 18, /* u32: a wait(2) status */
+    PRIV_F_SERVED = 19  /* u32: 1 the network namespace is one psid serves */
 };
 
 #define PRIV_MAX_FDS  3

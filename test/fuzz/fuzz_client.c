@@ -7,22 +7,36 @@
  * the middle of a frame, the one that never reads: none may crash psid, leak, or trip the
  * sanitizers (the double free of the hardening issue's point 1 was one such order).
  *
+ * The preload's requests carry, as the input chooses, one of a fixed set of descriptors made
+ * at start: UDP sockets of the node's address and of another, listening, connecting and
+ * accepted TCP sockets, the same kinds made in a private user and network namespace (where
+ * any 4-tuple can be had: the look-alike of a connection of psid's namespace), a pipe and a
+ * UNIX socket, so that every check of what the kernel says of a passed socket is reached.
+ *
  * The cluster is this process's psid for node 0 of two nodes, both seen down, so that no
  * request forks or signals anything; its RDP endpoint and client socket are real, on
  * loopback and in a temporary directory.
  */
 #include "../../psid/daemon.h"
 #include "../../psid/log.h"
+#include "../lib/fdpass.h"
 #include "psmsg.h"
 #include "psproto.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -34,11 +48,109 @@ static struct psid d;
 static struct sockaddr_un sock;
 static char dir[] = "/tmp/psfuzzXXXXXX";
 
+/* The descriptors a preload request may carry (-1 where one could not be made). */
+#define NPASS 12
+static int pass[NPASS];
+
+static struct sockaddr_in sin4(const char *addr, unsigned port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, addr, &a.sin_addr);
+    return a;
+}
+
+/* Into f[0..5): UDP on 127.0.0.1 and on 127.0.0.9, a listener on 127.0.0.1:P, a listener on
+ * 127.0.0.9:P, a connector to the first and its accepted end. Returns P. */
+static unsigned make_sockets(int *f, unsigned port)
+{
+    struct sockaddr_in u1 = sin4("127.0.0.1", 0), u9 = sin4("127.0.0.9", 0),
+                       l1 = sin4("127.0.0.1", port), l9 = sin4("127.0.0.9", port);
+    socklen_t sl = sizeof l1;
+    int one = 1;
+    for (int i = 0; i < 6; i++) f[i] = -1;
+    f[0] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    f[1] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    f[2] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    f[3] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    f[4] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    setsockopt(f[2], SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    setsockopt(f[3], SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    bind(f[0], (struct sockaddr *)&u1, sizeof u1);
+    bind(f[1], (struct sockaddr *)&u9, sizeof u9);
+    if (bind(f[2], (struct sockaddr *)&l1, sizeof l1) == 0 && listen(f[2], 8) == 0 &&
+        getsockname(f[2], (struct sockaddr *)&l1, &sl) == 0) {
+        port = ntohs(l1.sin_port);
+        l9.sin_port = l1.sin_port;
+        if (bind(f[3], (struct sockaddr *)&l9, sizeof l9) == 0) listen(f[3], 8);
+        if (connect(f[4], (struct sockaddr *)&l1, sizeof l1) == 0)
+            f[5] = accept4(f[2], NULL, NULL, SOCK_CLOEXEC);
+    }
+    return port;
+}
+
+/* The same kinds in a private user and network namespace, made by a child and sent back:
+ * into f[0..3) a UDP socket on 127.0.0.1, a listener on 127.0.0.1:port and the accepted end
+ * of a look-alike of connection (cport -> port). */
+static void private_sockets(int *f, unsigned port, unsigned cport)
+{
+    int sv[2];
+    f[0] = f[1] = f[2] = -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(sv[0]);
+        if (unshare(geteuid() == 0 ? CLONE_NEWNET : CLONE_NEWUSER | CLONE_NEWNET) < 0) _exit(1);
+        struct ifreq ifr = {0};
+        snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+        int s = socket(AF_INET, SOCK_DGRAM, 0), one = 1, t[6];
+        if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0 ||
+            (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr)) < 0)
+            _exit(1);
+        make_sockets(t, port);
+        struct sockaddr_in c = sin4("127.0.0.1", cport), l = sin4("127.0.0.1", port);
+        int cfd = socket(AF_INET, SOCK_STREAM, 0), afd;
+        setsockopt(cfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(cfd, (struct sockaddr *)&c, sizeof c) < 0 ||
+            connect(cfd, (struct sockaddr *)&l, sizeof l) < 0 ||
+            (afd = accept(t[2], NULL, NULL)) < 0)
+            _exit(1);
+        int out[3] = {t[0], t[2], afd};
+        char b = 'x';
+        fdpass_send(sv[1], &b, 1, out, 3, 0);
+        (void)!read(sv[1], &b, 1);
+        _exit(0);
+    }
+    close(sv[1]);
+    int got[3];
+    if (pid > 0 && fdpass_recv(sv[0], got, 3) == 0) memcpy(f, got, sizeof got);
+    close(sv[0]);
+    if (pid > 0) waitpid(pid, NULL, 0);
+}
+
+static void make_passable(void)
+{
+    unsigned port = make_sockets(pass, 0);
+    struct sockaddr_in c;
+    socklen_t cl = sizeof c;
+    unsigned cport = getsockname(pass[4], (struct sockaddr *)&c, &cl) == 0 ? ntohs(c.sin_port) : 0;
+    private_sockets(pass + 6, port, cport);
+    int pp[2];
+    pass[9] = pass[10] = -1;
+    if (pipe2(pp, O_CLOEXEC) == 0) {
+        pass[9] = pp[0];
+        close(pp[1]);
+    }
+    pass[10] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    pass[11] = -1; /* none */
+}
+
 /* At exit: the daemon's socket and the temporary configuration go. */
 static void cleanup(void)
 {
     char path[256];
     clients_stop(&d);
+    for (int i = 0; i < NPASS; i++)
+        if (pass[i] >= 0) close(pass[i]);
     static const char *const files[] = {"key", "psid.conf", "psid-0.sock"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
@@ -87,6 +199,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (rdplink_start(&d) < 0 || clients_start(&d) < 0) abort();
     sock.sun_family = AF_UNIX;
     snprintf(sock.sun_path, sizeof sock.sun_path, "%s/psid-0.sock", dir);
+    make_passable();
     return 0;
 }
 
@@ -110,14 +223,16 @@ static uint32_t take32(struct in *in)
     return v;
 }
 
-/* A well-formed request of a type psid knows, its fields from the input. */
-static void request(struct in *in, struct psmsg_buf *b)
+/* A well-formed request of a type psid knows, its fields from the input; *fd: a descriptor
+ * to pass with it, or -1. */
+static void request(struct in *in, struct psmsg_buf *b, int *fd)
 {
-    static const uint16_t types[] = {PSM_NODES,      PSM_SPAWN,    PSM_IO_ACK,    PSM_INPUT,
-                                     PSM_SIGNAL,     PSM_TASKS,    PSM_NOTIFY,    PSM_RELEASE,
-                                     PSM_RDP,        PSM_PL_OPEN,  PSM_PL_LISTEN, PSM_PL_UNLISTEN,
-                                     PSM_PL_CONNECT, PSM_PL_ACCEPT};
+    static const uint16_t types[] = {PSM_NODES,      PSM_SPAWN,     PSM_IO_ACK,    PSM_INPUT,
+                                     PSM_SIGNAL,     PSM_TASKS,     PSM_NOTIFY,    PSM_RELEASE,
+                                     PSM_RDP,        PSM_PL_OPEN,   PSM_PL_LISTEN, PSM_PL_UNLISTEN,
+                                     PSM_PL_CONNECT, PSM_PL_ACCEPT, PSM_PL_DECLINE};
     uint16_t type = types[take(in) % (sizeof types / sizeof types[0])];
+    *fd = type >= PSM_PL_OPEN ? pass[take(in) % NPASS] : -1;
     psmsg_begin(b, type, take32(in));
     uint64_t tid = PSTID(take(in) % 3, take32(in));
     switch (type) {
@@ -148,11 +263,19 @@ static void request(struct in *in, struct psmsg_buf *b)
         break;
     case PSM_PL_CONNECT:
     case PSM_PL_ACCEPT:
-        psmsg_put_str(b, PSF_ADDR, take(in) & 1 ? "127.0.0.2" : "127.0.0.1");
+    case PSM_PL_DECLINE: {
+        static const char *const addrs[] = {"127.0.0.2", "127.0.0.1", "127.0.0.9", "::1", "x"};
+        psmsg_put_str(b, PSF_ADDR, addrs[take(in) % 5]);
         psmsg_put_u32(b, PSF_PORT, take32(in) % 70000);
         psmsg_put_u32(b, PSF_SRC_PORT, take32(in) % 70000);
+        psmsg_put_u32(b, PSF_CONN, take(in));
+        psmsg_put_u32(b, PSF_TAG, take(in));
+        if (take(in) & 1) psmsg_put_u32(b, PSF_SAME_NODE, take(in) % 3);
+        if (take(in) & 1) psmsg_put_u32(b, PSF_SHM_RING, 1u << (take(in) % 26));
         break;
     }
+    }
+    if (type == PSM_PL_OPEN && (take(in) & 1)) psmsg_put_u32(b, PSF_SAME_NODE, 1);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -183,9 +306,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         case 2: { /* a well-formed request */
             struct psmsg_buf b = {0};
-            request(&in, &b);
+            int pfd;
+            request(&in, &b, &pfd);
             if (fd[k] >= 0 && psmsg_end(&b) == 0)
-                (void)!send(fd[k], b.data, b.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+                fdpass_send(fd[k], b.data, b.len, &pfd, pfd >= 0, MSG_DONTWAIT | MSG_NOSIGNAL);
             psmsg_buf_free(&b);
             break;
         }
