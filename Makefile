@@ -87,6 +87,11 @@ PRELOAD   := $(BUILD)/lib/libpspreload.so
 ifeq ($(SAN),1)
 $(BUILD)/obj/preload/%.o: CFLAGS += -DPSP_LOCK_CHECK
 endif
+# The library's thread-local variables (its references held, the cancellation state) are
+# looked at in every wrapped call: initial-exec, an offset from the thread pointer, instead
+# of a call to __tls_get_addr at each look (the library is preloaded, so it is loaded with
+# the program and its TLS is in the static block)
+$(BUILD)/obj/preload/%.o: CFLAGS += -ftls-model=initial-exec
 UNIT_BIN  := $(BUILD)/test/unit-tests
 RDPT_BIN  := $(BUILD)/test/rdp-tests
 TTOOLS    := $(patsubst test/tools/%.c,$(BUILD)/test/tools/%,$(TTOOL_SRC))

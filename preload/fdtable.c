@@ -143,7 +143,26 @@ struct conn *fdt_find(int fd)
  * are gone. More than HELD_MAX at once (nested wrappers) are not kept here. */
 #define HELD_MAX 8
 static __thread struct conn *held[HELD_MAX];
-static __thread int nheld;
+__thread int fdt_nheld;
+#define nheld fdt_nheld
+
+/* The reference a thread keeps on the last connection it used, so that its next call on it
+ * counts nothing (two atomic operations a call were a tenth of a same-node round trip):
+ * fdt_put hands a wrapper's reference over to it, and drops the one it kept before; the
+ * thread's end drops it (thread_gone). A connection destroyed meanwhile ends at once all
+ * the same; only its memory waits for this reference. */
+__thread struct conn *fdt_kept;
+#define kept fdt_kept
+
+static void keep(struct conn *c)
+{
+    struct conn *old = kept;
+    kept = c;
+    if (old)
+        unref(old);
+    else
+        fdt_thread_enter(); /* (its key's destructor drops the reference) */
+}
 
 void fdt_hold(struct conn *c)
 {
@@ -152,7 +171,9 @@ void fdt_hold(struct conn *c)
 
 struct conn *fdt_get(int fd)
 {
-    struct conn *c = fdt_find(fd);
+    struct conn *c = slot(fd);
+    if (c && c == kept) return c; /* held by this thread already: nothing to count */
+    c = fdt_find(fd);
     fdt_hold(c);
     return c;
 }
@@ -163,9 +184,13 @@ void fdt_put(struct conn *c)
     for (int i = nheld - 1; i >= 0; i--)
         if (held[i] == c) {
             held[i] = held[--nheld];
-            break;
+            if (c == kept)
+                unref(c); /* (taken again in a nested call before it was kept) */
+            else
+                keep(c);
+            return;
         }
-    unref(c);
+    if (c != kept) unref(c); /* (one not recorded: more than HELD_MAX at once) */
 }
 
 void fdt_release_held(void)
@@ -284,6 +309,9 @@ static void thread_gone(void *v)
     int fd = (int)(intptr_t)v - 1;
     lock_check_thread_end();
     if (fd >= 0 && slot(fd) == FDT_THREAD) fdt_close_hidden(fd);
+    struct conn *c = kept;
+    kept = NULL;
+    if (c) unref(c);
 }
 
 static void key_make(void)
@@ -315,6 +343,8 @@ void fdt_fork_child(void)
     if (key_ok) pthread_setspecific(thread_key, NULL);
     for (struct conn *c = psp.all; c; c = c->lnext)
         __atomic_store_n(&c->refs, 0, __ATOMIC_RELAXED); /* no call of another thread is in */
+    kept = NULL;
+    nheld = 0;
 }
 
 /* A cancellation unwinds the stack without the functions' epilogues; under ASan their

@@ -91,15 +91,16 @@ static ssize_t rdwr(int fd, struct conn *c, struct iovec *iov, int n, int flags,
  * acts first, while nothing is held */
 static struct conn *get_cp(int fd)
 {
-    if (!psp_conn_of(fd)) return NULL;
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return NULL;
     psp_testcancel();
-    return fdt_get(fd);
+    return c == fdt_kept ? c : fdt_get(fd); /* (kept: held by this thread already) */
 }
 
 /* The end of a wrapper that held c: the reference goes, errno stays */
 static ssize_t held_end(struct conn *c, ssize_t r)
 {
-    fdt_put(c);
+    if (c != fdt_kept || fdt_nheld) fdt_put(c);
     return r;
 }
 

@@ -344,9 +344,13 @@ static inline bool fdt_is_conn(const struct conn *c)
 /* fd's connection with a reference, or NULL; a wrapper's (dropped by fdt_put, or when a
  * cancellation acts in a sleep: fdt_release_held) */
 struct conn *fdt_get(int fd);
-void fdt_put(struct conn *c);        /* drop it (NULL: nothing); not under psp.lock */
-void fdt_release_held(void);         /* the thread's fdt_get references (cancelled) */
-void fdt_hold(struct conn *c);       /* a reference taken otherwise held as fdt_get's */
+void fdt_put(struct conn *c);  /* drop it (NULL: nothing); not under psp.lock */
+void fdt_release_held(void);   /* the thread's fdt_get references (cancelled) */
+void fdt_hold(struct conn *c); /* a reference taken otherwise held as fdt_get's */
+/* The connection the calling thread keeps a reference on (the last it used): fdt_get of
+ * its descriptor counts nothing, fdt_put of it does nothing */
+extern __thread struct conn *fdt_kept;
+extern __thread int fdt_nheld;       /* how many wrapper references the thread holds besides */
 struct conn *fdt_find(int fd);       /* a reference its taker drops itself (fdt_unfind) */
 void fdt_unfind(struct conn *c);     /* not under psp.lock */
 void fdt_put_locked(struct conn *c); /* ... under psp.lock */
