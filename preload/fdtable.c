@@ -63,6 +63,11 @@ static void raise_top(int fd)
     }
 }
 
+void fdt_note(int fd)
+{
+    raise_top(fd);
+}
+
 int fdt_top(void)
 {
     return __atomic_load_n(&top, __ATOMIC_RELAXED);

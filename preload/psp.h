@@ -372,6 +372,7 @@ int fdt_mark_hidden(int fd);   /* fd (placed already) marked */
 void fdt_unmark(int fd);       /* no longer ours (not closed) */
 void fdt_close_hidden(int fd); /* unmarked, then closed */
 int fdt_top(void);             /* one above the highest number ever marked */
+void fdt_note(int fd);         /* fd is something of ours outside the table (a listener) */
 /* The calling thread's wake-up eventfd (hidden, efd) is closed when the thread ends. */
 int fdt_thread_fd(int efd);
 void fdt_thread_enter(void); /* the lock checker looks at this thread when it ends */

@@ -369,8 +369,10 @@ int listen(int fd, int backlog)
     if (r < 0 || !inet_tcp(fd, NULL, 0)) return r;
     int cancel = psp_cancel_off(); /* psid is asked (psi_lock) */
     if (psp_ready() && fd < psp.nbyfd && !psp.listener[fd] && psp_endpoint() == 0 &&
-        neg_listen(fd) == 0)
+        neg_listen(fd) == 0) {
         psp.listener[fd] = true;
+        fdt_note(fd);
+    }
     psp_cancel_on(cancel);
     return r;
 }
@@ -486,7 +488,10 @@ static int duped(int oldfd, int newfd)
         pthread_mutex_unlock(&psp.lock);
         psp_cancel_on(cancel);
     }
-    if (listening(oldfd)) psp.listener[newfd] = true;
+    if (listening(oldfd)) {
+        psp.listener[newfd] = true;
+        fdt_note(newfd);
+    }
     return newfd;
 }
 
@@ -614,7 +619,7 @@ int close_range(unsigned first, unsigned last, int flags)
         return (int)sys_close_range(first, last, flags);
     int cancel = psp_cancel_off();
     epoll_sets_closed(first, last);
-    unsigned top = (unsigned)fdt_top(), end = last < top ? last : top; /* [first, end) */
+    unsigned top = (unsigned)fdt_top(), end = last < top ? last + 1 : top; /* [first, end) */
     for (unsigned fd = first; fd < end; fd++)
         if (!psp_in && (psp_conn_of((int)fd) || listening((int)fd))) {
             forget_listener((int)fd);

@@ -1403,6 +1403,11 @@ static void s_calls(void)
     printf("SIOCINQ %d %d\n", ri, inq);
     printf("then %zd\n", read_full(fd, b, 6));
     close(fd);
+    /* the connection ended with the original's close (the copies close_range closed hold it
+     * no more): the server, which serves one connection at a time, answers the next */
+    int n2 = dial();
+    printf("the next connection: %s\n", one_trip((void *)(intptr_t)n2) ? "answered" : "NOT");
+    close(n2);
 }
 
 /* accept2: two connections to a server whose two threads are both in accept */
