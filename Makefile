@@ -12,9 +12,11 @@
 #                  BENCH="--headline [ID...]" refreshes its headline table (and README's)
 #                  from a run (bench/headline.sh) [build, --bench]
 #   soak           the long runs make check leaves out or keeps short: 60 s of psid under
-#                  full CPU load, RDP's fault run at 10,000 messages, the suites of
-#                  run-tests.sh's LONG list, make fuzz at 5 s per target (clang) (CI runs
-#                  it after check) [--check]
+#                  full CPU load, RDP's fault run at 10,000 messages, the same-node epoll0
+#                  scenario 200 times under load, the suites of run-tests.sh's LONG list,
+#                  make fuzz at 5 s per target (clang) (CI runs it after check) [--check]
+#   tsan           the preload library and plsem under ThreadSanitizer (build/tsan): the
+#                  semantics suite on both paths, no report allowed [--check]
 #   fuzz           longer fuzz runs of every decoder (FUZZ_SECONDS, default 60 each)
 #                  [build, --check]
 #   install        PREFIX (/usr/local), DESTDIR and the directories below [build, through
@@ -56,6 +58,12 @@ ifeq ($(SAN),1)
 CFLAGS     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 LDSAN      := -fsanitize=address,undefined
 endif
+# make tsan's tree (build/tsan): the fences of the same-node rings order memory shared with
+# another process, which ThreadSanitizer cannot follow (-Wno-tsan)
+ifeq ($(SAN),thread)
+CFLAGS     := -O1 -g -fno-omit-frame-pointer -fsanitize=thread -Wno-tsan
+LDSAN      := -fsanitize=thread
+endif
 # Intel IPsec-MB (no pkg-config file; amd64 only, installed there by install-deps.sh): the
 # fast packet MAC of rdp/mac_ipsecmb.c. Without its header RDP uses libsodium and libcrypto.
 ifneq ($(wildcard /usr/include/intel-ipsec-mb.h),)
@@ -94,9 +102,18 @@ LIBRDPB   := $(BUILD)/lib/librdpbench.a
 LIBPSL    := $(BUILD)/lib/libpslocal.a
 LIBS      := $(LIBLOG) $(LIBPSI) $(LIBLOOP) $(LIBCONF) $(LIBRDP)
 TOOLS     := $(patsubst tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC)) $(BUILD)/bin/psid
-# the preload library: not in the sanitizer tree (an ASan library cannot be preloaded into
-# programs built without ASan)
-PRELOAD   := $(if $(SAN),,$(BUILD)/lib/libpspreload.so)
+# the preload library; in the sanitizer trees it is preloaded after the sanitizer's runtime
+# (test/shell/preload_cancel.sh, make tsan), and the ASan tree's has the lock checker
+# (fdtable.c: a thread that ends holding a lock of the library's aborts the process)
+PRELOAD   := $(BUILD)/lib/libpspreload.so
+ifeq ($(SAN),1)
+$(BUILD)/obj/preload/%.o: CFLAGS += -DPSP_LOCK_CHECK
+endif
+# The library's thread-local variables (its references held, the cancellation state) are
+# looked at in every wrapped call: initial-exec, an offset from the thread pointer, instead
+# of a call to __tls_get_addr at each look (the library is preloaded, so it is loaded with
+# the program and its TLS is in the static block)
+$(BUILD)/obj/preload/%.o: CFLAGS += -ftls-model=initial-exec
 UNIT_BIN  := $(BUILD)/test/unit-tests
 RDPT_BIN  := $(BUILD)/test/rdp-tests
 TTOOLS    := $(patsubst test/tools/%.c,$(BUILD)/test/tools/%,$(TTOOL_SRC))
@@ -107,7 +124,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 # build-tests) would otherwise delete a tool's object that the other still links.
 .SECONDARY:
 
-.PHONY: all check soak demo bench fuzz install install-files deb deb-check clean format \
+.PHONY: all check soak tsan demo bench fuzz install install-files deb deb-check clean format \
         format-check build-all build-tests build-fuzz
 
 all:
@@ -253,6 +270,14 @@ soak:
 	@$(MAKE) --no-print-directory -j$(JOBS) build-tests
 	@if command -v clang >/dev/null; then $(MAKE) --no-print-directory -j$(JOBS) build-fuzz; fi
 	@scripts/soak.sh
+
+# the daemons of the clusters are the plain tree's; the library and plsem are ThreadSanitizer's
+tsan:
+	@scripts/install-deps.sh --check
+	@$(MAKE) --no-print-directory -j$(JOBS) build-tests
+	@$(MAKE) --no-print-directory -j$(JOBS) BUILD=build/tsan SAN=thread \
+	    build/tsan/lib/libpspreload.so build/tsan/test/tools/plsem
+	@scripts/tsan.sh
 
 demo:
 	@scripts/install-deps.sh --demo

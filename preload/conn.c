@@ -111,7 +111,7 @@ static void hash_del(struct conn *c)
 
 struct conn *conn_new(int kfd, enum conn_state st)
 {
-    struct conn *c = calloc(1, sizeof *c);
+    struct conn *c = fdt_conn_alloc();
     if (!c) return NULL;
     c->kfd = kfd;
     c->st = st;
@@ -126,13 +126,16 @@ struct conn *conn_new(int kfd, enum conn_state st)
     c->shm_slot = -1;
     c->lnext = psp.all;
     psp.all = c;
-    psp.nconns++;
+    __atomic_add_fetch(&psp.nconns, 1, __ATOMIC_RELAXED);
     return c;
 }
 
 void conn_attach(struct conn *c, int fd)
 {
-    __atomic_store_n(&psp.byfd[fd], c, __ATOMIC_RELEASE);
+    struct conn *o = psp_conn_of(fd);
+    if (o == c) return;
+    if (o) conn_detach(fd); /* a record of a number closed behind our back: stale */
+    fdt_attach(fd, c);
     c->nfds++;
 }
 
@@ -195,15 +198,22 @@ static void free_chunks(struct chunk *ch)
     }
 }
 
+/* The connection ends: out of every list, its descriptors closed, its buffers freed. Its
+ * memory goes once nobody holds it (conn_release): a call of the program still inside it
+ * (another thread's, which the program's close raced with) is woken and finds it ended. */
 static void destroy(struct conn *c)
 {
+    if (__atomic_load_n(&c->doomed, __ATOMIC_ACQUIRE)) return;
+    /* (sequentially consistent, as fdt_put's count then flag: of the destroy's look at the
+     * count and the last put's look at the flag, one sees the other's) */
+    __atomic_store_n(&c->doomed, true, __ATOMIC_SEQ_CST);
     hash_del(c);
     for (struct conn **p = &psp.all; *p; p = &(*p)->lnext)
         if (*p == c) {
             *p = c->lnext;
             break;
         }
-    psp.nconns--;
+    __atomic_sub_fetch(&psp.nconns, 1, __ATOMIC_RELAXED);
     if (c->guard_fired) psp.guards--;
     if (c->st == CS_PLAIN) plain_del(c);
     if (!c->counted && (c->st == CS_CONNECTING || c->st == CS_PLAIN))
@@ -214,18 +224,31 @@ static void destroy(struct conn *c)
     epoll_conn_gone(c);
     bells_forget(c);
     shm_free(c);
-    psp_in++;
-    if (c->shm_slot >= 0) real.close(c->shm_slot);
-    if (c->kfd >= 0) real.close(c->kfd);
-    if (c->bell_in >= 0) real.close(c->bell_in);
-    if (c->bell_out >= 0) real.close(c->bell_out);
-    if (c->bell_hup >= 0) real.close(c->bell_hup);
-    psp_in--;
+    fdt_close_hidden(c->shm_slot);
+    fdt_close_hidden(c->kfd);
+    fdt_close_hidden(c->bell_in);
+    fdt_close_hidden(c->bell_out);
+    fdt_close_hidden(c->bell_hup);
     free_chunks(c->rxq);
     free_chunks(c->hold);
     free_chunks(c->ret);
+    c->rxq = c->hold = c->ret = NULL;
+    c->rxq_tail = &c->rxq;
+    c->hold_tail = &c->hold;
+    c->ret_tail = &c->ret;
+    c->rx_bytes = c->hold_bytes = c->ret_bytes = c->credit = 0;
+    c->kfd = c->shm_slot = c->bell_in = c->bell_out = c->bell_hup = -1;
     kids_tell(c, EIO);
-    free(c);
+    wake_conn(c);
+    conn_release(c);
+}
+
+void conn_release(struct conn *c)
+{
+    if (!__atomic_load_n(&c->freed, __ATOMIC_RELAXED) &&
+        __atomic_load_n(&c->doomed, __ATOMIC_SEQ_CST) &&
+        __atomic_load_n(&c->refs, __ATOMIC_SEQ_CST) == 0)
+        fdt_conn_free(c);
 }
 
 static uint8_t flags_of(const struct conn *c)
@@ -353,7 +376,7 @@ static int add_peer(const struct neg_peer *p, uint32_t *id)
         }
         e->id = *id;
         e->next = peers;
-        peers = e;
+        __atomic_store_n(&peers, e, __ATOMIC_RELEASE); /* (conn_rdp_peers looks without lock) */
     }
     memcpy(e->key, p->key, 32);
     return 0;
@@ -671,9 +694,10 @@ static void plain_add(struct conn *c)
 
 int conn_plain(struct conn *c)
 {
+    if (__atomic_load_n(&c->doomed, __ATOMIC_RELAXED)) return 0; /* closed meanwhile */
     c->st = CS_PLAIN;
     if (psp.sync || !psp.upgrade_ns) {
-        c->users++; /* conn_negotiate's, at once */
+        fdt_ref(c); /* conn_negotiate's, at once */
         return -1;
     }
     plain_add(c);
@@ -687,7 +711,7 @@ int conn_plain_due(struct conn **out, int max)
     while (n < max && psp.plain && psp.plain->plain_at <= now) {
         struct conn *c = psp.plain;
         plain_del(c);
-        c->users++;
+        fdt_ref(c);
         out[n++] = c;
     }
     return n;
@@ -708,14 +732,19 @@ void conn_negotiate(struct conn *c)
 {
     pthread_mutex_lock(&psp.lock);
     int fd = -1, slot = -1;
+    bool refuse = false;
     struct sockaddr_storage dst;
     socklen_t dl = sizeof dst;
     bool go = c->st == CS_PLAIN && c->kfd >= 0 && psp.rdp;
     if (go) { /* psid gets a descriptor of its own: the program may close its socket now */
-        psp_in++;
-        fd = real.fcntl(c->kfd, F_DUPFD_CLOEXEC, psp.hidden_base);
-        psp_in--;
+        fd = fdt_hidden_dup(c->kfd);
         go = fd >= 0;
+        if (!go) { /* no descriptor for it: TCP (an acceptor's connector told at once) */
+            if (!c->counted) psp_count_tcp(PSP_R_LIMIT);
+            c->counted = true;
+            conn_plain_to_tcp(c);
+            refuse = !c->connector;
+        }
     }
     if (go && c->connector && getpeername(fd, (struct sockaddr *)&dst, &dl) < 0) {
         go = false; /* its connect is still under way: later */
@@ -753,14 +782,13 @@ void conn_negotiate(struct conn *c)
             e = neg_accept(fd, shm, id);
         }
     }
-    psp_in++;
-    if (fd >= 0) real.close(fd);
-    if (slot >= 0) real.close(slot);
-    psp_in--;
+    fdt_close_hidden(fd);
+    fdt_close_hidden(slot);
+    if (refuse) neg_refuse(c->kfd); /* (c is held: its kfd stays) */
     pthread_mutex_lock(&psp.lock);
-    c->users--;
     if (go && e && c->st == CS_CONNECTING && c->connector == connector)
         conn_answer(c, e, NULL, connector || why == PSP_R_LIMIT ? why : neg_reason(e));
+    fdt_put_locked(c);
     pthread_mutex_unlock(&psp.lock);
 }
 
@@ -1198,7 +1226,7 @@ void conn_timers(void)
                      (st.state != RDP_ESTABLISHED || !st.queued));
         if ((c->st == CS_CONNECTING || c->st == CS_DRAIN) && now - c->closed_at < LINGER_NS)
             done = false; /* bytes the program wrote are still to go out */
-        if (done && !c->users) destroy(c);
+        if (done) destroy(c);
     }
 }
 
@@ -1220,7 +1248,7 @@ static void conn_close(struct conn *c)
         c->tx_fin_sent = false;
         send_owed(c);
         shm_free(c);
-        if (!c->users) destroy(c); /* else conn_timers, once the last call is out */
+        destroy(c); /* (or the last call inside, once it is out) */
         return;
     }
     if (c->st == CS_RDP && c->peer && !c->err) {
@@ -1235,16 +1263,13 @@ static void conn_close(struct conn *c)
         psp_count_tcp(psp_short_reason(c));
         c->counted = true;
         c->st = CS_TCP;
-        if (c->users) return; /* conn_negotiate lets it go; conn_timers destroys it */
-        destroy(c);
+        destroy(c); /* (or conn_negotiate, when it lets it go) */
         return;
     }
     if (c->st == CS_CONNECTING && c->forked) return; /* a child goes on: moved at the answer */
     if (c->st == CS_CONNECTING) { /* the kernel's close now; the answer gets CLOSE */
         psp_guard_del(c);
-        psp_in++;
-        real.close(c->kfd);
-        psp_in--;
+        fdt_close_hidden(c->kfd);
         c->kfd = -1;
         c->zombie = true;
         return;
@@ -1256,7 +1281,7 @@ void conn_detach(int fd)
 {
     struct conn *c = psp_conn_of(fd);
     if (!c) return;
-    __atomic_store_n(&psp.byfd[fd], NULL, __ATOMIC_RELEASE);
+    fdt_clear(fd, c);
     epoll_fd_closed(c, fd);
     if (--c->nfds == 0) conn_close(c);
 }
@@ -1548,10 +1573,10 @@ static bool nonblocking(struct conn *c, int fd, int flags)
 
 void conn_flags_changed(int fd)
 {
-    struct conn *c = psp_conn_of(fd);
-    if (!c) return;
+    if (!psp_conn_of(fd)) return;
     pthread_mutex_lock(&psp.lock);
-    c->nb = -1;
+    struct conn *c = psp_conn_of(fd);
+    if (c) c->nb = -1;
     pthread_mutex_unlock(&psp.lock);
 }
 
@@ -1641,6 +1666,8 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
     bool kpast = false;
     pthread_mutex_lock(&psp.lock);
     for (;;) {
+        if (!c->nfds || __atomic_load_n(&c->doomed, __ATOMIC_RELAXED))
+            return io_end(done, EBADF); /* closed under this call, by another thread */
         if (c->shm) conn_shm_sync(c);
         if (c->st == CS_TCP || c->st == CS_DRAIN || c->st == CS_ORPHAN || c->st == CS_ACCEPTED) {
             pthread_mutex_unlock(&psp.lock);
@@ -1731,6 +1758,8 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
     int tmo = -2;
     pthread_mutex_lock(&psp.lock);
     for (;;) {
+        if (!c->nfds || __atomic_load_n(&c->doomed, __ATOMIC_RELAXED))
+            return io_end(done, EBADF); /* closed under this call, by another thread */
         if (c->shm) conn_shm_sync(c);
         if (c->st == CS_TCP || c->st == CS_ORPHAN || c->st == CS_ACCEPTED) {
             pthread_mutex_unlock(&psp.lock);

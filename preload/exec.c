@@ -39,12 +39,14 @@ extern char **environ;
 static void inherited_to_tcp(void)
 {
     if (!psp.inited || psp.disabled || psp.broken || psp.pid != getpid()) return;
-    for (int fd = 0; psp.nconns && fd < psp.nbyfd; fd++) {
-        if (!psp_conn_of(fd)) continue; /* no lock for the (many) empty slots */
+    int cancel = psp_cancel_off();
+    for (int fd = 0, top = fdt_top(); __atomic_load_n(&psp.nconns, __ATOMIC_RELAXED) && fd < top;
+         fd++) {
+        struct conn *c = fdt_get(fd); /* (no lock for the many empty slots) */
+        if (!c) continue;
         pthread_mutex_lock(&psp.lock);
-        struct conn *c = psp_conn_of(fd);
         int kfd = -1;
-        bool kept = c && !(real.fcntl(fd, F_GETFD) & FD_CLOEXEC);
+        bool kept = !(real.fcntl(fd, F_GETFD) & FD_CLOEXEC);
         if (kept && c->st == CS_ACCEPTED) {
             c->st = CS_TCP; /* whatever psid says: the new image reads the kernel socket */
             kfd = c->kfd;
@@ -52,7 +54,9 @@ static void inherited_to_tcp(void)
         pthread_mutex_unlock(&psp.lock);
         if (kfd >= 0 && neg_decline(kfd) == 0) psp_count_tcp(PSP_R_NOT_ACCEPTED);
         if (kept && kfd < 0) conn_to_tcp_now(c); /* ours, or a fork child's: the owner's */
+        fdt_put(c);
     }
+    psp_cancel_on(cancel);
 }
 
 static void before_exec(void)

@@ -36,15 +36,6 @@ static int parent_fd = -1;        /* a child's end: to the endpoint's owner */
 static int pending[2] = {-1, -1}; /* made in fork_prepare, split after the fork */
 static pthread_mutex_t ask_lock = PTHREAD_MUTEX_INITIALIZER;
 
-bool fork_is_hidden(int fd)
-{
-    if (fd < 0) return false;
-    if (fd == parent_fd || fd == pending[0] || fd == pending[1]) return true;
-    for (int i = 0; i < nkids; i++)
-        if (kids[i] == fd) return true;
-    return false;
-}
-
 void fork_prepare(void)
 {
     if (!psp.rdp || psp.epfd < 0 || nkids >= KIDS_MAX) return;
@@ -60,7 +51,7 @@ void fork_prepare(void)
 
 void fork_parent(void)
 {
-    if (pending[1] >= 0) real.close(pending[1]);
+    fdt_close_hidden(pending[1]);
     if (pending[0] >= 0) {
         struct epoll_event ev = {.events = EPOLLIN, .data.u64 = PSP_TAG_KID + (uint64_t)pending[0]};
         if (real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, pending[0], &ev) == 0) {
@@ -70,7 +61,7 @@ void fork_parent(void)
                     c->st == CS_SHM || c->st == CS_PLAIN)
                     c->forked = true;
         } else {
-            real.close(pending[0]);
+            fdt_close_hidden(pending[0]);
         }
     }
     pending[0] = pending[1] = -1;
@@ -78,11 +69,11 @@ void fork_parent(void)
 
 void fork_child(void)
 {
-    for (int i = 0; i < nkids; i++) real.close(kids[i]); /* our siblings' channels */
+    for (int i = 0; i < nkids; i++) fdt_close_hidden(kids[i]); /* our siblings' channels */
     nkids = 0;
-    if (pending[0] >= 0) real.close(pending[0]);
+    fdt_close_hidden(pending[0]);
     if (pending[1] >= 0) {
-        if (parent_fd >= 0) real.close(parent_fd);
+        fdt_close_hidden(parent_fd);
         parent_fd = pending[1];
     }
     pending[0] = pending[1] = -1;
@@ -122,7 +113,7 @@ int fork_ask_switch(struct conn *c)
 static void kid_gone(int fd)
 {
     real.epoll_ctl(psp.epfd, EPOLL_CTL_DEL, fd, NULL);
-    real.close(fd);
+    fdt_close_hidden(fd);
     for (int i = 0; i < nkids; i++)
         if (kids[i] == fd) kids[i] = kids[--nkids];
     conn_kid_gone(fd);

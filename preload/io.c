@@ -76,13 +76,31 @@ static ssize_t wr_conn(int fd, struct conn *c, const struct iovec *iov, int n, i
     return tcp_out(fd, &mh, flags);
 }
 
-/* Cancellation points, as the kernel's calls are; a cancellation acts at the start or in a
- * sleep only (wait.c, "Cancellation") */
+/* Cancellation points, as the kernel's calls are; a cancellation acts at the start (get_cp)
+ * or in a sleep only (wait.c, "Cancellation"). c is held (fdt_get): a cancellation in a
+ * sleep drops it (fdt_release_held). */
 static ssize_t rdwr(int fd, struct conn *c, struct iovec *iov, int n, int flags, bool out)
 {
-    int cancel = psp_cancel_entry();
+    int cancel = psp_cancel_off();
     ssize_t r = out ? wr_conn(fd, c, iov, n, flags) : rd_conn(fd, c, iov, n, flags);
     psp_cancel_on(cancel);
+    return r;
+}
+
+/* The connection of fd for a call that is a cancellation point: a pending cancellation
+ * acts first, while nothing is held */
+static struct conn *get_cp(int fd)
+{
+    struct conn *c = psp_conn_of(fd);
+    if (!c) return NULL;
+    psp_testcancel();
+    return c == fdt_kept ? c : fdt_get(fd); /* (kept: held by this thread already) */
+}
+
+/* The end of a wrapper that held c: the reference goes, errno stays */
+static ssize_t held_end(struct conn *c, ssize_t r)
+{
+    if (c != fdt_kept || fdt_nheld) fdt_put(c);
     return r;
 }
 
@@ -98,10 +116,10 @@ static ssize_t wr(int fd, struct conn *c, const struct iovec *iov, int n, int fl
 
 ssize_t read(int fd, void *buf, size_t len)
 {
-    struct conn *c = psp_conn_of(fd);
+    struct conn *c = get_cp(fd);
     if (!c) return real.read(fd, buf, len);
     struct iovec v = {buf, len};
-    return rd(fd, c, &v, 1, 0);
+    return held_end(c, rd(fd, c, &v, 1, 0));
 }
 
 ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
@@ -113,40 +131,40 @@ ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 
 ssize_t write(int fd, const void *buf, size_t len)
 {
-    struct conn *c = psp_conn_of(fd);
+    struct conn *c = get_cp(fd);
     if (!c) return real.write(fd, buf, len);
     struct iovec v = {(void *)buf, len};
-    return wr(fd, c, &v, 1, 0);
+    return held_end(c, wr(fd, c, &v, 1, 0));
 }
 
 ssize_t readv(int fd, const struct iovec *iov, int n)
 {
-    struct conn *c = psp_conn_of(fd);
+    struct conn *c = get_cp(fd);
     if (!c) return real.readv(fd, iov, n);
     if (n < 0 || n > IOV_MAX) {
         errno = EINVAL;
-        return -1;
+        return held_end(c, -1);
     }
-    return rd(fd, c, (struct iovec *)iov, n, 0);
+    return held_end(c, rd(fd, c, (struct iovec *)iov, n, 0));
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int n)
 {
-    struct conn *c = psp_conn_of(fd);
+    struct conn *c = get_cp(fd);
     if (!c) return real.writev(fd, iov, n);
     if (n < 0 || n > IOV_MAX) {
         errno = EINVAL;
-        return -1;
+        return held_end(c, -1);
     }
-    return wr(fd, c, iov, n, 0);
+    return held_end(c, wr(fd, c, iov, n, 0));
 }
 
 ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
-    struct conn *c = psp_conn_of(fd);
+    struct conn *c = get_cp(fd);
     if (!c) return real.recv(fd, buf, len, flags);
     struct iovec v = {buf, len};
-    return rd(fd, c, &v, 1, flags);
+    return held_end(c, rd(fd, c, &v, 1, flags));
 }
 
 ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
@@ -158,18 +176,18 @@ ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
 
 ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
-    struct conn *c = psp_conn_of(fd);
+    struct conn *c = get_cp(fd);
     if (!c) return real.send(fd, buf, len, flags);
     struct iovec v = {(void *)buf, len};
-    return wr(fd, c, &v, 1, flags);
+    return held_end(c, wr(fd, c, &v, 1, flags));
 }
 
 ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *sa, socklen_t *sl)
 {
-    struct conn *c = psp_conn_of(fd);
+    struct conn *c = get_cp(fd);
     if (!c) return real.recvfrom(fd, buf, len, flags, sa, sl);
     struct iovec v = {buf, len};
-    ssize_t r = rd(fd, c, &v, 1, flags);
+    ssize_t r = held_end(c, rd(fd, c, &v, 1, flags));
     if (r >= 0 && sa && sl) *sl = 0; /* TCP gives no source address */
     return r;
 }
@@ -186,23 +204,27 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags, 
 ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *sa,
                socklen_t sl)
 {
-    struct conn *c = psp_conn_of(fd);
+    struct conn *c = get_cp(fd);
     if (!c) return real.sendto(fd, buf, len, flags, sa, sl);
     struct iovec v = {(void *)buf, len};
-    return wr(fd, c, &v, 1, flags); /* a connected stream ignores the address */
+    return held_end(c, wr(fd, c, &v, 1, flags)); /* a connected stream ignores the address */
 }
 
 ssize_t recvmsg(int fd, struct msghdr *mh, int flags)
 {
-    struct conn *c = psp_conn_of(fd);
+    struct conn *c = get_cp(fd);
     if (!c) return real.recvmsg(fd, mh, flags);
-    if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
-    if (c->st == CS_TCP) return tcp_in(fd, mh, flags);
+    if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) {
+        int cancel = psp_cancel_off(); /* the claim asks psid */
+        conn_claim(c);
+        psp_cancel_on(cancel);
+    }
+    if (c->st == CS_TCP) return held_end(c, tcp_in(fd, mh, flags));
     if (mh->msg_iovlen > IOV_MAX) {
         errno = EMSGSIZE;
-        return -1;
+        return held_end(c, -1);
     }
-    ssize_t r = rd(fd, c, mh->msg_iov, (int)mh->msg_iovlen, flags);
+    ssize_t r = held_end(c, rd(fd, c, mh->msg_iov, (int)mh->msg_iovlen, flags));
     if (r >= 0) {
         mh->msg_namelen = 0;
         mh->msg_controllen = 0;
@@ -213,13 +235,13 @@ ssize_t recvmsg(int fd, struct msghdr *mh, int flags)
 
 ssize_t sendmsg(int fd, const struct msghdr *mh, int flags)
 {
-    struct conn *c = psp_conn_of(fd);
+    struct conn *c = get_cp(fd);
     if (!c) return real.sendmsg(fd, mh, flags);
     if (mh->msg_iovlen > IOV_MAX) {
         errno = EMSGSIZE;
-        return -1;
+        return held_end(c, -1);
     }
-    return wr(fd, c, mh->msg_iov, (int)mh->msg_iovlen, flags);
+    return held_end(c, wr(fd, c, mh->msg_iov, (int)mh->msg_iovlen, flags));
 }
 
 int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *tmo);
@@ -286,33 +308,35 @@ static ssize_t copy_to_conn(int out, struct conn *c, int in, off_t *off, size_t 
     return (ssize_t)done;
 }
 
+/* The claim of an accepted connection that a call uses first (not a cancellation point:
+ * it asks psid) */
+static void claim(struct conn *c)
+{
+    if (!c || (c->st != CS_ACCEPTED && c->st != CS_ORPHAN)) return;
+    int cancel = psp_cancel_off();
+    conn_claim(c);
+    psp_cancel_on(cancel);
+}
+
 ssize_t sendfile(int out, int in, off_t *off, size_t count)
 {
     static ssize_t (*next)(int, int, off_t *, size_t);
-    struct conn *c = psp_conn_of(out);
-    if (c && (c->st == CS_ACCEPTED || c->st == CS_ORPHAN)) conn_claim(c);
+    struct conn *c = fdt_get(out);
+    claim(c);
     if (!c || c->st == CS_TCP) {
+        fdt_put(c);
         if (!next) next = (__typeof__(next))dlsym(RTLD_NEXT, "sendfile");
         return next(out, in, off, count);
     }
-    return copy_to_conn(out, c, in, off, count, false);
+    return held_end(c, copy_to_conn(out, c, in, off, count, false));
 }
 ssize_t sendfile64(int out, int in, off_t *off, size_t count) __attribute__((alias("sendfile")));
 
-ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, unsigned flags)
+/* from an accelerated connection into a pipe (or file): peek, write, then consume what
+ * was written, so that a short write loses nothing */
+static ssize_t splice_from(int in, struct conn *ci, int out, loff_t *off_out, size_t len,
+                           unsigned flags)
 {
-    static ssize_t (*next)(int, loff_t *, int, loff_t *, size_t, unsigned);
-    struct conn *c = psp_conn_of(out), *ci = psp_conn_of(in);
-    if (c && (c->st == CS_ACCEPTED || c->st == CS_ORPHAN)) conn_claim(c);
-    if (ci && (ci->st == CS_ACCEPTED || ci->st == CS_ORPHAN)) conn_claim(ci);
-    bool to = c && c->st != CS_TCP, from = ci && ci->st != CS_TCP;
-    if (!to && !from) {
-        if (!next) next = (__typeof__(next))dlsym(RTLD_NEXT, "splice");
-        return next(in, off_in, out, off_out, len, flags);
-    }
-    if (to) return copy_to_conn(out, c, in, off_in, len, off_in == NULL);
-    /* from an accelerated connection into a pipe (or file): peek, write, then consume what
-     * was written, so that a short write loses nothing */
     char buf[65536];
     struct iovec v = {buf, len < sizeof buf ? len : sizeof buf};
     ssize_t r = rd(in, ci, &v, 1, MSG_PEEK | ((flags & SPLICE_F_NONBLOCK) ? MSG_DONTWAIT : 0));
@@ -323,4 +347,23 @@ ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, uns
     struct iovec t = {buf, (size_t)w};
     rd(in, ci, &t, 1, MSG_DONTWAIT);
     return w;
+}
+
+ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, unsigned flags)
+{
+    static ssize_t (*next)(int, loff_t *, int, loff_t *, size_t, unsigned);
+    struct conn *c = fdt_get(out), *ci = fdt_get(in);
+    claim(c);
+    claim(ci);
+    bool to = c && c->st != CS_TCP, from = ci && ci->st != CS_TCP;
+    if (!to && !from) {
+        fdt_put(ci);
+        fdt_put(c);
+        if (!next) next = (__typeof__(next))dlsym(RTLD_NEXT, "splice");
+        return next(in, off_in, out, off_out, len, flags);
+    }
+    ssize_t r = to ? copy_to_conn(out, c, in, off_in, len, off_in == NULL)
+                   : splice_from(in, ci, out, off_out, len, flags);
+    fdt_put(ci);
+    return held_end(c, r);
 }

@@ -272,6 +272,17 @@ int neg_decline_limit(int fd)
     return e;
 }
 
+/* An accepted connection we cannot take (no descriptor left for its record or its claim):
+ * the connector is told at once that the acceptor is at a limit, instead of after
+ * PSI_PL_ACCEPT_MS (psid finds the connection by the socket passed, on this node or
+ * another). errno is kept. */
+void neg_refuse(int fd)
+{
+    int e = errno;
+    neg_decline_limit(fd);
+    errno = e;
+}
+
 static enum psp_reason reason_of(int e)
 {
     switch (e) {

@@ -63,6 +63,11 @@ struct epreg {
     struct epreg *next;
 };
 
+/* nregs, nlazy and nlater are looked at without psp.lock (a glance, to skip work; each is
+ * read again under it), so they are written, under it, as atomics */
+#define PEEK(v)   __atomic_load_n(&(v), __ATOMIC_RELAXED)
+#define SET(v, x) __atomic_store_n(&(v), (x), __ATOMIC_RELAXED)
+
 static struct epreg **regs; /* by index (the tag's low bits) */
 static unsigned nregs, capregs;
 #define RDP_IDX   0xffffffffu  /* the tag of the RDP socket in a program's epoll set */
@@ -70,7 +75,7 @@ static unsigned nregs, capregs;
 #define BELL_BIT  (1ull << 32) /* in a tag: the registration's doorbell (same-node path) */
 #define KBELL_BIT (1ull << 33) /* in a tag: the kernel socket, while the peer's bytes are there */
 static int *rdp_sets;          /* the program's epoll sets that hold the RDP socket */
-static unsigned nrdp_sets;
+static unsigned nrdp_sets;     /* (looked at without psp.lock: written as an atomic) */
 /* the lazy list (bells_update) */
 #define LAZY_MAX 256
 static struct conn **lazy;
@@ -89,7 +94,7 @@ static void sleeper_add(void)
 
 static bool sleep_enter(bool may_sleep)
 {
-    if (!may_sleep || !nregs) return false;
+    if (!may_sleep || !PEEK(nregs)) return false;
     pthread_mutex_lock(&psp.lock);
     sleeper_add();
     pthread_mutex_unlock(&psp.lock);
@@ -110,13 +115,16 @@ static void sleep_leave(bool counted)
 }
 
 /* What a sleep in poll, select or epoll_wait set up, undone if the thread is cancelled in
- * it (wait.c, "Cancellation"; what poll_any allocated for more than 16 descriptors is not
- * freed then) */
+ * it (wait.c, "Cancellation"): its waiters, its counts, poll_any's references to the
+ * connections, and what poll_any and select_any allocated for large sets */
+#define POLL_BUFS 6
 struct poll_sleep {
     bool entered, sleeper;
     struct conn **cs;
     int ncs;
     struct waiter *ws;
+    bool held; /* cs[] are references of poll_any's */
+    void *bufs[POLL_BUFS];
 };
 
 static void poll_cancelled(void *arg)
@@ -129,6 +137,8 @@ static void poll_cancelled(void *arg)
         waiters_del(s->cs, s->ncs, s->ws);
         pthread_mutex_unlock(&psp.lock);
     }
+    for (int i = 0; s->held && i < s->ncs; i++) fdt_unfind(s->cs[i]);
+    for (int i = 0; i < POLL_BUFS; i++) free(s->bufs[i]);
 }
 
 /* The sleeps themselves, each in a frame of its own (the cleanup is a setjmp) */
@@ -174,8 +184,10 @@ static void rdp_in_set(int epfd)
     if (!v) return;
     rdp_sets = v;
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = PSP_TAG | RDP_IDX};
-    if (real.epoll_ctl(epfd, EPOLL_CTL_ADD, rdp_fd(psp.rdp), &ev) == 0 || errno == EEXIST)
-        rdp_sets[nrdp_sets++] = epfd;
+    if (real.epoll_ctl(epfd, EPOLL_CTL_ADD, rdp_fd(psp.rdp), &ev) == 0 || errno == EEXIST) {
+        rdp_sets[nrdp_sets] = epfd;
+        __atomic_store_n(&nrdp_sets, nrdp_sets + 1, __ATOMIC_RELEASE);
+    }
     /* and the psid connection, edge-triggered: an outcome wakes the thread that waits for
      * it (a connect's first bytes are held until then), not only the progress thread;
      * while another thread holds it, its holder takes what came (psi_unlock) */
@@ -197,10 +209,35 @@ void epoll_fork_child(void)
     ep_sleepers = 0;
 }
 
+static void reg_free(struct conn *c, struct epreg *r);
+
+/* The program closes a descriptor (not under psp.lock; before the kernel's close, so that
+ * nothing of ours acts on the number once it may be another's): if it is one of its epoll
+ * sets holding connections of ours (each holds the RDP socket too: rdp_in_set), the set is
+ * forgotten, and the registrations in it with it (the kernel's go with the set). */
+void epoll_sets_closed(unsigned first, unsigned last)
+{
+    if (!__atomic_load_n(&nrdp_sets, __ATOMIC_ACQUIRE)) return; /* (every close passes here) */
+    pthread_mutex_lock(&psp.lock);
+    for (unsigned i = 0; i < nrdp_sets; i++) {
+        int epfd = rdp_sets[i];
+        if ((unsigned)epfd < first || (unsigned)epfd > last) continue;
+        rdp_sets[i--] = rdp_sets[nrdp_sets - 1];
+        __atomic_store_n(&nrdp_sets, nrdp_sets - 1, __ATOMIC_RELEASE);
+        for (unsigned k = 0; k < nregs; k++)
+            if (regs[k] && regs[k]->epfd == epfd) reg_free(regs[k]->c, regs[k]);
+    }
+    pthread_mutex_unlock(&psp.lock);
+}
+
+bool epoll_sets_held(void)
+{
+    return __atomic_load_n(&nrdp_sets, __ATOMIC_ACQUIRE) != 0;
+}
+
 void epoll_set_closed(int epfd)
 {
-    for (unsigned i = 0; i < nrdp_sets; i++)
-        if (rdp_sets[i] == epfd) rdp_sets[i] = rdp_sets[--nrdp_sets];
+    if (epfd >= 0) epoll_sets_closed((unsigned)epfd, (unsigned)epfd);
 }
 
 static uint64_t now_ms(void)
@@ -212,19 +249,22 @@ static uint64_t now_ms(void)
 
 /* --- poll --- */
 
-/* The connections among fds (claimed first where accepted and not yet claimed), and
- * whether each is asked for input (its kernel socket matters then while the peer's bytes
- * are there). */
+/* The connections among fds (claimed first where accepted and not yet claimed), each held
+ * (fdt_find: dropped at poll_any's end, or by poll_cancelled), and whether each is asked for
+ * input (its kernel socket matters then while the peer's bytes are there). */
 static int conns_in(struct pollfd *fds, nfds_t n, struct conn **cs, bool *in)
 {
     int k = 0;
-    if (!psp.nconns) return 0;
+    if (!__atomic_load_n(&psp.nconns, __ATOMIC_RELAXED)) return 0;
     for (nfds_t i = 0; i < n; i++) {
-        struct conn *c = psp_conn_of(fds[i].fd);
+        struct conn *c = fdt_find(fds[i].fd);
         if (!c) continue;
         if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
         conn_settle(c);
-        if (c->st == CS_TCP || c->st == CS_ORPHAN) continue;
+        if (c->st == CS_TCP || c->st == CS_ORPHAN) {
+            fdt_unfind(c);
+            continue;
+        }
         in[k] = fds[i].events & (POLLIN | POLLRDHUP);
         cs[k++] = c; /* negotiating: the kernel's, and its move up wakes us */
     }
@@ -238,7 +278,7 @@ static bool ours(const struct conn *c)
            c->st != CS_CONNECTING && c->st != CS_PLAIN;
 }
 
-static int poll_any_in(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
+static int poll_any_in(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask, void *extra)
 {
     struct conn *small[16], **cs = n <= 16 ? small : malloc(n * sizeof *cs);
     bool kern_small[16], *kern = n <= 16 ? kern_small : malloc(n * sizeof *kern);
@@ -317,7 +357,12 @@ static int poll_any_in(struct pollfd *fds, nfds_t n, int timeout, const sigset_t
         pthread_mutex_unlock(&psp.lock);
         struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
         bool entered = wait && psp_poller_enter();
-        struct poll_sleep ps = {entered, sleeper, cs, ncs, ws};
+        struct poll_sleep ps = {entered, sleeper, cs, ncs, ws, true, {extra}};
+        if (cs != small) ps.bufs[1] = cs;
+        if (kp != sp) ps.bufs[2] = kp;
+        if (kern != kern_small) ps.bufs[3] = kern;
+        if (in != in_small) ps.bufs[4] = in;
+        if (kat != kat_small) ps.bufs[5] = kat;
         int r = sleep_ppoll(&ps, kp, nk + 2 + nb, wait < 0 ? NULL : &ts, mask, !mask && wait < 0);
         int e = errno;
         psp_poller_leave(entered);
@@ -375,6 +420,7 @@ static int poll_any_in(struct pollfd *fds, nfds_t n, int timeout, const sigset_t
         }
     }
     pthread_mutex_unlock(&psp.lock);
+    for (int i = 0; i < ncs; i++) fdt_unfind(cs[i]);
     if (cs != small) free(cs);
     if (kp != sp) free(kp);
     if (kern != kern_small) free(kern);
@@ -385,10 +431,10 @@ static int poll_any_in(struct pollfd *fds, nfds_t n, int timeout, const sigset_t
 
 /* Cancellation points, as the kernel's calls are; a cancellation acts at the start or in the
  * sleep only (wait.c, "Cancellation") */
-static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
+static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask, void *extra)
 {
     int cancel = psp_cancel_entry();
-    int r = poll_any_in(fds, n, timeout, mask);
+    int r = poll_any_in(fds, n, timeout, mask, extra);
     psp_cancel_on(cancel);
     return r;
 }
@@ -397,7 +443,7 @@ static int poll_any(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *m
  * descriptors may hold connections), as a cancellation point */
 static bool pass_counted(bool may_sleep)
 {
-    return may_sleep && nregs;
+    return may_sleep && PEEK(nregs);
 }
 
 /* The kernel's poll (plain) or ppoll, counted as a sleeper */
@@ -426,10 +472,12 @@ static int select_pass(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval
 
 static bool has_conn(const struct pollfd *fds, nfds_t n)
 {
-    if (!psp.nconns) return false;
+    if (!__atomic_load_n(&psp.nconns, __ATOMIC_RELAXED)) return false;
     for (nfds_t i = 0; i < n; i++) {
-        struct conn *c = psp_conn_of(fds[i].fd);
-        if (c && c->st != CS_TCP) return true; /* an orphan is switched first */
+        struct conn *c = fdt_find(fds[i].fd);
+        bool ours = c && c->st != CS_TCP; /* an orphan is switched first */
+        fdt_unfind(c);
+        if (ours) return true;
     }
     return false;
 }
@@ -441,7 +489,7 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
         struct timespec ts = {timeout / 1000, (timeout % 1000) * 1000000L};
         return poll_pass(fds, n, timeout < 0 ? NULL : &ts, NULL, true);
     }
-    return poll_any(fds, n, timeout, NULL);
+    return poll_any(fds, n, timeout, NULL, NULL);
 }
 
 int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len);
@@ -458,7 +506,7 @@ int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_
         return poll_pass(fds, n, ts, mask, false);
     }
     int t = ts ? (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000) : -1;
-    return poll_any(fds, n, t, mask);
+    return poll_any(fds, n, t, mask, NULL);
 }
 
 int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
@@ -470,9 +518,11 @@ int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const s
     return ppoll(fds, n, ts, mask);
 }
 
-/* select and pselect as poll: only when a set holds an accelerated connection */
+/* select and pselect as poll: only when a set holds an accelerated connection (a pending
+ * cancellation acts before anything is allocated) */
 static int select_any(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout, const sigset_t *m)
 {
+    psp_testcancel();
     struct pollfd *p = calloc((size_t)nfds, sizeof *p);
     if (!p) {
         errno = ENOMEM;
@@ -486,7 +536,7 @@ static int select_any(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout, co
         if (x && FD_ISSET(fd, x)) ev |= POLLPRI;
         if (ev) p[n++] = (struct pollfd){.fd = fd, .events = ev};
     }
-    int rc = poll_any(p, n, timeout, m);
+    int rc = poll_any(p, n, timeout, m, p); /* (p is freed if the thread is cancelled there) */
     if (rc >= 0) {
         if (r) FD_ZERO(r);
         if (w) FD_ZERO(w);
@@ -519,11 +569,13 @@ static int select_any(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout, co
 
 static bool sets_have_conn(int nfds, fd_set *r, fd_set *w, fd_set *x)
 {
-    if (!psp.nconns) return false;
+    if (!__atomic_load_n(&psp.nconns, __ATOMIC_RELAXED)) return false;
     for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
         if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) {
-            struct conn *c = psp_conn_of(fd);
-            if (c && c->st != CS_TCP) return true;
+            struct conn *c = fdt_find(fd);
+            bool ours = c && c->st != CS_TCP;
+            fdt_unfind(c);
+            if (ours) return true;
         }
     return false;
 }
@@ -565,7 +617,7 @@ static int bells(struct conn *c)
     int a = psp_hide(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     int b = a < 0 ? -1 : psp_hide(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (b < 0) {
-        if (a >= 0) real.close(a);
+        fdt_close_hidden(a);
         return -1;
     }
     c->bell_in = a;
@@ -602,7 +654,8 @@ static void bells_later(struct conn *c)
         bells_update(c);
         return;
     }
-    later[nlater++] = c;
+    later[nlater] = c;
+    SET(nlater, nlater + 1);
     c->bells_later = true;
 }
 
@@ -612,17 +665,23 @@ static void bells_due(void)
         later[i]->bells_later = false;
         bells_update(later[i]);
     }
-    nlater = 0;
+    SET(nlater, 0);
 }
 
 void bells_forget(struct conn *c)
 {
     for (unsigned i = 0; c->lazy && i < nlazy; i++)
-        if (lazy[i] == c) lazy[i--] = lazy[--nlazy];
+        if (lazy[i] == c) {
+            SET(nlazy, nlazy - 1);
+            lazy[i--] = lazy[nlazy];
+        }
     c->lazy = c->lazy_armed = false;
     if (!c->bells_later) return;
     for (unsigned i = 0; i < nlater; i++)
-        if (later[i] == c) later[i--] = later[--nlater];
+        if (later[i] == c) {
+            SET(nlater, nlater - 1);
+            later[i--] = later[nlater];
+        }
     c->bells_later = false;
 }
 
@@ -670,7 +729,8 @@ static bool lazy_add(struct conn *c)
         lazy = v;
         caplazy = cap;
     }
-    lazy[nlazy++] = c;
+    lazy[nlazy] = c;
+    SET(nlazy, nlazy + 1);
     c->lazy = true;
     c->lazy_seen = rdp_now_ns();
     return true;
@@ -691,7 +751,8 @@ static void lazy_flush(void)
         bells_set(c, true);
         if (now - c->lazy_seen > LAZY_IDLE_NS) {
             c->lazy = c->lazy_armed = false;
-            lazy[i--] = lazy[--nlazy];
+            SET(nlazy, nlazy - 1);
+            lazy[i--] = lazy[nlazy];
         }
     }
 }
@@ -741,7 +802,8 @@ static int lazy_scan(int epfd, struct epoll_event *ev, int max, unsigned *mine)
         if (!lazy_ok(lazy[i])) {
             struct conn *c = lazy[i];
             c->lazy = c->lazy_armed = false;
-            lazy[i--] = lazy[--nlazy];
+            SET(nlazy, nlazy - 1);
+            lazy[i--] = lazy[nlazy];
             bells_set(c, true);
         }
     int k = 0;
@@ -1009,7 +1071,7 @@ static struct epreg *reg_new(struct conn *c, int epfd, int fd, const struct epol
 static void reg_add(struct conn *c, struct epreg *r)
 {
     regs[r->idx] = r;
-    if (r->idx == nregs) nregs++;
+    if (r->idx == nregs) SET(nregs, nregs + 1);
     c->regs = r;
 }
 
@@ -1043,12 +1105,26 @@ static int kern_ctl(struct conn *c, int epfd, int op, int fd, struct epoll_event
     return 0;
 }
 
+static int ep_ctl(struct conn *c, int epfd, int op, int fd, struct epoll_event *ev);
+
+/* Not a cancellation point; what it does runs with cancellation disabled (the claim asks
+ * psid, and psp.lock is taken). */
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-    struct conn *c = psp_conn_of(fd);
-    if (c && (c->st == CS_ACCEPTED || c->st == CS_ORPHAN)) conn_claim(c);
-    if (c) conn_settle(c);
-    if (!c || c->st == CS_TCP || c->st == CS_ORPHAN) return real.epoll_ctl(epfd, op, fd, ev);
+    struct conn *c = fdt_get(fd);
+    if (!c) return real.epoll_ctl(epfd, op, fd, ev);
+    int cancel = psp_cancel_off();
+    int r = ep_ctl(c, epfd, op, fd, ev);
+    psp_cancel_on(cancel);
+    fdt_put(c);
+    return r;
+}
+
+static int ep_ctl(struct conn *c, int epfd, int op, int fd, struct epoll_event *ev)
+{
+    if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
+    conn_settle(c);
+    if (c->st == CS_TCP || c->st == CS_ORPHAN) return real.epoll_ctl(epfd, op, fd, ev);
     if (psp_is_hidden(epfd)) {
         errno = EBADF;
         return -1;
@@ -1209,22 +1285,25 @@ static int ep_wait_in(int epfd, struct epoll_event *ev, int max, int timeout, co
                       bool pwait)
 {
     real_ready();
-    if (nlater) { /* what a doorbell reported and the program left unread rings its bell */
+    if (PEEK(nlater)) { /* what a doorbell reported and the program left unread rings its bell */
         pthread_mutex_lock(&psp.lock);
         bells_due();
         pthread_mutex_unlock(&psp.lock);
     }
     uint64_t deadline = timeout > 0 ? now_ms() + (uint64_t)timeout : 0;
-    uint64_t busy = nregs ? psp_busy_until() : 0; /* PSP_BUSY_POLL */
+    uint64_t busy = PEEK(nregs) ? psp_busy_until() : 0; /* PSP_BUSY_POLL */
     for (;;) {
         int wait = timeout;
         if (busy && wait && rdp_now_ns() < busy) wait = 0;
         /* the lazy connections first: what they have is reported without a doorbell, with
          * the kernel's events that are there; a wait that finds none there arms them all,
          * and one that may sleep is counted */
-        bool sleeper = false;
-        if (nlazy || (wait && nregs)) {
+        bool sleeper = false, in_set = false;
+        if (PEEK(nlazy) || (wait && (PEEK(nregs) || PEEK(nrdp_sets)))) {
             pthread_mutex_lock(&psp.lock);
+            /* a thread that will sleep on the RDP socket takes its datagrams (not when it
+             * only looks: the progress thread keeps listening meanwhile) */
+            in_set = wait && nrdp_sets && set_has_rdp(epfd);
             unsigned mine = 0;
             int k = nlazy && max > 0 ? lazy_scan(epfd, ev, max, &mine) : 0;
             if (!k && wait && nlazy && max > 0) k = lazy_spin(epfd, ev, max, mine);
@@ -1241,10 +1320,7 @@ static int ep_wait_in(int epfd, struct epoll_event *ev, int max, int timeout, co
                 return ep_events(ev, k, n > 0 ? n : 0);
             }
         }
-        /* a thread that will sleep on the RDP socket takes its datagrams (not when it
-         * only looks: the progress thread keeps listening meanwhile) */
-        bool mine = wait && nrdp_sets && set_has_rdp(epfd);
-        mine = mine && psp_poller_enter();
+        bool mine = in_set && psp_poller_enter();
         struct poll_sleep ps = {.entered = mine, .sleeper = sleeper};
         int n = sleep_epoll(&ps, epfd, ev, max, wait, m, pwait);
         if (mine) {
@@ -1253,7 +1329,7 @@ static int ep_wait_in(int epfd, struct epoll_event *ev, int max, int timeout, co
             errno = e;
         }
         sleep_leave(sleeper);
-        if (n < 0 || (n == 0 && wait == timeout) || !nregs) return n;
+        if (n < 0 || (n == 0 && wait == timeout) || !PEEK(nregs)) return n;
         int k = ep_events(ev, 0, n);
         if (k || timeout == 0) return k;
         if (timeout > 0) {

@@ -7,7 +7,9 @@
  * wait for another node's psid and must not stop the progress thread meanwhile.
  *
  * Modules: real.c (the C library's functions under ours), state.c (the endpoint, the
- * progress thread, fork, exit, statistics), negotiate.c (the requests to psid), conn.c (a
+ * progress thread, fork, exit, statistics), fdtable.c (what each descriptor number is to us:
+ * the program's connections, references to them, our own hidden descriptors, per-thread
+ * state), negotiate.c (the requests to psid), conn.c (a
  * connection: buffers, credit, messages from RDP), wait.c (blocking and waking), and the
  * wrappers: sock.c (socket calls), io.c (reads and writes), poll.c (poll, select, epoll),
  * exec.c (the exec family), shm.c (the same-node path: a shared-memory channel).
@@ -64,6 +66,7 @@ struct psp_real {
     int (*epoll_wait)(int, struct epoll_event *, int, int);
     int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
     pid_t (*fork)(void);
+    long (*syscall)(long, ...);
 };
 extern struct psp_real real;
 void real_init(void);
@@ -128,11 +131,12 @@ struct epreg;    /* poll.c: one registration of the connection in an epoll set *
 struct shm_chan; /* shm.c: a same-node channel */
 
 struct conn {
-    int kfd;  /* our own descriptor of the kernel socket (hidden): the guard */
-    int nfds; /* the program's descriptors of it */
-    enum conn_state st;
-    uint32_t peer; /* RDP_PEER(node, endpoint) of the other process */
-    uint32_t id;   /* the connector's id */
+    int kfd;                    /* our own descriptor of the kernel socket (hidden): the guard */
+    int nfds;                   /* the program's descriptors of it */
+    _Atomic enum conn_state st; /* written under psp.lock; read without it in the wrappers
+                                 * (a look, checked again under it) */
+    uint32_t peer;              /* RDP_PEER(node, endpoint) of the other process */
+    uint32_t id;                /* the connector's id */
     bool connector;
     /* receive side */
     struct chunk *rxq, **rxq_tail;
@@ -210,7 +214,6 @@ struct conn {
     bool xns;             /* to an address of no cluster node: maybe another network
                            * namespace of this machine, served by our psid (psid decides) */
     size_t hold_max;      /* bytes that may be held (the window) */
-    int users;            /* threads inside a call on it without psp.lock (waits, spins) */
     int shm_slot;         /* a hidden descriptor kept for the doorbell, or -1 */
     bool bells_later;     /* poll.c: its bells are brought up to date at the next epoll wait */
     bool lazy;            /* poll.c: in the lazy list (not armed: the epoll waits look) */
@@ -221,6 +224,13 @@ struct conn {
     uint64_t doubt_at; /* in doubt since (RDP stalled, or psid lost the node); 0: not */
     bool ka_mine;      /* our keepalive probes are on the kernel socket; the program's ... */
     int ka[4];         /* ... SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT, kept here */
+    /* Last, and atomic: what a lookup racing with the destroy may touch (fdtable.c), which
+     * conn_new does not clear nor ASan builds poison. refs: calls of the program inside it,
+     * and holders of ours that let psp.lock go (waits, spins, a negotiation). */
+    int refs;
+    bool doomed; /* ended (destroy): its memory goes with the last reference (conn_release) */
+    bool freed;  /* in fdtable.c's free list, linked by free_next */
+    struct conn *free_next;
 };
 
 /* --- state.c --- */
@@ -248,7 +258,7 @@ struct psp {
     int epfd, timerfd, wakefd; /* the progress thread's */
     int deaf_tfd;              /* the progress thread's: when to listen to RDP again */
     uint64_t armed;            /* the timer's deadline; UINT64_MAX: not armed */
-    struct conn **byfd;        /* the program's descriptor -> connection */
+    struct conn **byfd;        /* descriptor -> connection, or a mark (fdtable.c) */
     int nbyfd;
     bool *listener;     /* the program's descriptor -> registered listener */
     struct conn **hash; /* (peer, id, connector) -> connection */
@@ -299,9 +309,11 @@ bool psp_ready(void);
 /* The endpoint (RDP socket, psid registration, progress thread), opened on first need.
  * 0, or -1 (the reason is counted by the caller as PSP_R_ERROR). Under psp.lock. */
 int psp_endpoint(void);
-/* The connection of the program's descriptor fd, or NULL (under psp.lock). */
+/* The connection of the program's descriptor fd, or NULL: no reference taken (under
+ * psp.lock, or only to ask whether there is one). */
 struct conn *psp_conn_of(int fd);
-/* Move a hidden descriptor to psp.hidden_base or above, close-on-exec; -1 on error. */
+/* Move a new descriptor of ours to psp.hidden_base or above, close-on-exec, and mark it
+ * hidden (fdt_hide); -1 on error. */
 int psp_hide(int fd);
 /* Whether fd is one of ours (the program must not close or replace it). */
 bool psp_is_hidden(int fd);
@@ -328,6 +340,61 @@ void psp_print_stats(void); /* PSP_STATS: at exit, and before exec (the image en
 /* PSP_RULES: whether a destination may be accelerated. */
 bool psp_rules_allow(const struct sockaddr *sa);
 
+/* --- fdtable.c: the descriptor table (see its comment) --- */
+#define FDT_HIDDEN  ((struct conn *)1) /* one of our own descriptors */
+#define FDT_THREAD  ((struct conn *)2) /* ... a thread's wake-up eventfd */
+#define FDT_CLOSING ((struct conn *)3) /* the program's close of a connection is under way */
+static inline bool fdt_is_conn(const struct conn *c)
+{
+    return (uintptr_t)c > 3;
+}
+/* fd's connection with a reference, or NULL; a wrapper's (dropped by fdt_put, or when a
+ * cancellation acts in a sleep: fdt_release_held) */
+struct conn *fdt_get(int fd);
+void fdt_put(struct conn *c);  /* drop it (NULL: nothing); not under psp.lock */
+void fdt_release_held(void);   /* the thread's fdt_get references (cancelled) */
+void fdt_hold(struct conn *c); /* a reference taken otherwise held as fdt_get's */
+/* The connection the calling thread keeps a reference on (the last it used): fdt_get of
+ * its descriptor counts nothing, fdt_put of it does nothing */
+extern __thread struct conn *fdt_kept;
+extern __thread int fdt_nheld;       /* how many wrapper references the thread holds besides */
+struct conn *fdt_find(int fd);       /* a reference its taker drops itself (fdt_unfind) */
+void fdt_unfind(struct conn *c);     /* not under psp.lock */
+void fdt_put_locked(struct conn *c); /* ... under psp.lock */
+void fdt_ref(struct conn *c);        /* one more, on a connection held or under psp.lock */
+struct conn *fdt_conn_alloc(void);   /* conn_new's memory (under psp.lock) */
+void fdt_conn_free(struct conn *c);  /* destroy's (under psp.lock) */
+void fdt_attach(int fd, struct conn *c);
+void fdt_clear(int fd, struct conn *was); /* fd's slot empty, if it still holds was */
+/* The program closes fd (close, dup2 onto it, close_range): its connection's record of it
+ * goes first (conn_detach, the slot FDT_CLOSING), then the kernel's close, then
+ * fdt_close_end. Whether fd was a connection's. Not under psp.lock. */
+bool fdt_close_begin(int fd);
+void fdt_close_end(int fd);
+void fdt_wait_closed(int fd); /* until another thread's close of fd is over */
+bool fdt_hidden(int fd);
+int fdt_hide(int fd);          /* moved to psp.hidden_base or above, and marked */
+int fdt_hidden_dup(int fd);    /* a hidden duplicate of fd, or -1 */
+int fdt_mark_hidden(int fd);   /* fd (placed already) marked */
+void fdt_unmark(int fd);       /* no longer ours (not closed) */
+void fdt_close_hidden(int fd); /* unmarked, then closed */
+int fdt_top(void);             /* one above the highest number ever marked */
+void fdt_note(int fd);         /* fd is something of ours outside the table (a listener) */
+/* The calling thread's wake-up eventfd (hidden, efd) is closed when the thread ends. */
+int fdt_thread_fd(int efd);
+void fdt_thread_enter(void); /* the lock checker looks at this thread when it ends */
+void fdt_fork_child(void);
+void psp_unwinding(void); /* a cancellation unwinds the stack (for ASan builds) */
+/* PSP_LOCK_CHECK builds (the ASan tree): a thread that ends holding psp.lock or psi_lock
+ * (a cancellation that acted under it) aborts the process with a message. */
+#ifdef PSP_LOCK_CHECK
+void lock_check_thread_end(void);
+#else
+static inline void lock_check_thread_end(void)
+{
+}
+#endif
+
 /* --- negotiate.c (psi_lock taken inside; never call with psp.lock held) --- */
 int neg_open(int udp_fd, bool shm_only, uint32_t *node, uint16_t *ep);
 int neg_listen(int fd);
@@ -337,6 +404,8 @@ int neg_listen(int fd);
  * connector goes TCP at once with the reason `limit`. 0 or an errno value. */
 int neg_decline_limit(int fd);
 int neg_decline(int fd);
+/* An accepted socket we cannot take (no descriptor left): its connector goes TCP at once. */
+void neg_refuse(int fd);
 void neg_unlisten(uint16_t port);
 void neg_poke(uint32_t pid); /* PSM_PL_POKE: no reply */
 /* PSM_PL_CONNECT: 0 pending, or an errno value (TCP); *why set to a reason. same: 1 the
@@ -373,6 +442,8 @@ int neg_node_of(const struct sockaddr *sa, uint32_t *node);
 struct conn *conn_new(int kfd, enum conn_state st);
 void conn_attach(struct conn *c, int fd); /* the program's descriptor fd refers to c */
 void conn_detach(int fd);                 /* the program closed fd */
+/* Destroy c if it is doomed and nobody holds it any more (fdt_put's last reference). */
+void conn_release(struct conn *c);
 int conn_set_peer(struct conn *c, const struct neg_peer *p);
 void conn_outcome(uint32_t conn_id, int err, const struct neg_peer *p);
 /* The answer to an acceptor's claim (PSM_PL_ACCEPTED): its tag, and the peer or an errno
@@ -537,7 +608,6 @@ void fork_child(void);
 int fork_ask_switch(struct conn *c);
 /* the progress thread: a child's channel is readable */
 void fork_kid_ready(int fd);
-bool fork_is_hidden(int fd);
 
 /* --- signals.c --- */
 void signals_init(void);
@@ -560,13 +630,22 @@ void wait_direct_end(void);
  * psp_cancel_on(what it returned), which keeps errno; its sleeps are cancellation points,
  * as the program's thread allowed on entry, with a handler that undoes what the sleep set
  * up. The sleeping call must sit in a function of its own (the handler's frame is a setjmp). */
-int psp_cancel_entry(void);
+int psp_cancel_entry(void); /* psp_testcancel, then psp_cancel_off */
+void psp_testcancel(void);  /* a pending cancellation acts here (hold nothing then) */
 int psp_cancel_off(void);
 void psp_cancel_on(int state);
 int psp_cancel_prog(void);
+/* A cancellation in the sleep runs handler(arg), then drops the wrapper's references
+ * (fdt_release_held) */
+struct psp_cleanup {
+    void (*fn)(void *);
+    void *arg;
+};
+void psp_sleep_cancelled(void *cleanup);
 #define PSP_SLEEP_IN(handler, arg, call)                                                           \
     do {                                                                                           \
-        pthread_cleanup_push(handler, (arg));                                                      \
+        struct psp_cleanup psp_cl_ = {(handler), (arg)};                                           \
+        pthread_cleanup_push(psp_sleep_cancelled, &psp_cl_);                                       \
         if (psp_cancel_prog() == PTHREAD_CANCEL_ENABLE)                                            \
             pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);                                   \
         call;                                                                                      \
@@ -584,7 +663,9 @@ void waiters_del(struct conn **cs, int n, struct waiter *w);
 /* --- poll.c --- */
 void epoll_conn_gone(struct conn *c);
 void epoll_fork_child(void);     /* a fork's child: no thread of its own sleeps in a wait */
-void epoll_set_closed(int epfd); /* the program closed a descriptor: if an epoll set, forget it */
+void epoll_set_closed(int epfd); /* the program closes a descriptor: if an epoll set, forget it */
+void epoll_sets_closed(unsigned first, unsigned last); /* ... every one in [first, last] */
+bool epoll_sets_held(void); /* whether the program has epoll sets holding connections */
 void epoll_fd_closed(struct conn *c, int fd); /* the program closed fd: its registrations go */
 void epoll_conn_to_tcp(struct conn *c);
 void epoll_conn_to_shm(struct conn *c); /* its doorbell joins the sets it is in */

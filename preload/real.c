@@ -60,6 +60,7 @@ void real_init(void)
     REAL(epoll_wait);
     REAL(epoll_pwait);
     REAL(fork);
+    REAL(syscall);
     REAL(write);
     REAL(read); /* last: the mark that the table is complete */
 }

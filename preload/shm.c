@@ -141,7 +141,7 @@ void shm_refuse(const int fds[2], bool connector, bool rst)
 
 int shm_reserve(int any)
 {
-    return real.fcntl(any, F_DUPFD_CLOEXEC, psp.hidden_base);
+    return fdt_hidden_dup(any);
 }
 
 int shm_attach(struct conn *c, bool connector, uint32_t ring, const int fds[2])
@@ -171,7 +171,10 @@ int shm_attach(struct conn *c, bool connector, uint32_t ring, const int fds[2])
         if (m != MAP_FAILED) munmap(m, len);
         free(s);
         real.close(fds[0]);
-        real.close(bell >= 0 ? bell : fds[1]);
+        if (bell >= 0)
+            fdt_close_hidden(bell);
+        else
+            real.close(fds[1]);
         psp_in--;
         c->shm = NULL;
         c->st = CS_SHM;
@@ -480,7 +483,7 @@ bool shm_spin(struct conn *c, bool data)
     if (!s || !s->spin.ns) return false;
     unsigned budget = spin_budget(&s->spin);
     s->pins++;
-    c->users++; /* c and s stay while we spin (conn_timers, shm_free) */
+    fdt_ref(c); /* c and s stay while we spin (conn_timers, shm_free) */
     pthread_mutex_unlock(&psp.lock);
     uint64_t t0 = rdp_now_ns(), end = t0 + budget;
     bool ok = false;
@@ -493,14 +496,15 @@ bool shm_spin(struct conn *c, bool data)
         if ((i & 63) == 63 && rdp_now_ns() >= end) break;
     }
     pthread_mutex_lock(&psp.lock);
-    c->users--;
     s->pins--;
     if (s->dead) { /* closed meanwhile */
         if (!s->pins) unmap(s);
-        return true;
+        ok = true;
+    } else {
+        spin_adapt(&s->spin, budget, ok);
+        if (ok) shm_sync(c);
     }
-    spin_adapt(&s->spin, budget, ok);
-    if (ok) shm_sync(c);
+    fdt_put_locked(c); /* (the caller holds one too) */
     return ok;
 }
 
@@ -514,9 +518,7 @@ void shm_free(struct conn *c)
     c->shm = NULL;
     c->rx_bytes = c->credit = 0; /* a call still inside sees the end */
     c->rx_fin = true;
-    psp_in++;
-    real.close(s->bell);
-    psp_in--;
+    fdt_close_hidden(s->bell);
     s->bell = -1;
     if (s->pins)
         s->dead = true;

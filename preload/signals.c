@@ -16,7 +16,11 @@
 static bool no_restart[NSIG];
 static int count;
 
-static void note(int sig, void (*h)(int), int flags)
+/* Not instrumented by ThreadSanitizer (make tsan): its runtime installs its handlers through
+ * the next sigaction, ours, before it can run instrumented code. */
+#define NO_TSAN __attribute__((no_sanitize_thread))
+
+NO_TSAN static void note(int sig, void (*h)(int), int flags)
 {
     if (sig <= 0 || sig >= NSIG) return;
     bool nr = h != SIG_DFL && h != SIG_IGN && !(flags & SA_RESTART);
@@ -39,7 +43,7 @@ bool signals_all_restart(void)
     return __atomic_load_n(&count, __ATOMIC_RELAXED) == 0;
 }
 
-int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+NO_TSAN int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     static int (*next)(int, const struct sigaction *, struct sigaction *);
     if (!next) next = (__typeof__(next))dlsym(RTLD_NEXT, "sigaction");
@@ -48,7 +52,7 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
     return r;
 }
 
-sighandler_t signal(int sig, sighandler_t h)
+NO_TSAN sighandler_t signal(int sig, sighandler_t h)
 {
     static sighandler_t (*next)(int, sighandler_t);
     if (!next) next = (__typeof__(next))dlsym(RTLD_NEXT, "signal");
@@ -57,7 +61,7 @@ sighandler_t signal(int sig, sighandler_t h)
     return r;
 }
 
-sighandler_t sysv_signal(int sig, sighandler_t h)
+NO_TSAN sighandler_t sysv_signal(int sig, sighandler_t h)
 {
     static sighandler_t (*next)(int, sighandler_t);
     if (!next) next = (__typeof__(next))dlsym(RTLD_NEXT, "sysv_signal");
@@ -66,7 +70,7 @@ sighandler_t sysv_signal(int sig, sighandler_t h)
     return r;
 }
 
-sighandler_t sigset(int sig, sighandler_t h)
+NO_TSAN sighandler_t sigset(int sig, sighandler_t h)
 {
     static sighandler_t (*next)(int, sighandler_t);
     if (!next) next = (__typeof__(next))dlsym(RTLD_NEXT, "sigset");

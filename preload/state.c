@@ -11,8 +11,9 @@
  *    connection, a wake-up eventfd and every accelerated connection's kernel socket (the
  *    guard: its EOF or reset is how a crashed peer process shows). It runs rdp_process, so
  *    acknowledgements and retransmissions go on while the program computes.
- *  - Our descriptors are "hidden": moved to psp.hidden_base or above, close-on-exec; the
- *    program cannot close or replace them (close gives EBADF, dup2 onto one moves ours).
+ *  - Our descriptors are "hidden": moved to psp.hidden_base or above, close-on-exec, and
+ *    marked in the descriptor table (fdtable.c); the program cannot close or replace them
+ *    (close gives EBADF, dup2 onto one EBUSY, close_range and closefrom skip them).
  *  - Exit: connections the program left open are closed as the kernel would (CLOSE to the
  *    peer), and the process waits, at most PSP_EXIT_WAIT_MS, until RDP has delivered what
  *    it queued, since unlike the kernel's socket buffers ours end with the process.
@@ -230,8 +231,7 @@ void psp_print_stats(void)
             if (i != RDP_DROP_DUPLICATE) dropped += rs.drops[i]; /* duplicates are normal */
         bad_mac = rs.drops[RDP_DROP_MAC];
     }
-    pthread_mutex_unlock(&psp.lock);
-    char line[800];
+    char line[800]; /* (the counters as of one moment: under the lock) */
     int n = snprintf(
         line, sizeof line,
         "pspreload: pid=%d accelerated=%llu tcp=%llu not_cluster=%llu "
@@ -260,6 +260,7 @@ void psp_print_stats(void)
         (unsigned long long)psp.shm_tx_msgs, (unsigned long long)retrans,
         (unsigned long long)__atomic_load_n(&psp.shm_bells, __ATOMIC_RELAXED),
         (unsigned long long)psp.rdp_sleeps);
+    pthread_mutex_unlock(&psp.lock);
     if (n <= 0) return;
     if (!strcmp(psp.stats, "1")) {
         (void)!real.write(2, line, (size_t)n);
@@ -299,8 +300,8 @@ static void exit_wait(bool may_block)
     exited = true;
     if (psp.rdp) {
         if (!exit_lock(may_block)) return;
-        for (int fd = 0; fd < psp.nbyfd; fd++)
-            if (psp.byfd[fd]) conn_detach(fd);
+        for (int fd = 0, top = fdt_top(); fd < top; fd++)
+            if (psp_conn_of(fd)) conn_detach(fd);
         for (struct conn *c = psp.all; c; c = c->lnext)
             if ((c->st == CS_CONNECTING || c->st == CS_PLAIN) && !c->counted) {
                 /* it ends before its negotiation, or its answer */
@@ -394,26 +395,12 @@ __attribute__((constructor)) static void psp_ctor(void)
 
 int psp_hide(int fd)
 {
-    if (fd < 0 || fd >= psp.hidden_base) return fd;
-    int h = real.fcntl(fd, F_DUPFD_CLOEXEC, psp.hidden_base);
-    int e = errno;
-    real.close(fd);
-    errno = e;
-    return h;
+    return fdt_hide(fd);
 }
 
 bool psp_is_hidden(int fd)
 {
-    if (!psp.inited || fd < psp.hidden_base) return false;
-    if (fd == psp.epfd || fd == psp.timerfd || fd == psp.wakefd || fd == psp.deaf_tfd ||
-        fd == psp.kick_fd)
-        return true;
-    if (psp.psi_open && fd == psi_fd(&psp.psi)) return true;
-    if (psp.rdp && fd == rdp_fd(psp.rdp)) return true;
-    if (fork_is_hidden(fd)) return true;
-    for (struct conn *c = psp.all; c; c = c->lnext)
-        if (c->kfd == fd || c->bell_in == fd || c->bell_out == fd || c->bell_hup == fd) return true;
-    return false;
+    return psp.inited && fdt_hidden(fd);
 }
 
 bool psp_ready(void)
@@ -454,7 +441,8 @@ struct conn *psp_conn_of(int fd)
         real_ready(); /* the caller's next step is real.X */
         return NULL;
     }
-    return __atomic_load_n(&psp.byfd[fd], __ATOMIC_ACQUIRE);
+    struct conn *c = __atomic_load_n(&psp.byfd[fd], __ATOMIC_ACQUIRE);
+    return fdt_is_conn(c) ? c : NULL;
 }
 
 /* A program thread about to wait on the RDP socket itself (wait.c, poll.c): the progress
@@ -619,6 +607,7 @@ static void *progress(void *arg)
     struct epoll_event ev[64];
     for (;;) {
         int n = real.epoll_wait(psp.epfd, ev, 64, -1);
+        if (n < 0 && errno == EBADF) return NULL; /* a raw close_range took our descriptors */
         if (n < 0) continue;
         /* datagrams alone, while a program thread waits on the socket itself: its to take */
         if (n == 1 && ev[0].data.u64 == TAG_RDP &&
@@ -714,14 +703,18 @@ int psp_endpoint(void)
                                .undeliverable = conn_rdp_undeliverable,
                                .can_send = conn_rdp_can_send,
                                .stalled = alive_stalled};
+    psp_in++; /* (its socket call is ours: no record of the table's to look at, under the lock) */
     rdp_t *r = rdp_open(&cfg, &cb);
+    psp_in--;
     bool shm_only = false;
     if (!r && errno == EADDRNOTAVAIL) {
         /* a network namespace without the node's address (a container on this node, its
          * programs psid's clients through the socket's path): same-node connections only */
         memset(&cfg.bind, 0, sizeof cfg.bind);
         cfg.bind.ss_family = psp.node_addr.ss_family;
+        psp_in++;
         r = rdp_open(&cfg, &cb);
+        psp_in--;
         shm_only = r != NULL;
     }
     if (!r) goto out;
@@ -729,6 +722,7 @@ int psp_endpoint(void)
     int moved = rdp_move_fd(r, psp.hidden_base);
     psp_in--;
     if (moved < 0) goto fail;
+    fdt_mark_hidden(rdp_fd(r));
     uint32_t node;
     uint16_t ep;
     pthread_mutex_unlock(&psp.lock);
@@ -771,6 +765,7 @@ int psp_endpoint(void)
     ret = 0;
     goto out;
 fail:
+    fdt_unmark(rdp_fd(r));
     psp_in++;
     rdp_close(r);
     psp_in--;
@@ -808,17 +803,18 @@ static void atfork_child(void)
         fork_child();
         conn_fork_child();
         epoll_fork_child();
+        fdt_fork_child();
         if (psp.rdp) {
             /* the socket is shared with the parent: close our copy, never read it */
-            real.close(rdp_fd(psp.rdp));
+            fdt_close_hidden(rdp_fd(psp.rdp));
             psp.rdp = NULL; /* its memory is the parent's copy: leak it */
         }
-        if (psp.epfd >= 0) real.close(psp.epfd);
-        if (psp.timerfd >= 0) real.close(psp.timerfd);
-        if (psp.wakefd >= 0) real.close(psp.wakefd);
-        if (psp.deaf_tfd >= 0) real.close(psp.deaf_tfd);
+        fdt_close_hidden(psp.epfd);
+        fdt_close_hidden(psp.timerfd);
+        fdt_close_hidden(psp.wakefd);
+        fdt_close_hidden(psp.deaf_tfd);
         psp.epfd = psp.timerfd = psp.wakefd = psp.deaf_tfd = -1;
-        if (psp.kick_fd >= 0) real.close(psp.kick_fd);
+        fdt_close_hidden(psp.kick_fd);
         psp.kick_fd = -1;
         /* the parent's threads that waited are not ours: none waits, none is listened for */
         psp.app_pollers = 0;
@@ -832,7 +828,7 @@ static void atfork_child(void)
         psp.shm_conns = psp.shm_tx = psp.shm_rx = psp.shm_tx_msgs = psp.shm_bells = 0;
         memset(psp.stats_tcp, 0, sizeof psp.stats_tcp);
         if (psp.psi_open) { /* the parent's: the child opens its own when it needs one */
-            real.close(psi_fd(&psp.psi));
+            fdt_close_hidden(psi_fd(&psp.psi));
             psp.psi.fd = -1;
             psp.psi_open = false;
         }

@@ -43,10 +43,12 @@ static __thread bool woke_self;
  * on top of that read and waits itself (a read in a handler) finds them here */
 static __thread struct waiter *direct_mine;
 
+/* Made at the thread's first wait, closed when the thread ends (fdtable.c: a thread key's
+ * destructor); a fork's child makes its own. */
 int wait_fd(void)
 {
     if (my_efd >= 0 && my_pid == psp.pid) return my_efd;
-    my_efd = psp_hide(eventfd(0, EFD_CLOEXEC)); /* a fork's child makes its own */
+    my_efd = fdt_thread_fd(psp_hide(eventfd(0, EFD_CLOEXEC)));
     my_pid = psp.pid;
     return my_efd;
 }
@@ -131,14 +133,36 @@ static __thread int cancel_depth, cancel_prog;
 int psp_cancel_off(void)
 {
     int s;
+#ifdef PSP_LOCK_CHECK
+    fdt_thread_enter(); /* the checker looks at this thread when it ends */
+#endif
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &s);
     if (!cancel_depth++) cancel_prog = s;
     return s;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+static void unwinding(void *arg)
+{
+    (void)arg;
+    psp_unwinding();
+}
+#endif
+
+void psp_testcancel(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    pthread_cleanup_push(unwinding, NULL);
+    pthread_testcancel();
+    pthread_cleanup_pop(0);
+#else
+    pthread_testcancel();
+#endif
+}
+
 int psp_cancel_entry(void)
 {
-    pthread_testcancel();
+    psp_testcancel();
     return psp_cancel_off();
 }
 
@@ -153,6 +177,14 @@ void psp_cancel_on(int state)
 int psp_cancel_prog(void)
 {
     return cancel_depth ? cancel_prog : PTHREAD_CANCEL_DISABLE;
+}
+
+void psp_sleep_cancelled(void *cleanup)
+{
+    const struct psp_cleanup *cl = cleanup;
+    psp_unwinding();
+    if (cl->fn) cl->fn(cl->arg);
+    fdt_release_held();
 }
 
 struct wait_state {
@@ -182,8 +214,8 @@ static void wait_cancelled(void *arg)
     if (st->entered) psp_poller_leave(true);
     pthread_mutex_lock(&psp.lock);
     if (st->direct) direct_leave(st, -1);
-    for (int i = 0; i < st->n; i++) st->cs[i]->users--;
     waiters_del(st->cs, st->n, st->w);
+    for (int i = 0; i < st->n; i++) fdt_put_locked(st->cs[i]);
     pthread_mutex_unlock(&psp.lock);
 }
 
@@ -227,24 +259,28 @@ static int plain_wait(int fd, int timeout_ms, struct wait_state *st)
 /* Sleep on our eventfd, the RDP socket and the doorbells of cs[0..n) on the same-node path:
  * a datagram for us is taken by this thread, with no hop through the progress thread
  * (which leaves the socket to us meanwhile); a doorbell is emptied. */
-static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n, int kfd, short kev,
-                         struct wait_state *st)
+/* What progress_wait sleeps on, pf[0 .. 4+n): made under psp.lock (the connections'
+ * channels and states may change once it is let go). */
+static void progress_fds(struct pollfd *pf, int fd, struct conn **cs, int n, int kfd, short kev,
+                         bool outcome)
 {
-    bool entered = psp_poller_enter();
-    st->entered = entered;
-    struct pollfd pf[4 + n];
     pf[0] = (struct pollfd){.fd = fd, .events = POLLIN};
     pf[1] = (struct pollfd){.fd = psp.rdp ? rdp_fd(psp.rdp) : -1, .events = POLLIN};
     for (int i = 0; i < n; i++)
         pf[2 + i] = (struct pollfd){.fd = shm_bell(cs[i]), .events = POLLIN};
     /* a connection waiting for its outcome: psid's event is taken here too, without the
      * hop through the progress thread */
-    bool outcome = false;
-    for (int i = 0; i < n; i++) outcome |= cs[i]->st == CS_CONNECTING;
     pf[2 + n] =
         (struct pollfd){.fd = outcome && psp.psi_open ? psi_fd(&psp.psi) : -1, .events = POLLIN};
     /* a kernel socket: the TCP phase's bytes or room, or the peer's still to read there */
     pf[3 + n] = (struct pollfd){.fd = kfd, .events = kev};
+}
+
+static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n, struct pollfd *pf,
+                         struct wait_state *st)
+{
+    bool entered = psp_poller_enter();
+    st->entered = entered;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int r = -1, wait = timeout_ms;
@@ -420,24 +456,28 @@ int wait_conns_k(struct conn **cs, int n, int timeout_ms, int kfd, short kev)
     bool shm = false;
     for (int i = 0; i < n; i++) {
         shm |= cs[i]->shm != NULL;
-        cs[i]->users++; /* it stays while we sleep, closed or not */
+        fdt_ref(cs[i]); /* it stays while we sleep, closed or not */
     }
     int r;
     if (direct_enter(cs, n, w, timeout_ms, kfd)) {
         r = direct_wait(fd, &st);
     } else {
-        pthread_mutex_unlock(&psp.lock);
         bool negotiating = false;
         for (int i = 0; i < n; i++) negotiating |= cs[i]->st == CS_CONNECTING;
-        r = psp.rdp || shm || kfd >= 0 || negotiating
-                ? progress_wait(fd, timeout_ms, cs, n, kfd, kev, &st)
-                : plain_wait(fd, timeout_ms, &st);
+        bool progress = psp.rdp || shm || kfd >= 0 || negotiating;
+        struct pollfd pf[4 + n];
+        if (progress) progress_fds(pf, fd, cs, n, kfd, kev, negotiating);
+        pthread_mutex_unlock(&psp.lock);
+        r = progress ? progress_wait(fd, timeout_ms, cs, n, pf, &st)
+                     : plain_wait(fd, timeout_ms, &st);
         int e = errno;
         pthread_mutex_lock(&psp.lock);
         errno = e;
     }
-    for (int i = 0; i < n; i++) cs[i]->users--;
-    waiters_del(cs, n, w); /* (errno stays: neither it nor psp_cancel_on touch it) */
+    waiters_del(cs, n, w); /* (errno stays: neither this nor psp_cancel_on touch it) */
+    int e = errno;
+    for (int i = 0; i < n; i++) fdt_put_locked(cs[i]);
+    errno = e;
     psp_cancel_on(cancel);
     return r;
 }

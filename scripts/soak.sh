@@ -4,6 +4,7 @@
 #   - psid_busy for 60 s with every CPU saturated (make check runs it short);
 #   - preload_stop's stops of 60 s (make check stops for 6 s);
 #   - RDP's fault run with 10,000 messages;
+#   - the same-node epoll0 scenario 200 times under CPU load (make check runs it 20 times);
 #   - the suites of run-tests.sh's LONG list (the preload semantics suites over RDP and over
 #     shared memory, the demo, the spawn flood and the stress run: 30-100 s each), through
 #     run-tests.sh (ONLY=...), as many at a time as make check runs, each test counted;
@@ -60,6 +61,8 @@ echo "$out" | tail -8
 echo "$out" | awk '$1 == "tests" && NF == 6 && $5 == 0 && $4 > 0 { ok = 1 } END { exit !ok }'
 ok=$?
 result "rdp_delivery, 10,000 messages through faults" $((rc | ok))
+EPOLL0_RUNS=200 timeout 600 bash test/shell/preload_epoll0.sh | tail -3
+result "preload same-node epoll0, 200 runs under load" "${PIPESTATUS[0]}"
 
 # the suites make check leaves to soak (run-tests.sh's LONG)
 long=$(sed -n 's/^LONG=" \(.*\) "$/\1/p' scripts/run-tests.sh)

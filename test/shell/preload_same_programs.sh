@@ -314,7 +314,8 @@ while ! grep -q '^resume' "$CDIR/recv.out" && [ $(($(now_ms) - t0)) -lt $((STALL
     [ -z "$w1" ] && [ "$t" -ge 1000 ] && w1=$(last_wrote "$CDIR/send.out")
     # (kept only if the reader had not resumed when it was taken: it prints "resume" before
     # it reads again, and the start of our clock may lag the pause's under load)
-    if [ "$t" -ge $((STALL * 1000 - 1000)) ] && [ "$t" -lt $((STALL * 1000)) ]; then
+    # (the last 3 s of the stall: a sample under load may take most of a second)
+    if [ "$t" -ge $((STALL * 1000 - 3000)) ] && [ "$t" -lt $((STALL * 1000)) ]; then
         c=$(last_wrote "$CDIR/send.out")
         grep -q '^resume' "$CDIR/recv.out" || w2=$c
     fi

@@ -43,7 +43,16 @@
 # rdpwait (a read that sleeps in the RDP socket's read itself: a signal handler with
 # SA_RESTART that reads another connection on top of it, then a thread that polls beside
 # it: each gets its byte); cancel (a thread blocked in a read is cancelled: the others
-# go on reading and polling the connection).
+# go on reading and polling the connection); threadfds (200 threads that each waited once
+# on a connection leave no descriptor behind); closefrom (closefrom, syscall(SYS_close_range)
+# and fclose of a stream on a copy, as daemons close what they do not know: the connection
+# goes on, the stream's number is a plain pipe's next); closerace (a thread busy on a
+# connection while another closes it, 100 times: the next connection works); cancelall (a
+# cancellation pending at the start of, and acting in the sleep of, each cancellation point
+# the library wraps, and at random moments of loops over them: a new connection works after
+# each; preload_cancel.sh runs it under ASan with the lock checker); epclose (an epoll set
+# holding the connection is closed and a new one takes its number; urgent data then moves
+# the connection to its kernel socket: the new set shows nothing of the old).
 # The library's run waits for each connection's negotiation before its first byte
 # (PSP_SYNC=1), so that the scenario tests the fast path from byte 0; the scenarios of
 # PRELOAD_ASYNC (default: echo peek epoll bulk cork fork_unread upgrade upwrite) run a third time
@@ -55,17 +64,19 @@
 # connections are counted as shm= in PSP_STATS (preload_same.sh).
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
-LIB=$TOP/build/lib/libpspreload.so
-SEM=$TOP/build/test/tools/plsem
+LIB=${PRELOAD_LIB:-$TOP/build/lib/libpspreload.so}
+SEM=${PRELOAD_SEM:-$TOP/build/test/tools/plsem}
+PRE=${PRELOAD_PRE:-} # preloaded before the library: a sanitizer's runtime (make tsan, preload_cancel.sh)
 SAME=${PRELOAD_SAME_NODE:-0}
 SRV_NODE=1 SRV_ADDR=127.0.0.2 NAME="preload semantics"
 [ "$SAME" = 1 ] && SRV_NODE=0 SRV_ADDR=127.0.0.1 NAME="preload same-node semantics"
+NAME=${PRELOAD_NAME:-$NAME}
 cluster_up 2
 all_up 5000 || {
     fail "$NAME: cluster up" "not all up"
     exit 1
 }
-SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw upgrade upwrite nbflip eplazy rdpwait cancel calls accept2 forkclose daemon others}
+SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonblock timeo eintr dup names threads two many fork crash compute sendfile closeall v6mapped reuseport relisten vectors fortify bulk shutafter writeclosed epoll0 inetd fork_both fork_close forkidle fork_unread exec_rdp vfork spawn cork oob exitw upgrade upwrite nbflip eplazy rdpwait cancel calls accept2 forkclose daemon others threadfds closefrom closerace cancelall epclose}
 ASYNC=${PRELOAD_ASYNC-echo peek epoll bulk cork fork_unread upgrade upwrite}
 PORT=$(free_port $((3 * $(wc -w <<<"$SCEN"))))
 
@@ -73,8 +84,8 @@ PORT=$(free_port $((3 * $(wc -w <<<"$SCEN"))))
 # LIB: no, yes (PSP_SYNC=1), async (the library without PSP_SYNC)
 run() {
     local tag=$1 port=$2 mode=$3 scen=$4 lib=$5 env=()
-    [ "$lib" = yes ] && env=(LD_PRELOAD="$LIB" PSP_STATS="$CDIR/$tag.stats" PSP_SYNC=1)
-    [ "$lib" = async ] && env=(LD_PRELOAD="$LIB" PSP_STATS="$CDIR/$tag.stats")
+    [ "$lib" = yes ] && env=(LD_PRELOAD="${PRE:+$PRE }$LIB" PSP_STATS="$CDIR/$tag.stats" PSP_SYNC=1)
+    [ "$lib" = async ] && env=(LD_PRELOAD="${PRE:+$PRE }$LIB" PSP_STATS="$CDIR/$tag.stats")
     env PSID_SOCKET="$CDIR/psid-$SRV_NODE.sock" "${env[@]}" "$SEM" server "$SRV_ADDR" "$port" \
         "$mode" >"$CDIR/$tag.srv" 2>&1 &
     local s=$!
@@ -106,7 +117,7 @@ fi
 i=0
 for s in $SCEN; do
     mode=cmd
-    case $s in two | many | fork | v6mapped | reuseport | relisten | inetd) mode=$s ;; upgrade | eplazy | rdpwait) mode=cmdt ;; accept2) mode=acc2 ;; esac
+    case $s in two | many | fork | v6mapped | reuseport | relisten | inetd) mode=$s ;; upgrade | eplazy | rdpwait | closerace | cancelall) mode=cmdt ;; accept2) mode=acc2 ;; esac
     run "$s.tcp" $((PORT + i)) "$mode" "$s" no
     run "$s.lib" $((PORT + i + 1)) "$mode" "$s" yes
     async=no

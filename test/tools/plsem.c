@@ -7,19 +7,17 @@
  *   plsem server ADDR PORT MODE    prints "ready" once listening; MODE: cmd (one connection
  *                                  that takes commands, below), fork (the same, served by a
  *                                  child after accept), two (two connections: one never
- *                                  read, one read to EOF), many (1000 connections, one byte
- *                                  echoed on each), v6mapped (cmd, on an AF_INET6 listener
- *                                  on :: with IPV6_V6ONLY 0; prints the peer's family),
- *                                  reuseport (cmd, from two SO_REUSEPORT listeners),
- *                                  relisten (echo one connection, listen anew on the port,
- *                                  echo a second), cmdt (cmd, each connection served in a
- *                                  thread of its own)
- *   plsem client ADDR PORT SCENARIO
+ *                                  read, one read to EOF), many (1000 connections, or
+ *                                  PLSEM_MANY, one byte echoed on each), v6mapped (cmd, on an
+ * AF_INET6 listener on :: with IPV6_V6ONLY 0; prints the peer's family), reuseport (cmd, from two
+ * SO_REUSEPORT listeners), relisten (echo one connection, listen anew on the port, echo a second),
+ * cmdt (cmd, each connection served in a thread of its own) plsem client ADDR PORT SCENARIO
  *
  * Commands to a cmd server, one byte each: e: echo everything from now to EOF; w: write
  * "x"; b: write "abcdef"; W: write 3 x 1000 bytes 50 ms apart; F: write 777 bytes; d: write
  * "x" after 300 ms; s: shutdown(SHUT_WR); q: close and exit; l: SO_LINGER 0 and close;
- * k: die of SIGKILL; c: write 1 MiB, then compute for 3 s without a call into any library.
+ * k: die of SIGKILL; c: write 1 MiB, then compute for 3 s without a call into any library;
+ * S: read nothing for 5 s, then read to EOF (writing nothing).
  * The script bounds every run with timeout(1): a hang shows as a missing transcript tail.
  */
 #include <errno.h>
@@ -28,6 +26,7 @@
 #include <linux/sockios.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -44,6 +43,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -144,6 +144,14 @@ static void write_full(int fd, const void *buf, size_t n)
     }
 }
 
+/* many's count of connections: PLSEM_MANY, at most (and by default) 1000 */
+static int many_n(void)
+{
+    const char *v = getenv("PLSEM_MANY");
+    int n = v && *v ? atoi(v) : 1000;
+    return n > 0 && n < 1000 ? n : 1000;
+}
+
 /* --- servers --- */
 
 static void serve_cmds(int fd)
@@ -228,6 +236,12 @@ static void serve_cmds(int fd)
             close(fd);
             return;
         }
+        case 'S': /* read nothing for 5 s, then read to the end, writing nothing */
+            ms_sleep(5000);
+            while (read(fd, buf, sizeof buf) > 0) {
+            }
+            close(fd);
+            return;
         case 'Z': { /* touch nothing for 3 s, then echo one byte */
             ms_sleep(3000);
             char z;
@@ -428,7 +442,7 @@ static int server(const char *mode)
         int ep = epoll_create1(0), open = 0, done = 0;
         struct epoll_event ev = {.events = EPOLLIN, .data.fd = l};
         epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
-        while (done < 1000) {
+        while (done < many_n()) {
             struct epoll_event e[64];
             int n = epoll_wait(ep, e, 64, -1);
             for (int i = 0; i < n; i++) {
@@ -838,7 +852,9 @@ static void on_alarm_read(int s)
 {
     (void)s;
     char c;
+    int e = errno;
     if (read(handler_fd, &c, 1) == 1) handler_got = c;
+    errno = e;
 }
 
 static char waited_got = '-';
@@ -931,6 +947,404 @@ static void s_cancel(void)
     close(a);
 }
 
+/* threadfds: threads that each waited once on a connection leave no descriptor behind
+ * when they end (the library's wake-up eventfd of a thread is the thread's) */
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    return n;
+}
+
+static void *one_trip(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char c = 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    write_full(fd, "w", 1);
+    return poll(&p, 1, 5000) == 1 && read(fd, &c, 1) == 1 && c == 'x' ? arg : NULL;
+}
+
+static void s_threadfds(void)
+{
+    int fd = dial();
+    int ok = one_trip((void *)(intptr_t)fd) != NULL, before = count_fds();
+    for (int i = 0; i < 200; i++) {
+        pthread_t t;
+        void *res = NULL;
+        if (pthread_create(&t, NULL, one_trip, (void *)(intptr_t)fd) != 0) break;
+        pthread_join(t, &res);
+        ok += res != NULL;
+    }
+    printf("round trips %d, descriptors left by 200 threads: %d\n", ok, count_fds() - before);
+    close(fd);
+}
+
+/* closefrom: a program closes what it does not know of by the other routes than close:
+ * closefrom (glibc calls the system call inside itself), syscall(SYS_close_range), and
+ * fclose of a stream on a copy of the socket (the C library closes that descriptor inside
+ * itself; the stream is not used: glibc's stdio reads and writes by calls inside itself,
+ * which no preload library sees); the connection goes on, and the number the stream had is
+ * a plain pipe's next */
+static void s_closefrom(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    char b[2];
+    write_full(fd, "hi", 2);
+    printf("before %zd\n", read_full(fd, b, 2));
+    closefrom(fd + 1);
+    write_full(fd, "ho", 2);
+    printf("after closefrom: %zd\n", read_full(fd, b, 2));
+    syscall(SYS_close_range, fd + 1, ~0u, 0);
+    write_full(fd, "hu", 2);
+    printf("after syscall(SYS_close_range): %zd\n", read_full(fd, b, 2));
+    int d = dup(fd);
+    FILE *f = fdopen(d, "r");
+    printf("fclose %d\n", fclose(f));
+    write_full(fd, "hy", 2);
+    printf("after fclose of a stream on a copy: %zd\n", read_full(fd, b, 2));
+    int p[2];
+    if (pipe2(p, O_NONBLOCK) < 0) return;
+    write_full(p[1], "zz", 2);
+    ssize_t n = read(p[0], b, 2);
+    printf("a pipe on the numbers after: %s %zd %s\n", p[0] == d ? "same number" : "other number",
+           n, en(n < 0 ? errno : 0));
+    close(p[0]);
+    close(p[1]);
+    close(fd);
+}
+
+/* closerace: a thread busy on a connection (a byte each way, in a loop) while another
+ * closes the descriptor under it, the program's own race: the busy thread's calls end (its
+ * echo, then EOF or EBADF), and the connection made next, which may get the same number,
+ * is the new one; 100 times */
+static void *busy_trips(void *arg)
+{
+    int fd = *(int *)arg;
+    char c;
+    while (write(fd, "w", 1) == 1 && read(fd, &c, 1) == 1) {
+    }
+    return NULL;
+}
+
+static void s_closerace(void)
+{
+    int ok = 0;
+    for (int i = 0; i < 100; i++) {
+        int fd = dial();
+        pthread_t t;
+        pthread_create(&t, NULL, busy_trips, &fd);
+        ms_sleep(i % 3);
+        close(fd);
+        pthread_join(t, NULL);
+        ok += one_trip((void *)(intptr_t)(fd = dial())) != NULL;
+        close(fd);
+    }
+    printf("closed under a busy thread 100 times, the next connection works: %d\n", ok);
+}
+
+/* cancelall: a cancellation at each cancellation point the library wraps, pending when the
+ * call starts and acting in its sleep, and at random moments of calls in a loop; after
+ * each, a new connection works (the lock checker of the ASan tree aborts a process whose
+ * thread ended holding a lock of the library's, and LSan reports what was not freed) */
+enum cx_call {
+    CX_READ,
+    CX_RECV,
+    CX_READV,
+    CX_RECVMSG,
+    CX_WRITE,
+    CX_POLL,
+    CX_POLL_BIG,
+    CX_PPOLL,
+    CX_SELECT,
+    CX_PSELECT,
+    CX_EPOLL,
+    CX_EPOLL_PWAIT,
+    CX_CONNECT,
+    CX_ACCEPT,
+    CX_CLOSE,
+    CX_SHUTDOWN,
+    CX__N
+};
+static const char *const cx_name[CX__N] = {"read",    "recv",    "readv",      "recvmsg",
+                                           "write",   "poll",    "poll of 20", "ppoll",
+                                           "select",  "pselect", "epoll_wait", "epoll_pwait",
+                                           "connect", "accept",  "close",      "shutdown"};
+
+struct cx {
+    enum cx_call how;
+    int fd, ep, pipe, lfd;
+    bool pend;
+    const struct sockaddr_in *to;
+    volatile int state; /* 1: ready for the pending cancellation, 2: it is pending */
+};
+
+static void *cx_call(void *arg)
+{
+    struct cx *x = arg;
+    if (x->pend) { /* pending when the call starts */
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+        __atomic_store_n(&x->state, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&x->state, __ATOMIC_SEQ_CST) != 2) ms_sleep(1);
+        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+    }
+    static char big[8 << 20];
+    char c;
+    struct iovec v = {&c, 1};
+    struct msghdr mh = {.msg_iov = &v, .msg_iovlen = 1};
+    struct pollfd p[20];
+    for (int i = 0; i < 20; i++)
+        p[i] = (struct pollfd){.fd = i ? x->pipe : x->fd, .events = POLLIN};
+    fd_set rs;
+    FD_ZERO(&rs);
+    FD_SET(x->fd, &rs);
+    struct epoll_event ev;
+    sigset_t none;
+    sigemptyset(&none);
+    switch (x->how) {
+    case CX_READ:
+        (void)!read(x->fd, &c, 1);
+        break;
+    case CX_RECV:
+        (void)!recv(x->fd, &c, 1, 0);
+        break;
+    case CX_READV:
+        (void)!readv(x->fd, &v, 1);
+        break;
+    case CX_RECVMSG:
+        (void)!recvmsg(x->fd, &mh, 0);
+        break;
+    case CX_WRITE: /* the peer reads nothing for a while: it fills, and a write sleeps */
+        while (write(x->fd, big, sizeof big) > 0) {
+        }
+        break;
+    case CX_POLL:
+        (void)!poll(p, 1, -1);
+        break;
+    case CX_POLL_BIG:
+        (void)!poll(p, 20, -1);
+        break;
+    case CX_PPOLL:
+        (void)!ppoll(p, 1, NULL, &none);
+        break;
+    case CX_SELECT:
+        (void)!select(x->fd + 1, &rs, NULL, NULL, NULL);
+        break;
+    case CX_PSELECT:
+        (void)!pselect(x->fd + 1, &rs, NULL, NULL, NULL, &none);
+        break;
+    case CX_EPOLL:
+        (void)!epoll_wait(x->ep, &ev, 1, -1);
+        break;
+    case CX_EPOLL_PWAIT:
+        (void)!epoll_pwait(x->ep, &ev, 1, -1, &none);
+        break;
+    case CX_CONNECT: /* to a listener whose queue is full: the SYN goes unanswered */
+        (void)!connect(x->fd, (const struct sockaddr *)x->to, sizeof *x->to);
+        break;
+    case CX_ACCEPT:
+        (void)!accept(x->lfd, NULL, NULL);
+        break;
+    case CX_CLOSE:
+        (void)!close(x->fd);
+        break;
+    case CX_SHUTDOWN: /* not a cancellation point: it is done, and the thread goes on */
+        (void)!shutdown(x->fd, SHUT_RD);
+        break;
+    default:
+        break;
+    }
+    return arg;
+}
+
+/* A listener of this process on 127.0.0.1 (a port of the kernel's choice), its queue
+ * filled by one connection that it never accepts (backlog 0) */
+static int cx_listener(struct sockaddr_in *at, int *filler)
+{
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    if (bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 0) < 0 ||
+        getsockname(l, (struct sockaddr *)&a, &al) < 0)
+        return -1;
+    *at = a;
+    if (filler) { /* (nonblocking: nobody accepts it, and a blocking one would wait for
+                   * its negotiation under the library's PSP_SYNC) */
+        *filler = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        (void)!connect(*filler, (struct sockaddr *)&a, sizeof a);
+        ms_sleep(50);
+    }
+    return l;
+}
+
+static bool cx_works(void)
+{
+    int fd = dial();
+    bool ok = one_trip((void *)(intptr_t)fd) != NULL;
+    close(fd);
+    return ok;
+}
+
+/* One cancellation of how: pending at the call's start (pend), or in its sleep. */
+static void cx_one(enum cx_call how, bool pend)
+{
+    struct cx x = {.how = how, .pend = pend, .fd = -1, .ep = -1, .pipe = -1, .lfd = -1};
+    int pp[2] = {-1, -1}, filler = -1, lfd2 = -1;
+    struct sockaddr_in to;
+    if (how == CX_CONNECT) {
+        x.lfd = cx_listener(&to, &filler);
+        x.to = &to;
+        x.fd = socket(AF_INET, SOCK_STREAM, 0);
+    } else if (how == CX_ACCEPT) {
+        x.lfd = lfd2 = cx_listener(&to, NULL);
+    } else {
+        x.fd = dial();
+        if (how == CX_WRITE) write_full(x.fd, "S", 1);
+        if (pipe(pp) == 0) x.pipe = pp[0];
+        x.ep = epoll_create1(0);
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = x.fd};
+        epoll_ctl(x.ep, EPOLL_CTL_ADD, x.fd, &ev);
+    }
+    pthread_t t;
+    pthread_create(&t, NULL, cx_call, &x);
+    if (pend) {
+        while (__atomic_load_n(&x.state, __ATOMIC_SEQ_CST) != 1) ms_sleep(1);
+        pthread_cancel(t);
+        __atomic_store_n(&x.state, 2, __ATOMIC_SEQ_CST);
+    } else {
+        ms_sleep(150); /* it sleeps */
+        pthread_cancel(t);
+    }
+    void *res = NULL;
+    pthread_join(t, &res);
+    bool open = x.fd >= 0 && fcntl(x.fd, F_GETFD) >= 0;
+    printf("cancel %s %s: %s%s, then %s\n", cx_name[how], pend ? "pending" : "asleep",
+           res == PTHREAD_CANCELED ? "cancelled" : "not cancelled",
+           how == CX_CLOSE ? (open ? " (still open)" : " (closed)") : "",
+           cx_works() ? "works" : "FAILS");
+    if (open) close(x.fd);
+    if (x.ep >= 0) close(x.ep);
+    if (pp[0] >= 0) close(pp[0]);
+    if (pp[1] >= 0) close(pp[1]);
+    if (x.lfd >= 0) close(x.lfd);
+    if (filler >= 0) close(filler);
+}
+
+/* Random moments: a thread loops over a call (and what it needs); cancelled after a random
+ * time it may be anywhere, in the library or not */
+enum { CR_TRIP, CR_POLL, CR_EPOLL, CR_DIAL, CR__N };
+static const char *const cr_name[CR__N] = {"write and read", "poll", "epoll_wait", "connect"};
+struct cr {
+    int how, fd, ep;
+};
+
+static void close_fd(void *arg)
+{
+    int *fd = arg;
+    if (*fd >= 0) close(*fd);
+}
+
+static void *cr_loop(void *arg)
+{
+    struct cr *r = arg;
+    char c;
+    for (;;) {
+        if (r->how == CR_DIAL) {
+            int fd = socket(AF_INET, SOCK_STREAM, 0);
+            pthread_cleanup_push(close_fd, &fd);
+            if (connect(fd, (struct sockaddr *)&where, sizeof where) == 0) {
+                write_full(fd, "w", 1);
+                (void)!read(fd, &c, 1);
+            }
+            pthread_cleanup_pop(1);
+            continue;
+        }
+        write_full(r->fd, "w", 1);
+        struct pollfd p = {.fd = r->fd, .events = POLLIN};
+        struct epoll_event ev;
+        if (r->how == CR_POLL) (void)!poll(&p, 1, 5000);
+        if (r->how == CR_EPOLL) (void)!epoll_wait(r->ep, &ev, 1, 5000);
+        if (read(r->fd, &c, 1) != 1) break;
+    }
+    return NULL;
+}
+
+static void s_cancelall(void)
+{
+    for (int how = 0; how < CX__N; how++) {
+        cx_one((enum cx_call)how, true);
+        if (how != CX_CLOSE && how != CX_SHUTDOWN) cx_one((enum cx_call)how, false);
+    }
+    unsigned seed = 1;
+    for (int how = 0; how < CR__N; how++) {
+        for (int i = 0; i < 30; i++) {
+            struct cr r = {.how = how, .fd = how == CR_DIAL ? -1 : dial(), .ep = epoll_create1(0)};
+            struct epoll_event ev = {.events = EPOLLIN, .data.fd = r.fd};
+            if (r.fd >= 0) epoll_ctl(r.ep, EPOLL_CTL_ADD, r.fd, &ev);
+            pthread_t t;
+            pthread_create(&t, NULL, cr_loop, &r);
+            struct timespec ts = {0, (long)(rand_r(&seed) % 3000) * 1000};
+            nanosleep(&ts, NULL);
+            pthread_cancel(t);
+            pthread_join(t, NULL);
+            close(r.ep);
+            if (r.fd >= 0) close(r.fd);
+        }
+        printf("cancelled at random moments in %s: then %s\n", cr_name[how],
+               cx_works() ? "works" : "FAILS");
+    }
+}
+
+/* short: PLSEM_SHORT (100000) connections one after the other, each a byte each way and
+ * closed by us first (its port stays in TIME_WAIT here): a program that makes many short
+ * connections runs out of no port the kernel alone would not run out of (test/shell/
+ * preload_short.sh) */
+static void s_short(void)
+{
+    const char *v = getenv("PLSEM_SHORT");
+    long n = v && *v ? atol(v) : 100000, ok = 0;
+    int first = 0;
+    for (long i = 0; i < n; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        char c = 0;
+        if (connect(fd, (struct sockaddr *)&where, sizeof where) == 0 && write(fd, "w", 1) == 1 &&
+            read(fd, &c, 1) == 1 && c == 'x')
+            ok++;
+        else if (!first)
+            first = errno ? errno : -1;
+        close(fd);
+    }
+    printf("short connections %ld: %ld answered%s%s\n", n, ok, first ? ", the first failure: " : "",
+           first > 0 ? en(first)
+           : first   ? "no answer"
+                     : "");
+}
+
+/* epclose: the program closes an epoll set holding the connection and makes a new one,
+ * which gets the old set's number; the connection then moves to its kernel socket (urgent
+ * data): nothing of the old set's registration may show in the new one */
+static void s_epclose(void)
+{
+    int fd = dial();
+    write_full(fd, "e", 1);
+    int a = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 7};
+    epoll_ctl(a, EPOLL_CTL_ADD, fd, &ev);
+    close(a);
+    int b = epoll_create1(0);
+    printf("a new set on the old number: %d\n", b == a);
+    printf("urgent %zd\n", send(fd, "!", 1, MSG_OOB));
+    char buf[2];
+    write_full(fd, "hi", 2);
+    printf("the new set reports %d\n", ewait(b, 300, NULL)); /* (the echo is there by then) */
+    printf("echo %zd\n", read_full(fd, buf, 2));
+    close(b);
+    close(fd);
+}
+
 /* calls: the rest of the descriptor and option calls, each compared with the kernel: dup3
  * and F_DUPFD (not close-on-exec), fcntl64 (the _FILE_OFFSET_BITS=64 name of fcntl),
  * close_range on the copies (the original goes on) and with CLOSE_RANGE_CLOEXEC,
@@ -989,6 +1403,11 @@ static void s_calls(void)
     printf("SIOCINQ %d %d\n", ri, inq);
     printf("then %zd\n", read_full(fd, b, 6));
     close(fd);
+    /* the connection ended with the original's close (the copies close_range closed hold it
+     * no more): the server, which serves one connection at a time, answers the next */
+    int n2 = dial();
+    printf("the next connection: %s\n", one_trip((void *)(intptr_t)n2) ? "answered" : "NOT");
+    close(n2);
 }
 
 /* accept2: two connections to a server whose two threads are both in accept */
@@ -1200,12 +1619,12 @@ static void s_many(void)
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
     static int fds[1000];
-    int ok = 0;
-    for (int i = 0; i < 1000; i++) {
+    int ok = 0, n = many_n();
+    for (int i = 0; i < n; i++) {
         fds[i] = dial();
         write_full(fds[i], "m", 1);
     }
-    for (int i = 0; i < 1000; i++) {
+    for (int i = 0; i < n; i++) {
         char c = 0;
         ssize_t r = read(fds[i], &c, 1);
         if (r == 1 && c == 'm')
@@ -1213,7 +1632,7 @@ static void s_many(void)
         else if (i - ok < 3)
             printf("connection %d: %zd %s\n", i, r, en(r < 0 ? errno : 0));
     }
-    for (int i = 0; i < 1000; i++) close(fds[i]);
+    for (int i = 0; i < n; i++) close(fds[i]);
     printf("many %d\n", ok);
 }
 
@@ -2157,7 +2576,13 @@ int main(int argc, char **argv)
               {"accept2", s_accept2},
               {"forkclose", s_forkclose},
               {"daemon", s_daemon},
-              {"others", s_others}};
+              {"others", s_others},
+              {"threadfds", s_threadfds},
+              {"closefrom", s_closefrom},
+              {"closerace", s_closerace},
+              {"cancelall", s_cancelall},
+              {"short", s_short},
+              {"epclose", s_epclose}};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
         if (!strcmp(sc[i].name, argv[4])) {
             sc[i].fn();
