@@ -22,9 +22,9 @@ struct psid_module {
     void (*request)(struct psid *d, struct client *c, const struct psmsg *m);
     const uint16_t *messages; /* daemon message types, 0-terminated (or NULL) */
     void (*message)(struct psid *d, uint32_t from, const struct psmsg *m);
-    void (*client_gone)(struct psid *d, struct client *c);        /* may be NULL, as each below */
+    void (*client_gone)(struct psid *d, struct client *c);       /* may be NULL, as each below */
     bool (*client_busy)(struct psid *d, const struct client *c); /* holds state for it */
-    void (*client_room)(struct psid *d, struct client *c); /* room for descriptors again */
+    void (*client_room)(struct psid *d, struct client *c);       /* room for descriptors again */
     void (*node_lost)(struct psid *d, uint32_t node);
     void (*stop)(struct psid *d); /* psid ends: free what it holds */
 };
