@@ -44,6 +44,7 @@
  * memory until the walk is over.
  */
 #include "daemon.h"
+#include "fdflight.h"
 #include "module.h"
 #include "log.h"
 #include "psmsg.h"
@@ -102,7 +103,12 @@ struct client {
     bool dead;        /* connection over; freed by clients_reap */
     bool want_write;  /* on the list of clients with output queued since the hook ran */
     bool held;        /* on the list of clients with requests held back behind replies */
-    uint64_t active;  /* loop_now() of its last request */
+    /* descriptors in flight (fdflight.h): queued in ofds, and sent since its socket was last
+     * seen with nothing unread; fl_waiting: room was refused for them; fl_blocked: the
+     * kernel refused a send (its count of psid's descriptors in flight is full) */
+    unsigned fl_queued, fl_sent;
+    bool fl_waiting, fl_blocked;
+    uint64_t active; /* loop_now() of its last request */
     /* descriptors passed with SCM_RIGHTS, each with the stream offset of the byte it came
      * with (the last byte of its read: the kernel ends a read after a passed descriptor),
      * which is the first byte of the message it belongs to (psi_call_fd) */
@@ -116,12 +122,24 @@ struct client {
     struct client *next_write, *next_held;
 };
 
-/* Close the descriptors queued to be passed with the first k sets, and forget the sets. */
-static void drop_out_fds(struct client *c, unsigned k)
+static void fl_arm(struct psid *d);
+static struct fdflight *fl_of(const struct client *c);
+
+/* Close the descriptors queued to be passed with the first k sets, and forget the sets:
+ * sent (the client has them, or will when it reads), or not to be sent. */
+static void drop_out_fds(struct client *c, unsigned k, bool sent)
 {
     if (!k) return;
-    for (unsigned i = 0; i < k; i++)
+    unsigned n = 0;
+    for (unsigned i = 0; i < k; i++) {
+        n += c->ofds[i].n;
         for (unsigned j = 0; j < c->ofds[i].n; j++) close(c->ofds[i].fds[j]);
+    }
+    c->fl_queued -= n;
+    if (sent)
+        c->fl_sent += n;
+    else
+        fdflight_sub(fl_of(c), client_uid(c), n);
     c->nofds -= k;
     memmove(c->ofds, c->ofds + k, c->nofds * sizeof c->ofds[0]);
 }
@@ -131,7 +149,7 @@ static void discard_out(struct client *c)
 {
     c->out_pos += c->outlen;
     c->outlen = c->outoff = 0;
-    drop_out_fds(c, c->nofds);
+    drop_out_fds(c, c->nofds, false);
 }
 
 static void close_fds(struct client *c, uint64_t upto)
@@ -171,6 +189,8 @@ struct clients {
     unsigned n;
     size_t in_total;        /* request buffers of all clients (IN_BUDGET) */
     struct uid_count *uids; /* connections per uid (not root) */
+    struct fdflight *fl;    /* descriptors passed and not yet taken (fdflight.h) */
+    uint64_t fl_timer;      /* looks again while room was refused or a send was */
     size_t nuids, capuids;
     int spare_fd;       /* /dev/null, given up to accept and refuse when out of fds */
     uint64_t fd_warned; /* loop_now() of the last "out of descriptors" line */
@@ -243,7 +263,13 @@ static void client_free(struct client *c)
     cs->n--;
     cs->in_total -= c->incap;
     uid_release(cs, client_uid(c));
-    close(c->fd);
+    if (c->fl_sent && fdflight_unread(c->fd)) { /* the kernel counts them until read */
+        fdflight_linger(cs->fl, c->fd, client_uid(c), c->fl_sent);
+        fl_arm(c->d);
+    } else {
+        fdflight_sub(cs->fl, client_uid(c), c->fl_sent);
+        close(c->fd);
+    }
     free(c->in);
     free(c->out);
     free(c->ofds);
@@ -297,7 +323,7 @@ static bool reading(const struct client *c)
 
 static void set_events(struct client *c)
 {
-    uint32_t ev = (reading(c) ? EPOLLIN : 0) | (unsent(c) ? EPOLLOUT : 0);
+    uint32_t ev = (reading(c) ? EPOLLIN : 0) | (unsent(c) && !c->fl_blocked ? EPOLLOUT : 0);
     loop_fd(c->d->loop, c->fd, ev, on_client, c);
 }
 
@@ -336,6 +362,10 @@ static ssize_t send_fds(struct client *c, const struct out_fds *o)
 static bool flush_out(struct client *c)
 {
     if (c->dead) return false;
+    if (c->fl_blocked) { /* the timer tries again (fl_tick) */
+        set_events(c);
+        return true;
+    }
     while (c->outoff < c->outlen) {
         /* plain bytes up to the next set's byte, which goes alone with its set */
         uint64_t pos = c->out_pos + c->outoff;
@@ -347,11 +377,19 @@ static bool flush_out(struct client *c)
         if (w < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
             if (errno == EINTR) continue;
+            if (with_fds && (errno == ETOOMANYREFS || errno == ENOBUFS || errno == ENOMEM)) {
+                /* psid's user has too many descriptors in flight (all clients', all psids'
+                 * of that user), or the kernel is short of memory: back-pressure, not this
+                 * client's doing. The set waits and is tried again (fl_tick). */
+                c->fl_blocked = true;
+                fl_arm(c->d);
+                break;
+            }
             client_kill(c);
             return false;
         }
         if (with_fds && w > 0) {
-            drop_out_fds(c, 1); /* the client holds them now */
+            drop_out_fds(c, 1, true); /* the client holds them now */
             if (c->sets_full && c->nofds <= CLIENT_OUT_SETS / 2) {
                 c->sets_full = false;
                 modules_client_room(c->d, c); /* (the preload only schedules its retry) */
@@ -435,12 +473,87 @@ void client_send(struct client *c, struct psmsg_buf *b)
     want_write(c);
 }
 
+static struct fdflight *fl_of(const struct client *c)
+{
+    return c->d->clients->fl;
+}
+
+/* The client read everything sent to it: what it was sent is no longer in flight. */
+static void fl_taken(struct client *c)
+{
+    fdflight_sub(c->d->clients->fl, client_uid(c), c->fl_sent);
+    c->fl_sent = 0;
+}
+
+/* Whether n more descriptors may be queued for c (fdflight.h). When the count says no,
+ * the clients of its uid that may have read what they were sent are looked at first; when
+ * it still says no, the timer looks again (fl_tick) and tells the modules of room. */
+static bool fl_room(struct client *c, unsigned n)
+{
+    struct clients *cs = c->d->clients;
+    uint32_t uid = client_uid(c);
+    if (fdflight_room(cs->fl, uid, c->fl_sent + c->fl_queued, n)) return true;
+    for (struct client *o = cs->list; o; o = o->next)
+        if (!o->dead && o->fl_sent && client_uid(o) == uid && !fdflight_unread(o->fd)) fl_taken(o);
+    if (fdflight_room(cs->fl, uid, c->fl_sent + c->fl_queued, n)) return true;
+    c->fl_waiting = true;
+    fl_arm(c->d);
+    return false;
+}
+
+/* Every 20 ms while a client waits for room or a send was refused, or a gone client's
+ * socket holds descriptors: what was read is no longer counted; room is told; refused
+ * sends are tried again. */
+#define FL_TICK_NS 20000000ull
+static void fl_tick(void *ctx)
+{
+    struct psid *d = ctx;
+    struct clients *cs = d->clients;
+    cs->fl_timer = 0;
+    bool more = fdflight_poll(cs->fl);
+    for (struct client *c = cs->list; c; c = c->next)
+        if (!c->dead && c->fl_sent && !fdflight_unread(c->fd)) fl_taken(c);
+    for (struct client *c = cs->list; c; c = c->next) {
+        if (c->dead) continue;
+        if (c->fl_blocked) {
+            c->fl_blocked = false;
+            want_write(c);
+        }
+        if (c->fl_waiting &&
+            fdflight_room(cs->fl, client_uid(c), c->fl_sent + c->fl_queued, CLIENT_OUT_FDS)) {
+            c->fl_waiting = false;
+            if (c->sets_full && c->nofds < CLIENT_OUT_SETS) {
+                c->sets_full = false;
+                modules_client_room(d, c);
+            }
+        }
+        more |= c->fl_waiting;
+    }
+    if (more) fl_arm(d);
+}
+
+static void fl_arm(struct psid *d)
+{
+    struct clients *cs = d->clients;
+    if (!cs->fl_timer) cs->fl_timer = loop_timer(d->loop, loop_now() + FL_TICK_NS, fl_tick, d);
+}
+
 bool client_fds_room(struct client *c, size_t len)
 {
     if (c->dead || c->closing) return false;
-    if (c->nofds < CLIENT_OUT_SETS && unsent(c) + len + PSMSG_HDR <= out_limit(c)) return true;
+    if (c->nofds < CLIENT_OUT_SETS && unsent(c) + len + PSMSG_HDR <= out_limit(c) &&
+        fl_room(c, CLIENT_OUT_FDS))
+        return true;
     c->sets_full = true;
     return false;
+}
+
+/* A set queued with its message: counted in flight from now. */
+static void out_fds_add(struct client *c, const struct out_fds *o)
+{
+    c->ofds[c->nofds++] = *o;
+    c->fl_queued += o->n;
+    fdflight_add(c->d->clients->fl, client_uid(c), o->n);
 }
 
 int client_send_fds_pair(struct client *a, struct psmsg_buf *ba, const int *fa, unsigned na,
@@ -451,7 +564,8 @@ int client_send_fds_pair(struct client *a, struct psmsg_buf *ba, const int *fa, 
         return -1;
     }
     /* (one process may be both ends: then it needs room for both) */
-    if (a == b ? !client_fds_room(a, ba->len + bb->len) || a->nofds + 2 > CLIENT_OUT_SETS
+    if (a == b ? !client_fds_room(a, ba->len + bb->len) || a->nofds + 2 > CLIENT_OUT_SETS ||
+                     !fl_room(a, na + nb)
                : !client_fds_room(a, ba->len) || !client_fds_room(b, bb->len)) {
         if (a == b) a->sets_full = true;
         errno = ENOBUFS;
@@ -479,12 +593,12 @@ int client_send_fds_pair(struct client *a, struct psmsg_buf *ba, const int *fa, 
      * before it is queued (a and b may be one client) */
     oa.at = a->out_pos + a->outlen;
     if (queue_reply(a, ba) == 0)
-        a->ofds[a->nofds++] = oa;
+        out_fds_add(a, &oa);
     else
         for (unsigned i = 0; i < oa.n; i++) close(oa.fds[i]);
     ob.at = b->out_pos + b->outlen;
     if (queue_reply(b, bb) == 0)
-        b->ofds[b->nofds++] = ob;
+        out_fds_add(b, &ob);
     else
         for (unsigned i = 0; i < ob.n; i++) close(ob.fds[i]);
     want_write(a);
@@ -502,7 +616,7 @@ int client_send_fds(struct client *c, struct psmsg_buf *b, const int *fds, unsig
         errno = EINVAL;
         return -1;
     }
-    if (n && c->nofds == CLIENT_OUT_SETS) {
+    if (n && (c->nofds == CLIENT_OUT_SETS || !fl_room(c, n))) {
         errno = ENOBUFS;
         return -1;
     }
@@ -516,7 +630,7 @@ int client_send_fds(struct client *c, struct psmsg_buf *b, const int *fds, unsig
         errno = o.n < n ? e : EPIPE;
         return -1;
     }
-    if (n) c->ofds[c->nofds++] = o;
+    if (n) out_fds_add(c, &o);
     want_write(c);
     return 0;
 }
@@ -934,6 +1048,7 @@ int clients_start(struct psid *d)
     d->clients = cs;
     cs->lfd = -1;
     cs->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (!(cs->fl = fdflight_new())) return -1;
     char rel[sizeof cs->path], cwd[sizeof cs->path];
     if (psconf_socket_path(&d->conf, d->self->id, rel, sizeof rel) < 0) {
         log_err("client socket path: %s", strerror(errno));
@@ -994,8 +1109,10 @@ void clients_stop(struct psid *d)
     loop_set_before_wait(d->loop, NULL, NULL);
     loop_timer_cancel(d->loop, cs->idle_timer);
     loop_timer_cancel(d->loop, cs->again);
+    loop_timer_cancel(d->loop, cs->fl_timer);
     for (struct client *c = cs->list; c; c = c->next) client_kill(c);
     clients_reap(d);
+    fdflight_free(cs->fl);
     free(cs->uids);
     if (cs->spare_fd >= 0) close(cs->spare_fd);
     if (cs->lfd >= 0) {

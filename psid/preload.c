@@ -183,10 +183,11 @@ struct pl_closed { /* listener's side: a listener (in psid's namespace) that clo
     struct pl_closed *next;
 };
 
-struct pl_tomb { /* listener's side: a connection its acceptor took on TCP before the
-                  * connector's request came: that request is refused when it comes */
-    uint32_t node;
-    uint16_t sport, dport;
+struct pl_tomb {   /* listener's side: a connection its acceptor took on TCP before the
+                    * connector's request came: that request is refused when it comes */
+    uint32_t node; /* the connector's */
+    uint32_t uid;  /* the acceptor's: a tomb refuses only a request to its user's listener */
+    struct sockaddr_storage local, peer; /* the accepted socket's addresses and ports */
     int err; /* the refusal: ENOENT (taken on TCP), ENOBUFS (the acceptor is at a limit) */
     uint64_t until;
     struct pl_tomb *next;
@@ -456,14 +457,21 @@ static int passed_tcp(struct client *c, const struct pl_local *l, struct sockinf
  * serves: in psid's, it must be the socket sock_diag finds at its 4-tuple with its cookie,
  * whose owner (*owner: the uid the kernel says; UINT32_MAX in another namespace, where psid
  * cannot look) is then known. */
+static bool claim_waits(const struct preload *pl, uint64_t cookie);
+
+/* The accepted socket passed with the request (a claim's: PSM_PL_ACCEPT; else a decline's)
+ * and what the kernel says of it; *owner: its user (UINT32_MAX: another namespace's). */
 static int passed_accepted(struct psid *d, struct preload *pl, struct client *c,
-                           const struct pl_local *l, struct sockinfo *si, uint32_t *owner,
-                           const char **why)
+                           const struct pl_local *l, bool claim, struct sockinfo *si,
+                           uint32_t *owner, const char **why)
 {
     int fd, err = passed(c, SOCK_STREAM, si, &fd, why);
     if (err) return err;
     *owner = UINT32_MAX;
-    if (si->peer.ss_family == AF_UNSPEC) {
+    if (claim && claim_waits(pl, si->cookie)) { /* (before sock_diag's query: one per socket) */
+        err = EALREADY;
+        *why = "a claim of this socket waits already";
+    } else if (si->peer.ss_family == AF_UNSPEC) {
         err = ENOTCONN;
         *why = "the socket is not connected";
     } else if (l && si->netns != l->netns) {
@@ -712,9 +720,10 @@ static void wait_expired(void *ctx);
 static void wait_unlink(struct preload *pl, struct pl_wait *w);
 static void claim_pend(struct psid *d, struct preload *pl, uint32_t from, uint32_t req,
                        struct pl_pend *p, const struct pl_ep *acceptor);
-static void tomb_add(struct psid *d, struct preload *pl, uint32_t node, uint16_t sport,
-                     uint16_t dport, int err);
-static int tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_t dport);
+static void tomb_add(struct preload *pl, uint32_t node, const struct sockinfo *acc, uint32_t uid,
+                     int err);
+static int tomb_take(struct preload *pl, uint32_t node, const struct sockaddr_storage *local,
+                     const struct sockaddr_storage *peer, uint32_t uid);
 static void lates_take(struct preload *pl, const struct pl_wait *w);
 static void rechecks_take(struct psid *d, struct preload *pl, const struct pl_ask *a);
 static bool mirrors(const struct pl_wait *w, const struct sockaddr_storage *local,
@@ -794,8 +803,7 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
         err = EHOSTUNREACH;
         why = "not a cluster address";
     }
-    int tomb =
-        tuple ? tomb_take(pl, d->self->id, sockinfo_port(&si->local), sockinfo_port(dst)) : 0;
+    int tomb = tuple && !err ? tomb_take(pl, d->self->id, dst, &si->local, luid) : 0;
     if (tomb) { /* the acceptor's claim came first, and waited for nothing; or it declined */
         err = tomb;
         why = tomb_text(tomb);
@@ -1341,14 +1349,12 @@ static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const s
     int err = 0;
     const char *why = NULL;
     struct pl_local *found = NULL;
+    struct sockaddr_storage dst;
     if (get_port(m, PSF_PORT, &port) < 0 || get_port(m, PSF_SRC_PORT, &sport) < 0 ||
         psmsg_get_u32(&m->body, PSF_CONN, &conn) < 0 || get_ep(m, from, &cep) < 0) {
         err = EINVAL;
         why = "malformed request";
-    } else if ((err = tomb_take(pl, from, sport, port))) {
-        why = tomb_text(err);
     } else {
-        struct sockaddr_storage dst;
         node_addr(d->self, port, &dst);
         found = port_listener(pl, pl->netns, false, &dst, cep.uid, &err, &why);
     }
@@ -1361,6 +1367,12 @@ static void d_connect(struct psid *d, struct preload *pl, uint32_t from, const s
     if (err == ECONNREFUSED && closed_took(d, pl, from, sport, port, cep.uid, &luid)) {
         err = 0;
         why = NULL;
+    }
+    struct psid_node *fn = err ? NULL : psid_node(d, from);
+    if (fn) { /* the acceptor's claim came first and waited for nothing, or it declined */
+        struct sockaddr_storage src;
+        node_addr(fn->conf, sport, &src);
+        if ((err = tomb_take(pl, from, &dst, &src, luid))) why = tomb_text(err);
     }
     struct pl_wait *w = err ? NULL : calloc(1, sizeof *w);
     if (!err && !w) {
@@ -1414,7 +1426,7 @@ static void claim_expired(void *ctx)
     struct pl_claim *k = ctx;
     k->timer = 0;
     if (k->c) acc_reply(k->c, k->client_id, ENOENT, "the connector's psid did not answer");
-    if (k->probe) tomb_add(k->d, k->d->preload, k->w.node, k->w.sport, k->w.dport, ENOENT);
+    if (k->probe) tomb_add(k->d->preload, k->w.node, &k->a.si, k->acceptor.uid, ENOENT);
     claim_done(k->d->preload, k);
 }
 
@@ -1459,7 +1471,7 @@ static void pl_decline(struct psid *d, struct preload *pl, struct client *c, con
 {
     struct pl_acc a;
     const char *why = NULL;
-    int err = passed_accepted(d, pl, c, NULL, &a.si, &a.owner, &why);
+    int err = passed_accepted(d, pl, c, NULL, false, &a.si, &a.owner, &why);
     /* the connector's outcome: not accepted (TCP); or, when the acceptor says it is at a
      * limit (ENOBUFS), that */
     uint32_t why_e = 0;
@@ -1475,8 +1487,8 @@ static void pl_decline(struct psid *d, struct preload *pl, struct client *c, con
         sockinfo_addr_text(&a.si.local, t);
         bool remote = n && n != d->self; /* another node's connector, to the node's address */
         if (!remote || !strcmp(t, d->self->addr_str))
-            tomb_add(d, pl, remote ? n->id : d->self->id, sockinfo_port(&a.si.peer),
-                     sockinfo_port(&a.si.local), out == ENOBUFS ? ENOBUFS : ENOENT);
+            tomb_add(pl, remote ? n->id : d->self->id, &a.si, client_uid(c),
+                     out == ENOBUFS ? ENOBUFS : ENOENT);
     }
     if (!err && (!w || w->uid != client_uid(c) || (a.owner != UINT32_MAX && a.owner != w->uid))) {
         err = ENOENT;
@@ -1595,7 +1607,7 @@ static void pl_accept(struct psid *d, struct preload *pl, struct client *c, cons
         acc_reply(c, tag, ENOTCONN, "no endpoint open");
         return;
     }
-    int err = passed_accepted(d, pl, c, l, &a.si, &a.owner, &why);
+    int err = passed_accepted(d, pl, c, l, true, &a.si, &a.owner, &why);
     if (err) {
         acc_reply(c, tag, err, why);
         return;
@@ -1624,6 +1636,24 @@ struct pl_late {
     struct pl_late *next;
 };
 
+static bool claim_waits(const struct preload *pl, uint64_t cookie)
+{
+    for (const struct pl_late *t = pl->lates; cookie && t; t = t->next)
+        if (t->c && t->a.si.cookie == cookie) return true;
+    for (const struct pl_claim *k = pl->claims; cookie && k; k = k->next)
+        if (k->c && k->probe && k->a.si.cookie == cookie) return true;
+    return false;
+}
+
+/* Claims waiting of uid's acceptors (its share: PL_WAIT_UID, but root's). */
+static bool lates_over_share(const struct preload *pl, uint32_t uid)
+{
+    unsigned n = 0;
+    for (const struct pl_late *t = pl->lates; uid && t; t = t->next)
+        n += t->c && client_uid(t->c) == uid;
+    return n >= PL_WAIT_UID;
+}
+
 static void late_done(struct preload *pl, struct pl_late *t)
 {
     for (struct pl_late **pp = &pl->lates; *pp; pp = &(*pp)->next)
@@ -1647,8 +1677,7 @@ static void late_again(void *ctx)
         return;
     }
     if (none) /* taken on TCP: a request that comes after all is refused */
-        tomb_add(t->d, pl, t->d->self->id, sockinfo_port(&t->a.si.peer),
-                 sockinfo_port(&t->a.si.local), ENOENT);
+        tomb_add(pl, t->d->self->id, &t->a.si, client_uid(t->c), ENOENT);
     if (t->c) claim(t->d, pl, t->c, t->id, t->can, &t->a, CLAIM_LATE);
     late_done(pl, t);
 }
@@ -1668,15 +1697,21 @@ static void lates_take(struct preload *pl, const struct pl_wait *w)
         }
 }
 
-/* The connection (node, sport, dport) was taken on TCP: its request, if it comes, is
- * refused (a bounded list: without a tomb the request waits and ends as not accepted). */
-static void tomb_add(struct psid *d, struct preload *pl, uint32_t node, uint16_t sport,
-                     uint16_t dport, int err)
+/* The connection acc (the accepted socket: its addresses, ports and namespace), of a
+ * connector on node, was taken on TCP by uid's acceptor: its request, if it comes, is
+ * refused. A tomb names the whole connection and the acceptor's user, so that it refuses
+ * that request only: not one of another address with the same ports, nor one to another
+ * user's listener. Bounded: PL_WAIT_MAX in all, PL_WAIT_UID per uid but root's (without a
+ * tomb the request waits and ends as not accepted). */
+static void tomb_add(struct preload *pl, uint32_t node, const struct sockinfo *acc, uint32_t uid,
+                     int err)
 {
     uint64_t now = loop_now();
+    unsigned mine = 0;
     for (struct pl_tomb **pp = &pl->tombs; *pp;) { /* the old ones go first */
         struct pl_tomb *t = *pp;
         if (t->until > now) {
+            mine += t->uid == uid;
             pp = &t->next;
             continue;
         }
@@ -1684,26 +1719,31 @@ static void tomb_add(struct psid *d, struct preload *pl, uint32_t node, uint16_t
         free(t);
         pl->ntombs--;
     }
+    if (uid != 0 && mine >= PL_WAIT_UID) return;
     struct pl_tomb *t = pl->ntombs < PL_WAIT_MAX ? calloc(1, sizeof *t) : NULL;
     if (!t) return;
     *t = (struct pl_tomb){.node = node,
-                          .sport = sport,
-                          .dport = dport,
+                          .uid = uid,
+                          .local = acc->local,
+                          .peer = acc->peer,
                           .err = err,
                           .until = now + 2 * PL_ANSWER_NS,
                           .next = pl->tombs};
     pl->tombs = t;
     pl->ntombs++;
-    (void)d;
 }
 
-/* The refusal a tomb holds for (node, sport, dport), or 0; it is used up. */
-static int tomb_take(struct preload *pl, uint32_t node, uint16_t sport, uint16_t dport)
+/* The refusal a tomb holds for the connection from peer (on node) to local whose listener
+ * is uid's, or 0; it is used up. */
+static int tomb_take(struct preload *pl, uint32_t node, const struct sockaddr_storage *local,
+                     const struct sockaddr_storage *peer, uint32_t uid)
 {
     uint64_t now = loop_now();
     for (struct pl_tomb **pp = &pl->tombs; *pp; pp = &(*pp)->next) {
         struct pl_tomb *t = *pp;
-        if (t->node != node || t->sport != sport || t->dport != dport) continue;
+        if (t->node != node || t->uid != uid || !sockinfo_same(&t->local, local) ||
+            !sockinfo_same(&t->peer, peer))
+            continue;
         *pp = t->next;
         pl->ntombs--;
         int err = t->until > now ? t->err : 0;
@@ -1786,7 +1826,12 @@ static void claim(struct psid *d, struct preload *pl, struct client *c, uint32_t
         acc_reply(c, id, ENOENT, "no listener of this user takes the socket");
         return;
     }
-    if (!w && pass == CLAIM_FIRST && l && pl->nlates < PL_WAIT_MAX) {
+    if (!w && pass == CLAIM_FIRST && l &&
+        (pl->nlates >= PL_WAIT_MAX || lates_over_share(pl, client_uid(c)))) {
+        acc_reply(c, id, ENOBUFS, "too many claims wait for their requests");
+        return;
+    }
+    if (!w && pass == CLAIM_FIRST && l) {
         struct pl_late *t = calloc(1, sizeof *t);
         if (t) {
             /* the connector's socket, if it is in psid's namespace and no other node's (a
@@ -1881,7 +1926,7 @@ static void d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, con
             free(w);
             k->probe = false; /* an answered claim now */
         } else {
-            if (err != EAGAIN) tomb_add(d, pl, k->w.node, k->w.sport, k->w.dport, ENOENT);
+            if (err != EAGAIN) tomb_add(pl, k->w.node, &k->a.si, k->acceptor.uid, ENOENT);
             if (err == 0) log_warn("preload: a connection claimed by probe has no wait here");
             if (k->c && err == EAGAIN)
                 claim(d, pl, k->c, k->client_id, k->can, &k->a, CLAIM_PROBED);

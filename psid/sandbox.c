@@ -13,16 +13,17 @@
  *     engine says so once and keeps what psid.user may write;
  *   - a seccomp filter (libseccomp) allowing the system calls the engine makes and no
  *     other: no execve, fork, ptrace, mount, setuid and the like; sockets only of the kinds
- *     it uses (UNIX, IPv4, IPv6, netlink); ioctl only FIONREAD, FIONBIO and TCGETS; kill and
- *     tgkill only to itself. A refused call raises SIGSYS, whose handler writes one line to
- *     the log (stderr, and syslog through a socket opened beforehand: nothing it calls can
- *     take a lock) and ends the engine (its privileged child then ends its tasks). A build
- *     with sanitizers also allows what their runtime does at exit (LeakSanitizer's clone
- *     and ptrace of its own threads).
- * A test build can have the filter let everything through and write down what it would
- * have refused (PSID_TEST_SECCOMP_LOG=FILE): a thread started before the filter (which then
- * is not under it) answers the filter's user notifications with "continue" and appends each
- * call's number to FILE. That is how the list below is kept complete: run the tests so.
+ *     it uses (UNIX, IPv4, IPv6, netlink); ioctl only FIONREAD, FIONBIO, TCGETS and
+ *     SIOCOUTQ (fdflight.c); kill and tgkill only to itself. A refused call raises
+ *     SIGSYS, whose handler writes one line to the log (stderr, and syslog through a socket
+ *     opened beforehand: nothing it calls can take a lock) and ends the engine (its
+ *     privileged child then ends its tasks). A build with sanitizers also allows what their
+ *     runtime does at exit (LeakSanitizer's clone and ptrace of its own threads). A test
+ *     build can have the filter let everything through and write down what it would have
+ *     refused (PSID_TEST_SECCOMP_LOG=FILE): a thread started before the filter (which then
+ *     is not under it) answers the filter's user notifications with "continue" and appends
+ *     each call's number to FILE. That is how the list below is kept complete: run the
+ *     tests so.
  */
 #include "sandbox.h"
 
@@ -30,6 +31,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <linux/landlock.h>
+#include <linux/sockios.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -320,7 +322,7 @@ static int seccomp(int log, char *err, size_t errlen)
     for (size_t i = 0; rc == 0 && i < sizeof families / sizeof families[0]; i++)
         rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
                               SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)families[i]));
-    static const unsigned long ioctls[] = {FIONREAD, FIONBIO, TCGETS};
+    static const unsigned long ioctls[] = {FIONREAD, FIONBIO, TCGETS, SIOCOUTQ};
     for (size_t i = 0; rc == 0 && i < sizeof ioctls / sizeof ioctls[0]; i++)
         rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
                               SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, ioctls[i]));

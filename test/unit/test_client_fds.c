@@ -33,6 +33,8 @@ static void up(struct fixture *f)
     struct clients *cs = calloc(1, sizeof *cs);
     CU_ASSERT_PTR_NOT_NULL_FATAL(cs);
     cs->spare_fd = -1;
+    cs->fl = fdflight_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cs->fl);
     f->d.clients = cs;
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     int len = snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "psid-unit-%d", (int)getpid());
@@ -297,5 +299,94 @@ static void test_send_fds_pair(void)
     down(&f);
 }
 
+/* Descriptors in flight (fdflight.h): a client that reads nothing is refused more once its
+ * FDFLIGHT_CLIENT are queued or unread (ENOBUFS, and no room for the modules), and another
+ * client of another uid is not; once it has read everything, the count is taken back and
+ * it gets more. A send the kernel refuses with ETOOMANYREFS is back-pressure: the client is
+ * not closed, its set waits. */
+static void test_send_fds_flight(void)
+{
+    struct fixture f;
+    up(&f);
+    int p[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+    /* room in the socket for all that is sent unread (SO_SNDBUFFORCE as root; else the
+     * default, ~200 sets, is enough) */
+    int big = 8 << 20;
+    setsockopt(f.c->fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big);
+    unsigned all, lim_all, lim_uid;
+    fdflight_totals(f.d.clients->fl, &all, &lim_all, &lim_uid);
+    unsigned lim = FDFLIGHT_CLIENT < lim_uid ? FDFLIGHT_CLIENT : lim_uid;
+    unsigned sent = 0;
+    int r = 0;
+    for (unsigned i = 0; i < 4 * FDFLIGHT_CLIENT && r == 0; i++) {
+        r = send_dead(f.c, i + 1, 0, p, 2);
+        if (r == 0) sent++;
+        if (f.c->nofds > CLIENT_OUT_SETS / 2) CU_ASSERT_TRUE(flush_out(f.c)); /* unread */
+    }
+    CU_ASSERT_EQUAL(r, -1);
+    CU_ASSERT_EQUAL(errno, ENOBUFS);
+    CU_ASSERT_EQUAL(sent, lim / 2);
+    CU_ASSERT_FALSE(client_fds_room(f.c, 64));
+    CU_ASSERT_TRUE(f.c->fl_waiting);
+    CU_ASSERT_TRUE(flush_out(f.c));
+    CU_ASSERT_EQUAL(f.c->nofds, 0);
+    for (unsigned i = 0; i < sent; i++) { /* the client reads (and closes) all of it */
+        CU_ASSERT_EQUAL(next_dead(&f), i + 1);
+        for (int fd; (fd = psi_take_fd(&f.psi)) >= 0;) close(fd);
+    }
+    CU_ASSERT_TRUE(client_fds_room(f.c, 64)); /* its socket has nothing unread: counted back */
+    CU_ASSERT_EQUAL(f.c->fl_sent, 0);
+    /* the kernel refuses a send: the client stays, its set waits and goes later */
+    CU_ASSERT_EQUAL(send_dead(f.c, 9999, 0, p, 2), 0);
+    f.c->fl_blocked = true;
+    CU_ASSERT_TRUE(flush_out(f.c));
+    CU_ASSERT_FALSE(f.c->dead);
+    CU_ASSERT_EQUAL(f.c->nofds, 1);
+    f.c->fl_blocked = false;
+    CU_ASSERT_TRUE(flush_out(f.c));
+    CU_ASSERT_EQUAL(next_dead(&f), 9999);
+    close(p[0]);
+    close(p[1]);
+    down(&f);
+}
+
+/* The count by uid and in all, and a gone client's socket held until its peer reads. */
+static void test_fdflight_counts(void)
+{
+    struct fdflight *fl = fdflight_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fl);
+    unsigned all, lim_all, lim_uid;
+    fdflight_totals(fl, &all, &lim_all, &lim_uid);
+    CU_ASSERT_EQUAL(all, 0);
+    CU_ASSERT_TRUE(lim_uid >= 16 && lim_uid <= lim_all);
+    CU_ASSERT_TRUE(fdflight_room(fl, 1000, 0, 4));
+    fdflight_add(fl, 1000, lim_uid);
+    CU_ASSERT_FALSE(fdflight_room(fl, 1000, 0, 1)); /* its uid's share is used up */
+    CU_ASSERT_TRUE(fdflight_room(fl, 1001, 0, 1));  /* another's is not */
+    CU_ASSERT_TRUE(fdflight_room(fl, 0, 0, 1));     /* root: per client only */
+    CU_ASSERT_FALSE(fdflight_room(fl, 0, FDFLIGHT_CLIENT, 1));
+    fdflight_sub(fl, 1000, lim_uid);
+    fdflight_totals(fl, &all, &lim_all, &lim_uid);
+    CU_ASSERT_EQUAL(all, 0);
+    int sp[2];
+    CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+    CU_ASSERT_EQUAL(write(sp[0], "x", 1), 1);
+    CU_ASSERT_TRUE(fdflight_unread(sp[0]));
+    fdflight_add(fl, 1000, 3);
+    fdflight_linger(fl, sp[0], 1000, 3);
+    CU_ASSERT_TRUE(fdflight_poll(fl)); /* unread: held, still counted */
+    fdflight_totals(fl, &all, &lim_all, &lim_uid);
+    CU_ASSERT_EQUAL(all, 3);
+    char ch;
+    CU_ASSERT_EQUAL(read(sp[1], &ch, 1), 1);
+    CU_ASSERT_FALSE(fdflight_poll(fl)); /* read: closed, and counted back */
+    fdflight_totals(fl, &all, &lim_all, &lim_uid);
+    CU_ASSERT_EQUAL(all, 0);
+    close(sp[1]);
+    fdflight_free(fl);
+}
+
 UNIT_SUITE(client_fds, UNIT_TEST(test_send_fds), UNIT_TEST(test_send_fds_pair),
-           UNIT_TEST(test_send_fds_pieces), UNIT_TEST(test_send_fds_limits))
+           UNIT_TEST(test_send_fds_pieces), UNIT_TEST(test_send_fds_limits),
+           UNIT_TEST(test_send_fds_flight), UNIT_TEST(test_fdflight_counts))
