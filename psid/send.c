@@ -124,7 +124,12 @@ void psid_dispatch(struct psid *d, uint32_t from, const struct psmsg *m)
     case PSM_D_IO:
     case PSM_D_INPUT_ACK:
     case PSM_D_EXIT:
+    case PSM_D_PMI_EVENT:
         jobs_from_daemon(d, from, m);
+        break;
+    case PSM_D_PMI_UP:
+    case PSM_D_PMI_DOWN:
+        pmi_from_daemon(d, from, m);
         break;
     case PSM_D_NOTIFY:
     case PSM_D_NOTIFY_REPLY:
