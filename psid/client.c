@@ -44,6 +44,7 @@
  * memory until the walk is over.
  */
 #include "daemon.h"
+#include "module.h"
 #include "log.h"
 #include "psmsg.h"
 
@@ -221,10 +222,7 @@ static void client_kill(struct client *c)
 static void client_free(struct client *c)
 {
     struct clients *cs = c->d->clients;
-    jobs_client_gone(c->d, c);
-    pending_client_gone(c->d, c);
-    notify_client_gone(c->d, c);
-    preload_client_gone(c->d, c);
+    modules_client_gone(c->d, c);
     for (struct client **pp = &cs->writes; c->want_write && *pp; pp = &(*pp)->next_write)
         if (*pp == c) {
             *pp = c->next_write;
@@ -356,7 +354,7 @@ static bool flush_out(struct client *c)
             drop_out_fds(c, 1); /* the client holds them now */
             if (c->sets_full && c->nofds <= CLIENT_OUT_SETS / 2) {
                 c->sets_full = false;
-                preload_client_drained(c->d, c); /* (it only schedules its retry) */
+                modules_client_room(c->d, c); /* (the preload only schedules its retry) */
             }
         }
         c->outoff += (size_t)w;
@@ -608,46 +606,15 @@ static void dispatch(struct client *c, const uint8_t *frame, size_t len)
         c->closing = true;
         return;
     }
-    switch (m.type) {
-    case PSM_NODES:
+    const struct psid_module *mod = modules_request(c->d, m.type);
+    if (m.type == PSM_NODES)
         handle_nodes(c, &m);
-        break;
-    case PSM_SPAWN:
-        jobs_spawn(c->d, c, &m);
-        break;
-    case PSM_IO_ACK:
-        jobs_io_ack(c->d, c, &m);
-        break;
-    case PSM_INPUT:
-        jobs_input(c->d, c, &m);
-        break;
-    case PSM_SIGNAL:
-        signals_request(c->d, c, &m);
-        break;
-    case PSM_TASKS:
-        tasks_list_request(c->d, c, &m);
-        break;
-    case PSM_RDP:
+    else if (m.type == PSM_RDP)
         handle_rdp(c, &m);
-        break;
-    case PSM_NOTIFY:
-    case PSM_RELEASE:
-        notify_request(c->d, c, &m);
-        break;
-    case PSM_PL_OPEN:
-    case PSM_PL_LISTEN:
-    case PSM_PL_UNLISTEN:
-    case PSM_PL_CONNECT:
-    case PSM_PL_ACCEPT:
-    case PSM_PL_DECLINE:
-    case PSM_PL_SOCKETS:
-    case PSM_PL_REPORT:
-    case PSM_PL_POKE:
-        preload_request(c->d, c, &m);
-        break;
-    default:
+    else if (mod)
+        mod->request(c->d, c, &m);
+    else
         reply_error(c, m.id, EOPNOTSUPP, "unknown request type");
-    }
 }
 
 /* Handle the whole requests in the buffer, while the client takes its replies; what is left
@@ -911,8 +878,7 @@ static void on_accept(void *ctx, uint32_t events)
 static bool client_busy(struct client *c)
 {
     struct psid *d = c->d;
-    return c->outlen > c->outoff || jobs_client_busy(d, c) || notify_client_busy(d, c) ||
-           pending_client_busy(d, c) || preload_client_busy(d, c);
+    return c->outlen > c->outoff || modules_client_busy(d, c);
 }
 
 /* Close clients that sent nothing for client_idle_s and hold nothing. */
@@ -959,6 +925,10 @@ static int claim_path(const char *path)
 
 int clients_start(struct psid *d)
 {
+    if (modules_start(d) < 0) { /* what each request type goes to */
+        errno = EINVAL;
+        return -1;
+    }
     struct clients *cs = calloc(1, sizeof *cs);
     if (!cs) return -1;
     d->clients = cs;

@@ -38,6 +38,7 @@
 #ifndef PSCLUSTER_PSID_DAEMON_H
 #define PSCLUSTER_PSID_DAEMON_H
 
+#include "module.h"
 #include "psloop.h"
 #include "psconf.h"
 #include "psproto.h"
@@ -133,6 +134,7 @@ struct psid {
     struct pending *pending; /* daemon requests waiting for answers */
     struct notify *notify;   /* death notifications, both sides */
     struct preload *preload; /* preload endpoints, listeners, negotiations */
+    struct modtab modtab;    /* what each module handles (module.c) */
     struct pmijob *pmi;      /* MPI jobs' PMI state on this node (pmi.c) */
 };
 
@@ -294,10 +296,7 @@ void pmi_rank_started(struct psid *d, uint64_t job, uint32_t rank, int fd); /* f
 void pmi_rank_failed(struct psid *d, uint64_t job, uint32_t rank);          /* did not start */
 /* The rank ended: its channel closes; its state for the exit report (enum pspmi_state). */
 uint32_t pmi_rank_exit(struct psid *d, uint64_t job, uint32_t rank);
-void pmi_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m); /* fences */
 void pmi_job_gone(struct psid *d, uint64_t job);
-void pmi_home_lost(struct psid *d, uint32_t node);
-void pmi_free(struct psid *d);
 
 /* notify.c */
 void notify_request(struct psid *d, struct client *c, const struct psmsg *m);

@@ -16,6 +16,7 @@
  * client (PSM_PMI_EVENT).
  */
 #include "daemon.h"
+#include "module.h"
 #include "log.h"
 #include "placement.h"
 #include "pmi.h"
@@ -633,3 +634,25 @@ void jobs_node_lost(struct psid *d, uint32_t node)
     struct psid_node *pn = psid_node(d, node);
     if (pn) pn->inflight = 0;
 }
+
+static void jobs_request(struct psid *d, struct client *c, const struct psmsg *m)
+{
+    if (m->type == PSM_SPAWN)
+        jobs_spawn(d, c, m);
+    else if (m->type == PSM_IO_ACK)
+        jobs_io_ack(d, c, m);
+    else
+        jobs_input(d, c, m);
+}
+
+static const uint16_t jobs_requests[] = {PSM_SPAWN, PSM_IO_ACK, PSM_INPUT, 0};
+static const uint16_t jobs_messages[] = {PSM_D_RANK, PSM_D_IO,        PSM_D_INPUT_ACK,
+                                         PSM_D_EXIT, PSM_D_PMI_EVENT, 0};
+const struct psid_module jobs_module = {.name = "jobs",
+                                        .requests = jobs_requests,
+                                        .request = jobs_request,
+                                        .messages = jobs_messages,
+                                        .message = jobs_from_daemon,
+                                        .client_gone = jobs_client_gone,
+                                        .client_busy = jobs_client_busy,
+                                        .node_lost = jobs_node_lost};

@@ -8,6 +8,7 @@
  */
 #include "cgroup.h"
 #include "daemon.h"
+#include "module.h"
 #include "log.h"
 
 #include <errno.h>
@@ -201,8 +202,7 @@ out:
     clients_stop(&d);
     rdplink_stop(&d);
     send_free(&d);
-    notify_free(&d);
-    preload_free(&d);
+    modules_stop(&d);
     if (d.sig_fd >= 0) close(d.sig_fd);
     loop_free(d.loop);
     psconf_free(&d.conf);

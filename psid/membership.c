@@ -34,6 +34,7 @@
  * node while its home waits for its exit.
  */
 #include "daemon.h"
+#include "module.h"
 #include "hbwire.h"
 #include "log.h"
 #include "psmsg.h"
@@ -75,10 +76,7 @@ static void set_down(struct psid *d, struct psid_node *n, const char *why, bool 
     /* its tasks are dead to everyone: jobs here hear "node lost", tasks here whose job
      * lived there end, messages waiting for it are dropped */
     send_node_lost(d, n->conf->id);
-    jobs_node_lost(d, n->conf->id);
-    tasks_home_lost(d, n->conf->id);
-    notify_node_lost(d, n->conf->id);
-    preload_node_lost(d, n->conf->id);
+    modules_node_lost(d, n->conf->id);
 }
 
 static void set_unreachable(struct psid *d, struct psid_node *n, const char *why, bool rdp,

@@ -17,6 +17,7 @@
  * it); the last walk to end sweeps the gone ones out (deferred removal).
  */
 #include "daemon.h"
+#include "module.h"
 #include "log.h"
 #include "psmsg.h"
 
@@ -343,3 +344,16 @@ void notify_free(struct psid *d)
     free(n);
     d->notify = NULL;
 }
+
+static const uint16_t notify_requests[] = {PSM_NOTIFY, PSM_RELEASE, 0};
+static const uint16_t notify_messages[] = {PSM_D_NOTIFY, PSM_D_NOTIFY_REPLY, PSM_D_RELEASE,
+                                           PSM_D_DEAD, 0};
+const struct psid_module notify_module = {.name = "notify",
+                                          .requests = notify_requests,
+                                          .request = notify_request,
+                                          .messages = notify_messages,
+                                          .message = notify_from_daemon,
+                                          .client_gone = notify_client_gone,
+                                          .client_busy = notify_client_busy,
+                                          .node_lost = notify_node_lost,
+                                          .stop = notify_free};

@@ -43,12 +43,12 @@ struct plquery {
     size_t nasked, capasked;
     struct plq_asker *askers;
     unsigned naskers;
-    struct plq_rec *recs;  /* the round's answers, or the last round's */
+    struct plq_rec *recs; /* the round's answers, or the last round's */
     size_t nrecs, caprecs;
-    bool truncated;        /* more than PLQ_RECS */
-    uint64_t started;      /* when the last round began (0: never) */
-    uint64_t timer;        /* the round's end, or the next round's start */
-    bool due;              /* askers wait for the next round to start */
+    bool truncated;   /* more than PLQ_RECS */
+    uint64_t started; /* when the last round began (0: never) */
+    uint64_t timer;   /* the round's end, or the next round's start */
+    bool due;         /* askers wait for the next round to start */
     uint32_t next_num;
     struct psid *d;
     plquery_procs_fn procs; /* the node's library processes, now */

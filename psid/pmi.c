@@ -30,6 +30,7 @@
 #include "pmi.h"
 
 #include "log.h"
+#include "module.h"
 #include "pmiwire.h"
 #include "psproto.h"
 
@@ -1069,7 +1070,7 @@ static bool is_child(const struct pmijob *j, uint32_t node)
     return false;
 }
 
-void pmi_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
+static void pmi_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
 {
     uint64_t id;
     if (psmsg_get_u64(&m->body, PSF_JOB, &id) < 0) return;
@@ -1117,7 +1118,7 @@ void pmi_job_gone(struct psid *d, uint64_t job)
     if (j) job_free(j);
 }
 
-void pmi_home_lost(struct psid *d, uint32_t node)
+static void pmi_home_lost(struct psid *d, uint32_t node)
 {
     for (struct pmijob *j = d->pmi, *n; j; j = n) {
         n = j->next;
@@ -1125,7 +1126,14 @@ void pmi_home_lost(struct psid *d, uint32_t node)
     }
 }
 
-void pmi_free(struct psid *d)
+static void pmi_free(struct psid *d)
 {
     while (d->pmi) job_free(d->pmi);
 }
+
+static const uint16_t pmi_messages[] = {PSM_D_PMI_UP, PSM_D_PMI_DOWN, 0};
+const struct psid_module pmi_module = {.name = "pmi",
+                                       .messages = pmi_messages,
+                                       .message = pmi_from_daemon,
+                                       .node_lost = pmi_home_lost,
+                                       .stop = pmi_free};

@@ -41,6 +41,7 @@
  */
 #include "bebytes.h"
 #include "daemon.h"
+#include "module.h"
 #include "log.h"
 #include "psmsg.h"
 #include "plquery.h"
@@ -2167,3 +2168,20 @@ void preload_free(struct psid *d)
     free(pl);
     d->preload = NULL;
 }
+
+static const uint16_t preload_requests[] = {
+    PSM_PL_OPEN,    PSM_PL_LISTEN,  PSM_PL_UNLISTEN, PSM_PL_CONNECT, PSM_PL_ACCEPT,
+    PSM_PL_DECLINE, PSM_PL_SOCKETS, PSM_PL_REPORT,   PSM_PL_POKE,    0};
+static const uint16_t preload_messages[] = {PSM_D_PL_CONNECT, PSM_D_PL_CONNECT_REPLY,
+                                            PSM_D_PL_CLAIM,   PSM_D_PL_CLAIM_REPLY,
+                                            PSM_D_PL_EXPIRED, 0};
+const struct psid_module preload_module = {.name = "preload",
+                                           .requests = preload_requests,
+                                           .request = preload_request,
+                                           .messages = preload_messages,
+                                           .message = preload_from_daemon,
+                                           .client_gone = preload_client_gone,
+                                           .client_busy = preload_client_busy,
+                                           .client_room = preload_client_drained,
+                                           .node_lost = preload_node_lost,
+                                           .stop = preload_free};

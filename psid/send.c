@@ -9,6 +9,7 @@
  * that is lost drops its backlog.
  */
 #include "daemon.h"
+#include "module.h"
 #include "log.h"
 #include "psmsg.h"
 
@@ -111,46 +112,6 @@ void send_free(struct psid *d)
 
 void psid_dispatch(struct psid *d, uint32_t from, const struct psmsg *m)
 {
-    switch (m->type) {
-    case PSM_D_HELLO:
-        break;
-    case PSM_D_SPAWN:
-    case PSM_D_IO_ACK:
-    case PSM_D_INPUT:
-    case PSM_D_JOB_GONE:
-        tasks_from_daemon(d, from, m);
-        break;
-    case PSM_D_RANK:
-    case PSM_D_IO:
-    case PSM_D_INPUT_ACK:
-    case PSM_D_EXIT:
-    case PSM_D_PMI_EVENT:
-        jobs_from_daemon(d, from, m);
-        break;
-    case PSM_D_PMI_UP:
-    case PSM_D_PMI_DOWN:
-        pmi_from_daemon(d, from, m);
-        break;
-    case PSM_D_NOTIFY:
-    case PSM_D_NOTIFY_REPLY:
-    case PSM_D_RELEASE:
-    case PSM_D_DEAD:
-        notify_from_daemon(d, from, m);
-        break;
-    case PSM_D_SIGNAL:
-    case PSM_D_SIGNAL_REPLY:
-    case PSM_D_TASKS:
-    case PSM_D_TASKS_REPLY:
-        signals_from_daemon(d, from, m);
-        break;
-    case PSM_D_PL_CONNECT:
-    case PSM_D_PL_CONNECT_REPLY:
-    case PSM_D_PL_CLAIM:
-    case PSM_D_PL_CLAIM_REPLY:
-    case PSM_D_PL_EXPIRED:
-        preload_from_daemon(d, from, m);
-        break;
-    default:
+    if (m->type != PSM_D_HELLO && !modules_message(d, from, m))
         log_info("message of unknown type %u from node %u dropped", m->type, from);
-    }
 }

