@@ -83,6 +83,7 @@ UNIT_SRC  := $(wildcard test/unit/*.c)
 RDPT_SRC  := $(wildcard test/rdp/*.c)
 FUZZ_SRC  := $(wildcard test/fuzz/fuzz_*.c)
 TTOOL_SRC := $(wildcard test/tools/*.c)
+MPI_SRC   := $(wildcard test/mpi/*.c)
 
 LIBRDP    := $(BUILD)/lib/librdp.a
 LIBCONF   := $(BUILD)/lib/libpsconf.a
@@ -100,6 +101,11 @@ PRELOAD   := $(if $(SAN),,$(BUILD)/lib/libpspreload.so)
 UNIT_BIN  := $(BUILD)/test/unit-tests
 RDPT_BIN  := $(BUILD)/test/rdp-tests
 TTOOLS    := $(patsubst test/tools/%.c,$(BUILD)/test/tools/%,$(TTOOL_SRC))
+# MPI programs of the PMI tests and bench/mpi.sh, built with MPICH's mpicc when it is there
+# (install-deps.sh --check installs it), not in the sanitizer tree
+MPICC     ?= mpicc
+MPI_BIN   := $(if $(SAN),,$(if $(shell command -v $(MPICC) 2>/dev/null),\
+               $(patsubst test/mpi/%.c,$(BUILD)/test/mpi/%,$(MPI_SRC))))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -116,7 +122,7 @@ all:
 
 build-all: $(LIBS) $(TOOLS) $(PRELOAD)
 
-build-tests: build-all $(UNIT_BIN) $(RDPT_BIN) $(TTOOLS) $(BUILD)/test/tools/rawcat-static \
+build-tests: build-all $(UNIT_BIN) $(RDPT_BIN) $(TTOOLS) $(MPI_BIN) $(BUILD)/test/tools/rawcat-static \
              $(BUILD)/test/psid-hooks
 
 $(BUILD)/obj/%.o: %.c
@@ -211,6 +217,10 @@ $(BUILD)/lib/libpspreload.so: $(PRE_OBJ) preload/exports.map
 $(BUILD)/test/tools/%: $(BUILD)/obj/test/tools/%.o $(LIBPSIDC) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $< $(LIBPSIDC) $(LIBS) $(SYS_LIBS) -lm -o $@
+
+$(BUILD)/test/mpi/%: test/mpi/%.c
+	@mkdir -p $(dir $@)
+	$(MPICC) -std=gnu11 -O2 -Wall -Wextra -Werror $< -o $@
 
 # the same raw-syscall client linked statically: the loader never preloads into it (no
 # sanitizers: they do not link statically)

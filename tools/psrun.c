@@ -141,8 +141,8 @@ static const char usage_text[] =
     "  -v, --verbose           say where each rank runs (rank, node, task id)\n"
     "      --preload           run every rank under libpspreload (pspreload(1)): TCP\n"
     "                          between the ranks' nodes travels over RDP\n"
-    "      --mpi TYPE          the PMI the ranks get from psid: pmi1 (default: MPICH,\n"
-    "                          Open MPI), pmi2, or none; default $PSI_MPI. An MPI job ends\n"
+    "      --mpi TYPE          the PMI the ranks get from psid: pmi1 (default; MPICH's\n"
+    "                          simple PMI), pmi2, or none; default $PSI_MPI. An MPI job ends\n"
     "                          when one of its ranks fails, aborts or exits without\n"
     "                          MPI_Finalize\n"
     "  -h, --help              this text\n"
@@ -794,7 +794,7 @@ static int loop(struct psrun *p)
         return 1;
     }
     if (p->job.torn)
-        fprintf(stderr, "psrun: %" PRIu32 " other rank%s killed as the job ended\n", p->job.torn,
+        fprintf(stderr, "psrun: %" PRIu32 " rank%s killed as the job ended\n", p->job.torn,
                 p->job.torn == 1 ? "" : "s");
     int code = lg_job_exit_code(&p->job);
     if (!lg_job_ended(&p->job) && !code) code = LG_EXIT_LOST;
