@@ -8,6 +8,8 @@
  *   -2:BODY      a PMI-2 frame (the 6-byte length field added); waits for one frame
  *   -long:N      a line of N bytes "cmd=put kvsname=x key=k value=xxx..." with its newline
  *   -sleep:MS    waits MS milliseconds
+ *   -fences:K    K fences in a row (barrier_in, barrier_out); prints "fence_us MEDIAN MAX"
+ *                of their times (bench/mpi.sh: the fence across the tree of psids)
  * In a step, %K stands for the KVS name the last my_kvsname answer gave (printed as %K too,
  * so transcripts do not depend on the job's number), %R for $PMI_RANK, %N for the next rank
  * ((rank + 1) mod $PMI_SIZE).
@@ -131,6 +133,35 @@ static void answer_v2(void)
     consume(6 + len);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void fences(long k)
+{
+    double *t = calloc((size_t)(k > 0 ? k : 1), sizeof *t);
+    if (!t) exit(1);
+    for (long i = 0; i < k; i++) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        put("cmd=barrier_in\n", 15);
+        char *nl;
+        while (!(nl = memchr(in, '\n', nin))) more();
+        if (strncmp(in, "cmd=barrier_out rc=0", 20) != 0) {
+            printf("! fence failed: %.*s\n", (int)(nl - in), in);
+            exit(5);
+        }
+        consume((size_t)(nl - in) + 1);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        t[i] = (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3;
+    }
+    qsort(t, (size_t)k, sizeof *t, cmp_double);
+    if (k > 0) printf("fence_us %.0f %.0f\n", t[k / 2], t[k - 1]);
+    free(t);
+}
+
 int main(int argc, char **argv)
 {
     const char *e = getenv("PMI_FD");
@@ -162,6 +193,8 @@ int main(int argc, char **argv)
             put(b, n + 1);
             free(b);
             answer_v1();
+        } else if (strncmp(s, "-fences:", 8) == 0) {
+            fences(strtol(s + 8, NULL, 10));
         } else if (strncmp(s, "-sleep:", 7) == 0) {
             struct timespec t = {0, 0};
             long ms = strtol(s + 7, NULL, 10);

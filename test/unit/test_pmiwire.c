@@ -111,8 +111,10 @@ static void test_pmi2_frame_parse(void)
     const struct {
         const char *body, *why;
     } bad[] = {
-        {"cmd=x", "a pair not ended by ';'"},     {"cmd", "a pair without '='"},
-        {"cmd;x=1;", "a pair without '='"},       {"=1;", "an empty key"},
+        {"cmd=x", "a pair not ended by ';'"},
+        {"cmd", "a pair without '='"},
+        {"cmd;x=1;", "a pair without '='"},
+        {"=1;", "an empty key"},
         {"", "an empty command"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -188,8 +190,13 @@ static void test_pmi_map(void)
     CU_ASSERT_EQUAL(cl[1], 2);
     /* max smaller than the clique: the count, only max written */
     CU_ASSERT_EQUAL(pmi_map_clique("(vector,(0,1,4))", 4, 0, cl, 2), 4);
-    const char *bad[] = {"", "(vector)", "(vector,(0,2))", "(vector,(0,0,2))",
-                         "(vector,(0,2,2)", "(list,(0,2,2))", "(vector,(0,2,x))"};
+    const char *bad[] = {"",
+                         "(vector)",
+                         "(vector,(0,2))",
+                         "(vector,(0,0,2))",
+                         "(vector,(0,2,2)",
+                         "(list,(0,2,2))",
+                         "(vector,(0,2,x))"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CU_ASSERT_EQUAL(pmi_map_clique(bad[i], 4, 0, cl, 8), -1);
     CU_ASSERT_EQUAL(pmi_map_clique("(vector,(0,2,2))", 4, 4, cl, 8), -1); /* no such rank */
@@ -217,7 +224,7 @@ static void test_pmikvs(void)
     CU_ASSERT_EQUAL(k.bytes, bytes - 4 + 12);
     CU_ASSERT_STRING_EQUAL(pmikvs_get(&k, "key517", 6, &vl), "longer value");
     CU_ASSERT_PTR_NULL(pmikvs_get(&k, "key5170", 7, &vl)); /* never put */
-    CU_ASSERT_PTR_NULL(pmikvs_get(&k, "key517", 3, &vl)); /* "key": a prefix is not a key */
+    CU_ASSERT_PTR_NULL(pmikvs_get(&k, "key517", 3, &vl));  /* "key": a prefix is not a key */
     struct pmikvs_it it = {0};
     const char *kk, *vv;
     size_t kl2, vl2, seen = 0;
