@@ -109,5 +109,8 @@ void pmi_plan_put(const struct pmi_plan *p, uint32_t node, struct psmsg_buf *b)
 size_t pmi_plan_size(const struct pmi_plan *p)
 {
     if (p->mode == PSPMI_MODE_NONE) return 0;
-    return (2 + p->width) * (PSMSG_FHDR + 4) + PSMSG_FHDR + (p->map ? strlen(p->map) : 0);
+    /* the mode, a parent, the most children a node has, the mapping (and its NUL) */
+    size_t kids = p->n > 1 ? p->n - 1 : 0;
+    if (kids > p->width) kids = p->width;
+    return (2 + kids) * (PSMSG_FHDR + 4) + PSMSG_FHDR + (p->map ? strlen(p->map) + 1 : 0);
 }
