@@ -80,7 +80,7 @@ PSI_SRC   := $(wildcard psi/*.c)
 LOOP_SRC  := $(wildcard loop/*.c)
 LOG_SRC   := $(wildcard logger/*.c)
 PSID_SRC  := $(wildcard psid/*.c)
-PSIDC_SRC := $(filter-out psid/main.c,$(PSID_SRC))
+PSIDC_SRC := $(filter-out psid/main.c,$(PSID_SRC)) pmi/wire.c
 CONF_SRC  := $(wildcard conf/*.c)
 TOOL_SRC  := $(wildcard tools/*.c)
 RDPB_SRC  := $(wildcard rdpbench/*.c)
@@ -91,6 +91,7 @@ UNIT_SRC  := $(wildcard test/unit/*.c)
 RDPT_SRC  := $(wildcard test/rdp/*.c)
 FUZZ_SRC  := $(wildcard test/fuzz/fuzz_*.c)
 TTOOL_SRC := $(wildcard test/tools/*.c)
+MPI_SRC   := $(wildcard test/mpi/*.c)
 
 LIBRDP    := $(BUILD)/lib/librdp.a
 LIBCONF   := $(BUILD)/lib/libpsconf.a
@@ -117,6 +118,11 @@ $(BUILD)/obj/preload/%.o: CFLAGS += -ftls-model=initial-exec
 UNIT_BIN  := $(BUILD)/test/unit-tests
 RDPT_BIN  := $(BUILD)/test/rdp-tests
 TTOOLS    := $(patsubst test/tools/%.c,$(BUILD)/test/tools/%,$(TTOOL_SRC))
+# MPI programs of the PMI tests and bench/mpi.sh, built with MPICH's mpicc when it is there
+# (install-deps.sh --check installs it), not in the sanitizer tree
+MPICC     ?= mpicc
+MPI_BIN   := $(if $(SAN),,$(if $(shell command -v $(MPICC) 2>/dev/null),\
+               $(patsubst test/mpi/%.c,$(BUILD)/test/mpi/%,$(MPI_SRC))))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -133,7 +139,7 @@ all:
 
 build-all: $(LIBS) $(TOOLS) $(PRELOAD)
 
-build-tests: build-all $(UNIT_BIN) $(RDPT_BIN) $(TTOOLS) $(BUILD)/test/tools/rawcat-static \
+build-tests: build-all $(UNIT_BIN) $(RDPT_BIN) $(TTOOLS) $(MPI_BIN) $(BUILD)/test/tools/rawcat-static \
              $(BUILD)/test/psid-hooks
 
 $(BUILD)/obj/%.o: %.c
@@ -228,6 +234,10 @@ $(BUILD)/lib/libpspreload.so: $(PRE_OBJ) preload/exports.map
 $(BUILD)/test/tools/%: $(BUILD)/obj/test/tools/%.o $(LIBPSIDC) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $< $(LIBPSIDC) $(LIBS) $(SYS_LIBS) -lm -o $@
+
+$(BUILD)/test/mpi/%: test/mpi/%.c
+	@mkdir -p $(dir $@)
+	$(MPICC) -std=gnu11 -O2 -Wall -Wextra -Werror $< -o $@
 
 # the same raw-syscall client linked statically: the loader never preloads into it (no
 # sanitizers: they do not link statically)

@@ -83,6 +83,10 @@ enum conf_key_id {
     CK_USER,
     CK_ROOT_JOBS,
     CK_NODES,
+    CK_PMI,
+    CK_PMI_TREE_WIDTH,
+    CK_PMI_MAX_BYTES,
+    CK_PMI_MAX_KEYS,
     CK__COUNT
 };
 

@@ -58,6 +58,9 @@ void psconf_defaults(struct psconf *c)
     strcpy(c->user, "pscluster");
     c->root_jobs = 1;
     c->client_idle_s = 300;
+    c->pmi_tree_width = 16;
+    c->pmi_max_kvs_bytes = 64u << 20;
+    c->pmi_max_kvs_keys = 1u << 20;
 }
 
 void psconf_free(struct psconf *c)

@@ -260,6 +260,13 @@ static const struct conf_key psid_keys[] = {
     {0},
 };
 
+static const struct conf_key pmi_keys[] = {
+    UINT_KEY("tree_width", CK_PMI_TREE_WIDTH, 1, 4096, pmi_tree_width),
+    SIZE_KEY("max_kvs_bytes", CK_PMI_MAX_BYTES, 65536, 1073741824, pmi_max_kvs_bytes),
+    UINT_KEY("max_kvs_keys", CK_PMI_MAX_KEYS, 16, 100000000, pmi_max_kvs_keys),
+    {0},
+};
+
 static const struct conf_key root_keys[] = {
     STR_KEY("cluster", CK_CLUSTER, set_cluster),
     STR_KEY("key_file", CK_KEY_FILE, set_key_file),
@@ -267,6 +274,7 @@ static const struct conf_key root_keys[] = {
     GROUP_KEY("rdp", CK_RDP, rdp_keys),
     GROUP_KEY("heartbeat", CK_HB, hb_keys),
     GROUP_KEY("psid", CK_PSID, psid_keys),
+    GROUP_KEY("pmi", CK_PMI, pmi_keys),
     {"nodes", CT_NODES, CK_NODES, 0, 0, CS_NONE, 0, NULL, NULL},
     {0},
 };

@@ -80,6 +80,11 @@ struct psconf {
     unsigned client_idle_s;     /* a client that sends nothing and holds nothing: closed
                                  * after this long; 0: never */
 
+    /* pmi = { ... }: the PMI server of MPI jobs (docs/pmi.md) */
+    unsigned pmi_tree_width;  /* children per node in a job's fence tree */
+    size_t pmi_max_kvs_bytes; /* key and value bytes a job's store may hold on a node */
+    unsigned pmi_max_kvs_keys;
+
     struct psconf_node *nodes; /* sorted by id */
     size_t nnodes;
 };

@@ -151,6 +151,15 @@
  * A pair key is per pair of endpoints: every connection between the same two processes is
  * carried by the same RDP connection, told apart by PSF_CONN (preload/wire.h).
  *
+ * MPI jobs (PMI, docs/pmi.md): a PSM_SPAWN with {PSF_PMI: enum pspmi_mode} gives each rank
+ * a PMI channel served by its node's psid (PMI_FD, PMI_RANK, PMI_SIZE in its environment).
+ *   psid   -> PSM_PMI_EVENT {PSF_RANK, PSF_PMI_EVENT, [PSF_STATUS], [PSF_TEXT]} (event, the
+ *             SPAWN request's id): PSPMI_EV_INIT, a rank started to use PMI (once per node:
+ *             the job is an MPI job); PSPMI_EV_ABORT, a rank aborts the job (PSF_STATUS:
+ *             its exit code, when the wire gave one; PSF_TEXT its message); PSPMI_EV_NOTE,
+ *             PSF_TEXT says what a rank's PMI request broke (bounds, MPI_Comm_spawn, ...)
+ *   A rank's PSM_EXIT carries {PSF_PMI_STATE: enum pspmi_state} in a PMI job.
+ *
  * Daemon protocol: messages between psids travel as RDP messages with the same encoding
  * (types from 0x1000 on); the uid in them comes from the originating node's SO_PEERCRED,
  * and RDP authenticates every packet with the cluster key.
@@ -213,6 +222,7 @@ enum psm_type {
     /* event {PSF_NODE_ID}: psid declared that node down; the library ends its connections to
      * processes there (ETIMEDOUT), which RDP alone notices only with data in flight */
     PSM_PL_NODE_LOST = 85,
+    PSM_PMI_EVENT = 90, /* event: a PMI job's rank started PMI, aborts, or broke a rule */
 
     /* daemon to daemon (over RDP) */
     PSM_D_HELLO = 0x1000, /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
@@ -249,6 +259,12 @@ enum psm_type {
     PSM_D_PL_CLAIM_REPLY = 0x1014, /* PSF_REQ, PSF_ERRNO: 0 = the connector was told */
     /* listener's node -> connector's node: PSF_SRC_PORT, PSF_PORT: not accepted in time */
     PSM_D_PL_EXPIRED = 0x1015,
+    /* a PMI fence (psid/pmifence.c): PSF_JOB, PSF_PMI_EPOCH, [PSF_MORE], (PSF_PMI_KEY,
+     * PSF_PMI_VALUE)... or PSF_ERRNO, PSF_TEXT: child -> parent, its subtree's pairs */
+    PSM_D_PMI_UP = 0x1016,
+    PSM_D_PMI_DOWN = 0x1017, /* parent -> child: the fence's union, the same fields */
+    /* rank's node -> home: PSF_JOB, PSF_RANK, PSF_PMI_EVENT, [PSF_STATUS], [PSF_TEXT] */
+    PSM_D_PMI_EVENT = 0x1018,
 };
 
 enum psf_tag {
@@ -329,7 +345,17 @@ enum psf_tag {
     PSF_SHM_RING = 94,     /* u32: a same-node channel's ring bytes (include/psshm.h) */
     PSF_PROBE = 95,        /* u32 1: PSM_D_PL_CLAIM only asks whether the connection exists */
     PSF_TAG = 96,          /* u32: an acceptor's name for a connection it claims (PSM_PL_ACCEPT) */
-    PSF_CRED = 97, /* bytes: a spawn credential for the node (PSM_D_SPAWN; psid/spawncred.h) */
+    PSF_CRED = 97,      /* bytes: a spawn credential for the node (PSM_D_SPAWN; psid/spawncred.h) */
+    PSF_PMI = 98,       /* u32: enum pspmi_mode (PSM_SPAWN, PSM_D_SPAWN) */
+    PSF_PMI_STATE = 99, /* u32: enum pspmi_state (PSM_D_EXIT, PSM_EXIT) */
+    PSF_PMI_PARENT = 100, /* u32: the node's parent in the job's fence tree (none: the root) */
+    PSF_PMI_CHILD = 101,  /* u32, repeated: its children */
+    PSF_PMI_MAP = 102,    /* string: PMI_process_mapping */
+    PSF_PMI_EPOCH = 103,  /* u32: the number of a fence, from 0 */
+    PSF_PMI_KEY = 104,    /* bytes: a key of the job's KVS */
+    PSF_PMI_VALUE = 105,  /* bytes: its value (after its PSF_PMI_KEY) */
+    PSF_MORE = 106,       /* u32 1: more messages of this part follow */
+    PSF_PMI_EVENT = 107,  /* u32: enum pspmi_event */
 
     PSF_NODE = 0x8001,   /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002,   /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */
@@ -357,6 +383,25 @@ enum pstask_state {
     PSTASK_EXITED = 2, /* exited, output still draining */
 };
 
+enum pspmi_mode { /* PSF_PMI: the PMI a job's ranks get */
+                  PSPMI_MODE_NONE = 0,
+                  PSPMI_MODE_PMI1 = 1, /* PMI_FD, PMI_RANK, PMI_SIZE, PMI_SPAWNED */
+                  PSPMI_MODE_PMI2 = 2, /* the same and PMI_JOBID */
+                  PSPMI_MODE_MAX = 2,
+};
+
+enum pspmi_state {                 /* PSF_PMI_STATE: a rank's PMI at its end */
+                   PSPMI_NONE = 0, /* never spoke PMI */
+                   PSPMI_INIT = 1, /* spoke PMI, did not finalize */
+                   PSPMI_FINALIZED = 2,
+};
+
+enum pspmi_event { /* PSF_PMI_EVENT */
+                   PSPMI_EV_INIT = 1,
+                   PSPMI_EV_ABORT = 2,
+                   PSPMI_EV_NOTE = 3,
+};
+
 /* Messages psid sends on its own, not as the reply to a request (libpsi queues them as
  * events): a job's progress (with the SPAWN request's id) and death notifications (with the
  * NOTIFY request's id). Every other message to a client is the one reply to its request. */
@@ -364,7 +409,8 @@ static inline int psm_is_event(unsigned type)
 {
     return type == PSM_RANK || type == PSM_IO || type == PSM_INPUT_ACK || type == PSM_EXIT ||
            type == PSM_DEAD || type == PSM_PL_OUTCOME || type == PSM_PL_QUERY ||
-           type == PSM_PL_POKED || type == PSM_PL_ACCEPTED || type == PSM_PL_NODE_LOST;
+           type == PSM_PL_POKED || type == PSM_PL_ACCEPTED || type == PSM_PL_NODE_LOST ||
+           type == PSM_PMI_EVENT;
 }
 
 /* Task ids */

@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +165,23 @@ static void rank_failed(struct lg_job *j, uint32_t rank, int code, const char *h
         lg_job_say(j, "rank %" PRIu32 " (node %s): %s", rank, nn, how);
 }
 
+/* An MPI job cannot go on: the first reason is kept. */
+static void mpi_fatal(struct lg_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mpi_fatal(struct lg_job *j, const char *fmt, ...)
+{
+    if (j->mpi_fatal) return;
+    j->mpi_fatal = true;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(j->mpi_why, sizeof j->mpi_why, fmt, ap);
+    va_end(ap);
+}
+
+void lg_job_teardown(struct lg_job *j)
+{
+    j->teardown = true;
+}
+
 static struct lg_rank *rank_of(struct lg_job *j, const struct psmsg *m, uint32_t *rank)
 {
     if (psmsg_get_u32(&m->body, PSF_RANK, rank) < 0 || *rank >= j->cfg.np) {
@@ -196,6 +215,7 @@ static void on_rank_msg(struct lg_job *j, const struct psmsg *m)
         else
             snprintf(how, sizeof how, "%s: %s", text, reason);
         rank_failed(j, rank, lg_spawn_code((int)err), how);
+        if (j->cfg.mpi && j->mpi_active) mpi_fatal(j, "rank %" PRIu32 " could not start", rank);
         return;
     }
     psmsg_get_u64(&m->body, PSF_TID, &r->tid);
@@ -248,14 +268,58 @@ static int on_exit_msg(struct lg_job *j, const struct psmsg *m)
         return 0;
     }
     psmsg_get_u32(&m->body, PSF_STATUS, &status);
+    uint32_t pmi = PSPMI_NONE;
+    psmsg_get_u32(&m->body, PSF_PMI_STATE, &pmi);
     r->state = LG_R_EXITED;
     r->status = status;
+    r->pmi = (uint8_t)pmi;
     int code = lg_status_code(status);
+    int s = (int)status;
+    if (j->teardown && WIFSIGNALED(s) && (WTERMSIG(s) == SIGKILL || WTERMSIG(s) == SIGTERM)) {
+        j->torn++; /* one the caller killed: its end is not news */
+        return 0;
+    }
     if (code) {
         char how[128];
         rank_failed(j, rank, code, lg_status_text(status, how, sizeof how));
+        if (j->cfg.mpi && (j->mpi_active || pmi == PSPMI_INIT))
+            mpi_fatal(j, "rank %" PRIu32 " failed", rank);
+    } else if (j->cfg.mpi && pmi == PSPMI_INIT) {
+        /* it left without MPI_Finalize: the others would wait for it for ever */
+        rank_failed(j, rank, 1, "exited with status 0 without finalizing PMI (no MPI_Finalize)");
+        mpi_fatal(j, "rank %" PRIu32 " left the job without MPI_Finalize", rank);
     }
     return 0;
+}
+
+static void on_pmi_msg(struct lg_job *j, const struct psmsg *m)
+{
+    uint32_t rank, kind = 0, code = 0;
+    struct lg_rank *r = rank_of(j, m, &rank);
+    if (!r || psmsg_get_u32(&m->body, PSF_PMI_EVENT, &kind) < 0) return;
+    char text[1100] = "", nn[64];
+    psmsg_get_str(&m->body, PSF_TEXT, text, sizeof text);
+    switch (kind) {
+    case PSPMI_EV_INIT:
+        j->mpi_active = true;
+        break;
+    case PSPMI_EV_ABORT: {
+        bool has = psmsg_get_u32(&m->body, PSF_STATUS, &code) == 0;
+        if (!has) code = 1;
+        lg_job_say(
+            j, "rank %" PRIu32 " (node %s) aborted the job (MPI_Abort), exit code %" PRIu32 "%s%s",
+            rank, node_name(j, r->node, nn, sizeof nn), code, text[0] ? ": " : "", text);
+        j->failed++;
+        lg_exitagg_add(&j->agg, rank, (int)code);
+        j->mpi_active = true;
+        mpi_fatal(j, "rank %" PRIu32 " called MPI_Abort", rank);
+        break;
+    }
+    case PSPMI_EV_NOTE:
+        lg_job_say(j, "rank %" PRIu32 " (node %s): %s", rank, node_name(j, r->node, nn, sizeof nn),
+                   text);
+        break;
+    }
 }
 
 static void on_error_msg(struct lg_job *j, const struct psmsg *m)
@@ -301,6 +365,9 @@ int lg_job_handle(struct lg_job *j, const struct psmsg *m)
         return on_io_msg(j, m) < 0 ? -1 : 1;
     case PSM_EXIT:
         return on_exit_msg(j, m) < 0 ? -1 : 1;
+    case PSM_PMI_EVENT:
+        on_pmi_msg(j, m);
+        return 1;
     case PSM_INPUT_ACK:
         if (psmsg_get_u32(&m->body, PSF_RANK, &u) == 0 &&
             psmsg_get_u64(&m->body, PSF_BYTES, &u64) == 0)

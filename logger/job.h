@@ -11,7 +11,13 @@
  *   - keeps every rank's state, node and task id, and the exit status of the job
  *     (exitcodes.h); a failed rank gets one line on out[1] after its own output: rank,
  *     node, task id and how it ended;
- *   - sends stdin (lg_job_input) within the window of input.h.
+ *   - sends stdin (lg_job_input) within the window of input.h;
+ *   - in a PMI job (cfg.mpi), keeps what the ranks' PMI tells (PSM_PMI_EVENT): that the job
+ *     is an MPI job, a rank's abort, notes; and marks the job mpi_fatal when it cannot go on:
+ *     an abort, a rank of an MPI job that failed or left PMI without finalizing (exit 0
+ *     without MPI_Finalize counts as a failure, exit code 1). Once the caller ends the job
+ *     for it (lg_job_teardown), ranks killed by SIGKILL or SIGTERM are counted (torn), not
+ *     reported one by one: the first failure is the one that matters.
  * It does no I/O itself except queueing on conn->tx, so tests drive it with built messages.
  */
 #ifndef PSCLUSTER_LOGGER_JOB_H
@@ -43,6 +49,7 @@ struct lg_rank {
     uint32_t node;
     uint64_t tid;
     uint32_t status; /* wait(2) status (LG_R_EXITED) */
+    uint8_t pmi;     /* enum pspmi_state at its end */
     int err;         /* errno (LG_R_NOSTART) */
     uint64_t ack;    /* written, not yet acknowledged */
     struct lg_lines lines[2];
@@ -56,6 +63,7 @@ struct lg_job_cfg {
     const char *prog;
     const struct psi_nodetab *nodes; /* names in messages (may be NULL) */
     size_t line_max;                 /* 0: PSI_IO_WINDOW / 2 */
+    bool mpi;                        /* the ranks have PMI (psrun --mpi other than none) */
 };
 
 struct lg_job {
@@ -72,6 +80,11 @@ struct lg_job {
     uint32_t ended;    /* ranks that are done: NOSTART, EXITED or LOST */
     uint32_t failed;   /* ranks that failed */
     uint32_t lost;     /* ranks whose node was lost */
+    bool mpi_active;   /* a rank started to use PMI: an MPI job */
+    bool mpi_fatal;    /* it cannot go on (why: mpi_why) */
+    char mpi_why[160];
+    bool teardown; /* the caller ends the job: kills are counted, not reported */
+    uint32_t torn; /* ranks killed in the teardown */
     struct lg_outq out[2];
     bool discard[2]; /* nobody reads that stream any more: acknowledge without writing */
     uint32_t *dirty;
@@ -97,6 +110,9 @@ void lg_job_discard(struct lg_job *j, int s);
 int lg_job_flush_acks(struct lg_job *j);
 /* A line "psrun: ..." for out[1]. */
 void lg_job_say(struct lg_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The caller ends the job (an MPI job's failure): from now on a rank killed by SIGKILL or
+ * SIGTERM is counted in torn, not reported. */
+void lg_job_teardown(struct lg_job *j);
 /* Queue PSM_SIGNAL to every task of the job. 0, or -1 (no job id yet: errno EAGAIN). */
 int lg_job_signal(struct lg_job *j, int sig);
 

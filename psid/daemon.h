@@ -96,6 +96,7 @@ struct spawnq;
 struct cgroups;
 struct privcall;
 struct spawned;
+struct pmijob;
 
 struct psid {
     struct psconf conf;
@@ -134,6 +135,7 @@ struct psid {
     struct notify *notify;   /* death notifications, both sides */
     struct preload *preload; /* preload endpoints, listeners, negotiations */
     struct modtab modtab;    /* what each module handles (module.c) */
+    struct pmijob *pmi;      /* MPI jobs' PMI state on this node (pmi.c) */
 };
 
 /* A request to other daemons that waits for their answers (signals, task lists). */
@@ -238,6 +240,7 @@ struct priv_spawn_req {
     char *const *renv;               /* the rank's own variables */
     const uint8_t *cred;             /* the job's spawn credential for this node */
     size_t credlen;
+    bool want_pmi; /* a PMI socket: the child's end in the task (PMI_FD), ours in *s */
 };
 /* What a job's spawn credentials are asked for (spawncred.h): one per target node. */
 struct priv_cred_req {
@@ -278,6 +281,22 @@ void spawnq_request(struct psid *d, uint32_t from, const struct psmsg *m); /* PS
 void spawnq_drop_job(struct psid *d, uint64_t job, uint32_t uid);
 void spawnq_drop_home(struct psid *d, uint32_t node);
 void spawnq_free(struct psid *d);
+
+/* pmi.c: the PMI server of MPI jobs, a rank's node's part (pmi.h, docs/pmi.md). A job's
+ * PSM_D_SPAWN with PSF_PMI: its state here for its nlocal ranks queued; 0, or -1 (ENOMEM:
+ * its ranks start without PMI). */
+int pmi_job_spawn(struct psid *d, uint32_t from, const struct psmsg *m, uint64_t job, uint32_t uid,
+                  uint32_t size, uint32_t nlocal);
+/* The rank's PMI variables appended to renv at *n (at most PMI_RANK_VARS): their number, or
+ * -1 (ENOMEM; those added are counted in *n). */
+#define PMI_RANK_VARS 4
+int pmi_rank_env(struct psid *d, uint64_t job, uint32_t rank, char **renv, size_t *n);
+bool pmi_job_wants_fd(struct psid *d, uint64_t job); /* its ranks get a PMI socket */
+void pmi_rank_started(struct psid *d, uint64_t job, uint32_t rank, int fd); /* fd: ours now */
+void pmi_rank_failed(struct psid *d, uint64_t job, uint32_t rank);          /* did not start */
+/* The rank ended: its channel closes; its state for the exit report (enum pspmi_state). */
+uint32_t pmi_rank_exit(struct psid *d, uint64_t job, uint32_t rank);
+void pmi_job_gone(struct psid *d, uint64_t job);
 
 /* notify.c */
 void notify_request(struct psid *d, struct client *c, const struct psmsg *m);

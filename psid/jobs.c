@@ -11,12 +11,15 @@
  * to the client; the client's acknowledgements and input go to the ranks' nodes. When the
  * client goes away, every node with ranks of the job is told to end them; when a node is
  * lost (down, not merely unreachable: membership.c), its unfinished ranks are reported to the
- * client as lost, and whatever that node still sends about them is ignored.
+ * client as lost, and whatever that node still sends about them is ignored. An MPI job's
+ * spawn messages also carry its PMI plan (pmihome.c), and its ranks' PMI events go to the
+ * client (PSM_PMI_EVENT).
  */
 #include "daemon.h"
 #include "module.h"
 #include "log.h"
 #include "placement.h"
+#include "pmi.h"
 #include "psmsg.h"
 
 #include <errno.h>
@@ -169,6 +172,7 @@ struct fanout {
     uint32_t uid, gid;
     const struct psconf *conf;
     uint8_t (*creds)[SPAWNCRED_LEN]; /* parallel to conf->nodes */
+    const struct pmi_plan *pmi;
 };
 
 /* The argv, environment, cwd, umask and input rank a PSM_D_SPAWN carries over from the
@@ -313,6 +317,7 @@ static void send_spawn(struct psid *d, uint32_t node, void *arg)
         if (j->ranks[r].node == node) psmsg_put_u32(&b, PSF_RANK, r);
     const struct psconf_node *cn = psconf_node_by_id(fo->conf, node);
     if (cn) psmsg_put_bytes(&b, PSF_CRED, fo->creds[cn - fo->conf->nodes], SPAWNCRED_LEN);
+    pmi_plan_put(fo->pmi, node, &b);
     if (psid_send(d, node, &b) < 0) log_warn("spawn on node %u: %s", node, strerror(errno));
     psmsg_buf_free(&b);
 }
@@ -343,6 +348,7 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
     uint8_t(*creds)[SPAWNCRED_LEN] = calloc(d->conf.nnodes, SPAWNCRED_LEN);
     size_t n;
     char why[256];
+    struct pmi_plan plan = {0};
     if (!nodes || !where || !j || !ranks || !creds) {
         client_error(c, m->id, ENOMEM, "out of memory");
         goto out;
@@ -356,8 +362,12 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
         client_error(c, m->id, EAGAIN, why);
         goto out;
     }
+    if (pmi_plan_make(d, m, where, np, &plan) < 0) {
+        client_error(c, m->id, ENOMEM, "out of memory");
+        goto out;
+    }
     /* the nodes' spawn messages carry more than the request: fail now, not on the way */
-    size_t need = spawn_size(m, where, np, nodes, n);
+    size_t need = spawn_size(m, where, np, nodes, n) + pmi_plan_size(&plan);
     if (need > PSMSG_MAX) {
         snprintf(why, sizeof why, "argument list too long for a spawn (%zu bytes, limit %u)", need,
                  PSMSG_MAX);
@@ -391,11 +401,12 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
     psmsg_buf_free(&b);
     log_info("job %u:%d: %u ranks on %zu candidate nodes", PSTID_NODE(j->id), PSTID_PID(j->id), np,
              n);
-    struct fanout fo = {j, m, client_uid(c), client_gid(c), &d->conf, creds};
+    struct fanout fo = {j, m, client_uid(c), client_gid(c), &d->conf, creds, &plan};
     j = NULL;
     ranks = NULL;
     jobs_foreach_node(d->jobs, send_spawn, &fo);
 out:
+    pmi_plan_free(&plan);
     free(nodes);
     free(where);
     free(j);
@@ -484,8 +495,20 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
         u = 0;
         psmsg_get_u32(&m->body, PSF_STATUS, &u);
         psmsg_put_u32(&b, PSF_STATUS, u);
+        if (psmsg_get_u32(&m->body, PSF_PMI_STATE, &u) == 0) psmsg_put_u32(&b, PSF_PMI_STATE, u);
         rank_done(j, rank);
         break;
+    case PSM_D_PMI_EVENT: { /* a rank's PMI: started, aborts, a note (pmi.c) */
+        char text[1100];
+        if (psmsg_get_u32(&m->body, PSF_PMI_EVENT, &u) < 0) return;
+        psmsg_begin(&b, PSM_PMI_EVENT, j->cid);
+        psmsg_put_u32(&b, PSF_RANK, rank);
+        psmsg_put_u32(&b, PSF_PMI_EVENT, u);
+        if (psmsg_get_u32(&m->body, PSF_STATUS, &u) == 0) psmsg_put_u32(&b, PSF_STATUS, u);
+        if (psmsg_get_str(&m->body, PSF_TEXT, text, sizeof text) == 0)
+            psmsg_put_str(&b, PSF_TEXT, text);
+        break;
+    }
     default:
         return;
     }
@@ -623,7 +646,8 @@ static void jobs_request(struct psid *d, struct client *c, const struct psmsg *m
 }
 
 static const uint16_t jobs_requests[] = {PSM_SPAWN, PSM_IO_ACK, PSM_INPUT, 0};
-static const uint16_t jobs_messages[] = {PSM_D_RANK, PSM_D_IO, PSM_D_INPUT_ACK, PSM_D_EXIT, 0};
+static const uint16_t jobs_messages[] = {PSM_D_RANK, PSM_D_IO,        PSM_D_INPUT_ACK,
+                                         PSM_D_EXIT, PSM_D_PMI_EVENT, 0};
 const struct psid_module jobs_module = {.name = "jobs",
                                         .requests = jobs_requests,
                                         .request = jobs_request,

@@ -2,7 +2,7 @@
  * module.c - the one list of psid's modules and the dispatch through it (module.h). The
  * order of the list is the order in which modules hear of a client gone, a node lost and
  * the end: jobs before tasks (a job's client is gone before its tasks are told), the
- * preload last.
+ * PMI server after both, the preload last.
  */
 #include "module.h"
 #include "daemon.h"
@@ -11,8 +11,8 @@
 
 #include <string.h>
 
-static const struct psid_module *const all[] = {&jobs_module, &tasks_module, &signals_module,
-                                                &notify_module, &preload_module};
+static const struct psid_module *const all[] = {&jobs_module,   &tasks_module, &signals_module,
+                                                &notify_module, &pmi_module,   &preload_module};
 #define NALL (sizeof all / sizeof all[0])
 
 static int put(const struct psid_module **tab, uint16_t base, const uint16_t *types,

@@ -422,6 +422,7 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
     if (r->cwd && r->cwd[0]) psmsg_put_str(&b, PRIV_F_CWD, r->cwd);
     psmsg_put_u32(&b, PRIV_F_STDIN, r->want_stdin ? 1 : 0);
     psmsg_put_u32(&b, PRIV_F_NODE, d->self->id);
+    if (r->want_pmi) psmsg_put_u32(&b, PRIV_F_PMI, 1);
     bool body = !pc->sent_any || pc->sent_req != r->req;
     for (size_t i = 0; body && r->argv[i]; i++) psmsg_put_str(&b, PRIV_F_ARG, r->argv[i]);
     for (size_t i = 0; body && r->envp[i]; i++) psmsg_put_str(&b, PRIV_F_ENV, r->envp[i]);
@@ -453,7 +454,7 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
         if (psmsg_get_str(&m.body, PRIV_F_TEXT, why, whylen) < 0)
             snprintf(why, whylen, "%s", strerror((int)e));
     } else if (psmsg_get_u32(&m.body, PRIV_F_PID, &pid) < 0 || !pid ||
-               nfds != (r->want_stdin ? 3 : 2)) {
+               nfds != 2 + r->want_stdin + r->want_pmi) {
         *err = EPROTO;
         snprintf(why, whylen, "psid's privileged child: a malformed answer");
         if (pid) priv_release(d, (pid_t)pid);
@@ -462,7 +463,8 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
                               .pidfd = -1,
                               .out_fd = fds[0],
                               .err_fd = fds[1],
-                              .in_fd = r->want_stdin ? fds[2] : -1};
+                              .in_fd = r->want_stdin ? fds[2] : -1,
+                              .pmi_fd = r->want_pmi ? fds[nfds - 1] : -1};
         nfds = 0;
         rc = 0;
         *err = 0;

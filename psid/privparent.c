@@ -31,6 +31,7 @@
 #include "spawncred.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
@@ -134,6 +135,16 @@ static char *field_dup(const struct psmsg_field *f)
 }
 
 /* Keep a request's program and environment; -1 out of memory. */
+/* Move *fd above the descriptors a task's start overwrites (0..PMI_FD_NUM). 0, or -1. */
+static int keep_high(int *fd)
+{
+    int h = fcntl(*fd, F_DUPFD_CLOEXEC, 10);
+    if (h < 0) return -1;
+    close(*fd);
+    *fd = h;
+    return 0;
+}
+
 static int keep_request(struct priv *p, const struct psmsg *m, const struct priv_spawn *s)
 {
     free_strv(p->argv, p->nargv);
@@ -341,7 +352,7 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
     }
     /* the environment: the job's, the rank's own, and the buffer the child fills with
      * PSI_TID (spawn.h) */
-    char **envp = calloc(p->nenv + s.nrenv + 2, sizeof *envp);
+    char **envp = calloc(p->nenv + s.nrenv + 3, sizeof *envp);
     char *tid = calloc(1, SPAWN_TID_LEN);
     if (!envp || !tid) {
         free(envp);
@@ -357,6 +368,23 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
     while (psmsg_next(&m->body, &pos, &f))
         if (f.tag == PRIV_F_RENV && nrenv < PRIV_MAX_RENV && (renv[nrenv] = field_dup(&f)))
             envp[n++] = renv[nrenv++];
+    /* an MPI job's rank: its PMI socket, made here (privsep.h) */
+    static char pmi_fd_var[] = "PMI_FD=" PMI_FD_STR;
+    int pmi[2] = {-1, -1};
+    if (s.want_pmi) {
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pmi) < 0 ||
+            (pmi[0] < PMI_FD_NUM && keep_high(&pmi[0]) < 0)) {
+            snprintf(why, sizeof why, "PMI socket: %s", strerror(errno));
+            for (size_t i = 0; i < nrenv; i++) free(renv[i]);
+            free(envp);
+            free(tid);
+            if (pmi[0] >= 0) close(pmi[0]);
+            if (pmi[1] >= 0) close(pmi[1]);
+            spawn_failed(p, m->id, EMFILE, why);
+            return;
+        }
+        envp[n++] = pmi_fd_var;
+    }
     envp[n++] = tid;
     envp[n] = NULL;
     if (root) user_groups(p, s.uid, s.gid);
@@ -372,15 +400,18 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
                            .switch_user = root,
                            .want_stdin = (int)s.want_stdin,
                            .cgroup_fd = cgfd,
+                           .pmi_fd = pmi[0],
                            .node = s.node};
     struct spawned t;
     int err;
     int rc = spawn_task(&a, &t, &err, why, sizeof why);
     if (cgfd >= 0) close(cgfd);
+    if (pmi[0] >= 0) close(pmi[0]); /* the task has it */
     for (size_t i = 0; i < nrenv; i++) free(renv[i]);
     free(envp);
     free(tid);
     if (rc < 0) {
+        if (pmi[1] >= 0) close(pmi[1]);
         spawn_failed(p, m->id, err, why);
         return;
     }
@@ -395,8 +426,9 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
         *c = (struct child){.pid = t.pid, .pidfd = t.pidfd, .p = p, .next = p->tab[bucket(t.pid)]};
         p->tab[bucket(t.pid)] = c;
     }
-    int fds[3] = {t.out_fd, t.err_fd, t.in_fd};
+    int fds[4] = {t.out_fd, t.err_fd, t.in_fd, -1};
     int nfds = t.in_fd >= 0 ? 3 : 2;
+    if (pmi[1] >= 0) fds[nfds++] = pmi[1];
     if (c) {
         struct psmsg_buf b = {0};
         psmsg_begin(&b, PRIV_SPAWNED, m->id);

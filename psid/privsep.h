@@ -26,10 +26,13 @@
  * environment, directory, umask); the child that starts a rank checks all of it, its age,
  * and that it has not started more ranks on it than it allows (a replay), and allows only
  * the rank's own variables by name (PSI_RANK, PSI_SIZE, PSI_NODE, PSI_NODENAME, PSI_JOB,
- * PSID_SOCKET). A refusal is logged by the child and answered with EPERM and the reason.
- * The engine gives up the rest after the split (sandbox.c): no_new_privs, no writable file
- * system beyond the client socket's directory and the cgroup base (Landlock), a seccomp
- * filter of the system calls it uses.
+ * PSID_SOCKET, and an MPI job's PMI_RANK, PMI_SIZE, PMI_SPAWNED, PMI_JOBID). The PMI socket
+ * of an MPI job's rank (PMI_FD) is the child's own: it makes the pair, puts one end in the
+ * task at PMI_FD_NUM and sets PMI_FD itself, and hands the other end to the engine, so no
+ * descriptor a client passed can become a task's PMI channel. A refusal is logged by the child and
+ * answered with EPERM and the reason. The engine gives up the rest after the split (sandbox.c):
+ * no_new_privs, no writable file system beyond the client socket's directory and the cgroup base
+ * (Landlock), a seccomp filter of the system calls it uses.
  *
  * The wire (both ways on a SOCK_STREAM socketpair): psmsg frames (psmsg.h: a 12-byte
  * header with the length, then tag-length-value fields, every length checked before use),
@@ -38,8 +41,8 @@
  *
  *   engine -> child                           child -> engine
  *   PRIV_SPAWN {REQ, JOB, RANK, UID, GID,     PRIV_SPAWNED {PID} + fds stdout, stderr
- *     UMASK, CWD?, STDIN, NODE, ARG*, ENV*,     [, stdin]; or {ERRNO, TEXT}
- *     RENV*, CRED}: ARG and ENV only when
+ *     UMASK, CWD?, STDIN, NODE, ARG*, ENV*,     [, stdin] [, psid's end of the PMI
+ *     RENV*, CRED, PMI?}: ARG and ENV only when  socket]; or {ERRNO, TEXT}
  *     REQ changes (the child keeps the last
  *     request's), RENV the rank's own
  *   PRIV_CRED {JOB, UID, GID, DIGEST,         PRIV_CRED_ANSWER {ERRNO, CRED* in the order
@@ -111,10 +114,11 @@ enum priv_tag {
     PRIV_F_SERVED = 19, /* u32: 1 the network namespace is one psid serves */
     PRIV_F_CRED = 20,   /* bytes (SPAWNCRED_LEN): a spawn credential (spawncred.h) */
     PRIV_F_DIGEST = 21, /* bytes (32): the digest of the program (spawncred_hash) */
-    PRIV_F_TARGET = 22  /* bytes (8): u32 node, u32 ranks there (> 0), big-endian */
+    PRIV_F_TARGET = 22, /* bytes (8): u32 node, u32 ranks there (> 0), big-endian */
+    PRIV_F_PMI = 23     /* u32: 1 a PMI socket for the task (PMI_FD), 0 or absent none */
 };
 
-#define PRIV_MAX_FDS     3
+#define PRIV_MAX_FDS     4
 #define PRIV_MAX_ARGS    65536 /* ARG, ENV and RENV fields of one request */
 #define PRIV_MAX_RENV    64    /* RENV fields: the rank's own variables */
 #define PRIV_MAX_TARGETS 4096  /* TARGETs of a PRIV_CRED: its answer fits PSMSG_MAX */
@@ -129,7 +133,7 @@ int priv_recv(int fd, uint8_t **buf, struct psmsg *m, int *fds, int *nfds);
 
 /* A decoded PRIV_SPAWN (pointers into the message, valid while it lives). */
 struct priv_spawn {
-    uint32_t req, rank, uid, gid, umask, want_stdin, node;
+    uint32_t req, rank, uid, gid, umask, want_stdin, node, want_pmi;
     uint64_t job;
     const char *cwd; /* NULL: none given */
     char cwd_buf[4096];

@@ -139,7 +139,9 @@ int priv_decode_spawn(const struct psmsg *m, struct priv_spawn *s, char *why, si
         psmsg_get_u32(v, PRIV_F_STDIN, &s->want_stdin) < 0 ||
         psmsg_get_u32(v, PRIV_F_NODE, &s->node) < 0)
         return bad(why, whylen, "a field is missing");
-    if (s->umask > 0777 || s->want_stdin > 1) return bad(why, whylen, "umask or stdin");
+    psmsg_get_u32(v, PRIV_F_PMI, &s->want_pmi);
+    if (s->umask > 0777 || s->want_stdin > 1 || s->want_pmi > 1)
+        return bad(why, whylen, "umask, stdin or pmi");
     if (s->uid == (uint32_t)-1 || s->gid == (uint32_t)-1) return bad(why, whylen, "uid or gid");
     struct psmsg_field f;
     if (psmsg_find(v, PRIV_F_CWD, &f)) {
@@ -202,8 +204,9 @@ int priv_cred_target(const struct psmsg *m, size_t *pos, uint32_t *node, uint32_
 
 int priv_renv_allowed(const char *s, size_t n)
 {
-    static const char *const names[] = {"PSI_RANK",     "PSI_SIZE", "PSI_NODE",
-                                        "PSI_NODENAME", "PSI_JOB",  "PSID_SOCKET"};
+    static const char *const names[] = {"PSI_RANK",    "PSI_SIZE",    "PSI_NODE", "PSI_NODENAME",
+                                        "PSI_JOB",     "PSID_SOCKET", "PMI_RANK", "PMI_SIZE",
+                                        "PMI_SPAWNED", "PMI_JOBID"};
     const char *eq = memchr(s, '=', n);
     if (!eq) return 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

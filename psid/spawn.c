@@ -7,7 +7,8 @@
  * groups); it only makes system calls: reset the signal mask and dispositions psid changed,
  * start a session of its own (so the whole task can be ended as a group), take the user's
  * identity (groups, gid, uid: in that order, and all must succeed), change directory, set
- * the umask, connect its pipes, and exec with the task's PATH. A failure is written as an
+ * the umask, connect its pipes (and its PMI socket, at PMI_FD_NUM, for an MPI job's rank),
+ * and exec with the task's PATH. A failure is written as an
  * errno and a step code into the status pipe, which exec closes on success; the parent
  * resumes when the child has exec'd or exited.
  */
@@ -73,6 +74,13 @@ __attribute__((noreturn)) static void child(const struct spawn_args *a, int in[2
     umask(a->umask);
     if (dup2(a->want_stdin ? in[0] : devnull, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
         goto fail;
+    if (a->pmi_fd >= 0) { /* inherited: not close-on-exec */
+        if (status == PMI_FD_NUM && (status = fcntl(status, F_DUPFD_CLOEXEC, PMI_FD_NUM + 1)) < 0)
+            _exit(125);
+        if (a->pmi_fd == PMI_FD_NUM ? fcntl(PMI_FD_NUM, F_SETFD, 0) < 0
+                                    : dup2(a->pmi_fd, PMI_FD_NUM) < 0)
+            goto fail;
+    }
     size_t n = 0;
     while (a->envp[n]) n++;
     if (n) format_tid(a->envp[n - 1], a->node, (unsigned)getpid());

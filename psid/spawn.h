@@ -22,10 +22,13 @@ struct spawn_args {
     int switch_user; /* psid runs as root: become uid/gid (with the user's groups) */
     int want_stdin;  /* a pipe for stdin; else /dev/null */
     int cgroup_fd;   /* a cgroup.procs the child joins first (cgroup.h), or -1 */
+    int pmi_fd;      /* the task's end of its PMI socket, made its descriptor PMI_FD_NUM, or -1 */
     unsigned node;   /* for PSI_TID */
 };
 
 #define SPAWN_TID_LEN 48
+#define PMI_FD_NUM    3   /* where a task finds its PMI socket (PMI_FD) */
+#define PMI_FD_STR    "3" /* the same, for the environment */
 
 struct spawned {
     pid_t pid;
@@ -33,6 +36,7 @@ struct spawned {
     int in_fd;  /* write end of the task's stdin, or -1 */
     int out_fd; /* read ends of its stdout and stderr */
     int err_fd;
+    int pmi_fd; /* psid's end of the task's PMI socket, or -1 */
 };
 
 /* The wait(2)-style status of a waitid(2) result (exit code << 8, or the signal). */

@@ -113,8 +113,9 @@ static int add_env(char **envp, size_t *n, const char *fmt, ...)
 }
 
 /* The rank's own variables (overriding the job's): PSI_RANK, PSI_SIZE, PSI_NODE,
- * PSI_NODENAME, PSI_JOB, PSID_SOCKET; the privileged child adds PSI_TID. */
-#define RANK_VARS 6
+ * PSI_NODENAME, PSI_JOB, PSID_SOCKET, and an MPI job's PMI variables (pmi_rank_env); the
+ * privileged child adds PSI_TID (and PMI_FD). */
+#define RANK_VARS (6 + PMI_RANK_VARS)
 
 static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
 {
@@ -127,7 +128,9 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
         add_env(renv, &n, "PSI_NODE=%u", d->self->id) < 0 ||
         add_env(renv, &n, "PSI_NODENAME=%s", d->self->name) < 0 ||
         add_env(renv, &n, "PSI_JOB=%u:%d", PSTID_NODE(r->job), PSTID_PID(r->job)) < 0 ||
-        add_env(renv, &n, "PSID_SOCKET=%s", sock) < 0) {
+        add_env(renv, &n, "PSID_SOCKET=%s", sock) < 0 ||
+        pmi_rank_env(d, r->job, rank, renv, &n) < 0) {
+        pmi_rank_failed(d, r->job, rank);
         reply_rank(d, r, rank, 0, ENOMEM, "out of memory");
         goto out;
     }
@@ -143,20 +146,26 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
                                .envp = r->envp,
                                .renv = renv,
                                .cred = r->cred,
-                               .credlen = r->credlen};
+                               .credlen = r->credlen,
+                               .want_pmi = pmi_job_wants_fd(d, r->job)};
     struct spawned s;
     int err;
     char why[512];
     if (priv_spawn(d, &a, &s, &err, why, sizeof why) < 0) {
         log_info("rank %u of job %u:%d: %s", rank, PSTID_NODE(r->job), PSTID_PID(r->job), why);
+        pmi_rank_failed(d, r->job, rank);
         reply_rank(d, r, rank, 0, err, why);
         goto out;
     }
     uint64_t tid = tasks_add(d, &s, r->job, rank, r->home, r->uid, r->argv[0]);
-    if (!tid)
+    if (!tid) {
+        if (s.pmi_fd >= 0) close(s.pmi_fd);
+        pmi_rank_failed(d, r->job, rank);
         reply_rank(d, r, rank, 0, ENOMEM, "out of memory");
-    else
+    } else {
+        if (s.pmi_fd >= 0) pmi_rank_started(d, r->job, rank, s.pmi_fd);
         reply_rank(d, r, rank, tid, 0, NULL);
+    }
 out:
     cgroup_hold(d->cgroups, r->job, -1); /* no longer queued (the task holds its own) */
     for (size_t i = 0; i < n; i++) free(renv[i]);
@@ -291,6 +300,9 @@ void spawnq_request(struct psid *d, uint32_t from, const struct psmsg *m)
     }
     r->nranks = room < r->nranks ? room : r->nranks;
     r->id = ++q->next_id;
+    if (pmi_job_spawn(d, from, m, r->job, r->uid, r->size, (uint32_t)r->nranks) < 0)
+        log_warn("job %u:%d: out of memory for its PMI: its ranks start without",
+                 PSTID_NODE(r->job), PSTID_PID(r->job));
     cgroup_hold(d->cgroups, r->job, (long)r->nranks);
     if (q->tail)
         q->tail->link = r;

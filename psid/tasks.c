@@ -147,12 +147,14 @@ static void maybe_finish(struct task *t)
     uint32_t rank = t->rank, home = t->home, status = (uint32_t)t->status;
     log_debug("task %u:%d (rank %u) ended, status 0x%x", PSTID_NODE(tid), t->pid, rank, status);
     task_free(t); /* first, so that the count sent below is the new one */
+    uint32_t pmi = pmi_rank_exit(d, job, rank); /* an MPI job's: did it finalize? */
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_EXIT, 0);
     psmsg_put_u64(&b, PSF_JOB, job);
     psmsg_put_u32(&b, PSF_RANK, rank);
     psmsg_put_u64(&b, PSF_TID, tid);
     psmsg_put_u32(&b, PSF_STATUS, status);
+    if (pmi != PSPMI_NONE) psmsg_put_u32(&b, PSF_PMI_STATE, pmi);
     tasks_put_count(d, &b);
     psid_send(d, home, &b);
     psmsg_buf_free(&b);
@@ -546,6 +548,7 @@ void tasks_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
             return;
         struct job_owner jo = {job, uid};
         spawnq_drop_job(d, job, uid);
+        pmi_job_gone(d, job);
         for_each(d, of_job, end_task, &jo);
         break;
     }

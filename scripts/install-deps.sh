@@ -5,8 +5,8 @@
 # present it prints nothing. The build set is always wanted; the options add to it:
 #   (none)    build: what compiling the libraries and tools needs (make, make install)
 #   --check   the tests and checks: CUnit, clang and libFuzzer, clang-format, shellcheck,
-#             iproute2, nftables, ping, procps, jq, and the real programs of the preload
-#             tests (make check, make soak, make fuzz)
+#             iproute2, nftables, ping, procps, jq, the real programs of the preload
+#             tests, and MPICH for the MPI tests (make check, make soak, make fuzz)
 #   --demo    what the demo needs beyond the build: curl, python3, sockperf (make demo)
 #   --bench   the benchmark peers and the namespace tools the benchmarks use (make bench)
 #   --deb     the Debian packaging tools, and what the packages' smoke run uses (make deb,
@@ -50,13 +50,15 @@ fi
 # make check / make soak / make fuzz: the unit tests (CUnit), the integration and namespace
 # tests (ss and ip, nft, ping, pgrep, jq), the real programs of the preload tests (nc, socat, curl,
 # python3, redis, and iperf3 and sockperf, which make bench uses too), the fuzz targets
-# (clang, libFuzzer) and the style checks.
+# (clang, libFuzzer) and the style checks; MPICH (mpicc, mpiexec.hydra) for the MPI programs
+# the PMI tests run under psrun (test/mpi/, test/shell/mpi_pmi.sh).
 check_pkgs=(
     libcunit1-dev
     iproute2 nftables iputils-ping procps jq
     clang "libclang-rt-${clang_major}-dev"
     clang-format shellcheck
     netcat-openbsd socat curl python3 redis-server redis-tools iperf3 sockperf
+    mpich libmpich-dev
 )
 # make demo: scripts/demo.sh uses the built tools, curl and python3's http.server for the
 # step that shows an unmodified program under the preload library, and sockperf for the

@@ -85,6 +85,8 @@ static void show_text(const struct psconf *c, const char *fp)
            "  root_jobs = %s;\n};\n",
            c->kill_delay_ms, c->max_clients, c->max_clients_uid, c->client_idle_s, c->max_tasks_uid,
            c->user, c->root_jobs ? "true" : "false");
+    printf("pmi = {\n  tree_width = %u;\n  max_kvs_bytes = %zu;\n  max_kvs_keys = %u;\n};\n",
+           c->pmi_tree_width, c->pmi_max_kvs_bytes, c->pmi_max_kvs_keys);
     printf("nodes = (\n");
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct psconf_node *n = &c->nodes[i];
@@ -124,6 +126,8 @@ static void show_json(const struct psconf *c, const char *fp)
            "\"root_jobs\": %s},\n",
            c->kill_delay_ms, c->max_clients, c->max_clients_uid, c->client_idle_s, c->max_tasks_uid,
            c->user, c->root_jobs ? "true" : "false");
+    printf("  \"pmi\": {\"tree_width\": %u, \"max_kvs_bytes\": %zu, \"max_kvs_keys\": %u},\n",
+           c->pmi_tree_width, c->pmi_max_kvs_bytes, c->pmi_max_kvs_keys);
     printf("  \"nodes\": [\n");
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct psconf_node *n = &c->nodes[i];

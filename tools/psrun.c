@@ -4,7 +4,8 @@
  * sent to psrun are forwarded, and psrun's exit status is the job's.
  *
  *   psrun [-n N] [-w LIST] [--ppn K] [--overbook] [-l] [-i RANK|all|none] [-x VAR[=VAL]]...
- *         [--export-all] [-t TIME] [-K] [--kill-delay S] [-v] [--] PROGRAM [ARGS...]
+ *         [--export-all] [-t TIME] [-K] [--kill-delay S] [--mpi TYPE] [-v] [--] PROGRAM
+ *         [ARGS...]
  *
  * Flow: read the node table (PSM_NODES), work out the partition (logger/partition.h),
  * send PSM_SPAWN, then the event loop psid runs on (psloop.h), a round at a time, over the
@@ -23,7 +24,13 @@
  * had failed before. A lost node ends the job the same way (as srun does: the job's
  * communication is broken), and so does the first failed rank with --kill-on-bad-exit. When
  * psrun's stdout goes away (EPIPE), what the tasks print there is dropped and they get SIGPIPE,
- * as in a pipeline. Manual: docs/man/psrun.1.
+ * as in a pipeline.
+ *
+ * MPI (--mpi, default pmi1; docs/pmi.md): every rank gets a PMI channel served by its node's
+ * psid. Once a rank uses it the job is an MPI job, and it cannot go on without each rank: a
+ * rank that fails, leaves without MPI_Finalize or calls MPI_Abort ends the job at once
+ * (SIGKILL to every rank, as mpiexec does), psrun says which rank and how, and exits with
+ * that rank's status (MPI_Abort's code). Manual: docs/man/psrun.1.
  */
 #include "../logger/preloadlib.h"
 #include "../logger/envsel.h"
@@ -70,6 +77,7 @@ struct opts {
     double kill_delay;
     int verbose;
     const char *chdir; /* the ranks' working directory; NULL: psrun's */
+    uint32_t mpi;      /* enum pspmi_mode */
     char **argv;
 };
 
@@ -133,13 +141,18 @@ static const char usage_text[] =
     "  -v, --verbose           say where each rank runs (rank, node, task id)\n"
     "      --preload           run every rank under libpspreload (pspreload(1)): TCP\n"
     "                          between the ranks' nodes travels over RDP\n"
+    "      --mpi TYPE          the PMI the ranks get from psid: pmi1 (default; MPICH's\n"
+    "                          simple PMI), pmi2, or none; default $PSI_MPI. An MPI job ends\n"
+    "                          when one of its ranks fails, aborts or exits without\n"
+    "                          MPI_Finalize\n"
     "  -h, --help              this text\n"
     "\n"
     "Nodes: -w, else $PSI_NODES, $PSI_HOSTS, $PSI_HOSTFILE, else $SLURM_JOB_NODELIST or\n"
     "$PBS_NODEFILE, else every node that is up. Exported by default: PATH, HOME, USER, LANG,\n"
     "LD_LIBRARY_PATH, LD_PRELOAD, PSI_*, PSP_*, OMP_* and the names in $PSI_EXPORTS.\n"
     "Exit status: 0 if every rank exited 0; else the first failure: its exit code, 128+N\n"
-    "for signal N, 127 program not found, 126 not executable, 255 node lost, 124 time limit.\n"
+    "for signal N, 127 program not found, 126 not executable, 255 node lost, 124 time limit;\n"
+    "an MPI job: MPI_Abort's code, 1 for a rank that exited without MPI_Finalize.\n"
     "Ctrl-C sends SIGINT to every rank; twice within a second kills them.\n"
     "The psid asked is the one at $PSID_SOCKET (default " PSI_DEFAULT_SOCKET ").\n";
 
@@ -209,9 +222,23 @@ static int preload_export(struct opts *o)
     return 0;
 }
 
+/* --mpi, $PSI_MPI: 0 and *out, or -1 */
+static int parse_mpi(const char *s, uint32_t *out)
+{
+    if (strcmp(s, "pmi1") == 0 || strcmp(s, "pmi") == 0)
+        *out = PSPMI_MODE_PMI1;
+    else if (strcmp(s, "pmi2") == 0)
+        *out = PSPMI_MODE_PMI2;
+    else if (strcmp(s, "none") == 0)
+        *out = PSPMI_MODE_NONE;
+    else
+        return -1;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-    enum { O_PPN = 256, O_OVERBOOK, O_EXPORT_ALL, O_KILL_DELAY, O_PRELOAD };
+    enum { O_PPN = 256, O_OVERBOOK, O_EXPORT_ALL, O_KILL_DELAY, O_PRELOAD, O_MPI };
     static const struct option lopts[] = {{"np", required_argument, 0, 'n'},
                                           {"nodes", required_argument, 0, 'w'},
                                           {"ppn", required_argument, 0, O_PPN},
@@ -226,10 +253,17 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                           {"kill-delay", required_argument, 0, O_KILL_DELAY},
                                           {"verbose", no_argument, 0, 'v'},
                                           {"preload", no_argument, 0, O_PRELOAD},
+                                          {"mpi", required_argument, 0, O_MPI},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
     o->np = 1;
     o->kill_delay = DEFAULT_KILL_DELAY;
+    o->mpi = PSPMI_MODE_PMI1;
+    const char *mpi_env = getenv("PSI_MPI");
+    if (mpi_env && *mpi_env && parse_mpi(mpi_env, &o->mpi) < 0) {
+        fprintf(stderr, "psrun: PSI_MPI=%s: not pmi1, pmi2 or none\n", mpi_env);
+        return 2;
+    }
     int c;
     while ((c = getopt_long(argc, argv, "+n:w:li:x:D:t:Kvh", lopts, NULL)) != -1) {
         switch (c) {
@@ -293,6 +327,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
             break;
         case O_PRELOAD:
             if (preload_export(o) < 0) return 1;
+            break;
+        case O_MPI:
+            if (parse_mpi(optarg, &o->mpi) < 0) {
+                fprintf(stderr, "psrun: --mpi %s: not pmi1, pmi2 or none\n", optarg);
+                return usage(stderr, 2);
+            }
             break;
         case 'h':
             return usage(stdout, 0), -1;
@@ -382,6 +422,7 @@ static int send_spawn(struct psrun *p, const uint32_t *ids, size_t nids, uint32_
     if (p->o.ppn) psmsg_put_u32(&b, PSF_PPN, p->o.ppn);
     if (p->o.overbook) psmsg_put_u32(&b, PSF_OVERBOOK, 1);
     psmsg_put_u32(&b, PSF_INPUT, p->o.input);
+    if (p->o.mpi != PSPMI_MODE_NONE) psmsg_put_u32(&b, PSF_PMI, p->o.mpi);
     free(cwd);
     lg_strv_free(&env);
     size_t len = b.need; /* lg_conn_send takes the buffer */
@@ -632,6 +673,12 @@ static void check_timers(struct psrun *p)
         lg_job_say(&p->job, "a node of the job was lost: terminating the job");
         end_job(p, SIGTERM);
     }
+    if (p->job.mpi_fatal && !p->ending && !lg_job_ended(&p->job)) {
+        /* as mpiexec: an MPI job does not go on without one of its ranks */
+        lg_job_say(&p->job, "%s: ending the MPI job (SIGKILL to every rank)", p->job.mpi_why);
+        lg_job_teardown(&p->job);
+        kill_job(p);
+    }
     if (p->o.kill_on_bad && p->job.failed && !p->ending && !lg_job_ended(&p->job)) {
         lg_job_say(&p->job, "rank %" PRIu32 " failed: terminating the job (--kill-on-bad-exit)",
                    p->job.agg.rank);
@@ -746,6 +793,9 @@ static int loop(struct psrun *p)
                 p->job.spawn_text[0] ? p->job.spawn_text : strerror(p->job.spawn_errno));
         return 1;
     }
+    if (p->job.torn)
+        fprintf(stderr, "psrun: %" PRIu32 " rank%s killed as the job ended\n", p->job.torn,
+                p->job.torn == 1 ? "" : "s");
     int code = lg_job_exit_code(&p->job);
     if (!lg_job_ended(&p->job) && !code) code = LG_EXIT_LOST;
     return code;
@@ -819,7 +869,8 @@ static int run(struct psrun *p)
                              .verbose = p->o.verbose > 0,
                              .input = p->o.input,
                              .prog = p->o.argv[0],
-                             .nodes = &p->nodes};
+                             .nodes = &p->nodes,
+                             .mpi = p->o.mpi != PSPMI_MODE_NONE};
     if (lg_job_init(&p->job, &cfg, &p->conn, spawn_id) < 0) {
         fprintf(stderr, "psrun: out of memory\n");
         return 1;

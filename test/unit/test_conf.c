@@ -461,6 +461,9 @@ static void test_err_ranges(void)
         {"psid", "max_clients", 16, 1000000},
         {"psid", "max_clients_per_uid", 1, 1000000},
         {"psid", "client_idle_s", 0, 86400},
+        {"pmi", "tree_width", 1, 4096},
+        {"pmi", "max_kvs_bytes", 65536, 1073741824},
+        {"pmi", "max_kvs_keys", 16, 100000000},
         {"nodes", "id", 0, 65535},
         {"nodes", "cpus", 1, 4096},
     };
@@ -1045,7 +1048,8 @@ static void test_example(void)
         "down_grace_ms", "mode",          "group",        "psid",
         "socket",        "kill_delay_ms", "max_clients",  "max_clients_per_uid",
         "client_idle_s", "nodes",         "id",           "name",
-        "address",       "cpus",
+        "address",       "cpus",          "pmi",          "tree_width",
+        "max_kvs_bytes", "max_kvs_keys",
     };
     for (size_t i = 0; text && i < sizeof keys / sizeof keys[0]; i++) {
         char pat[64];
@@ -1093,6 +1097,9 @@ static void test_example(void)
         CU_ASSERT_EQUAL(c.max_tasks_uid, d.max_tasks_uid);
         CU_ASSERT_STRING_EQUAL(c.user, d.user);
         CU_ASSERT_EQUAL(c.root_jobs, d.root_jobs);
+        CU_ASSERT_EQUAL(c.pmi_tree_width, d.pmi_tree_width);
+        CU_ASSERT_EQUAL(c.pmi_max_kvs_bytes, d.pmi_max_kvs_bytes);
+        CU_ASSERT_EQUAL(c.pmi_max_kvs_keys, d.pmi_max_kvs_keys);
         psconf_free(&c);
     }
     free(text);

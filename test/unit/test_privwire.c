@@ -142,8 +142,8 @@ static void test_frames(void)
     close(p[1]);
     free(buf);
     /* more descriptors than allowed: refused by the sender */
-    int four[4] = {0, 1, 2, 0};
-    CU_ASSERT_EQUAL(priv_send(sv[0], &b, four, 4), -1);
+    int many[PRIV_MAX_FDS + 1] = {0};
+    CU_ASSERT_EQUAL(priv_send(sv[0], &b, many, PRIV_MAX_FDS + 1), -1);
     /* a header that is not a psmsg */
     uint8_t junk[PSMSG_HDR] = {0xee, 0, 0, 1, 0, 0, 0, 12};
     CU_ASSERT_EQUAL(write(sv[0], junk, sizeof junk), (ssize_t)sizeof junk);
