@@ -39,7 +39,8 @@ struct fdflight *fdflight_new(void)
     if (!f) return NULL;
     struct rlimit rl = {1024, 1024};
     getrlimit(RLIMIT_NOFILE, &rl);
-    rlim_t cur = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 24) ? (1u << 24) : rl.rlim_cur;
+    rlim_t cur =
+        rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 24) ? (1u << 24) : rl.rlim_cur;
     f->limit_all = cur / 4 < 64 ? 64 : (unsigned)(cur / 4);
     f->limit_uid = f->limit_all / 8 < 16 ? 16 : f->limit_all / 8;
     return f;
