@@ -4,7 +4,8 @@
 # kernel's own figures move between hosts and hours; only side-by-side ratios mean much).
 # Each build runs with its own psids (pslocal of that tree): the negotiation may differ.
 # Both ends under the build's library, on a 2-node loopback cluster (127.0.0.1 ->
-# 127.0.0.2), or on one node with NODES=1. Prints one line per run and the medians.
+# 127.0.0.2), across network namespaces with NETNS=1 (root: 198.18.0.1 -> 198.18.0.2, a
+# private bridge), or on one node with NODES=1. Prints one line per run and the medians.
 #
 # usage: bench/preload-ab.sh [--help] TREE_A TREE_B ROW [ENV...]
 #   TREE_*: a source tree with build/ (build/bin/pslocal, build/lib/libpspreload.so), or
@@ -16,7 +17,7 @@
 #           stream (iperf3, one stream for SECONDS_PER_RUN s: Gbit/s received)
 #           get (redis-benchmark -c 50 GET, 20000 requests: requests/s)
 #   ENV:    variables for both ends (e.g. PSP_BUSY_POLL=50)
-# env:   RUNS (3), NODES (2), SECONDS_PER_RUN (3)
+# env:   RUNS (3), NODES (2), NETNS (0), SECONDS_PER_RUN (3)
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
@@ -33,7 +34,7 @@ fi
 A=$1 B=$2 ROW=$3
 shift 3
 EXTRA=("$@")
-RUNS=${RUNS:-3} NODES=${NODES:-2} SECS=${SECONDS_PER_RUN:-3}
+RUNS=${RUNS:-3} NODES=${NODES:-2} SECS=${SECONDS_PER_RUN:-3} NETNS=${NETNS:-0}
 case "$ROW" in
 pp16) SIZE=16 ;;
 pp1k) SIZE=1024 ;;
@@ -55,7 +56,14 @@ for t in "$A" "$B"; do
         exit 2
     }
 done
-SRV_ADDR=127.0.0.$NODES SRV_NODE=$((NODES - 1))
+SRV_ADDR=127.0.0.$NODES SRV_NODE=$((NODES - 1)) UP=()
+if [ "$NETNS" = 1 ]; then
+    [ "$(id -u)" = 0 ] || {
+        echo "preload-ab: NETNS=1 needs root (network namespaces)" >&2
+        exit 2
+    }
+    SRV_ADDR=198.18.0.$NODES UP=(--netns)
+fi
 # on one node a round trip can take under 0.5 us: sockperf sizes its table of round trips
 # by its rate ceiling, and overflows at its default (as in bench/preload.sh)
 MPS=()
@@ -87,7 +95,7 @@ one() {
     [ "$TREE" = kernel ] && { [ "$A" = kernel ] && TREE=$B || TREE=$A; }
     local pl=$TREE/build/bin/pslocal lib=$TREE/build/lib/libpspreload.so p
     DIR=$(mktemp -d /tmp/preload-ab.XXXXXX)
-    "$pl" up -n "$NODES" --dir "$DIR" >/dev/null
+    "$pl" up -n "$NODES" "${UP[@]}" --dir "$DIR" >/dev/null
     p=$(port)
     local env=(env LD_PRELOAD="$lib" "${EXTRA[@]}")
     [ "$1" = kernel ] && env=(env)
@@ -98,13 +106,13 @@ one() {
         "$pl" exec "$SRV_NODE" --dir "$DIR" -- "${env[@]}" sockperf server --tcp -i "$SRV_ADDR" \
             -p "$p" >/dev/null 2>&1 &
     else
-        "$pl" exec "$SRV_NODE" --dir "$DIR" -- "${env[@]}" redis-server --port "$p" --save '' \
+        "$pl" exec "$SRV_NODE" --dir "$DIR" -- "${env[@]}" redis-server --port "$p" --save '' --protected-mode no \
             --appendonly no --bind "$SRV_ADDR" >/dev/null 2>&1 &
     fi
     SRV=$!
     local up=no
     for _ in $(seq 200); do
-        ss -Hltn "sport = :$p" | grep -q . && up=yes && break
+        "$pl" exec "$SRV_NODE" --dir "$DIR" -- ss -Hltn "sport = :$p" | grep -q . && up=yes && break
         sleep 0.05
     done
     if [ $up = no ]; then # the server did not start: no figure for this run
