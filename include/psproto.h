@@ -13,8 +13,11 @@
  * Spawning a job (psrun):
  *   client -> PSM_SPAWN {PSF_ARG..., PSF_ENV..., PSF_CWD, PSF_UMASK, PSF_NP,
  *                        [PSF_NODE_ID... the partition, in order of preference],
- *                        [PSF_PPN], [PSF_OVERBOOK], [PSF_INPUT]}
+ *                        [PSF_PPN], [PSF_OVERBOOK], [PSF_INPUT], [PSF_HOLD]}
  *   psid   -> PSM_SPAWN_REPLY {PSF_JOB, PSF_NP}, or PSM_ERROR (no usable node, bad request)
+ *             With PSF_HOLD the reply also has PSF_PLACEMENT (each rank's node) and nothing
+ *             starts until the client sends PSM_SPAWN_GO {PSF_JOB} (or ends, ending the job):
+ *             psrun names its output files after the job and the nodes before any rank runs.
  *   then, all with the SPAWN request's id, in this order per rank:
  *   psid   -> PSM_RANK {PSF_RANK, PSF_NODE_ID, PSF_TID}            rank started, or
  *             PSM_RANK {PSF_RANK, PSF_NODE_ID, PSF_ERRNO, PSF_TEXT} rank failed to start
@@ -180,6 +183,9 @@ enum psm_type {
     PSM_INPUT = 25,
     PSM_INPUT_ACK = 26,
     PSM_EXIT = 27,
+    /* {PSF_JOB}: start the ranks of a spawn that was held (PSF_HOLD); no reply, the job's
+     * events follow */
+    PSM_SPAWN_GO = 28,
     PSM_SIGNAL = 30,
     PSM_SIGNAL_REPLY = 31,
     PSM_TASKS = 40,
@@ -330,6 +336,11 @@ enum psf_tag {
     PSF_PROBE = 95,        /* u32 1: PSM_D_PL_CLAIM only asks whether the connection exists */
     PSF_TAG = 96,          /* u32: an acceptor's name for a connection it claims (PSM_PL_ACCEPT) */
     PSF_CRED = 97, /* bytes: a spawn credential for the node (PSM_D_SPAWN; psid/spawncred.h) */
+    /* u32 1 (PSM_SPAWN): place the ranks and answer, but start nothing before PSM_SPAWN_GO
+     * (psrun opens its output files in between: they may name the job and the nodes) */
+    PSF_HOLD = 120,
+    /* bytes (PSM_SPAWN_REPLY of a held spawn): each rank's node id, u32 big-endian, by rank */
+    PSF_PLACEMENT = 121,
 
     PSF_NODE = 0x8001,   /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002,   /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */
