@@ -30,8 +30,8 @@ int lg_pat_check(const char *pat, char *err, size_t errsz)
         }
         if (!*q || !strchr(PAT_LETTERS, *q)) {
             if (*q == 'A' || *q == 'a')
-                snprintf(err, errsz, "'%s': %%%c is a job array's, and psrun runs no arrays",
-                         pat, *q);
+                snprintf(err, errsz, "'%s': %%%c is a job array's, and psrun runs no arrays", pat,
+                         *q);
             else
                 snprintf(err, errsz,
                          "'%s': unknown pattern %%%.*s (known: %%j %%J %%s %%t %%n %%N %%u %%x "
@@ -215,8 +215,7 @@ static int route_one(const struct lg_outspec *o, const struct lg_jobfacts *f,
 }
 
 int lg_routes_build(const struct lg_outspec *out, const struct lg_outspec *err,
-                    const struct lg_jobfacts *f, struct lg_routes *r, char *err_text,
-                    size_t errsz)
+                    const struct lg_jobfacts *f, struct lg_routes *r, char *err_text, size_t errsz)
 {
     memset(r, 0, sizeof *r);
     struct pathset ps = {0};

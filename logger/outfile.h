@@ -79,8 +79,7 @@ struct lg_jobfacts {
  * sends stdout, unless that is "all": then to psrun's stderr). 0, or -1 with a message in
  * err_text. */
 int lg_routes_build(const struct lg_outspec *out, const struct lg_outspec *err,
-                    const struct lg_jobfacts *f, struct lg_routes *r, char *err_text,
-                    size_t errsz);
+                    const struct lg_jobfacts *f, struct lg_routes *r, char *err_text, size_t errsz);
 void lg_routes_free(struct lg_routes *r);
 
 #endif

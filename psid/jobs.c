@@ -186,7 +186,7 @@ struct fanout {
 static bool copied_to_nodes(uint16_t tag)
 {
     return tag == PSF_ARG || tag == PSF_ENV || tag == PSF_CWD || tag == PSF_UMASK ||
-           tag == PSF_INPUT;
+           tag == PSF_INPUT || tag == PSF_EXCLUSIVE || tag == PSF_JOB_NAME;
 }
 
 /* A job of a user (not root) that would place more ranks on one node than the user may
@@ -331,7 +331,8 @@ static void send_spawn(struct psid *d, uint32_t node, void *arg)
 
 void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
 {
-    uint32_t np = 1, ppn = 0, overbook = 0;
+    uint32_t np = 1, ppn = 0, overbook = 0, dist = PSDIST_BLOCK, excl = 0;
+    struct place_opts po = {0};
     struct psmsg_field f;
     if (job_of_client(d, c)) {
         client_error(c, m->id, EBUSY, "this connection already runs a job");
@@ -344,10 +345,24 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
     psmsg_get_u32(&m->body, PSF_NP, &np);
     psmsg_get_u32(&m->body, PSF_PPN, &ppn);
     psmsg_get_u32(&m->body, PSF_OVERBOOK, &overbook);
+    psmsg_get_u32(&m->body, PSF_DIST, &dist);
+    psmsg_get_u32(&m->body, PSF_PLANE, &po.plane);
+    psmsg_get_u32(&m->body, PSF_NODES_MIN, &po.nmin);
+    psmsg_get_u32(&m->body, PSF_NODES_MAX, &po.nmax);
+    psmsg_get_u32(&m->body, PSF_EXCLUSIVE, &excl);
     if (np == 0 || np > 1000000) {
         client_error(c, m->id, EINVAL, "bad number of ranks");
         return;
     }
+    if (dist > PSDIST_PLANE || (dist == PSDIST_PLANE && !po.plane) ||
+        (po.nmax && po.nmax < po.nmin) || excl > 1) {
+        client_error(c, m->id, EINVAL, "bad distribution, node count or exclusive flag");
+        return;
+    }
+    po.ppn = ppn;
+    po.overbook = overbook != 0;
+    po.exclusive = excl != 0;
+    po.dist = (enum place_dist)dist;
     struct place_node *nodes = calloc(d->conf.nnodes, sizeof *nodes);
     uint32_t *where = calloc(np, sizeof *where);
     struct job *j = calloc(1, sizeof *j);
@@ -360,7 +375,7 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
         goto out;
     }
     if (partition(d, c, m, nodes, &n) < 0) goto out;
-    if (place_ranks(nodes, n, np, ppn, overbook != 0, where, why, sizeof why) < 0) {
+    if (place_job(nodes, n, np, &po, where, why, sizeof why) < 0) {
         client_error(c, m->id, EBUSY, why);
         goto out;
     }

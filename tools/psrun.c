@@ -3,7 +3,8 @@
  * tasks' stdout and stderr arrive here line by line, psrun's stdin goes to them, signals
  * sent to psrun are forwarded, and psrun's exit status is the job's.
  *
- *   psrun [-n N] [-w LIST] [--ppn K] [--overbook] [-l] [-o SPEC] [-e SPEC] [--open-mode M]
+ *   psrun [-n N] [-w LIST] [-N MIN[-MAX]] [-m DIST] [--exclusive] [-J NAME] [--multi-prog]
+ *         [--ppn K] [--overbook] [-l] [-o SPEC] [-e SPEC] [--open-mode M]
  *         [-i RANK|all|none] [-x VAR[=VAL]]... [--export-all] [-t TIME] [-K] [--kill-delay S]
  *         [-v] [--] PROGRAM [ARGS...]
  *
@@ -36,6 +37,7 @@
 #include "../logger/preloadlib.h"
 #include "../logger/envsel.h"
 #include "../logger/job.h"
+#include "../logger/multiprog.h"
 #include "../logger/outfile.h"
 #include "../logger/partition.h"
 #include "psi.h"
@@ -84,6 +86,13 @@ struct opts {
     /* -o, -e (logger/outfile.h); err_given: -e was given (else stderr follows a file of -o) */
     struct lg_outspec out, err;
     bool err_given, append;
+    bool np_given;
+    const char *job_name; /* -J; NULL: the program's base name */
+    uint32_t nmin, nmax;  /* -N: node count (0: any) */
+    uint32_t dist, plane; /* -m: enum psdist */
+    bool exclusive;
+    const char *multi_prog; /* --multi-prog: the file (the program's place on the line) */
+    char *mp_argv[5];       /* then the job runs /bin/sh -c SCRIPT */
     char **argv;
 };
 
@@ -143,7 +152,16 @@ static const char usage_text[] =
     "Start N copies (ranks) of PROGRAM on the cluster; their output comes here, line by line.\n"
     "\n"
     "  -n, --np N              number of ranks (default 1)\n"
-    "  -w, --nodes LIST        use these nodes: ids, names, ranges (0-3,5  n[0-3],m5)\n"
+    "  -w, --nodelist LIST     use these nodes: ids, names, ranges (0-3,5  n[0-3],m5);\n"
+    "                          srun's -w\n"
+    "  -N, --nodes MIN[-MAX]   use MIN (to MAX) nodes, each with a rank; without -n, one\n"
+    "                          rank per node; srun's -N\n"
+    "  -m, --distribution D    number ranks over their nodes: block (default), cyclic,\n"
+    "                          plane=N; srun's -m\n"
+    "      --exclusive         no other job on the job's nodes while it runs; srun's\n"
+    "  -J, --job-name NAME     the job's name (psstat tasks, %x); srun's -J\n"
+    "      --multi-prog        PROGRAM is a file of lines \"RANKS PROGRAM ARGS\" (%t rank,\n"
+    "                          %o offset in the line's ranks, * the rest); srun's\n"
     "      --ppn K             at most K ranks per node\n"
     "      --overbook          allow more ranks than CPUs on a node\n"
     "  -l, --label             prefix every output line with \"RANK: \"\n"
@@ -240,11 +258,115 @@ static int preload_export(struct opts *o)
     return 0;
 }
 
+/* -N MIN[-MAX] */
+static int parse_nodes(const char *s, uint32_t *min, uint32_t *max)
+{
+    char buf[32];
+    const char *dash = strchr(s, '-');
+    if (strlen(s) >= sizeof buf) return -1;
+    if (!dash) {
+        if (parse_u32(s, 1, MAX_NP, min) < 0) return -1;
+        *max = *min;
+        return 0;
+    }
+    memcpy(buf, s, (size_t)(dash - s));
+    buf[dash - s] = 0;
+    if (parse_u32(buf, 1, MAX_NP, min) < 0 || parse_u32(dash + 1, 1, MAX_NP, max) < 0 ||
+        *max < *min)
+        return -1;
+    return 0;
+}
+
+/* -m: srun's node-level distribution; a second level (within a node) is taken and left to
+ * the CPU binding */
+static int parse_dist(const char *s, uint32_t *dist, uint32_t *plane)
+{
+    char first[32];
+    size_t n = strcspn(s, ":,");
+    if (n >= sizeof first) return -1;
+    memcpy(first, s, n);
+    first[n] = 0;
+    if (s[n] == ':') {
+        const char *second = s + n + 1;
+        size_t k = strcspn(second, ":,");
+        if (!((k == 5 && strncmp(second, "block", 5) == 0) ||
+              (k == 6 && strncmp(second, "cyclic", 6) == 0) ||
+              (k == 7 && strncmp(second, "fcyclic", 7) == 0)))
+            return -1;
+    }
+    if (strcmp(first, "block") == 0)
+        *dist = PSDIST_BLOCK;
+    else if (strcmp(first, "cyclic") == 0)
+        *dist = PSDIST_CYCLIC;
+    else if (strncmp(first, "plane=", 6) == 0 && parse_u32(first + 6, 1, MAX_NP, plane) == 0)
+        *dist = PSDIST_PLANE;
+    else
+        return -1;
+    return 0;
+}
+
+/* --multi-prog: read and check the file (argv[0]); the job runs the script it makes */
+static int multi_prog(struct opts *o)
+{
+    const char *path = o->argv[0];
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "psrun: --multi-prog %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char *text = NULL;
+    size_t cap = 0;
+    ssize_t n = getdelim(&text, &cap, 0, f);
+    fclose(f);
+    if (n < 0 || (size_t)n != strlen(text)) {
+        fprintf(stderr, "psrun: --multi-prog %s: %s\n", path,
+                n < 0 ? "empty or unreadable" : "a NUL byte in the file");
+        free(text);
+        return -1;
+    }
+    struct lg_mprog mp;
+    char err[300];
+    int rc = lg_mprog_parse(text, o->np, &mp, err, sizeof err);
+    free(text);
+    if (rc < 0) {
+        fprintf(stderr, "psrun: --multi-prog %s: %s\n", path, err);
+        return -1;
+    }
+    char *script = lg_mprog_script(&mp);
+    lg_mprog_free(&mp);
+    if (!script) {
+        fprintf(stderr, "psrun: out of memory\n");
+        return -1;
+    }
+    o->multi_prog = path;
+    o->mp_argv[0] = "/bin/sh";
+    o->mp_argv[1] = "-c";
+    o->mp_argv[2] = script;
+    o->mp_argv[3] = "psrun-multi-prog";
+    o->mp_argv[4] = NULL;
+    o->argv = o->mp_argv;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-    enum { O_PPN = 256, O_OVERBOOK, O_EXPORT_ALL, O_KILL_DELAY, O_PRELOAD, O_OPEN_MODE };
+    enum {
+        O_PPN = 256,
+        O_OVERBOOK,
+        O_EXPORT_ALL,
+        O_KILL_DELAY,
+        O_PRELOAD,
+        O_OPEN_MODE,
+        O_EXCLUSIVE,
+        O_MULTI_PROG
+    };
     static const struct option lopts[] = {{"np", required_argument, 0, 'n'},
-                                          {"nodes", required_argument, 0, 'w'},
+                                          {"nodelist", required_argument, 0, 'w'},
+                                          {"nodes", required_argument, 0, 'N'},
+                                          {"distribution", required_argument, 0, 'm'},
+                                          {"exclusive", no_argument, 0, O_EXCLUSIVE},
+                                          {"job-name", required_argument, 0, 'J'},
+                                          {"multi-prog", no_argument, 0, O_MULTI_PROG},
                                           {"ppn", required_argument, 0, O_PPN},
                                           {"overbook", no_argument, 0, O_OVERBOOK},
                                           {"label", no_argument, 0, 'l'},
@@ -265,13 +387,43 @@ static int parse_args(int argc, char **argv, struct opts *o)
     o->np = 1;
     o->kill_delay = DEFAULT_KILL_DELAY;
     int c;
-    while ((c = getopt_long(argc, argv, "+n:w:li:x:D:t:Kvho:e:", lopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+n:w:li:x:D:t:Kvho:e:N:m:J:", lopts, NULL)) != -1) {
         switch (c) {
         case 'n':
             if (parse_u32(optarg, 1, MAX_NP, &o->np) < 0) {
                 fprintf(stderr, "psrun: -n %s: not a number of ranks (1..%u)\n", optarg, MAX_NP);
                 return 2;
             }
+            o->np_given = true;
+            break;
+        case 'N':
+            if (parse_nodes(optarg, &o->nmin, &o->nmax) < 0) {
+                fprintf(stderr, "psrun: -N %s: not a node count MIN or MIN-MAX (1..%u)\n", optarg,
+                        MAX_NP);
+                return 2;
+            }
+            break;
+        case 'm':
+            if (parse_dist(optarg, &o->dist, &o->plane) < 0) {
+                fprintf(stderr,
+                        "psrun: -m %s: not block, cyclic or plane=N (with :block, :cyclic or "
+                        ":fcyclic within a node)\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'J':
+            if (!*optarg || strlen(optarg) > 63) {
+                fprintf(stderr, "psrun: -J '%s': a job name is 1 to 63 characters\n", optarg);
+                return 2;
+            }
+            o->job_name = optarg;
+            break;
+        case O_EXCLUSIVE:
+            o->exclusive = true;
+            break;
+        case O_MULTI_PROG:
+            o->multi_prog = "";
             break;
         case 'w':
             o->nodes = optarg;
@@ -359,6 +511,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return usage(stderr, 2);
     }
     o->argv = argv + optind;
+    if (o->nmin && !o->np_given) o->np = o->nmin; /* srun: a rank per node */
+    if (o->nmin > o->np) {
+        fprintf(stderr, "psrun: -N %u: more nodes than the %u ranks (each node gets a rank)\n",
+                o->nmin, o->np);
+        return 2;
+    }
+    if (o->multi_prog && multi_prog(o) < 0) return 2;
     o->input = 0;
     if (o->input_arg) {
         if (strcmp(o->input_arg, "all") == 0)
@@ -403,6 +562,14 @@ static void open_out(struct outfd *out, int fd)
     }
 }
 
+/* -J, else (as srun) the program's base name (--multi-prog: the file's) */
+static const char *job_name(const struct opts *o)
+{
+    const char *prog = o->multi_prog ? o->multi_prog : o->argv[0];
+    const char *slash = strrchr(prog, '/');
+    return o->job_name ? o->job_name : slash ? slash + 1 : prog;
+}
+
 /* the spawn request, built into b (hold: PSF_HOLD, answered with the placement) */
 static int build_spawn(struct psrun *p, const uint32_t *ids, size_t nids, bool hold,
                        struct psmsg_buf *bp)
@@ -436,6 +603,14 @@ static int build_spawn(struct psrun *p, const uint32_t *ids, size_t nids, bool h
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_SPAWN, 0);
     if (hold) psmsg_put_u32(&b, PSF_HOLD, 1);
+    if (p->o.dist) psmsg_put_u32(&b, PSF_DIST, p->o.dist);
+    if (p->o.dist == PSDIST_PLANE) psmsg_put_u32(&b, PSF_PLANE, p->o.plane);
+    if (p->o.nmin) {
+        psmsg_put_u32(&b, PSF_NODES_MIN, p->o.nmin);
+        psmsg_put_u32(&b, PSF_NODES_MAX, p->o.nmax);
+    }
+    if (p->o.exclusive) psmsg_put_u32(&b, PSF_EXCLUSIVE, 1);
+    psmsg_put_str(&b, PSF_JOB_NAME, job_name(&p->o));
     for (char **a = p->o.argv; *a; a++) psmsg_put_str(&b, PSF_ARG, *a);
     for (size_t i = 0; i < env.n; i++) psmsg_put_str(&b, PSF_ENV, env.v[i]);
     psmsg_put_str(&b, PSF_CWD, cwd);
@@ -502,14 +677,13 @@ static int open_outputs(struct psrun *p, uint64_t jobid, const struct psmsg *rep
     snprintf(job, sizeof job, "%" PRIu32 ":%" PRId32, PSTID_NODE(jobid), PSTID_PID(jobid));
     struct passwd *pw = getpwuid(getuid());
     snprintf(uid, sizeof uid, "%u", (unsigned)getuid());
-    const char *prog = strrchr(p->o.argv[0], '/');
     struct lg_jobfacts facts = {.np = p->o.np,
                                 .node = node,
                                 .node_name = node_name_of,
                                 .ctx = p,
                                 .job = job,
                                 .user = pw ? pw->pw_name : uid,
-                                .name = prog ? prog + 1 : p->o.argv[0]};
+                                .name = job_name(&p->o)};
     int rc = lg_routes_build(&p->o.out, p->o.err_given ? &p->o.err : NULL, &facts, &p->routes, err,
                              sizeof err);
     free(node);
@@ -1084,6 +1258,7 @@ int main(int argc, char **argv)
     psi_close(&p.psi);
     psi_nodetab_free(&p.nodes);
     lg_strv_free(&p.o.exports);
+    free(p.o.mp_argv[2]);
     for (int s = 0; s < 2; s++)
         if (p.out[s].own) close(p.out[s].fd);
     for (size_t i = 0; i < p.nfiles; i++) close(p.files[i].f.fd);

@@ -82,12 +82,8 @@ static void test_routes(void)
 {
     /* 6 ranks, cyclic over nodes 2, 0, 3 */
     const uint32_t node[] = {2, 0, 3, 2, 0, 3};
-    struct lg_jobfacts f = {.np = 6,
-                            .node = node,
-                            .node_name = name_of,
-                            .job = "1:5",
-                            .user = "u",
-                            .name = "prog"};
+    struct lg_jobfacts f = {
+        .np = 6, .node = node, .node_name = name_of, .job = "1:5", .user = "u", .name = "prog"};
     struct lg_outspec out, err;
     struct lg_routes r;
     char e[256];
