@@ -23,6 +23,7 @@ struct psi_task {
     uint32_t uid, state; /* state: PSTASK_RUNNING, PSTASK_EXITED */
     bool has_job, has_rank;
     char cmd[256];
+    char name[64]; /* the job's name (psrun -J); empty: none */
 };
 
 struct psi_tasklist {

@@ -13,8 +13,13 @@
  * Spawning a job (psrun):
  *   client -> PSM_SPAWN {PSF_ARG..., PSF_ENV..., PSF_CWD, PSF_UMASK, PSF_NP,
  *                        [PSF_NODE_ID... the partition, in order of preference],
- *                        [PSF_PPN], [PSF_OVERBOOK], [PSF_INPUT]}
+ *                        [PSF_PPN], [PSF_OVERBOOK], [PSF_INPUT], [PSF_HOLD],
+ *                        [PSF_DIST, PSF_PLANE], [PSF_NODES_MIN, PSF_NODES_MAX],
+ *                        [PSF_EXCLUSIVE], [PSF_JOB_NAME]}
  *   psid   -> PSM_SPAWN_REPLY {PSF_JOB, PSF_NP}, or PSM_ERROR (no usable node, bad request)
+ *             With PSF_HOLD the reply also has PSF_PLACEMENT (each rank's node) and nothing
+ *             starts until the client sends PSM_SPAWN_GO {PSF_JOB} (or ends, ending the job):
+ *             psrun names its output files after the job and the nodes before any rank runs.
  *   then, all with the SPAWN request's id, in this order per rank:
  *   psid   -> PSM_RANK {PSF_RANK, PSF_NODE_ID, PSF_TID}            rank started, or
  *             PSM_RANK {PSF_RANK, PSF_NODE_ID, PSF_ERRNO, PSF_TEXT} rank failed to start
@@ -189,6 +194,9 @@ enum psm_type {
     PSM_INPUT = 25,
     PSM_INPUT_ACK = 26,
     PSM_EXIT = 27,
+    /* {PSF_JOB}: start the ranks of a spawn that was held (PSF_HOLD); no reply, the job's
+     * events follow */
+    PSM_SPAWN_GO = 28,
     PSM_SIGNAL = 30,
     PSM_SIGNAL_REPLY = 31,
     PSM_TASKS = 40,
@@ -356,6 +364,18 @@ enum psf_tag {
     PSF_PMI_VALUE = 105,  /* bytes: its value (after its PSF_PMI_KEY) */
     PSF_MORE = 106,       /* u32 1: more messages of this part follow */
     PSF_PMI_EVENT = 107,  /* u32: enum pspmi_event */
+    /* u32 1 (PSM_SPAWN): place the ranks and answer, but start nothing before PSM_SPAWN_GO
+     * (psrun opens its output files in between: they may name the job and the nodes) */
+    PSF_HOLD = 120,
+    /* bytes (PSM_SPAWN_REPLY of a held spawn): each rank's node id, u32 big-endian, by rank */
+    PSF_PLACEMENT = 121,
+    PSF_DIST = 122,      /* u32 (PSM_SPAWN): enum psdist, how ranks are numbered over nodes */
+    PSF_PLANE = 123,     /* u32: ranks per node in turn with PSDIST_PLANE (srun's plane=N) */
+    PSF_NODES_MIN = 124, /* u32 (PSM_SPAWN): use at least this many nodes (srun's -N) */
+    PSF_NODES_MAX = 125, /* u32: and at most this many */
+    /* u32 1 (PSM_SPAWN, PSM_D_SPAWN): no other job's task on the job's nodes while it runs */
+    PSF_EXCLUSIVE = 126,
+    PSF_JOB_NAME = 127, /* string (PSM_SPAWN, PSM_D_SPAWN, PSF_TASK): the job's name (-J) */
 
     PSF_NODE = 0x8001,   /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002,   /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */
@@ -363,6 +383,12 @@ enum psf_tag {
                           * and estimates above, PSF_DROP records */
     PSF_DROP = 0x8004,   /* record: PSF_TEXT (reason, e.g. "mac"), PSF_N (packets dropped) */
     PSF_SOCKET = 0x8005, /* record: an accelerated connection (PSM_PL_SOCKETS_REPLY) */
+};
+
+enum psdist { /* PSF_DIST: srun's -m */
+              PSDIST_BLOCK = 0,
+              PSDIST_CYCLIC = 1,
+              PSDIST_PLANE = 2,
 };
 
 enum psrdp_state { /* PSF_STATE in a PSF_PEER record */

@@ -2,6 +2,7 @@
  * job.c - a job's ranks, output, acknowledgements, stdin and exit status (see job.h).
  */
 #include "job.h"
+#include "outfile.h"
 
 #include "psi_tid.h"
 #include "psproto.h"
@@ -45,6 +46,12 @@ void lg_job_free(struct lg_job *j)
     free(j->dirty);
     lg_outq_free(&j->out[0]);
     lg_outq_free(&j->out[1]);
+    for (size_t f = 0; f < j->nfiles; f++) lg_outq_free(&j->files[f]);
+    free(j->files);
+    free(j->file_dead);
+    j->files = NULL;
+    j->file_dead = NULL;
+    j->nfiles = 0;
     lg_input_free(&j->in);
     j->r = NULL;
     j->dirty = NULL;
@@ -108,11 +115,35 @@ static char *label_of(const struct lg_job *j, uint32_t rank, char *buf, size_t n
     return buf;
 }
 
-/* hand a rank's assembled output (or its end) to out[s] */
+int lg_job_set_routes(struct lg_job *j, const uint32_t *route[2], size_t nfiles)
+{
+    if (nfiles && (!(j->files = calloc(nfiles, sizeof *j->files)) ||
+                   !(j->file_dead = calloc(nfiles, sizeof *j->file_dead)))) {
+        free(j->files);
+        j->files = NULL;
+        return -1;
+    }
+    j->nfiles = nfiles;
+    j->route[0] = route[0];
+    j->route[1] = route[1];
+    return 0;
+}
+
+/* the queue rank's stream s goes to; NULL: dropped */
+static struct lg_outq *queue_of(struct lg_job *j, uint32_t rank, int s)
+{
+    uint32_t to = j->route[s] ? j->route[s][rank] : LG_ROUTE_STD;
+    if (to == LG_ROUTE_STD) return j->discard[s] ? NULL : &j->out[s];
+    if (to >= j->nfiles || j->file_dead[to]) return NULL;
+    return &j->files[to];
+}
+
+/* hand a rank's assembled output (or its end) to its queue (out[s], or a file's) */
 static int emit(struct lg_job *j, uint32_t rank, int s, const uint8_t *p, size_t n, bool end)
 {
     struct lg_rank *r = &j->r[rank];
-    if (j->discard[s]) {
+    struct lg_outq *q = queue_of(j, rank, s);
+    if (!q) {
         add_ack(j, rank, n + lg_lines_pending(&r->lines[s]));
         lg_lines_free(&r->lines[s]);
         return 0;
@@ -131,11 +162,18 @@ static int emit(struct lg_job *j, uint32_t rank, int s, const uint8_t *p, size_t
         lg_bytes_free(&out);
         return 0;
     }
-    if (lg_outq_push_take(&j->out[s], rank, (size_t)raw, out.p, out.len) < 0) {
+    if (lg_outq_push_take(q, rank, (size_t)raw, out.p, out.len) < 0) {
         j->error = ENOMEM;
         return -1;
     }
     return 0;
+}
+
+void lg_job_file_failed(struct lg_job *j, size_t f)
+{
+    if (f >= j->nfiles || j->file_dead[f]) return;
+    j->file_dead[f] = true;
+    lg_outq_drop(&j->files[f], lg_job_written, j);
 }
 
 void lg_job_discard(struct lg_job *j, int s)
@@ -433,6 +471,8 @@ bool lg_job_ended(const struct lg_job *j)
 
 bool lg_job_done(const struct lg_job *j)
 {
+    for (size_t f = 0; f < j->nfiles; f++)
+        if (!lg_outq_empty(&j->files[f])) return false;
     return lg_job_ended(j) && lg_outq_empty(&j->out[0]) && lg_outq_empty(&j->out[1]);
 }
 

@@ -92,6 +92,12 @@ struct lg_job {
     struct lg_exitagg agg;
     struct lg_input in;
     int error; /* a fatal error (errno): ENOMEM */
+    /* -o/-e (outfile.h): route[s][rank] is LG_ROUTE_STD (out[s]), LG_ROUTE_NONE (dropped,
+     * acknowledged at once) or a file's index; NULL: every rank to out[s] */
+    const uint32_t *route[2];
+    struct lg_outq *files; /* a queue per output file, written by the caller */
+    bool *file_dead;       /* a file that failed: its output is acknowledged unwritten */
+    size_t nfiles;
 };
 
 /* 0, or -1 (ENOMEM). spawn_id: the id of the PSM_SPAWN request sent on conn. */
@@ -101,6 +107,11 @@ void lg_job_free(struct lg_job *j);
 /* One message from psid. Returns 1 if it belonged to the job, 0 if not, -1 on a fatal
  * error (j->error). */
 int lg_job_handle(struct lg_job *j, const struct psmsg *m);
+/* Route the ranks' output (outfile.h's routes, kept by the caller while the job lives) to
+ * psrun's streams, nowhere, or nfiles file queues (j->files). 0, or -1 (ENOMEM). */
+int lg_job_set_routes(struct lg_job *j, const uint32_t *route[2], size_t nfiles);
+/* File f cannot be written any more: what is queued and what comes is acknowledged. */
+void lg_job_file_failed(struct lg_job *j, size_t f);
 /* done callback for lg_outq_write on out[0] and out[1] (ctx: the job). */
 void lg_job_written(void *ctx, uint32_t rank, size_t raw);
 /* Stop writing stream s (0 stdout, 1 stderr): what is queued and what comes is

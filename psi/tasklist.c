@@ -35,6 +35,7 @@ int psi_tasklist_parse(const struct psmsg *rep, struct psi_tasklist *l)
         psmsg_get_u32(&rv, PSF_UID, &t->uid);
         psmsg_get_u32(&rv, PSF_STATE, &t->state);
         if (psmsg_get_str(&rv, PSF_CMD, t->cmd, sizeof t->cmd) < 0) strcpy(t->cmd, "?");
+        if (psmsg_get_str(&rv, PSF_JOB_NAME, t->name, sizeof t->name) < 0) t->name[0] = 0;
     }
     return 0;
 }

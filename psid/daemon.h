@@ -118,6 +118,7 @@ struct psid {
     bool stopping;
     struct backlog *backlog; /* per node: daemon messages waiting for RDP's queue */
     struct spawnq *spawnq;   /* spawn requests whose ranks wait to start (spawnq.c) */
+    uint64_t excl_job;       /* the job that asked for this node alone (--exclusive); 0: none */
     struct cgroups *cgroups; /* a cgroup per job (cgroup.c); NULL: process groups only */
     struct privcall *priv;   /* the pair to the privileged child (privcall.c) */
     bool priv_root;          /* the privileged child is root: tasks run as their users */
@@ -226,6 +227,10 @@ int tasks_uid(struct psid *d, uint64_t tid, uint32_t *uid);
 uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32_t rank,
                    uint32_t home, uint32_t uid, const char *cmd);
 size_t tasks_of_uid(struct psid *d, uint32_t uid); /* in the table, exited or not */
+/* Tasks in the table of job (other: of every job but job). */
+size_t tasks_of_job(struct psid *d, uint64_t job, bool other);
+/* The job name (-J) of task tid, for psstat tasks. */
+void tasks_set_name(struct psid *d, uint64_t tid, const char *name);
 /* This node's task count and its epoch, for a rank or exit report to a home node. */
 void tasks_put_count(struct psid *d, struct psmsg_buf *b);
 

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "placement.h"
 #include "pmi.h"
+#include "bebytes.h"
 #include "psmsg.h"
 
 #include <errno.h>
@@ -47,6 +48,14 @@ struct job {
      * enforced here, not only trusted to psrun. in_racked: per rank, when every rank takes
      * input (PSI_ALL_RANKS), the way psrun counts it (logger/input.c) */
     uint64_t in_sent, in_acked, *in_racked;
+    /* a held spawn (PSF_HOLD): the request's body, its owner's gid and the nodes'
+     * credentials, fanned out on the client's PSM_SPAWN_GO; NULL once sent */
+    uint8_t *held;
+    size_t held_len;
+    uint16_t held_type;
+    uint32_t gid;
+    uint8_t (*held_creds)[SPAWNCRED_LEN];
+    struct pmi_plan held_plan; /* and its PMI plan (pmihome.c) */
     struct job *next;
 };
 
@@ -98,6 +107,9 @@ static void job_free(struct job *j)
         }
     free(j->ranks);
     free(j->in_racked);
+    free(j->held);
+    free(j->held_creds);
+    pmi_plan_free(&j->held_plan);
     free(j);
 }
 
@@ -180,7 +192,7 @@ struct fanout {
 static bool copied_to_nodes(uint16_t tag)
 {
     return tag == PSF_ARG || tag == PSF_ENV || tag == PSF_CWD || tag == PSF_UMASK ||
-           tag == PSF_INPUT;
+           tag == PSF_INPUT || tag == PSF_EXCLUSIVE || tag == PSF_JOB_NAME;
 }
 
 /* A job of a user (not root) that would place more ranks on one node than the user may
@@ -297,6 +309,8 @@ out:
     return rc;
 }
 
+static void rank_done(struct job *j, uint32_t r);
+
 static void send_spawn(struct psid *d, uint32_t node, void *arg)
 {
     struct fanout *fo = arg;
@@ -324,7 +338,8 @@ static void send_spawn(struct psid *d, uint32_t node, void *arg)
 
 void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
 {
-    uint32_t np = 1, ppn = 0, overbook = 0;
+    uint32_t np = 1, ppn = 0, overbook = 0, dist = PSDIST_BLOCK, excl = 0;
+    struct place_opts po = {0};
     struct psmsg_field f;
     if (job_of_client(d, c)) {
         client_error(c, m->id, EBUSY, "this connection already runs a job");
@@ -337,10 +352,24 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
     psmsg_get_u32(&m->body, PSF_NP, &np);
     psmsg_get_u32(&m->body, PSF_PPN, &ppn);
     psmsg_get_u32(&m->body, PSF_OVERBOOK, &overbook);
+    psmsg_get_u32(&m->body, PSF_DIST, &dist);
+    psmsg_get_u32(&m->body, PSF_PLANE, &po.plane);
+    psmsg_get_u32(&m->body, PSF_NODES_MIN, &po.nmin);
+    psmsg_get_u32(&m->body, PSF_NODES_MAX, &po.nmax);
+    psmsg_get_u32(&m->body, PSF_EXCLUSIVE, &excl);
     if (np == 0 || np > 1000000) {
         client_error(c, m->id, EINVAL, "bad number of ranks");
         return;
     }
+    if (dist > PSDIST_PLANE || (dist == PSDIST_PLANE && !po.plane) ||
+        (po.nmax && po.nmax < po.nmin) || excl > 1) {
+        client_error(c, m->id, EINVAL, "bad distribution, node count or exclusive flag");
+        return;
+    }
+    po.ppn = ppn;
+    po.overbook = overbook != 0;
+    po.exclusive = excl != 0;
+    po.dist = (enum place_dist)dist;
     struct place_node *nodes = calloc(d->conf.nnodes, sizeof *nodes);
     uint32_t *where = calloc(np, sizeof *where);
     struct job *j = calloc(1, sizeof *j);
@@ -354,7 +383,7 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
         goto out;
     }
     if (partition(d, c, m, nodes, &n) < 0) goto out;
-    if (place_ranks(nodes, n, np, ppn, overbook != 0, where, why, sizeof why) < 0) {
+    if (place_job(nodes, n, np, &po, where, why, sizeof why) < 0) {
         client_error(c, m->id, EBUSY, why);
         goto out;
     }
@@ -393,17 +422,57 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
         ranks[r] = (struct rank_info){.node = where[r], .state = R_PENDING};
         psid_node(d, where[r])->inflight++;
     }
+    uint32_t hold = 0;
+    psmsg_get_u32(&m->body, PSF_HOLD, &hold);
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_SPAWN_REPLY, m->id);
     psmsg_put_u64(&b, PSF_JOB, j->id);
     psmsg_put_u32(&b, PSF_NP, np);
+    bool placed = false;
+    if (hold) {
+        /* the ranks' nodes, for the client's output file names; the request waits */
+        uint8_t *pl = (size_t)np * 4 + 256 <= PSMSG_MAX ? malloc((size_t)np * 4) : NULL;
+        if (pl) {
+            for (uint32_t r = 0; r < np; r++) be_put32(pl + 4 * (size_t)r, where[r]);
+            psmsg_put_bytes(&b, PSF_PLACEMENT, pl, (size_t)np * 4);
+            placed = true;
+        }
+        free(pl);
+        j->held = malloc(m->body.len ? m->body.len : 1);
+        if (j->held) memcpy(j->held, m->body.p, m->body.len);
+        j->held_len = m->body.len;
+        j->held_type = m->type;
+        j->gid = client_gid(c);
+        j->held_creds = creds;
+        creds = NULL;
+    }
+    if (hold && (!j->held || !placed)) {
+        /* the job cannot be held: it is dropped before anything started */
+        bool big = (size_t)np * 4 + 256 > PSMSG_MAX;
+        psmsg_buf_free(&b);
+        client_error(c, m->id, big ? E2BIG : ENOMEM,
+                     big ? "too many ranks to hold the spawn for output files (their nodes do "
+                           "not fit one reply)"
+                         : "out of memory");
+        for (uint32_t r = 0; r < np; r++) rank_done(j, r);
+        ranks = NULL; /* the job's now */
+        job_free(j);
+        j = NULL;
+        goto out;
+    }
     client_send(c, &b);
     psmsg_buf_free(&b);
-    log_info("job %u:%d: %u ranks on %zu candidate nodes", PSTID_NODE(j->id), PSTID_PID(j->id), np,
-             n);
+    log_info("job %u:%d: %u ranks on %zu candidate nodes%s", PSTID_NODE(j->id), PSTID_PID(j->id),
+             np, n, hold ? " (held until its client says go)" : "");
+    ranks = NULL;
+    if (hold) { /* its PMI plan goes with it, to the fan-out on PSM_SPAWN_GO */
+        j->held_plan = plan;
+        plan = (struct pmi_plan){0};
+        j = NULL;
+        goto out;
+    }
     struct fanout fo = {j, m, client_uid(c), client_gid(c), &d->conf, creds, &plan};
     j = NULL;
-    ranks = NULL;
     jobs_foreach_node(d->jobs, send_spawn, &fo);
 out:
     pmi_plan_free(&plan);
@@ -603,12 +672,12 @@ void jobs_client_gone(struct psid *d, struct client *c)
     struct job *j = job_of_client(d, c);
     if (!j) return;
     j->client = NULL;
-    bool open = false;
+    bool open = false, held = j->held != NULL; /* a held job started nothing */
     for (uint32_t r = 0; r < j->np; r++) {
         open |= j->ranks[r].state != R_DONE;
         rank_done(j, r);
     }
-    if (open) {
+    if (open && !held) {
         log_info("job %u:%d: its client is gone; ending its tasks", PSTID_NODE(j->id),
                  PSTID_PID(j->id));
         jobs_foreach_node(j, send_gone, j);
@@ -635,17 +704,39 @@ void jobs_node_lost(struct psid *d, uint32_t node)
     if (pn) pn->inflight = 0;
 }
 
+/* PSM_SPAWN_GO: the client of a held spawn has what it needed; its ranks start now. A GO
+ * for no held job of the client's is answered with an error. */
+static void jobs_go(struct psid *d, struct client *c, const struct psmsg *m)
+{
+    struct job *j = job_of_client(d, c);
+    uint64_t id = 0;
+    if (!j || psmsg_get_u64(&m->body, PSF_JOB, &id) < 0 || id != j->id || !j->held) {
+        client_error(c, m->id, ESRCH, "no held spawn of this connection's");
+        return;
+    }
+    struct psmsg req = {.type = j->held_type, .id = j->cid, .body = {j->held, j->held_len}};
+    struct fanout fo = {j, &req, j->uid, j->gid, &d->conf, j->held_creds, &j->held_plan};
+    jobs_foreach_node(j, send_spawn, &fo);
+    free(j->held);
+    free(j->held_creds);
+    pmi_plan_free(&j->held_plan);
+    j->held = NULL;
+    j->held_creds = NULL;
+}
+
 static void jobs_request(struct psid *d, struct client *c, const struct psmsg *m)
 {
     if (m->type == PSM_SPAWN)
         jobs_spawn(d, c, m);
+    else if (m->type == PSM_SPAWN_GO)
+        jobs_go(d, c, m);
     else if (m->type == PSM_IO_ACK)
         jobs_io_ack(d, c, m);
     else
         jobs_input(d, c, m);
 }
 
-static const uint16_t jobs_requests[] = {PSM_SPAWN, PSM_IO_ACK, PSM_INPUT, 0};
+static const uint16_t jobs_requests[] = {PSM_SPAWN, PSM_SPAWN_GO, PSM_IO_ACK, PSM_INPUT, 0};
 static const uint16_t jobs_messages[] = {PSM_D_RANK, PSM_D_IO,        PSM_D_INPUT_ACK,
                                          PSM_D_EXIT, PSM_D_PMI_EVENT, 0};
 const struct psid_module jobs_module = {.name = "jobs",

@@ -37,6 +37,8 @@
 
 struct spawn_req {
     uint32_t req, home, size, input, uid, gid, umask;
+    uint32_t exclusive; /* 1: no other job's task on this node while the job runs */
+    char name[64];      /* the job's name (-J) */
     uint64_t job;
     char cwd[4096];
     uint32_t id;                 /* this psid's number for it (PRIV_F_REQ) */
@@ -158,6 +160,7 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
         goto out;
     }
     uint64_t tid = tasks_add(d, &s, r->job, rank, r->home, r->uid, r->argv[0]);
+    if (tid && r->name[0]) tasks_set_name(d, tid, r->name);
     if (!tid) {
         if (s.pmi_fd >= 0) close(s.pmi_fd);
         pmi_rank_failed(d, r->job, rank);
@@ -184,6 +187,41 @@ static size_t queued_of_uid(const struct spawnq *q, uint32_t uid)
     for (const struct spawn_req *r = q ? q->head : NULL; r; r = r->link)
         if (r->uid == uid) n += r->nranks - r->next;
     return n;
+}
+
+/* The ranks of job (other: of every other job) queued here, not yet started. */
+static size_t queued_of_job(const struct spawnq *q, uint64_t job, bool other)
+{
+    size_t n = 0;
+    for (const struct spawn_req *r = q ? q->head : NULL; r; r = r->link)
+        if ((r->job == job) != other) n += r->nranks - r->next;
+    return n;
+}
+
+/* --exclusive, checked where the tasks would run (the home's placement only sees task
+ * counts): a job that holds this node alone keeps every other job off it while any of its
+ * tasks is here or queued; a job that asks for it alone gets it only when no other job's
+ * task is. 0, or -1 with why. */
+static int exclusive_conflict(struct psid *d, const struct spawnq *q, const struct spawn_req *r,
+                              char *why, size_t whylen)
+{
+    uint64_t h = d->excl_job;
+    if (h && h != r->job && !tasks_of_job(d, h, false) && !queued_of_job(q, h, false))
+        h = d->excl_job = 0; /* its tasks are gone */
+    if (h && h != r->job) {
+        snprintf(why, whylen, "node %u (%s) runs job %u:%d exclusively", d->self->id, d->self->name,
+                 PSTID_NODE(h), PSTID_PID(h));
+        return -1;
+    }
+    if (!r->exclusive) return 0;
+    size_t others = tasks_of_job(d, r->job, true) + queued_of_job(q, r->job, true);
+    if (others) {
+        snprintf(why, whylen, "node %u (%s) runs %zu tasks of other jobs (--exclusive)",
+                 d->self->id, d->self->name, others);
+        return -1;
+    }
+    d->excl_job = r->job;
+    return 0;
 }
 
 static void run_batch(void *ctx);
@@ -233,6 +271,8 @@ static int decode(const struct psmsg *m, uint32_t from, struct spawn_req *r)
     r->umask = 022;
     psmsg_get_u32(&m->body, PSF_INPUT, &r->input);
     psmsg_get_u32(&m->body, PSF_UMASK, &r->umask);
+    psmsg_get_u32(&m->body, PSF_EXCLUSIVE, &r->exclusive);
+    if (psmsg_get_str(&m->body, PSF_JOB_NAME, r->name, sizeof r->name) < 0) r->name[0] = 0;
     if (psmsg_get_str(&m->body, PSF_CWD, r->cwd, sizeof r->cwd) < 0) r->cwd[0] = 0;
     if (psmsg_find(&m->body, PSF_CRED, &f) && f.len <= sizeof r->cred) { /* the child checks it */
         memcpy(r->cred, f.val, f.len);
@@ -278,6 +318,9 @@ void spawnq_request(struct psid *d, uint32_t from, const struct psmsg *m)
     } else if (!d->priv_root && r->uid != d->own_uid) {
         err = EPERM;
         deny = "this psid does not run as root and may only start its own user's tasks";
+    } else if (exclusive_conflict(d, q, r, why, sizeof why) < 0) {
+        err = EBUSY;
+        deny = why;
     }
     size_t room = 0;
     if (!deny && r->uid != 0) {

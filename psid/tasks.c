@@ -58,6 +58,7 @@ struct task {
     pid_t pid; /* started, signalled and reaped by psid's privileged child (privsep.h) */
     uint32_t uid;
     char cmd[64];
+    char name[64]; /* the job's name (-J); empty: none */
     struct tstream out[2];
     int in_fd;
     uint8_t *inq; /* input not yet written */
@@ -458,6 +459,7 @@ void tasks_append_records(struct psid *d, struct psmsg_buf *b)
             psmsg_put_u32(b, PSF_UID, t->uid);
             psmsg_put_u32(b, PSF_STATE, t->exited ? PSTASK_EXITED : PSTASK_RUNNING);
             psmsg_put_str(b, PSF_CMD, t->cmd);
+            if (t->name[0]) psmsg_put_str(b, PSF_JOB_NAME, t->name);
             psmsg_record_end(b);
         }
 }
@@ -496,6 +498,21 @@ uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32
     cgroup_running(d->cgroups, job, 1);
     set_reading(t, true);
     return t->tid;
+}
+
+size_t tasks_of_job(struct psid *d, uint64_t job, bool other)
+{
+    size_t n = 0;
+    if (!d->tasks) return 0;
+    for (size_t b = 0; b < NBUCKETS; b++)
+        for (struct task *t = d->tasks[b]; t; t = t->next) n += (t->job == job) != other;
+    return n;
+}
+
+void tasks_set_name(struct psid *d, uint64_t tid, const char *name)
+{
+    struct task *t = find(d, tid);
+    if (t && name) snprintf(t->name, sizeof t->name, "%s", name);
 }
 
 size_t tasks_of_uid(struct psid *d, uint32_t uid)

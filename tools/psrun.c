@@ -3,9 +3,10 @@
  * tasks' stdout and stderr arrive here line by line, psrun's stdin goes to them, signals
  * sent to psrun are forwarded, and psrun's exit status is the job's.
  *
- *   psrun [-n N] [-w LIST] [--ppn K] [--overbook] [-l] [-i RANK|all|none] [-x VAR[=VAL]]...
- *         [--export-all] [-t TIME] [-K] [--kill-delay S] [--mpi TYPE] [-v] [--] PROGRAM
- *         [ARGS...]
+ *   psrun [-n N] [-w LIST] [-N MIN[-MAX]] [-m DIST] [--exclusive] [-J NAME] [--multi-prog]
+ *         [--ppn K] [--overbook] [-l] [-o SPEC] [-e SPEC] [--open-mode M]
+ *         [-i RANK|all|none] [-x VAR[=VAL]]... [--export-all] [-t TIME] [-K] [--kill-delay S]
+ *         [--mpi TYPE] [-v] [--] PROGRAM [ARGS...]
  *
  * Flow: read the node table (PSM_NODES), work out the partition (logger/partition.h),
  * send PSM_SPAWN, then the event loop psid runs on (psloop.h), a round at a time, over the
@@ -31,13 +32,22 @@
  * rank that fails, leaves without MPI_Finalize or calls MPI_Abort ends the job at once
  * (SIGKILL to every rank, as mpiexec does), psrun says which rank and how, and exits with
  * that rank's status (MPI_Abort's code). Manual: docs/man/psrun.1.
+ * Output files (-o/-e, srun's patterns, logger/outfile.h): the spawn is held (PSF_HOLD):
+ * psid places the ranks and answers with the job id and each rank's node, psrun opens every
+ * file, and only then lets the ranks start (PSM_SPAWN_GO), so a file that cannot be opened
+ * starts nothing. Each file has its own queue in the job, written when the loop says so
+ * (a regular file always), acknowledged once written: the same flow control as stdout.
+ * Manual: docs/man/psrun.1.
  */
 #include "../logger/preloadlib.h"
 #include "../logger/envsel.h"
 #include "../logger/job.h"
+#include "../logger/multiprog.h"
+#include "../logger/outfile.h"
 #include "../logger/partition.h"
 #include "psi.h"
 #include "psi_signames.h"
+#include "bebytes.h"
 #include "psi_tid.h"
 #include "psloop.h"
 
@@ -47,6 +57,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -78,6 +89,16 @@ struct opts {
     int verbose;
     const char *chdir; /* the ranks' working directory; NULL: psrun's */
     uint32_t mpi;      /* enum pspmi_mode */
+    /* -o, -e (logger/outfile.h); err_given: -e was given (else stderr follows a file of -o) */
+    struct lg_outspec out, err;
+    bool err_given, append;
+    bool np_given;
+    const char *job_name; /* -J; NULL: the program's base name */
+    uint32_t nmin, nmax;  /* -N: node count (0: any) */
+    uint32_t dist, plane; /* -m: enum psdist */
+    bool exclusive;
+    const char *multi_prog; /* --multi-prog: the file (the program's place on the line) */
+    char *mp_argv[5];       /* then the job runs /bin/sh -c SCRIPT */
     char **argv;
 };
 
@@ -85,6 +106,14 @@ struct outfd {
     int fd;     /* where to write */
     bool own;   /* fd is ours (a reopened terminal or pipe) */
     size_t max; /* bytes per write (0: no limit) */
+};
+
+/* an output file of -o/-e: its descriptor and its watch */
+struct ofile {
+    struct psrun *p;
+    size_t idx; /* in job.files and routes.paths */
+    struct outfd f;
+    bool watched;
 };
 
 struct psrun {
@@ -116,6 +145,9 @@ struct psrun {
     uint32_t nodes_req;    /* a PSM_NODES in flight: its id; 0: none */
     uint32_t *unreachable; /* node ids said to be unreachable */
     size_t nunreachable;
+    struct lg_routes routes; /* -o/-e: where each rank's output goes */
+    struct ofile *files;
+    size_t nfiles;
 };
 
 #define NODES_POLL_S 1.0
@@ -126,10 +158,25 @@ static const char usage_text[] =
     "Start N copies (ranks) of PROGRAM on the cluster; their output comes here, line by line.\n"
     "\n"
     "  -n, --np N              number of ranks (default 1)\n"
-    "  -w, --nodes LIST        use these nodes: ids, names, ranges (0-3,5  n[0-3],m5)\n"
+    "  -w, --nodelist LIST     use these nodes: ids, names, ranges (0-3,5  n[0-3],m5);\n"
+    "                          srun's -w\n"
+    "  -N, --nodes MIN[-MAX]   use MIN (to MAX) nodes, each with a rank; without -n, one\n"
+    "                          rank per node; srun's -N\n"
+    "  -m, --distribution D    number ranks over their nodes: block (default), cyclic,\n"
+    "                          plane=N; srun's -m\n"
+    "      --exclusive         no other job on the job's nodes while it runs; srun's\n"
+    "  -J, --job-name NAME     the job's name (psstat tasks, %x); srun's -J\n"
+    "      --multi-prog        PROGRAM is a file of lines \"RANKS PROGRAM ARGS\" (%t rank,\n"
+    "                          %o offset in the line's ranks, * the rest); srun's\n"
     "      --ppn K             at most K ranks per node\n"
     "      --overbook          allow more ranks than CPUs on a node\n"
     "  -l, --label             prefix every output line with \"RANK: \"\n"
+    "  -o, --output SPEC       the ranks' stdout (and stderr, without -e): all (here), none,\n"
+    "                          a rank (only its output), or a file name pattern: %j job id,\n"
+    "                          %J job.step, %s step, %t rank, %n node index, %N node name,\n"
+    "                          %u user, %x job name, %% (a width pads: %3t); srun's -o\n"
+    "  -e, --error SPEC        the ranks' stderr, as -o; srun's -e\n"
+    "      --open-mode MODE    output files: truncate (default) or append; srun's\n"
     "  -i, --input WHO         stdin to rank WHO (default 0), to all ranks, or none\n"
     "  -D, --chdir DIR         the ranks' working directory (default: this one)\n"
     "  -x, --export VAR[=VAL]  also export VAR (repeatable; VAR=VAL sets it)\n"
@@ -236,11 +283,116 @@ static int parse_mpi(const char *s, uint32_t *out)
     return 0;
 }
 
+/* -N MIN[-MAX] */
+static int parse_nodes(const char *s, uint32_t *min, uint32_t *max)
+{
+    char buf[32];
+    const char *dash = strchr(s, '-');
+    if (strlen(s) >= sizeof buf) return -1;
+    if (!dash) {
+        if (parse_u32(s, 1, MAX_NP, min) < 0) return -1;
+        *max = *min;
+        return 0;
+    }
+    memcpy(buf, s, (size_t)(dash - s));
+    buf[dash - s] = 0;
+    if (parse_u32(buf, 1, MAX_NP, min) < 0 || parse_u32(dash + 1, 1, MAX_NP, max) < 0 ||
+        *max < *min)
+        return -1;
+    return 0;
+}
+
+/* -m: srun's node-level distribution; a second level (within a node) is taken and left to
+ * the CPU binding */
+static int parse_dist(const char *s, uint32_t *dist, uint32_t *plane)
+{
+    char first[32];
+    size_t n = strcspn(s, ":,");
+    if (n >= sizeof first) return -1;
+    memcpy(first, s, n);
+    first[n] = 0;
+    if (s[n] == ':') {
+        const char *second = s + n + 1;
+        size_t k = strcspn(second, ":,");
+        if (!((k == 5 && strncmp(second, "block", 5) == 0) ||
+              (k == 6 && strncmp(second, "cyclic", 6) == 0) ||
+              (k == 7 && strncmp(second, "fcyclic", 7) == 0)))
+            return -1;
+    }
+    if (strcmp(first, "block") == 0)
+        *dist = PSDIST_BLOCK;
+    else if (strcmp(first, "cyclic") == 0)
+        *dist = PSDIST_CYCLIC;
+    else if (strncmp(first, "plane=", 6) == 0 && parse_u32(first + 6, 1, MAX_NP, plane) == 0)
+        *dist = PSDIST_PLANE;
+    else
+        return -1;
+    return 0;
+}
+
+/* --multi-prog: read and check the file (argv[0]); the job runs the script it makes */
+static int multi_prog(struct opts *o)
+{
+    const char *path = o->argv[0];
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "psrun: --multi-prog %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char *text = NULL;
+    size_t cap = 0;
+    ssize_t n = getdelim(&text, &cap, 0, f);
+    fclose(f);
+    if (n < 0 || (size_t)n != strlen(text)) {
+        fprintf(stderr, "psrun: --multi-prog %s: %s\n", path,
+                n < 0 ? "empty or unreadable" : "a NUL byte in the file");
+        free(text);
+        return -1;
+    }
+    struct lg_mprog mp;
+    char err[300];
+    int rc = lg_mprog_parse(text, o->np, &mp, err, sizeof err);
+    free(text);
+    if (rc < 0) {
+        fprintf(stderr, "psrun: --multi-prog %s: %s\n", path, err);
+        return -1;
+    }
+    char *script = lg_mprog_script(&mp);
+    lg_mprog_free(&mp);
+    if (!script) {
+        fprintf(stderr, "psrun: out of memory\n");
+        return -1;
+    }
+    o->multi_prog = path;
+    o->mp_argv[0] = "/bin/sh";
+    o->mp_argv[1] = "-c";
+    o->mp_argv[2] = script;
+    o->mp_argv[3] = "psrun-multi-prog";
+    o->mp_argv[4] = NULL;
+    o->argv = o->mp_argv;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-    enum { O_PPN = 256, O_OVERBOOK, O_EXPORT_ALL, O_KILL_DELAY, O_PRELOAD, O_MPI };
+    enum {
+        O_PPN = 256,
+        O_OVERBOOK,
+        O_EXPORT_ALL,
+        O_KILL_DELAY,
+        O_PRELOAD,
+        O_OPEN_MODE,
+        O_EXCLUSIVE,
+        O_MULTI_PROG,
+        O_MPI
+    };
     static const struct option lopts[] = {{"np", required_argument, 0, 'n'},
-                                          {"nodes", required_argument, 0, 'w'},
+                                          {"nodelist", required_argument, 0, 'w'},
+                                          {"nodes", required_argument, 0, 'N'},
+                                          {"distribution", required_argument, 0, 'm'},
+                                          {"exclusive", no_argument, 0, O_EXCLUSIVE},
+                                          {"job-name", required_argument, 0, 'J'},
+                                          {"multi-prog", no_argument, 0, O_MULTI_PROG},
                                           {"ppn", required_argument, 0, O_PPN},
                                           {"overbook", no_argument, 0, O_OVERBOOK},
                                           {"label", no_argument, 0, 'l'},
@@ -254,6 +406,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                           {"verbose", no_argument, 0, 'v'},
                                           {"preload", no_argument, 0, O_PRELOAD},
                                           {"mpi", required_argument, 0, O_MPI},
+                                          {"output", required_argument, 0, 'o'},
+                                          {"error", required_argument, 0, 'e'},
+                                          {"open-mode", required_argument, 0, O_OPEN_MODE},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
     o->np = 1;
@@ -265,13 +420,43 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return 2;
     }
     int c;
-    while ((c = getopt_long(argc, argv, "+n:w:li:x:D:t:Kvh", lopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+n:w:li:x:D:t:Kvho:e:N:m:J:", lopts, NULL)) != -1) {
         switch (c) {
         case 'n':
             if (parse_u32(optarg, 1, MAX_NP, &o->np) < 0) {
                 fprintf(stderr, "psrun: -n %s: not a number of ranks (1..%u)\n", optarg, MAX_NP);
                 return 2;
             }
+            o->np_given = true;
+            break;
+        case 'N':
+            if (parse_nodes(optarg, &o->nmin, &o->nmax) < 0) {
+                fprintf(stderr, "psrun: -N %s: not a node count MIN or MIN-MAX (1..%u)\n", optarg,
+                        MAX_NP);
+                return 2;
+            }
+            break;
+        case 'm':
+            if (parse_dist(optarg, &o->dist, &o->plane) < 0) {
+                fprintf(stderr,
+                        "psrun: -m %s: not block, cyclic or plane=N (with :block, :cyclic or "
+                        ":fcyclic within a node)\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'J':
+            if (!*optarg || strlen(optarg) > 63) {
+                fprintf(stderr, "psrun: -J '%s': a job name is 1 to 63 characters\n", optarg);
+                return 2;
+            }
+            o->job_name = optarg;
+            break;
+        case O_EXCLUSIVE:
+            o->exclusive = true;
+            break;
+        case O_MULTI_PROG:
+            o->multi_prog = "";
             break;
         case 'w':
             o->nodes = optarg;
@@ -334,6 +519,26 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 return usage(stderr, 2);
             }
             break;
+        case 'o':
+        case 'e': {
+            char err[512];
+            if (lg_outspec_parse(optarg, c == 'o' ? &o->out : &o->err, err, sizeof err) < 0) {
+                fprintf(stderr, "psrun: -%c: %s\n", c, err);
+                return 2;
+            }
+            if (c == 'e') o->err_given = true;
+            break;
+        }
+        case O_OPEN_MODE:
+            if (strcmp(optarg, "append") == 0 || strcmp(optarg, "a") == 0)
+                o->append = true;
+            else if (strcmp(optarg, "truncate") == 0 || strcmp(optarg, "t") == 0)
+                o->append = false;
+            else {
+                fprintf(stderr, "psrun: --open-mode %s: not append or truncate\n", optarg);
+                return 2;
+            }
+            break;
         case 'h':
             return usage(stdout, 0), -1;
         default:
@@ -345,6 +550,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return usage(stderr, 2);
     }
     o->argv = argv + optind;
+    if (o->nmin && !o->np_given) o->np = o->nmin; /* srun: a rank per node */
+    if (o->nmin > o->np) {
+        fprintf(stderr, "psrun: -N %u: more nodes than the %u ranks (each node gets a rank)\n",
+                o->nmin, o->np);
+        return 2;
+    }
+    if (o->multi_prog && multi_prog(o) < 0) return 2;
     o->input = 0;
     if (o->input_arg) {
         if (strcmp(o->input_arg, "all") == 0)
@@ -357,6 +569,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return 2;
         }
     }
+    const struct lg_outspec *os[2] = {&o->out, &o->err};
+    for (int k = 0; k < 2; k++)
+        if (os[k]->kind == LG_OUT_RANK && os[k]->rank >= o->np) {
+            fprintf(stderr, "psrun: -%c %" PRIu32 ": not a rank (0..%u)\n", "oe"[k], os[k] -> rank,
+                    o -> np - 1);
+            return 2;
+        }
     return 0;
 }
 
@@ -382,8 +601,17 @@ static void open_out(struct outfd *out, int fd)
     }
 }
 
-/* the spawn request */
-static int send_spawn(struct psrun *p, const uint32_t *ids, size_t nids, uint32_t *id)
+/* -J, else (as srun) the program's base name (--multi-prog: the file's) */
+static const char *job_name(const struct opts *o)
+{
+    const char *prog = o->multi_prog ? o->multi_prog : o->argv[0];
+    const char *slash = strrchr(prog, '/');
+    return o->job_name ? o->job_name : slash ? slash + 1 : prog;
+}
+
+/* the spawn request, built into b (hold: PSF_HOLD, answered with the placement) */
+static int build_spawn(struct psrun *p, const uint32_t *ids, size_t nids, bool hold,
+                       struct psmsg_buf *bp)
 {
     struct lg_strv env = {0};
     if (lg_env_select(environ, (const char *const *)p->o.exports.v, p->o.exports.n, p->o.export_all,
@@ -413,6 +641,15 @@ static int send_spawn(struct psrun *p, const uint32_t *ids, size_t nids, uint32_
     umask(mask);
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_SPAWN, 0);
+    if (hold) psmsg_put_u32(&b, PSF_HOLD, 1);
+    if (p->o.dist) psmsg_put_u32(&b, PSF_DIST, p->o.dist);
+    if (p->o.dist == PSDIST_PLANE) psmsg_put_u32(&b, PSF_PLANE, p->o.plane);
+    if (p->o.nmin) {
+        psmsg_put_u32(&b, PSF_NODES_MIN, p->o.nmin);
+        psmsg_put_u32(&b, PSF_NODES_MAX, p->o.nmax);
+    }
+    if (p->o.exclusive) psmsg_put_u32(&b, PSF_EXCLUSIVE, 1);
+    psmsg_put_str(&b, PSF_JOB_NAME, job_name(&p->o));
     for (char **a = p->o.argv; *a; a++) psmsg_put_str(&b, PSF_ARG, *a);
     for (size_t i = 0; i < env.n; i++) psmsg_put_str(&b, PSF_ENV, env.v[i]);
     psmsg_put_str(&b, PSF_CWD, cwd);
@@ -425,18 +662,127 @@ static int send_spawn(struct psrun *p, const uint32_t *ids, size_t nids, uint32_
     if (p->o.mpi != PSPMI_MODE_NONE) psmsg_put_u32(&b, PSF_PMI, p->o.mpi);
     free(cwd);
     lg_strv_free(&env);
-    size_t len = b.need; /* lg_conn_send takes the buffer */
+    *bp = b;
+    return 0;
+}
+
+static void spawn_build_error(const struct psmsg_buf *b)
+{
+    if (errno == EMSGSIZE)
+        fprintf(stderr,
+                "psrun: argument list too long for a spawn (%zu bytes with the "
+                "environment, limit %u)\n",
+                b->need, PSMSG_MAX);
+    else
+        fprintf(stderr, "psrun: cannot build the spawn request: %s\n", strerror(errno));
+}
+
+static int send_spawn(struct psrun *p, const uint32_t *ids, size_t nids, uint32_t *id)
+{
+    struct psmsg_buf b = {0};
+    if (build_spawn(p, ids, nids, false, &b) < 0) return -1;
+    size_t need = b.need;
     if (lg_conn_send(&p->conn, &b, 0, id) < 0) {
-        if (errno == EMSGSIZE)
-            fprintf(stderr,
-                    "psrun: argument list too long for a spawn (%zu bytes with the "
-                    "environment, limit %u)\n",
-                    len, PSMSG_MAX);
-        else
-            fprintf(stderr, "psrun: cannot build the spawn request: %s\n", strerror(errno));
+        b.need = need; /* lg_conn_send took the buffer */
+        spawn_build_error(&b);
         return -1;
     }
     return 0;
+}
+
+static const char *node_name_of(void *ctx, uint32_t id)
+{
+    struct psrun *p = ctx;
+    for (size_t i = 0; i < p->nodes.n; i++)
+        if (p->nodes.v[i].id == id) return p->nodes.v[i].name;
+    return NULL;
+}
+
+/* -o/-e: from the held spawn's answer (the job id, each rank's node), each rank's file
+ * names; every file opened before any rank starts. 0, or -1 (said). */
+static int open_outputs(struct psrun *p, uint64_t jobid, const struct psmsg *reply)
+{
+    struct psmsg_field f;
+    if (!psmsg_find(&reply->body, PSF_PLACEMENT, &f) || f.len != (size_t)p->o.np * 4) {
+        fprintf(stderr, "psrun: psid's answer has no placement of the ranks\n");
+        return -1;
+    }
+    uint32_t *node = malloc((size_t)p->o.np * sizeof *node);
+    if (!node) {
+        fprintf(stderr, "psrun: out of memory\n");
+        return -1;
+    }
+    for (uint32_t r = 0; r < p->o.np; r++) node[r] = be_get32(f.val + 4 * (size_t)r);
+    char job[32], uid[16], err[600];
+    snprintf(job, sizeof job, "%" PRIu32 ":%" PRId32, PSTID_NODE(jobid), PSTID_PID(jobid));
+    struct passwd *pw = getpwuid(getuid());
+    snprintf(uid, sizeof uid, "%u", (unsigned)getuid());
+    struct lg_jobfacts facts = {.np = p->o.np,
+                                .node = node,
+                                .node_name = node_name_of,
+                                .ctx = p,
+                                .job = job,
+                                .user = pw ? pw->pw_name : uid,
+                                .name = job_name(&p->o)};
+    int rc = lg_routes_build(&p->o.out, p->o.err_given ? &p->o.err : NULL, &facts, &p->routes, err,
+                             sizeof err);
+    free(node);
+    if (rc < 0) {
+        fprintf(stderr, "psrun: -o/-e: %s\n", err);
+        return -1;
+    }
+    size_t n = p->routes.paths.n;
+    p->files = calloc(n ? n : 1, sizeof *p->files);
+    if (!p->files) {
+        fprintf(stderr, "psrun: out of memory\n");
+        return -1;
+    }
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | (p->o.append ? O_APPEND : O_TRUNC);
+    for (size_t i = 0; i < n; i++) {
+        const char *path = p->routes.paths.v[i];
+        int fd = open(path, flags, 0666);
+        if (fd < 0) {
+            fprintf(stderr, "psrun: cannot open output file %s: %s\n", path, strerror(errno));
+            return -1;
+        }
+        p->files[i] = (struct ofile){.p = p, .idx = i};
+        open_out(&p->files[i].f, fd);
+        if (p->files[i].f.own)
+            close(fd); /* reopened without blocking */
+        else
+            p->files[i].f.own = true;
+        p->nfiles = i + 1;
+    }
+    return 0;
+}
+
+/* A held spawn (-o/-e): asked and answered before the loop runs, output files opened, then
+ * the go. *id: the spawn's request id, *jobid. 0, or -1 (said). */
+static int held_spawn(struct psrun *p, const uint32_t *ids, size_t nids, uint32_t *id,
+                      uint64_t *jobid)
+{
+    struct psmsg_buf b = {0};
+    if (build_spawn(p, ids, nids, true, &b) < 0) return -1;
+    struct psmsg reply;
+    if (psi_call(&p->psi, &b, &reply) < 0) {
+        char text[256] = "";
+        int e = errno;
+        if (e == EMSGSIZE) {
+            spawn_build_error(&b);
+        } else {
+            psmsg_get_str(&reply.body, PSF_TEXT, text, sizeof text);
+            fprintf(stderr, "psrun: cannot start the job: %s\n", text[0] ? text : strerror(e));
+        }
+        psmsg_buf_free(&b);
+        return -1;
+    }
+    psmsg_buf_free(&b);
+    *id = reply.id;
+    if (psmsg_get_u64(&reply.body, PSF_JOB, jobid) < 0) {
+        fprintf(stderr, "psrun: psid's answer to the spawn has no job id\n");
+        return -1;
+    }
+    return open_outputs(p, *jobid, &reply);
 }
 
 /* send a signal to the job now, or as soon as its id is known */
@@ -705,6 +1051,37 @@ static int poll_timeout(const struct psrun *p)
  * queued), so the watches are set again before every round. */
 enum { W_PSID, W_SIG, W_IN, W_OUT, W_ERR, NW };
 
+/* an output file: written while its queue holds something (a regular file is always ready:
+ * the write may block on a slow disk, which is the flow control: psrun acknowledges later
+ * and the ranks block in write) */
+static void on_file(void *ctx, uint32_t events)
+{
+    struct ofile *f = ctx;
+    struct psrun *p = f->p;
+    (void)events;
+    ssize_t w = lg_outq_write(&p->job.files[f->idx], f->f.fd, f->f.max, lg_job_written, &p->job);
+    if (w >= 0 || errno == EAGAIN || errno == EINTR) return;
+    lg_job_say(&p->job, "cannot write to %s: %s; the output for it is dropped",
+               p->routes.paths.v[f->idx], strerror(errno));
+    lg_job_file_failed(&p->job, f->idx);
+}
+
+static void watch_files(struct psrun *p)
+{
+    for (size_t i = 0; i < p->nfiles; i++) {
+        struct ofile *f = &p->files[i];
+        bool want = !lg_outq_empty(&p->job.files[i]);
+        if (want == f->watched) continue;
+        if (!want) {
+            loop_fd_del(p->loop, f->f.fd);
+        } else if (loop_fd(p->loop, f->f.fd, EPOLLOUT, on_file, f) < 0) {
+            on_file(f, EPOLLERR);
+            continue;
+        }
+        f->watched = want;
+    }
+}
+
 static void on_psid(void *ctx, uint32_t events)
 {
     if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) read_psid(ctx);
@@ -758,6 +1135,8 @@ static int loop(struct psrun *p)
     for (int w = 0; w < NW; w++) p->watch_fd[w] = -1;
     for (;;) {
         bool outputs_empty = lg_outq_empty(&p->job.out[0]) && lg_outq_empty(&p->job.out[1]);
+        for (size_t i = 0; i < p->nfiles && outputs_empty; i++)
+            outputs_empty = lg_outq_empty(&p->job.files[i]);
         if (outputs_empty && (lg_job_ended(&p->job) || p->conn_lost || p->gave_up)) break;
         watch(p, W_PSID, p->conn.fd,
               p->conn_lost ? 0 : EPOLLIN | (lg_outq_empty(&p->conn.tx) ? 0 : EPOLLOUT));
@@ -772,6 +1151,7 @@ static int loop(struct psrun *p)
         watch(p, W_IN, STDIN_FILENO, p->stdin_room && !p->stdin_done ? EPOLLIN : 0);
         for (int s = 0; s < 2; s++)
             watch(p, W_OUT + s, p->out[s].fd, lg_outq_empty(&p->job.out[s]) ? 0 : EPOLLOUT);
+        watch_files(p);
         int ms = poll_timeout(p);
         if (loop_step(p->loop, ms < 0 ? UINT64_MAX : loop_now() + (uint64_t)ms * 1000000u) < 0) {
             fprintf(stderr, "psrun: epoll_wait: %s\n", strerror(errno));
@@ -858,10 +1238,17 @@ static int run(struct psrun *p)
     lg_partition_free(&part);
     lg_strv_free(&skipped);
 
+    /* -o/-e other than psrun's own streams: the spawn is held until the files are open */
+    bool hold = p->o.out.kind != LG_OUT_ALL || p->o.err.kind != LG_OUT_ALL;
+    uint32_t spawn_id = 0;
+    uint64_t jobid = 0;
+    if (hold && held_spawn(p, ids, nids, &spawn_id, &jobid) < 0) {
+        free(ids);
+        return 1;
+    }
     /* the connection now belongs to the loop */
     lg_conn_from_psi(&p->conn, &p->psi);
-    uint32_t spawn_id;
-    int rc = send_spawn(p, ids, nids, &spawn_id);
+    int rc = hold ? 0 : send_spawn(p, ids, nids, &spawn_id);
     free(ids);
     if (rc < 0) return 1;
     struct lg_job_cfg cfg = {.np = p->o.np,
@@ -874,6 +1261,24 @@ static int run(struct psrun *p)
     if (lg_job_init(&p->job, &cfg, &p->conn, spawn_id) < 0) {
         fprintf(stderr, "psrun: out of memory\n");
         return 1;
+    }
+    if (hold) {
+        const uint32_t *route[2] = {p->routes.route[0], p->routes.route[1]};
+        struct psmsg_buf b = {0};
+        p->job.spawned = true;
+        p->job.jobid = jobid;
+        psmsg_begin(&b, PSM_SPAWN_GO, 0);
+        psmsg_put_u64(&b, PSF_JOB, jobid);
+        if (lg_job_set_routes(&p->job, route, p->nfiles) < 0 ||
+            lg_conn_send(&p->conn, &b, 0, NULL) < 0) {
+            fprintf(stderr, "psrun: out of memory\n");
+            return 1;
+        }
+        if (p->o.verbose) {
+            char tid[32];
+            lg_job_say(&p->job, "job %s: %" PRIu32 " ranks", psi_tid_str(jobid, tid, sizeof tid),
+                       p->o.np);
+        }
     }
     open_out(&p->out[0], STDOUT_FILENO);
     open_out(&p->out[1], STDERR_FILENO);
@@ -903,8 +1308,12 @@ int main(int argc, char **argv)
     psi_close(&p.psi);
     psi_nodetab_free(&p.nodes);
     lg_strv_free(&p.o.exports);
+    free(p.o.mp_argv[2]);
     for (int s = 0; s < 2; s++)
         if (p.out[s].own) close(p.out[s].fd);
+    for (size_t i = 0; i < p.nfiles; i++) close(p.files[i].f.fd);
+    free(p.files);
+    lg_routes_free(&p.routes);
     if (p.sigfd >= 0) close(p.sigfd);
     return rc;
 }

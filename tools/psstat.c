@@ -123,7 +123,8 @@ static int tasks(struct psi *c, int json)
     if (json)
         printf("{\"tasks\":[");
     else
-        printf("%-16s %-16s %5s %-10s %-8s %s\n", "TID", "JOB", "RANK", "USER", "STATE", "COMMAND");
+        printf("%-16s %-16s %5s %-10s %-8s %-12s %s\n", "TID", "JOB", "RANK", "USER", "STATE",
+               "NAME", "COMMAND");
     for (size_t i = 0; i < n; i++) {
         const struct psi_task *t = &v[i];
         char tid[32], job[32] = "-", rank[16] = "-", user[32];
@@ -148,12 +149,17 @@ static int tasks(struct psi *c, int json)
                 printf(",\"rank\":null");
             printf(",\"uid\":%" PRIu32 ",\"user\":", t->uid);
             json_str(user);
-            printf(",\"state\":\"%s\",\"command\":", task_state(t->state));
+            printf(",\"state\":\"%s\",\"name\":", task_state(t->state));
+            if (t->name[0])
+                json_str(t->name);
+            else
+                printf("null");
+            printf(",\"command\":");
             json_str(t->cmd);
             printf("}");
         } else {
-            printf("%-16s %-16s %5s %-10s %-8s %s\n", tid, job, rank, user, task_state(t->state),
-                   t->cmd);
+            printf("%-16s %-16s %5s %-10s %-8s %-12s %s\n", tid, job, rank, user,
+                   task_state(t->state), t->name[0] ? t->name : "-", t->cmd);
         }
     }
     if (json) printf("]");

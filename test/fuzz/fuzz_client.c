@@ -235,10 +235,10 @@ static uint32_t take32(struct in *in)
  * to pass with it, or -1. */
 static void request(struct in *in, struct psmsg_buf *b, int *fd)
 {
-    static const uint16_t types[] = {PSM_NODES,      PSM_SPAWN,     PSM_IO_ACK,    PSM_INPUT,
-                                     PSM_SIGNAL,     PSM_TASKS,     PSM_NOTIFY,    PSM_RELEASE,
-                                     PSM_RDP,        PSM_PL_OPEN,   PSM_PL_LISTEN, PSM_PL_UNLISTEN,
-                                     PSM_PL_CONNECT, PSM_PL_ACCEPT, PSM_PL_DECLINE};
+    static const uint16_t types[] = {PSM_NODES,      PSM_SPAWN,     PSM_IO_ACK,     PSM_INPUT,
+                                     PSM_SIGNAL,     PSM_TASKS,     PSM_NOTIFY,     PSM_RELEASE,
+                                     PSM_RDP,        PSM_PL_OPEN,   PSM_PL_LISTEN,  PSM_PL_UNLISTEN,
+                                     PSM_PL_CONNECT, PSM_PL_ACCEPT, PSM_PL_DECLINE, PSM_SPAWN_GO};
     uint16_t type = types[take(in) % (sizeof types / sizeof types[0])];
     *fd = type >= PSM_PL_OPEN ? pass[take(in) % NPASS] : -1;
     psmsg_begin(b, type, take32(in));
@@ -248,6 +248,10 @@ static void request(struct in *in, struct psmsg_buf *b, int *fd)
         psmsg_put_str(b, PSF_ARG, "/bin/true");
         psmsg_put_u32(b, PSF_NP, take(in) % 4 + 1);
         if (take(in) & 1) psmsg_put_u32(b, PSF_NODE_ID, take(in) % 3);
+        if (take(in) & 1) psmsg_put_u32(b, PSF_HOLD, 1); /* then a PSM_SPAWN_GO, or none */
+        break;
+    case PSM_SPAWN_GO: /* the job ids psid hands out start from its incarnation: mostly none */
+        psmsg_put_u64(b, PSF_JOB, take(in) & 1 ? tid : PSTID(0, d.next_job - 1));
         break;
     case PSM_IO_ACK:
     case PSM_INPUT:

@@ -43,11 +43,11 @@ check "the job's id is psid's, not psrun's task id" $? "job '$JOB', psrun 0:$JP:
 
 # ---- psstat tasks
 out=$("$PSSTAT" tasks)
-n=$(grep -cE "^[0-3]:[0-9]+ +$JOB +[0-3] +root +running +sh$" <<<"$out")
-[ "$n" -eq 4 ] && head -1 <<<"$out" | grep -q "^TID *JOB *RANK *USER *STATE *COMMAND"
+n=$(grep -cE "^[0-3]:[0-9]+ +$JOB +[0-3] +root +running +sh +sh$" <<<"$out")
+[ "$n" -eq 4 ] && head -1 <<<"$out" | grep -q "^TID *JOB *RANK *USER *STATE *NAME *COMMAND"
 check "psstat tasks: the job's 4 ranks" $? "$out"
 json=$("$PSSTAT" --json tasks)
-n=$(grep -o "\"job\":\"$JOB\",\"rank\":[0-3],\"uid\":0,\"user\":\"root\",\"state\":\"running\",\"command\":\"sh\"" <<<"$json" | wc -l)
+n=$(grep -o "\"job\":\"$JOB\",\"rank\":[0-3],\"uid\":0,\"user\":\"root\",\"state\":\"running\",\"name\":\"sh\",\"command\":\"sh\"" <<<"$json" | wc -l)
 [ "$n" -eq 4 ] && jq empty <<<"$json" 2>/dev/null
 check "psstat --json tasks" $? "$json"
 

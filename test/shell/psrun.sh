@@ -16,24 +16,8 @@
 # Every psrun runs under timeout; background ones are killed by pid on exit.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
-
-PSRUN=$BIN/psrun
-[ -x "$PSRUN" ] || {
-    echo "SKIP: psrun: not built"
-    exit 0
-}
-# run CMD... with a bound; output in $OUT (stdout) and $ERR (stderr), status in $RC
-run() {
-    timeout -k 2 "${TMO:-30}" "$@" >"$CDIR/out" 2>"$CDIR/err" </dev/null
-    RC=$?
-    OUT=$(cat "$CDIR/out")
-    ERR=$(cat "$CDIR/err")
-}
-# settle: before a test that needs nodes' CPUs exactly free, wait (bounded) until node 0
-# sees no task anywhere (the previous job's tasks have ended and been counted out)
-settle() { idle 3000 || fail "psrun: nodes idle" "tasks still counted after 3 s"; }
-# nodes_of OUTPUT: "node count" pairs of the PSI_NODE column
-per_node() { awk '{print $2}' | sort | uniq -c | awk '{print $2 ":" $1}' | tr '\n' ' '; }
+# shellcheck source=lib/psrun.sh
+source "$(dirname "$0")/lib/psrun.sh"
 
 cluster_up 4
 if ! all_up 5000; then
