@@ -265,7 +265,8 @@ char *lg_mprog_script(const struct lg_mprog *mp)
         rc |= lg_bytes_put(&b, ";;\n", 3);
         lg_strv_free(&a);
     }
-    static const char tail[] = "esac\necho \"psrun: rank $PSI_RANK has no program\" >&2\nexit 127\n";
+    static const char tail[] =
+        "esac\necho \"psrun: rank $PSI_RANK has no program\" >&2\nexit 127\n";
     if (rc < 0 || lg_bytes_put(&b, tail, sizeof tail) < 0) { /* the NUL too */
         lg_bytes_free(&b);
         return NULL;
