@@ -76,7 +76,7 @@ attack() {
     python3 "$CDIR/server.py" "$saddr" "$port" 2>"$CDIR/srv.$port.err" &
     srv=$!
     PIDS+=("$srv")
-    wait_until 5000 listening "$port" || fail "$N: $name: server listens" "port $port"
+    wait_until 20000 listening "$port" || fail "$N: $name: server listens" "port $port"
     "${AS_NOBODY[@]}" "$STEAL" look -s "$CDIR/psid-$snode.sock" -a "$saddr" -p "$port" \
         -c 127.0.0.1 -f "$CDIR/cport.$port" -t 4 "$@" >"$CDIR/steal.$port" 2>&1 &
     st=$!
