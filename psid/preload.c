@@ -37,7 +37,9 @@
  *    process. Neither key leaves psid.
  * Every table is bounded: listeners per endpoint (PSI_PL_LISTENS), connections waiting
  * (PL_WAIT_MAX in total on each side, a quarter of it per listener's and per connector's
- * uid but root's), claims in flight (PL_WAIT_MAX), namespaces remembered (PL_NETNS_SEEN).
+ * uid but root's), requests asking another psid, claims waiting for their requests and
+ * tombstones (PL_WAIT_MAX each, PL_WAIT_UID per uid but root's), claims in flight
+ * (PL_WAIT_MAX), namespaces remembered (PL_NETNS_SEEN).
  */
 #include "bebytes.h"
 #include "daemon.h"
@@ -211,7 +213,7 @@ struct preload {
     } pokes[PL_POKE_UIDS];
     struct pl_local *locals;
     struct pl_wait *waits;
-    unsigned nwaits, npends, nclaims, nlates;
+    unsigned nwaits, npends, nclaims, nlates, nasks;
     unsigned nsame;    /* of the waits, same-node ones */
     unsigned nforeign; /* endpoints in other network namespaces (shm_only) */
     struct pl_ask *asks;
@@ -683,8 +685,20 @@ static void ask_done(struct preload *pl, struct pl_ask *a)
             *pp = a->next;
             break;
         }
+    pl->nasks--;
     loop_timer_cancel(a->d->loop, a->timer);
     free(a);
+}
+
+/* Requests asking another psid: PL_WAIT_MAX in all, PL_WAIT_UID of them per uid but root's
+ * (each is answered or expires within PL_ANSWER_NS, but a client may ask faster). */
+static bool asks_over_share(const struct preload *pl, uint32_t uid)
+{
+    if (pl->nasks >= PL_WAIT_MAX) return true;
+    unsigned n = 0;
+    for (const struct pl_ask *a = pl->asks; uid && a; a = a->next)
+        n += a->c && client_uid(a->c) == uid;
+    return n >= PL_WAIT_UID;
 }
 
 static void ask_expired(void *ctx)
@@ -922,6 +936,9 @@ static void pl_connect(struct psid *d, struct preload *pl, struct client *c, con
     } else if (!err && pl->npends >= PL_WAIT_MAX) {
         err = ENOBUFS;
         why = "too many connections waiting";
+    } else if (!err && asks_over_share(pl, client_uid(c))) {
+        err = ENOBUFS;
+        why = "too many connections asking the listener's psid";
     }
     struct pl_ask *a = err ? NULL : calloc(1, sizeof *a);
     if (!err && !a) {
@@ -943,6 +960,7 @@ static void pl_connect(struct psid *d, struct preload *pl, struct client *c, con
                          .d = d,
                          .next = pl->asks};
     pl->asks = a;
+    pl->nasks++;
     a->timer = loop_timer(d->loop, loop_now() + PL_ANSWER_NS, ask_expired, a);
     rechecks_take(d, pl, a);
     struct psmsg_buf b = {0};
