@@ -136,7 +136,7 @@ PSID_SOCKET=$CDIR/psid-0.sock LD_PRELOAD=$LIB PSP_STATS=$CDIR/stats.sqs \
 SRV=$!
 PIDS+=("$SRV")
 listening_at() { ss -Hltn "src $1" | grep -q .; }
-wait_until 5000 listening_at "127.0.0.1:$Q" || fail "$N: squat: root's server listens" "port $Q"
+wait_until 20000 listening_at "127.0.0.1:$Q" || fail "$N: squat: root's server listens" "port $Q"
 PSID_SOCKET=$CDIR/psid-0.sock LD_PRELOAD=$LIB PSP_STATS=$CDIR/stats.sqc \
     timeout 30 python3 "$CDIR/client.py" 127.0.0.1 "$Q" "$CDIR/cport.$Q" 0.5 \
     >"$CDIR/client.sq" 2>"$CDIR/client.sq.err"
