@@ -73,8 +73,7 @@ int PMI2_Info_GetJobAttrIntArray(const char name[], int array[], int arraylen, i
                                  int *found);
 /* Node attributes, shared by the job's processes on one node; localRanksCount and localRanks
  * come from PMI_process_mapping. */
-int PMI2_Info_GetNodeAttr(const char name[], char value[], int valuelen, int *found,
-                          int waitfor);
+int PMI2_Info_GetNodeAttr(const char name[], char value[], int valuelen, int *found, int waitfor);
 int PMI2_Info_GetNodeAttrIntArray(const char name[], int array[], int arraylen, int *outlen,
                                   int *found);
 int PMI2_Info_PutNodeAttr(const char name[], const char value[]);

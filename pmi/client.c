@@ -116,8 +116,7 @@ static int recv_answer(bool frame2, struct pmi_cmd *c)
             why = "an answer line longer than 1024 bytes";
         }
         if (r < 0) {
-            fprintf(stderr, "libpmi: rank %ld: a bad answer from the PMI server: %s\n", rank,
-                    why);
+            fprintf(stderr, "libpmi: rank %ld: a bad answer from the PMI server: %s\n", rank, why);
             return -1;
         }
         if (r == 1) {
@@ -175,8 +174,8 @@ int pmic_open(bool want_v2)
     struct pmi_cmd c;
     long rc = -1;
     if (send_all(line, (size_t)n) < 0 || recv_answer(false, &c) < 0) return -1;
-    if (!pmi_is(pmi_get(&c, "cmd"), "response_to_init") || pmi_get_int(&c, "rc", -1000, 1000, &rc) ||
-        rc != 0) {
+    if (!pmi_is(pmi_get(&c, "cmd"), "response_to_init") ||
+        pmi_get_int(&c, "rc", -1000, 1000, &rc) || rc != 0) {
         fprintf(stderr, "libpmi: rank %ld: the PMI server refused PMI-%d: %s\n", rank,
                 want_v2 ? 2 : 1, pmic_why(&c));
         return -1;

@@ -59,8 +59,8 @@ int PMI_Init(int *spawned)
         goto out;
     }
     pmic_begin("get_my_kvsname");
-    if (pmic_call("my_kvsname", &c) != 0 || pmi_copy(pmi_get(&c, "kvsname"), kvsname,
-                                                     sizeof kvsname) < 0) {
+    if (pmic_call("my_kvsname", &c) != 0 ||
+        pmi_copy(pmi_get(&c, "kvsname"), kvsname, sizeof kvsname) < 0) {
         fprintf(stderr, "libpmi: rank %ld: no KVS name from the PMI server\n", pmic_rank());
         pmic_close();
         rc = PMI_FAIL;
@@ -160,8 +160,7 @@ static int get_locked(const char *key, char *value, int length)
     if (pmic_single()) {
         const char *v = pmic_local_get(key);
         if (!v) return PMI_FAIL;
-        return pmic_strcopy(value, length, v, strlen(v)) < 0 ? PMI_ERR_INVALID_LENGTH
-                                                              : PMI_SUCCESS;
+        return pmic_strcopy(value, length, v, strlen(v)) < 0 ? PMI_ERR_INVALID_LENGTH : PMI_SUCCESS;
     }
     struct pmi_cmd c;
     struct pmi_out *o = pmic_begin("get");
@@ -170,8 +169,7 @@ static int get_locked(const char *key, char *value, int length)
     if (pmic_call("get_result", &c) != 0) return PMI_FAIL;
     const struct pmi_kv *v = pmi_get(&c, "value");
     if (!v) return PMI_FAIL;
-    return pmic_strcopy(value, length, v->val, v->vlen) < 0 ? PMI_ERR_INVALID_LENGTH
-                                                             : PMI_SUCCESS;
+    return pmic_strcopy(value, length, v->val, v->vlen) < 0 ? PMI_ERR_INVALID_LENGTH : PMI_SUCCESS;
 }
 
 /* The clique, fetched once: 0, or -1. */
@@ -239,7 +237,7 @@ int PMI_KVS_Get_my_name(char name[], int length)
     NEED_INIT();
     if (!name) return PMI_ERR_INVALID_ARG;
     return pmic_strcopy(name, length, kvsname, strlen(kvsname)) < 0 ? PMI_ERR_INVALID_LENGTH
-                                                                     : PMI_SUCCESS;
+                                                                    : PMI_SUCCESS;
 }
 
 int PMI_KVS_Get_name_length_max(int *length)
@@ -395,8 +393,7 @@ int PMI_Spawn_multiple(int count, const char *cmds[], const char **argvs[], cons
     return PMI_FAIL;
 }
 
-int PMI_Parse_option(int num_args, char *args[], int *num_parsed, PMI_keyval_t **keyvalp,
-                     int *size)
+int PMI_Parse_option(int num_args, char *args[], int *num_parsed, PMI_keyval_t **keyvalp, int *size)
 {
     (void)num_args, (void)args, (void)keyvalp;
     if (num_parsed) *num_parsed = 0;

@@ -119,7 +119,7 @@ int PMI2_Job_GetId(char id[], int id_size)
     NEED_INIT();
     if (!id) return PMI2_ERR_INVALID_ARG;
     return pmic_strcopy(id, id_size, jobid, strlen(jobid)) < 0 ? PMI2_ERR_INVALID_LENGTH
-                                                                : PMI2_SUCCESS;
+                                                               : PMI2_SUCCESS;
 }
 
 int PMI2_Job_GetRank(int *rank)
@@ -264,8 +264,10 @@ static int int_list(const char *s, int array[], int arraylen)
         if (n < arraylen) array[n] = (int)v;
         n++;
         s = end;
-        if (*s == ',') s++;
-        else if (*s) return -1;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
     }
     return n < arraylen ? n : arraylen;
 }
@@ -284,8 +286,7 @@ int PMI2_Info_GetJobAttrIntArray(const char name[], int array[], int arraylen, i
     return PMI2_SUCCESS;
 }
 
-int PMI2_Info_GetNodeAttr(const char name[], char value[], int valuelen, int *found,
-                          int waitfor)
+int PMI2_Info_GetNodeAttr(const char name[], char value[], int valuelen, int *found, int waitfor)
 {
     NEED_INIT();
     if (found) *found = 0;

@@ -1,10 +1,9 @@
 /*
  * pmi1_hello.c - a program linked against libpmi.so (the PMI tests, test/shell/mpi_lib.sh):
  * PMI_Init, its rank, size, universe, appnum and KVS name, a put (its value holds spaces, as
- * Open MPI's do), the barrier, a get of every rank's value, its clique (PMI_Get_clique_size/ranks), PMI_Finalize. It prints
- *   pmi1 RANK of SIZE universe U appnum A clique N: R,R,... ok
- * or a line starting with "FAIL". "abort CODE" as argument: PMI_Abort(CODE) after the
- * barrier instead.
+ * Open MPI's do), the barrier, a get of every rank's value, its clique (PMI_Get_clique_size/ranks),
+ * PMI_Finalize. It prints pmi1 RANK of SIZE universe U appnum A clique N: R,R,... ok or a line
+ * starting with "FAIL". "abort CODE" as argument: PMI_Abort(CODE) after the barrier instead.
  */
 #include <pmi.h>
 
