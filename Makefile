@@ -41,6 +41,9 @@ DOCDIR       ?= $(PREFIX)/share/doc/pscluster
 UNITDIR      ?= $(PREFIX)/lib/systemd/system
 PRELOADDIR   ?= $(LIBDIR)
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# libpmi.so and libpmi2.so (the PMI client libraries; the Debian packages keep them out of
+# the linker's path, beside libpspreload.so, as Slurm's and MPICH's have the same names)
+PMIDIR       ?= $(LIBDIR)
 # where psrun --preload and pspreload look for libpspreload.so, relative to their own
 # directory (build/bin -> build/lib; BINDIR -> PRELOADDIR: the Debian packages set it)
 PRELOAD_RELDIR ?= ../lib
@@ -92,6 +95,7 @@ RDPT_SRC  := $(wildcard test/rdp/*.c)
 FUZZ_SRC  := $(wildcard test/fuzz/fuzz_*.c)
 TTOOL_SRC := $(wildcard test/tools/*.c)
 MPI_SRC   := $(wildcard test/mpi/*.c)
+PMIT_SRC  := $(wildcard test/pmi/*.c)
 
 LIBRDP    := $(BUILD)/lib/librdp.a
 LIBCONF   := $(BUILD)/lib/libpsconf.a
@@ -115,6 +119,9 @@ endif
 # of a call to __tls_get_addr at each look (the library is preloaded, so it is loaded with
 # the program and its TLS is in the static block)
 $(BUILD)/obj/preload/%.o: CFLAGS += -ftls-model=initial-exec
+# the PMI client libraries (include/pmi.h, include/pmi2.h): each links its own copy of the
+# channel (pmi/client.c) and the wire (pmi/wire.c) and exports its API only
+PMI_LIBS  := $(BUILD)/lib/libpmi.so $(BUILD)/lib/libpmi2.so
 UNIT_BIN  := $(BUILD)/test/unit-tests
 RDPT_BIN  := $(BUILD)/test/rdp-tests
 TTOOLS    := $(patsubst test/tools/%.c,$(BUILD)/test/tools/%,$(TTOOL_SRC))
@@ -123,6 +130,8 @@ TTOOLS    := $(patsubst test/tools/%.c,$(BUILD)/test/tools/%,$(TTOOL_SRC))
 MPICC     ?= mpicc
 MPI_BIN   := $(if $(SAN),,$(if $(shell command -v $(MPICC) 2>/dev/null),\
                $(patsubst test/mpi/%.c,$(BUILD)/test/mpi/%,$(MPI_SRC))))
+# programs linked against libpmi.so (test/pmi/pmi1_*.c) and libpmi2.so (pmi2_*.c)
+PMIT_BIN  := $(patsubst test/pmi/%.c,$(BUILD)/test/pmi/%,$(PMIT_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -137,9 +146,10 @@ all:
 	@scripts/install-deps.sh
 	@$(MAKE) --no-print-directory -j$(JOBS) build-all
 
-build-all: $(LIBS) $(TOOLS) $(PRELOAD)
+build-all: $(LIBS) $(TOOLS) $(PRELOAD) $(PMI_LIBS)
 
-build-tests: build-all $(UNIT_BIN) $(RDPT_BIN) $(TTOOLS) $(MPI_BIN) $(BUILD)/test/tools/rawcat-static \
+build-tests: build-all $(UNIT_BIN) $(RDPT_BIN) $(TTOOLS) $(MPI_BIN) $(PMIT_BIN) \
+             $(BUILD)/test/tools/rawcat-static \
              $(BUILD)/test/psid-hooks
 
 $(BUILD)/obj/%.o: %.c
@@ -229,6 +239,21 @@ $(BUILD)/lib/libpspreload.so: $(PRE_OBJ) preload/exports.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(ALL_LDFLAGS) -Wl,--version-script=preload/exports.map -Wl,-z,defs \
 	    $(PRE_OBJ) $(shell pkg-config --libs libsodium libcrypto) $(MB_LIBS) -ldl -lpthread -o $@
+
+# libpmi.so.0 and libpmi2.so.0 (Slurm's sonames), with their .so.0 links in the build tree
+$(PMI_LIBS): $(BUILD)/lib/%.so: $(BUILD)/obj/pmi/%.o $(call obj,pmi/client.c pmi/wire.c) pmi/%.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(ALL_LDFLAGS) -Wl,-soname,$(notdir $@).0 -Wl,--version-script=pmi/$*.map \
+	    -Wl,-z,defs $(filter %.o,$^) -lpthread -o $@
+	ln -sf $(notdir $@) $@.0
+
+# programs of the PMI library tests, linked against the build tree's libraries
+$(BUILD)/test/pmi/pmi1_%: $(BUILD)/obj/test/pmi/pmi1_%.o $(BUILD)/lib/libpmi.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) $< -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) -lpmi -o $@
+$(BUILD)/test/pmi/pmi2_%: $(BUILD)/obj/test/pmi/pmi2_%.o $(BUILD)/lib/libpmi2.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) $< -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) -lpmi2 -o $@
 
 # small programs the integration tests drive (test/tools/NAME.c -> build/test/tools/NAME)
 $(BUILD)/test/tools/%: $(BUILD)/obj/test/tools/%.o $(LIBPSIDC) $(LIBS)
@@ -333,6 +358,18 @@ install-files:
 	install -m 644 conf/psid.conf README.md INSTALL $(DESTDIR)$(DOCDIR)/
 	sed 's|/usr/bin/psid|$(BINDIR)/psid|' conf/psid.service >$(DESTDIR)$(UNITDIR)/psid.service
 	@# libpsi, the client library, for pkg-config (static: Libs.private are its own needs)
+	@# the PMI client libraries and their pkg-config files (pscluster-pmi, pscluster-pmi2)
+	install -d $(DESTDIR)$(PMIDIR)
+	for l in pmi pmi2; do \
+	    install -m 644 $(BUILD)/lib/lib$$l.so $(DESTDIR)$(PMIDIR)/lib$$l.so.0 && \
+	    ln -sf lib$$l.so.0 $(DESTDIR)$(PMIDIR)/lib$$l.so && \
+	    printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(PMIDIR)' 'includedir=$(INCLUDEDIR)' '' \
+	        "Name: pscluster-$$l" \
+	        "Description: pscluster's $$l client library (psid's PMI server, under psrun)" \
+	        'Version: $(VERSION)' "Cflags: -I\$${includedir}" \
+	        "Libs: -L\$${libdir} -Wl,-rpath,\$${libdir} -l$$l" \
+	        >$(DESTDIR)$(PKGCONFIGDIR)/pscluster-$$l.pc || exit 1; \
+	done
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 	    'Name: psi' 'Description: pscluster client library (talk to psid: tasks, nodes, signals)' \
 	    'Version: $(VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lpsi' \

@@ -7,10 +7,12 @@
  * test/fuzz/fuzz_pmi1.c, test/fuzz/fuzz_pmi2.c; unit tests: test/unit/test_pmiwire.c.
  *
  * PMI-1: lines of space-separated key=value tokens ended by a newline, at most
- * PMI1_LINE_MAX bytes with the newline; a value holds no space (MPICH hex-encodes what
- * could), it may hold '='. A command is cmd=NAME, or mcmd=spawn followed by lines of single
- * key=value tokens up to the line "endcmd" (MPI_Comm_spawn).
- *     cmd=put kvsname=kvs_0_17 key=-bcast-1-0 value=2F6465...\n
+ * PMI1_LINE_MAX bytes with the newline; a value may hold '='. The pair value=..., which
+ * MPICH and the libraries write last, takes the rest of the line, spaces included (Open MPI's
+ * flux component pads its values with spaces; Flux's server reads a put so); any other
+ * value holds no space (MPICH hex-encodes what could). A command is cmd=NAME, or mcmd=spawn
+ * followed by lines of single key=value tokens up to the line "endcmd" (MPI_Comm_spawn). cmd=put
+ * kvsname=kvs_0_17 key=-bcast-1-0 value=2F6465...\n
  *
  * PMI-2: after a PMI-1 style "cmd=init pmi_version=2 pmi_subversion=0" line and its answer,
  * every command is a frame: PMI2_LEN_DIGITS bytes holding the decimal length of the rest,

@@ -1,5 +1,5 @@
 /*
- * preloadlib.c - finding libpspreload.so (preloadlib.h).
+ * preloadlib.c - finding libpspreload.so and the PMI libraries (preloadlib.h).
  */
 #include "preloadlib.h"
 
@@ -15,9 +15,9 @@
 #define PSPRELOAD_RELDIR "../lib"
 #endif
 
-int lg_preload_lib(char *out, size_t n)
+int lg_pscluster_lib(const char *name, const char *envvar, char *out, size_t n)
 {
-    const char *env = getenv("PSPRELOAD_LIB");
+    const char *env = envvar ? getenv(envvar) : NULL;
     if (env && *env) {
         snprintf(out, n, "%s", env);
         return access(out, R_OK);
@@ -29,10 +29,15 @@ int lg_preload_lib(char *out, size_t n)
     char *slash = strrchr(self, '/');
     if (!slash) return -1;
     *slash = 0;
-    if ((size_t)snprintf(out, n, "%s/" PSPRELOAD_RELDIR "/libpspreload.so", self) >= n) return -1;
+    if ((size_t)snprintf(out, n, "%s/" PSPRELOAD_RELDIR "/%s", self, name) >= n) return -1;
     char *abs = realpath(out, NULL);
     if (!abs) return -1;
     snprintf(out, n, "%s", abs);
     free(abs);
     return access(out, R_OK);
+}
+
+int lg_preload_lib(char *out, size_t n)
+{
+    return lg_pscluster_lib("libpspreload.so", "PSPRELOAD_LIB", out, n);
 }

@@ -13,5 +13,8 @@
 /* The library's absolute path into out: 0, or -1 (not found or not readable; out holds
  * the path tried). */
 int lg_preload_lib(char *out, size_t n);
+/* The same for another library of the installation in that directory (name, e.g.
+ * "libpmi.so": the PMI libraries are installed beside libpspreload.so), or $envvar if set. */
+int lg_pscluster_lib(const char *name, const char *envvar, char *out, size_t n);
 
 #endif

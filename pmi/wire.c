@@ -36,7 +36,10 @@ int pmi1_parse(const char *line, size_t len, struct pmi_cmd *c, const char **why
             continue;
         }
         size_t start = i;
-        while (i < len && line[i] != ' ') {
+        /* value= takes the rest of the line, spaces included (as Flux's server reads a put:
+         * Open MPI's flux component pads its values with spaces) */
+        bool rest = len - i >= 6 && memcmp(line + i, "value=", 6) == 0;
+        while (i < len && (rest || line[i] != ' ')) {
             if ((unsigned char)line[i] < 0x20) return fail(why, "a control character in the line");
             i++;
         }

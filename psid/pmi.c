@@ -993,7 +993,8 @@ int pmi_job_spawn(struct psid *d, uint32_t from, const struct psmsg *m, uint64_t
 }
 
 /* The rank's own PMI variables (spawnq.c adds them to PSI_RANK and the others): PMI_RANK,
- * PMI_SIZE, PMI_SPAWNED, and with --mpi=pmi2 PMI_JOBID; the privileged child adds PMI_FD.
+ * PMI_SIZE, PMI_SPAWNED, and with --mpi=pmi2 PMI_JOBID, else FLUX_JOB_ID (Open MPI); the
+ * privileged child adds PMI_FD.
  * The number of variables added to renv at *n, or -1 (ENOMEM). */
 int pmi_rank_env(struct psid *d, uint64_t job, uint32_t rank, char **renv, size_t *n)
 {
@@ -1008,6 +1009,17 @@ int pmi_rank_env(struct psid *d, uint64_t job, uint32_t rank, char **renv, size_
     (*n)++;
     if (j->mode == PSPMI_MODE_PMI2) {
         if (asprintf(&renv[*n], "PMI_JOBID=%s", j->kvsname) < 0) return -1;
+        (*n)++;
+    } else {
+        /* Open MPI's flux component runs where FLUX_JOB_ID is set, a number it makes its
+         * job id of: the job's, folded into 1..32767 (Open MPI 4.1 splits its job ids into
+         * a 16-bit family and a 16-bit local id; with a family other than 0 or the local
+         * id's top bit set a rank names its peers with another job id than they have
+         * (seen: "unable to reach each other", peer "on host: unknown"), and local id 0 is
+         * its daemons'). psrun gives FLUX_PMI_LIBRARY_PATH. */
+        uint64_t h = job ^ (job >> 16) ^ (job >> 32) ^ (job >> 48);
+        uint32_t id = (uint32_t)(h % 32767u) + 1;
+        if (asprintf(&renv[*n], "FLUX_JOB_ID=%u", id) < 0) return -1;
         (*n)++;
     }
     return (int)(*n - n0);

@@ -204,9 +204,9 @@ int priv_cred_target(const struct psmsg *m, size_t *pos, uint32_t *node, uint32_
 
 int priv_renv_allowed(const char *s, size_t n)
 {
-    static const char *const names[] = {"PSI_RANK",    "PSI_SIZE",    "PSI_NODE", "PSI_NODENAME",
-                                        "PSI_JOB",     "PSID_SOCKET", "PMI_RANK", "PMI_SIZE",
-                                        "PMI_SPAWNED", "PMI_JOBID"};
+    static const char *const names[] = {"PSI_RANK",    "PSI_SIZE",    "PSI_NODE",   "PSI_NODENAME",
+                                        "PSI_JOB",     "PSID_SOCKET", "PMI_RANK",   "PMI_SIZE",
+                                        "PMI_SPAWNED", "PMI_JOBID",   "FLUX_JOB_ID"};
     const char *eq = memchr(s, '=', n);
     if (!eq) return 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

@@ -51,14 +51,15 @@ fi
 # tests (ss and ip, nft, ping, pgrep, jq), the real programs of the preload tests (nc, socat, curl,
 # python3, redis, and iperf3 and sockperf, which make bench uses too), the fuzz targets
 # (clang, libFuzzer) and the style checks; MPICH (mpicc, mpiexec.hydra) for the MPI programs
-# the PMI tests run under psrun (test/mpi/, test/shell/mpi_pmi.sh).
+# the PMI tests run under psrun (test/mpi/, test/shell/mpi_pmi.sh), and Open MPI (its flux
+# component loads libpmi.so: test/shell/mpi_lib.sh).
 check_pkgs=(
     libcunit1-dev
     iproute2 nftables iputils-ping procps jq
     clang "libclang-rt-${clang_major}-dev"
     clang-format shellcheck
     netcat-openbsd socat curl python3 redis-server redis-tools iperf3 sockperf
-    mpich libmpich-dev
+    mpich libmpich-dev openmpi-bin libopenmpi-dev
 )
 # make demo: scripts/demo.sh uses the built tools, curl and python3's http.server for the
 # step that shows an unmodified program under the preload library, and sockperf for the

@@ -269,6 +269,23 @@ static int preload_export(struct opts *o)
     return 0;
 }
 
+/* A PMI-1 job: Open MPI's flux component (its only PMI-1 route: Debian's Open MPI has no
+ * other but PMIx) loads the PMI library in FLUX_PMI_LIBRARY_PATH; the ranks get this
+ * installation's libpmi.so there unless the user exports one (psid adds FLUX_JOB_ID, which
+ * selects the component). No library found: nothing added, MPICH does not need it. */
+static int flux_export(struct opts *o)
+{
+    char lib[4096];
+    for (size_t i = 0; i < o->exports.n; i++)
+        if (strncmp(o->exports.v[i], "FLUX_PMI_LIBRARY_PATH", 21) == 0) return 0;
+    if (lg_pscluster_lib("libpmi.so", NULL, lib, sizeof lib) < 0) return 0;
+    if (lg_strv_addf(&o->exports, "FLUX_PMI_LIBRARY_PATH=%s", lib) < 0) {
+        fprintf(stderr, "psrun: out of memory\n");
+        return -1;
+    }
+    return 0;
+}
+
 /* --mpi, $PSI_MPI: 0 and *out, or -1 */
 static int parse_mpi(const char *s, uint32_t *out)
 {
@@ -557,6 +574,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return 2;
     }
     if (o->multi_prog && multi_prog(o) < 0) return 2;
+    if (o->mpi == PSPMI_MODE_PMI1 && flux_export(o) < 0) return 1;
     o->input = 0;
     if (o->input_arg) {
         if (strcmp(o->input_arg, "all") == 0)

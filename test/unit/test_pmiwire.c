@@ -43,6 +43,18 @@ static void test_pmi1_parse(void)
     CU_ASSERT_EQUAL(pmi_copy(pmi_get(&c, "value"), out, sizeof out), 0);
     CU_ASSERT_STRING_EQUAL(out, "a=b");
     CU_ASSERT_EQUAL(pmi_copy(pmi_get(&c, "kvsname"), out, 7), -1); /* does not fit */
+    /* value= takes the rest of the line, spaces (leading, inner, trailing) included */
+    l = "cmd=put kvsname=k key=x value= a b=c  ";
+    CU_ASSERT_EQUAL(pmi1_parse(l, strlen(l), &c, &why), 0);
+    CU_ASSERT_EQUAL(c.n, 4);
+    CU_ASSERT_TRUE(pmi_is(pmi_get(&c, "value"), " a b=c  "));
+    l = "cmd=get_result rc=0 value=";
+    CU_ASSERT_EQUAL(pmi1_parse(l, strlen(l), &c, &why), 0);
+    CU_ASSERT_TRUE(pmi_is(pmi_get(&c, "value"), ""));
+    l = "cmd=put value=a b\tc"; /* a control character stays an error */
+    CU_ASSERT_EQUAL(pmi1_parse(l, strlen(l), &c, &why), -1);
+    l = "cmd=put xvalue=a b"; /* only the key value */
+    CU_ASSERT_EQUAL(pmi1_parse(l, strlen(l), &c, &why), -1);
     const struct {
         const char *line, *why;
     } bad[] = {
