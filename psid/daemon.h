@@ -295,6 +295,10 @@ int pmi_job_spawn(struct psid *d, uint32_t from, const struct psmsg *m, uint64_t
 /* The rank's PMI variables appended to renv at *n (at most PMI_RANK_VARS): their number, or
  * -1 (ENOMEM; those added are counted in *n). */
 #define PMI_RANK_VARS 4
+/* The most bytes a rank's own variables (spawnq.c: PSI_RANK, PSI_SIZE, PSI_NODE,
+ * PSI_NODENAME, PSI_JOB, PSID_SOCKET and the PMI_RANK_VARS, PMI_JOBID up to a 256-byte name)
+ * take in the privileged child's spawn frame, with their field headers (about 700). */
+#define RANK_ENV_MAX 1024u
 int pmi_rank_env(struct psid *d, uint64_t job, uint32_t rank, char **renv, size_t *n);
 bool pmi_job_wants_fd(struct psid *d, uint64_t job); /* its ranks get a PMI socket */
 void pmi_rank_started(struct psid *d, uint64_t job, uint32_t rank, int fd); /* fd: ours now */

@@ -229,9 +229,11 @@ static size_t spawn_size(const struct psmsg *req, const uint32_t *where, uint32_
         for (uint32_t r = 0; r < np; r++) k += where[r] == nodes[i].id;
         if (k > most) most = k;
     }
-    /* REQ, UID, GID, SIZE: u32; JOB: u64; CRED */
+    /* REQ, UID, GID, SIZE: u32; JOB: u64; CRED; and what the node's frame to its privileged
+     * child adds to what it copies: the rank's own variables (RANK_ENV_MAX), so that a
+     * spawn the home accepts is never one the node cannot start */
     return PSMSG_HDR + 4 * (PSMSG_FHDR + 4) + (PSMSG_FHDR + 8) + (PSMSG_FHDR + SPAWNCRED_LEN) +
-           copied + most * (PSMSG_FHDR + 4);
+           copied + most * (PSMSG_FHDR + 4) + RANK_ENV_MAX;
 }
 
 /* The digest of what the job runs (spawncred.h), from the client's request as the nodes'

@@ -289,7 +289,7 @@ static void tomb_add(struct preload *pl, uint32_t node, const struct sockinfo *a
 /* The refusal a tomb holds for the connection from peer (on node) to local whose listener
  * is uid's, or 0; it is used up. */
 int pl_tomb_take(struct preload *pl, uint32_t node, const struct sockaddr_storage *local,
-                     const struct sockaddr_storage *peer, uint32_t uid)
+                 const struct sockaddr_storage *peer, uint32_t uid)
 {
     uint64_t now = loop_now();
     for (struct pl_tomb **pp = &pl->tombs; *pp; pp = &(*pp)->next) {
@@ -311,7 +311,7 @@ int pl_tomb_take(struct preload *pl, uint32_t node, const struct sockaddr_storag
  * it has the request (PSF_PROBE); it forwarded it before answering, so after a yes the wait
  * is here. Whether a probe went out (else: ENOENT, TCP). */
 bool pl_probe_claim(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
-                  const struct pl_acc *a)
+                    const struct pl_acc *a)
 {
     char t[INET6_ADDRSTRLEN];
     sockinfo_addr_text(&a->si.local, t);
@@ -357,7 +357,8 @@ void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t
 {
     struct pl_local *l = pl_local_of(pl, c);
     struct pl_wait *w = l ? pl_wait_of(d, pl, &a->si) : NULL;
-    if (!w && l && pass == CLAIM_FIRST && !pl_user_listens(pl, a->si.netns, l->ep.uid, &a->si.local)) {
+    if (!w && l && pass == CLAIM_FIRST &&
+        !pl_user_listens(pl, a->si.netns, l->ep.uid, &a->si.local)) {
         pl_acc_reply(c, id, ENOENT, "no listener of this user takes the socket");
         return;
     }
@@ -405,7 +406,8 @@ void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t
      * says (psid's namespace: another namespace psid serves is root's, and there the
      * socket's 4-tuple is the connection's) */
     if (!w || w->uid != l->ep.uid || (a->owner != UINT32_MAX && a->owner != w->uid)) {
-        pl_acc_reply(c, id, ENOENT, w ? "not the listener's user" : "no such connection negotiated");
+        pl_acc_reply(c, id, ENOENT,
+                     w ? "not the listener's user" : "no such connection negotiated");
         return;
     }
     if (w->same) {

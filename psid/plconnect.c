@@ -16,7 +16,7 @@ static void claim_pend(struct psid *d, struct preload *pl, uint32_t from, uint32
 /* A connector does not wait for the reply (its connect goes on at once): a refusal is an
  * outcome too. */
 void pl_refuse(struct psid *d, struct client *c, uint32_t id, uint32_t conn, int err,
-                   const char *why)
+               const char *why)
 {
     if (!c) return;
     pl_reply(c, id, err, why);
@@ -41,7 +41,8 @@ static bool asks_over_share(const struct preload *pl, uint32_t uid)
 {
     if (pl->nasks >= PL_WAIT_MAX) return true;
     unsigned n = 0;
-    for (const struct pl_ask *a = pl->asks; uid && a; a = a->next) n += a->c && client_uid(a->c) == uid;
+    for (const struct pl_ask *a = pl->asks; uid && a; a = a->next)
+        n += a->c && client_uid(a->c) == uid;
     return n >= PL_WAIT_UID;
 }
 
@@ -124,7 +125,8 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
     bool ambiguous = false;
     for (struct pl_wait *o = pl->waits, *next; !err && tuple && o; o = next) {
         next = o->next;
-        if (!o->same || !o->tuple || o->cookie == si->cookie || !pl_mirrors(o, &si->peer, &si->local))
+        if (!o->same || !o->tuple || o->cookie == si->cookie ||
+            !pl_mirrors(o, &si->peer, &si->local))
             continue;
         if (o->cc && o->netns != si->netns) { /* two namespaces, one 4-tuple: neither */
             o->ambiguous = ambiguous = true;
@@ -194,9 +196,10 @@ void pl_connect(struct psid *d, struct preload *pl, struct client *c, const stru
         err = ENOTCONN;
         why = "no endpoint open";
     }
-    if (!err && (psmsg_get_str(&m->body, PSF_ADDR, addr, sizeof addr) < 0 ||
-                 pl_get_port(m, PSF_PORT, &port) < 0 || psmsg_get_u32(&m->body, PSF_CONN, &conn) < 0 ||
-                 pl_addr_parse(addr, port, &dst) < 0)) {
+    if (!err &&
+        (psmsg_get_str(&m->body, PSF_ADDR, addr, sizeof addr) < 0 ||
+         pl_get_port(m, PSF_PORT, &port) < 0 || psmsg_get_u32(&m->body, PSF_CONN, &conn) < 0 ||
+         pl_addr_parse(addr, port, &dst) < 0)) {
         err = EINVAL;
         why = "need an address, a port and a connection id";
     }
@@ -274,8 +277,7 @@ void pl_connect(struct psid *d, struct preload *pl, struct client *c, const stru
 }
 
 /* The listener's psid answered a PSM_D_PL_CONNECT: pending, or TCP. */
-void pl_d_connect_reply(struct psid *d, struct preload *pl, uint32_t from,
-                            const struct psmsg *m)
+void pl_d_connect_reply(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)
 {
     uint32_t req, err = EPROTO;
     if (psmsg_get_u32(&m->body, PSF_REQ, &req) < 0) return;
@@ -310,7 +312,8 @@ void pl_d_connect_reply(struct psid *d, struct preload *pl, uint32_t from,
 static struct pl_pend *pend_find(struct preload *pl, uint32_t node, const struct psmsg *m)
 {
     uint16_t sport, dport;
-    if (pl_get_port(m, PSF_SRC_PORT, &sport) < 0 || pl_get_port(m, PSF_PORT, &dport) < 0) return NULL;
+    if (pl_get_port(m, PSF_SRC_PORT, &sport) < 0 || pl_get_port(m, PSF_PORT, &dport) < 0)
+        return NULL;
     for (struct pl_pend *p = pl->pends; p; p = p->next)
         if (p->node == node && p->sport == sport && p->dport == dport) return p;
     return NULL;
@@ -501,7 +504,7 @@ void pl_d_expired(struct psid *d, struct preload *pl, uint32_t from, const struc
     if (!p) return;
     uint32_t e = ETIMEDOUT;
     psmsg_get_u32(&m->body, PSF_ERRNO, &e);
-    pl_outcome(d, p->c, p->conn, e ? (int)e : ETIMEDOUT, pl_expired_text(e ? (int)e : ETIMEDOUT), NULL,
-            NULL);
+    pl_outcome(d, p->c, p->conn, e ? (int)e : ETIMEDOUT, pl_expired_text(e ? (int)e : ETIMEDOUT),
+               NULL, NULL);
     pl_pend_done(pl, p);
 }

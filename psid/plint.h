@@ -220,21 +220,21 @@ struct pl_late {
 /* preload.c: replies, endpoints, the sockets clients pass, addresses */
 struct preload *pl_state(struct psid *d);
 void pl_put_peer(struct psid *d, struct psmsg_buf *b, const struct pl_ep *me,
-                     const struct pl_ep *peer);
+                 const struct pl_ep *peer);
 void pl_reply(struct client *c, uint32_t id, int err, const char *why);
 void pl_acc_begin(struct psmsg_buf *b, uint32_t tag, int err, const char *why);
 void pl_acc_reply(struct client *c, uint32_t tag, int err, const char *why);
 void pl_outcome(struct psid *d, struct client *c, uint32_t conn, int err, const char *why,
-                    const struct pl_ep *me, const struct pl_ep *acceptor);
+                const struct pl_ep *me, const struct pl_ep *acceptor);
 struct pl_local *pl_local_of(struct preload *pl, const struct client *c);
 void pl_put_ep(struct psmsg_buf *b, const struct pl_ep *e);
 int pl_get_ep(const struct psmsg *m, uint32_t node, struct pl_ep *e);
 int pl_get_port(const struct psmsg *m, uint16_t tag, uint16_t *port);
 int pl_passed_tcp(struct client *c, const struct pl_local *l, struct sockinfo *si,
-                      const char **why);
+                  const char **why);
 int pl_passed_accepted(struct psid *d, struct preload *pl, struct client *c,
-                           const struct pl_local *l, bool claim, struct sockinfo *si,
-                           uint32_t *owner, const char **why);
+                       const struct pl_local *l, bool claim, struct sockinfo *si, uint32_t *owner,
+                       const char **why);
 const struct psconf_node *pl_node_by_text(const struct psid *d, const char *text);
 int pl_addr_parse(const char *text, uint16_t port, struct sockaddr_storage *out);
 void pl_node_addr(const struct psconf_node *n, uint16_t port, struct sockaddr_storage *out);
@@ -242,31 +242,29 @@ void pl_close_passed(struct client *c);
 
 /* pllisten.c: listeners, and connections waiting for their acceptor */
 void pl_listen(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m);
-bool pl_takes(const struct sockaddr_storage *la, const struct sockaddr_storage *dst,
-                  bool *exact);
+bool pl_takes(const struct sockaddr_storage *la, const struct sockaddr_storage *dst, bool *exact);
 bool pl_mirrors(const struct pl_wait *w, const struct sockaddr_storage *local,
-                    const struct sockaddr_storage *peer);
+                const struct sockaddr_storage *peer);
 void pl_expired_msg(struct psid *d, const struct pl_wait *w, int err);
 void pl_wait_unlink(struct preload *pl, struct pl_wait *w);
 void pl_wait_expired(void *ctx);
 struct pl_local *pl_port_listener(struct preload *pl, uint64_t netns, bool other_ns,
-                                      const struct sockaddr_storage *dst, uint32_t cuid, int *err,
-                                      const char **why);
+                                  const struct sockaddr_storage *dst, uint32_t cuid, int *err,
+                                  const char **why);
 bool pl_closed_owner(struct preload *pl, const struct sockaddr_storage *me,
-                         const struct sockaddr_storage *them, uint32_t cuid, uint32_t *luid);
+                     const struct sockaddr_storage *them, uint32_t cuid, uint32_t *luid);
 void pl_d_connect(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m);
 struct pl_wait *pl_wait_of(struct psid *d, struct preload *pl, const struct sockinfo *a);
 bool pl_user_listens(const struct preload *pl, uint64_t netns, uint32_t uid,
-                         const struct sockaddr_storage *local);
+                     const struct sockaddr_storage *local);
 
 /* plconnect.c: the connector's side */
 void pl_refuse(struct psid *d, struct client *c, uint32_t id, uint32_t conn, int err,
-                   const char *why);
+               const char *why);
 void pl_ask_done(struct preload *pl, struct pl_ask *a);
 void pl_pend_done(struct preload *pl, struct pl_pend *p);
 void pl_connect(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m);
-void pl_d_connect_reply(struct psid *d, struct preload *pl, uint32_t from,
-                            const struct psmsg *m);
+void pl_d_connect_reply(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m);
 void pl_recheck_done(struct preload *pl, struct pl_recheck *r);
 void pl_d_claim(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m);
 const char *pl_expired_text(int err);
@@ -281,9 +279,9 @@ bool pl_claim_waits(const struct preload *pl, uint64_t cookie);
 void pl_late_done(struct preload *pl, struct pl_late *t);
 void pl_lates_take(struct preload *pl, const struct pl_wait *w);
 int pl_tomb_take(struct preload *pl, uint32_t node, const struct sockaddr_storage *local,
-                     const struct sockaddr_storage *peer, uint32_t uid);
+                 const struct sockaddr_storage *peer, uint32_t uid);
 bool pl_probe_claim(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
-                  const struct pl_acc *a);
+                    const struct pl_acc *a);
 void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
                   const struct pl_acc *a, enum claim_pass pass);
 void pl_d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m);

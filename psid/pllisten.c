@@ -78,8 +78,7 @@ void pl_listen(struct psid *d, struct preload *pl, struct client *c, const struc
 
 /* Whether listener address la takes a connection to dst: its port, and dst's address or the
  * wildcard. */
-bool pl_takes(const struct sockaddr_storage *la, const struct sockaddr_storage *dst,
-                  bool *exact)
+bool pl_takes(const struct sockaddr_storage *la, const struct sockaddr_storage *dst, bool *exact)
 {
     if (sockinfo_port(la) != sockinfo_port(dst)) return false;
     *exact = sockinfo_same_host(la, dst);
@@ -112,7 +111,7 @@ static void closed_add(struct preload *pl, const struct sockaddr_storage *addr, 
 /* Whether an acceptor's socket (local, peer) is the other end of w's connector's: the
  * connector's addresses mirrored (in another namespace, sock_diag cannot say). */
 bool pl_mirrors(const struct pl_wait *w, const struct sockaddr_storage *local,
-                    const struct sockaddr_storage *peer)
+                const struct sockaddr_storage *peer)
 {
     return sockinfo_same(&w->cpeer, local) && sockinfo_same(&w->clocal, peer);
 }
@@ -151,7 +150,8 @@ void pl_wait_expired(void *ctx)
     w->timer = 0;
     if (w->parked) { /* its ends never had room for the channel: TCP, for a limit */
         if (w->pc) pl_acc_reply(w->pc, w->ptag, ENOBUFS, "no room to pass the channel in time");
-        pl_outcome(w->d, w->cc, w->conn, ENOBUFS, "no room to pass the channel in time", NULL, NULL);
+        pl_outcome(w->d, w->cc, w->conn, ENOBUFS, "no room to pass the channel in time", NULL,
+                   NULL);
         pl_wait_unlink(w->d->preload, w);
         free(w);
         return;
@@ -182,8 +182,8 @@ static bool over_share(const struct preload *pl, uint32_t luid, uint32_t cuid)
  * there is none, when several users' listeners would take it (EADDRINUSE), or when too
  * many connections wait already. */
 struct pl_local *pl_port_listener(struct preload *pl, uint64_t netns, bool other_ns,
-                                      const struct sockaddr_storage *dst, uint32_t cuid, int *err,
-                                      const char **why)
+                                  const struct sockaddr_storage *dst, uint32_t cuid, int *err,
+                                  const char **why)
 {
     struct pl_local *found = NULL;
     bool found_exact = false, several = false;
@@ -191,7 +191,8 @@ struct pl_local *pl_port_listener(struct preload *pl, uint64_t netns, bool other
         if (other_ns ? l->netns == netns : l->netns != netns) continue;
         for (unsigned i = 0; i < l->nlis; i++) {
             bool exact;
-            if (!pl_takes(&l->lis[i].addr, dst, &exact) || (found && found_exact && !exact)) continue;
+            if (!pl_takes(&l->lis[i].addr, dst, &exact) || (found && found_exact && !exact))
+                continue;
             if (!found || (exact && !found_exact)) {
                 found = l;
                 found_exact = exact;
@@ -226,7 +227,7 @@ struct pl_local *pl_port_listener(struct preload *pl, uint64_t netns, bool other
  * connector's SYN goes first, and a connection negotiates once it lived PSP_UPGRADE_US):
  * it waits for the claim all the same. */
 bool pl_closed_owner(struct preload *pl, const struct sockaddr_storage *me,
-                         const struct sockaddr_storage *them, uint32_t cuid, uint32_t *luid)
+                     const struct sockaddr_storage *them, uint32_t cuid, uint32_t *luid)
 {
     uint64_t now = loop_now();
     const struct pl_closed *k = pl->closed;
@@ -338,7 +339,8 @@ struct pl_wait *pl_wait_of(struct psid *d, struct preload *pl, const struct sock
          * exactly one wait (both namespaces are root's: nobody makes a look-alike there) */
         for (struct pl_wait *w = pl->waits; w; w = w->next)
             if (w->same && w->tuple && !w->ambiguous && w->dport == dport &&
-                (w->netns != pl->netns || a->netns != pl->netns) && pl_mirrors(w, &a->local, &a->peer))
+                (w->netns != pl->netns || a->netns != pl->netns) &&
+                pl_mirrors(w, &a->local, &a->peer))
                 return w;
     }
     /* another node's connector: the accepted socket is in psid's namespace, on the node's
@@ -358,7 +360,7 @@ struct pl_wait *pl_wait_of(struct psid *d, struct preload *pl, const struct sock
  * now, or closed lately): an accepted socket came from one such, and a claim for one that
  * none takes is refused at once instead of held for its request. */
 bool pl_user_listens(const struct preload *pl, uint64_t netns, uint32_t uid,
-                         const struct sockaddr_storage *local)
+                     const struct sockaddr_storage *local)
 {
     bool exact;
     for (const struct pl_local *l = pl->locals; l; l = l->next)
