@@ -74,6 +74,7 @@ MB_DEFS    := -DHAVE_IPSEC_MB
 MB_LIBS    := -lIPSec_MB
 endif
 ALL_CFLAGS  = -std=gnu11 $(WARN) -D_GNU_SOURCE -fPIC -Iinclude -Itest/lib $(CFLAGS) \
+              -DPSC_VERSION='"$(VERSION)"' \
               $(shell pkg-config --cflags $(PKGS)) $(MB_DEFS)
 SYS_LIBS    = $(shell pkg-config --libs $(PKGS)) $(MB_LIBS)
 ALL_LDFLAGS = $(LDSAN) $(LDFLAGS)

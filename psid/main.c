@@ -7,6 +7,7 @@
  * usage: psid -f CONFIG [--node ID|NAME] [--foreground] [--log-level LEVEL]
  */
 #include "cgroup.h"
+#include "psversion.h"
 #include "daemon.h"
 #include "module.h"
 #include "log.h"
@@ -34,7 +35,8 @@ static const char usage_text[] =
     "  -l, --log-level L     error, warning, notice, info or debug (default: the config's)\n"
     "      --first-job N     number this node's jobs from N (1..2147483646; for tests that\n"
     "                        force a job id onto one that tasks still carry)\n"
-    "  -h, --help            this text\n";
+    "  -h, --help            this text\n"
+    "      --version         the version (as the first argument)\n";
 
 static void usage_exit(const char *why)
 {
@@ -80,6 +82,7 @@ static uint64_t realtime_ns(void)
 
 int main(int argc, char **argv)
 {
+    if (psc_version_asked(argc, argv, "psid")) return 0;
     static const struct option opts[] = {{"config", required_argument, 0, 'f'},
                                          {"node", required_argument, 0, 'n'},
                                          {"foreground", no_argument, 0, 'F'},

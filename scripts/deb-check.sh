@@ -130,19 +130,14 @@ check "psid: the unit has Delegate=yes and starts /usr/bin/psid" $? "$(cat "$WOR
 # ---- 4. smoke run of the unpacked tree
 R=$WORK/root
 for p in "${PKGS[@]}"; do dpkg-deb -x "$(deb "$p")" "$R"; done
-# psid --version where psid has it, else its usage (psid/main.c has no --version yet)
-if "$R/usr/bin/psid" --help 2>&1 | grep -q -- '--version'; then
-    out=$(timeout 10 "$R/usr/bin/psid" --version 2>&1)
+# every program of the packages says its version, the changelog's
+ver=$(dpkg-parsechangelog -S Version 2>/dev/null || sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog)
+for t in psid psrun pskill psstat pswait pslocal psconf; do
+    out=$(timeout 10 "$R/usr/bin/$t" --version 2>&1)
     rc=$?
-    check "unpacked psid --version: exit 0, names the version" \
-        $((rc != 0 || ${#out} == 0)) "exit $rc: $out"
-else
-    out=$(timeout 10 "$R/usr/bin/psid" --help 2>&1)
-    rc=$?
-    [[ $rc == 0 && $out == usage:\ psid* ]]
-    check "unpacked psid runs (--help: exit 0 and its usage; it has no --version)" $? \
-        "exit $rc: $out"
-fi
+    [[ $rc == 0 && $out == "$t (pscluster) $ver" ]]
+    check "unpacked $t --version: exit 0, \"$t (pscluster) $ver\"" $? "exit $rc: $out"
+done
 
 head -c 32 /dev/urandom >"$WORK/key"
 chmod 600 "$WORK/key"

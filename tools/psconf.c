@@ -8,6 +8,7 @@
  * A thin main over libpsconf; the key itself is never printed, only its fingerprint.
  */
 #include "psconf.h"
+#include "psversion.h"
 #include "rdp.h"
 
 #include <arpa/inet.h>
@@ -144,6 +145,7 @@ static void show_json(const struct psconf *c, const char *fp)
 
 int main(int argc, char **argv)
 {
+    if (psc_version_asked(argc, argv, "psconf")) return 0;
     if (argc < 2) return usage(stderr, 2);
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0)

@@ -12,6 +12,7 @@
  * docs/man/pskill.1.
  */
 #include "psi.h"
+#include "psversion.h"
 #include "psi_signames.h"
 #include "psi_tid.h"
 
@@ -89,6 +90,7 @@ static int send_signal(struct psi *c, uint16_t tag, uint64_t target, int sig, ui
 
 int main(int argc, char **argv)
 {
+    if (psc_version_asked(argc, argv, "pskill")) return 0;
     static const struct option opts[] = {
         {"signal", required_argument, 0, 's'}, {"job", no_argument, 0, 'j'},
         {"list", no_argument, 0, 'l'},         {"verbose", no_argument, 0, 'v'},

@@ -38,9 +38,11 @@
  * pslocal/pslocal.h).
  */
 #include "../pslocal/pslocal.h"
+#include "psversion.h"
 
 int main(int argc, char **argv)
 {
+    if (psc_version_asked(argc, argv, "pslocal")) return 0;
     struct pl_opts o;
     pl_opts_parse(argc, argv, &o);
     switch (o.cmd) {

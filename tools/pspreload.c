@@ -13,6 +13,7 @@
  * docs/man/pspreload.1.
  */
 #include "../logger/preloadlib.h"
+#include "psversion.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -40,6 +41,7 @@ static const char usage_text[] =
 
 int main(int argc, char **argv)
 {
+    if (psc_version_asked(argc, argv, "pspreload")) return 0;
     static const struct option opts[] = {{"stats", optional_argument, 0, 's'},
                                          {"strict", no_argument, 0, 'S'},
                                          {"sync", no_argument, 0, 'Y'},

@@ -40,6 +40,7 @@
  * Manual: docs/man/psrun.1.
  */
 #include "../logger/preloadlib.h"
+#include "psversion.h"
 #include "../logger/envsel.h"
 #include "../logger/job.h"
 #include "../logger/multiprog.h"
@@ -1312,6 +1313,7 @@ static int run(struct psrun *p)
 
 int main(int argc, char **argv)
 {
+    if (psc_version_asked(argc, argv, "psrun")) return 0;
     struct psrun p;
     memset(&p, 0, sizeof p);
     p.sigfd = -1;

@@ -9,6 +9,7 @@
  * usage: psstat [--json] nodes|tasks|rdp|sockets
  */
 #include "psi.h"
+#include "psversion.h"
 #include "psi_nodes.h"
 #include "psi_tasklist.h"
 #include "psi_tid.h"
@@ -381,6 +382,7 @@ static int sockets(struct psi *c, int json)
 
 int main(int argc, char **argv)
 {
+    if (psc_version_asked(argc, argv, "psstat")) return 0;
     static const struct option opts[] = {
         {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int json = 0, o;

@@ -6,6 +6,7 @@
  * usage: pswait [-v] TID...      (TID: NODE:PID, NODE an id or a name)
  */
 #include "psi_tid.h"
+#include "psversion.h"
 #include "psi.h"
 
 #include <errno.h>
@@ -28,6 +29,7 @@ static const char usage_text[] = "usage: pswait [-v] TID...\n"
 
 int main(int argc, char **argv)
 {
+    if (psc_version_asked(argc, argv, "pswait")) return 0;
     static const struct option opts[] = {
         {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int o, verbose = 0;

@@ -21,6 +21,7 @@
  *   channel.c  the control connection    server.c, client.c   the two roles
  */
 #include "../rdpbench/bench.h"
+#include "psversion.h"
 #include "../rdpbench/key.h"
 #include "../rdpbench/opts.h"
 
@@ -30,6 +31,7 @@
 
 int main(int argc, char **argv)
 {
+    if (psc_version_asked(argc, argv, "rdpbench")) return 0;
     static struct rb_opts o;
     rb_opts_parse(argc, argv, &o);
     if (sodium_init() < 0) {
