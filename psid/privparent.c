@@ -34,6 +34,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -47,6 +48,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/signalfd.h>
@@ -83,7 +85,8 @@ struct priv {
     uint64_t g_until;
     gid_t *groups;
     int ngroups;
-    struct stat userns; /* the child's own user namespace (PRIV_NETNS) */
+    struct stat userns;       /* the child's own user namespace (PRIV_NETNS) */
+    struct pscpuset own_cpus; /* the CPUs this child may run on: a task's binding is within */
 };
 
 static size_t bucket(pid_t pid)
@@ -350,9 +353,26 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
                      "psid.root_jobs is false: no task runs as root here (uid or gid 0)");
         return;
     }
-    /* the environment: the job's, the rank's own, and the buffer the child fills with
-     * PSI_TID (spawn.h) */
-    char **envp = calloc(p->nenv + s.nrenv + 3, sizeof *envp);
+    /* a binding: CPUs of this node only; PSI_CPUS says what was set */
+    cpu_set_t cpus;
+    char cpus_var[16 + 4 * PSCPU_MAX / 2] = "PSI_CPUS=";
+    if (s.bind) {
+        int out = pscpu_first_outside(&s.cpus, &p->own_cpus);
+        char own[512];
+        if (out >= 0) {
+            if (pscpu_format_list(&p->own_cpus, own, sizeof own) < 0) strcpy(own, "...");
+            snprintf(why, sizeof why, "CPU %d is not a CPU of this node (its CPUs: %s)", out, own);
+            spawn_failed(p, m->id, EINVAL, why);
+            return;
+        }
+        CPU_ZERO(&cpus);
+        for (unsigned c = 0; c < PSCPU_MAX && c < CPU_SETSIZE; c++)
+            if (pscpu_isset(&s.cpus, c)) CPU_SET(c, &cpus);
+        pscpu_format_list(&s.cpus, cpus_var + 9, sizeof cpus_var - 9);
+    }
+    /* the environment: the job's, the rank's own, PSI_CPUS, and the buffer the child fills
+     * with PSI_TID (spawn.h) */
+    char **envp = calloc(p->nenv + s.nrenv + 4, sizeof *envp);
     char *tid = calloc(1, SPAWN_TID_LEN);
     if (!envp || !tid) {
         free(envp);
@@ -385,6 +405,7 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
         }
         envp[n++] = pmi_fd_var;
     }
+    if (s.bind) envp[n++] = cpus_var;
     envp[n++] = tid;
     envp[n] = NULL;
     if (root) user_groups(p, s.uid, s.gid);
@@ -401,6 +422,7 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
                            .want_stdin = (int)s.want_stdin,
                            .cgroup_fd = cgfd,
                            .pmi_fd = pmi[0],
+                           .cpus = s.bind ? &cpus : NULL,
                            .node = s.node};
     struct spawned t;
     int err;
@@ -595,6 +617,22 @@ static void on_engine(void *ctx, uint32_t events)
     free(buf);
 }
 
+/* A zombie's bytes read and written (/proc/PID/io: rchar, wchar, as Slurm's jobacct_gather
+ * takes them); 0 where the kernel does not say. */
+static void read_io(pid_t pid, uint64_t *rchar, uint64_t *wchar)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof path, "/proc/%d/io", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long v;
+        if (sscanf(line, "rchar: %llu", &v) == 1) *rchar = v;
+        if (sscanf(line, "wchar: %llu", &v) == 1) *wchar = v;
+    }
+    fclose(f);
+}
+
 static void on_child_exit(void *ctx, uint32_t events)
 {
     struct child *c = ctx;
@@ -603,9 +641,14 @@ static void on_child_exit(void *ctx, uint32_t events)
     siginfo_t si;
     memset(&si, 0, sizeof si);
     /* WNOWAIT: a zombie until PRIV_RELEASE, so its pid and group stay its own */
-    if (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+    /* the raw waitid gives the zombie's usage too (with its reaped children's) */
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    if (syscall(SYS_waitid, P_PIDFD, c->pidfd, &si, WEXITED | WNOHANG | WNOWAIT, &ru) < 0 ||
         si.si_pid == 0)
         return;
+    uint64_t rchar = 0, wchar = 0;
+    read_io(c->pid, &rchar, &wchar);
     c->exited = true;
     loop_fd_del(p->loop, c->pidfd);
     /* the task has ended: what it left in its process group goes with it (the group is
@@ -615,6 +658,13 @@ static void on_child_exit(void *ctx, uint32_t events)
     psmsg_begin(&b, PRIV_EXIT, 0);
     psmsg_put_u32(&b, PRIV_F_PID, (uint32_t)c->pid);
     psmsg_put_u32(&b, PRIV_F_STATUS, (uint32_t)spawn_wait_status(&si));
+    psmsg_put_u64(&b, PRIV_F_USER_US,
+                  (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec);
+    psmsg_put_u64(&b, PRIV_F_SYS_US,
+                  (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec);
+    psmsg_put_u64(&b, PRIV_F_MAXRSS, (uint64_t)ru.ru_maxrss * 1024u);
+    psmsg_put_u64(&b, PRIV_F_RCHAR, rchar);
+    psmsg_put_u64(&b, PRIV_F_WCHAR, wchar);
     send_or_die(p, &b, NULL, 0);
 }
 
@@ -627,6 +677,11 @@ int privparent_run(struct privparent_cfg *cfg)
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     if (stat("/proc/self/ns/user", &p.userns) < 0) memset(&p.userns, 0, sizeof p.userns);
+    cpu_set_t own;
+    if (sched_getaffinity(0, sizeof own, &own) == 0) {
+        for (unsigned c = 0; c < PSCPU_MAX && c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &own)) pscpu_set(&p.own_cpus, c);
+    }
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 || sigprocmask(SIG_BLOCK, &chld, NULL) < 0 ||
         (p.sig_fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC)) < 0 || !p.loop || !p.book ||
         loop_fd(p.loop, cfg->fd, EPOLLIN, on_engine, &p) < 0 ||

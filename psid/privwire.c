@@ -165,6 +165,12 @@ int priv_decode_spawn(const struct psmsg *m, struct priv_spawn *s, char *why, si
         s->cred = f.val;
         s->credlen = f.len;
     }
+    if (psmsg_find(v, PRIV_F_CPUS, &f)) {
+        if (f.len == 0 || f.len > PSCPU_BYTES) return bad(why, whylen, "the CPU set's length");
+        memcpy(s->cpus.b, f.val, f.len);
+        if (!pscpu_count(&s->cpus)) return bad(why, whylen, "an empty CPU set");
+        s->bind = true;
+    }
     return 0;
 }
 

@@ -27,7 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum step { STEP_CRED = 1, STEP_CWD, STEP_EXEC, STEP_CGROUP };
+enum step { STEP_CRED = 1, STEP_CWD, STEP_EXEC, STEP_CGROUP, STEP_CPUS };
 
 static int pidfd_open_(pid_t pid)
 {
@@ -65,6 +65,8 @@ __attribute__((noreturn)) static void child(const struct spawn_args *a, int in[2
     setsid();
     int step = STEP_CGROUP; /* while still root: the directory is psid's */
     if (a->cgroup_fd >= 0 && write(a->cgroup_fd, "0", 1) != 1) goto fail;
+    step = STEP_CPUS; /* the binding, while still root (the CPUs were checked) */
+    if (a->cpus && sched_setaffinity(0, sizeof *a->cpus, a->cpus) < 0) goto fail;
     step = STEP_CRED;
     if (a->switch_user &&
         (setgroups((size_t)a->ngroups, a->groups) < 0 || setgid(a->gid) < 0 || setuid(a->uid) < 0))
@@ -141,10 +143,11 @@ int spawn_task(const struct spawn_args *a, struct spawned *s, int *err, char *wh
         *err = msg[0];
         const char *what = msg[1] == STEP_CRED     ? "cannot become the user"
                            : msg[1] == STEP_CGROUP ? "cannot join the job's cgroup"
+                           : msg[1] == STEP_CPUS   ? "cannot bind to its CPUs"
                            : msg[1] == STEP_CWD    ? "cannot change to the directory"
                                                    : "cannot execute";
         const char *obj = msg[1] == STEP_CWD ? a->cwd : a->argv[0];
-        bool no_obj = msg[1] == STEP_CRED || msg[1] == STEP_CGROUP;
+        bool no_obj = msg[1] == STEP_CRED || msg[1] == STEP_CGROUP || msg[1] == STEP_CPUS;
         snprintf(why, whylen, "%s%s%s: %s", what, no_obj ? "" : " ", no_obj ? "" : obj,
                  strerror(msg[0]));
         waitpid(pid, NULL, 0);

@@ -45,6 +45,8 @@
 #include "../logger/multiprog.h"
 #include "../logger/outfile.h"
 #include "../logger/partition.h"
+#include "../logger/stats.h"
+#include "pscpus.h"
 #include "psi.h"
 #include "psi_signames.h"
 #include "bebytes.h"
@@ -97,8 +99,15 @@ struct opts {
     uint32_t nmin, nmax;  /* -N: node count (0: any) */
     uint32_t dist, plane; /* -m: enum psdist */
     bool exclusive;
-    const char *multi_prog; /* --multi-prog: the file (the program's place on the line) */
-    char *mp_argv[5];       /* then the job runs /bin/sh -c SCRIPT */
+    uint32_t cpt;         /* -c: CPUs per rank (0: not given, 1) */
+    uint32_t bind;        /* --cpu-bind: enum psbind | PSBIND_VERBOSE */
+    const char *bind_map; /* its map_cpu or mask_cpu LIST */
+    const char *bind_arg;
+    uint64_t mem, mem_per_cpu; /* --mem, --mem-per-cpu: bytes (0: none) */
+    bool stats;                /* --stats: the accounting table on stderr at the end */
+    const char *stats_file;    /* --stats-file: and into this file */
+    const char *multi_prog;    /* --multi-prog: the file (the program's place on the line) */
+    char *mp_argv[5];          /* then the job runs /bin/sh -c SCRIPT */
     char **argv;
 };
 
@@ -384,7 +393,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
         O_OPEN_MODE,
         O_EXCLUSIVE,
         O_MULTI_PROG,
-        O_MPI
+        O_MPI,
+        O_CPU_BIND,
+        O_MEM,
+        O_MEM_PER_CPU,
+        O_STATS,
+        O_STATS_FILE
     };
     static const struct option lopts[] = {{"np", required_argument, 0, 'n'},
                                           {"nodelist", required_argument, 0, 'w'},
@@ -409,6 +423,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                           {"output", required_argument, 0, 'o'},
                                           {"error", required_argument, 0, 'e'},
                                           {"open-mode", required_argument, 0, O_OPEN_MODE},
+                                          {"cpus-per-task", required_argument, 0, 'c'},
+                                          {"cpu-bind", required_argument, 0, O_CPU_BIND},
+                                          {"cpu_bind", required_argument, 0, O_CPU_BIND},
+                                          {"mem", required_argument, 0, O_MEM},
+                                          {"mem-per-cpu", required_argument, 0, O_MEM_PER_CPU},
+                                          {"stats", no_argument, 0, O_STATS},
+                                          {"stats-file", required_argument, 0, O_STATS_FILE},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
     o->np = 1;
@@ -420,7 +441,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return 2;
     }
     int c;
-    while ((c = getopt_long(argc, argv, "+n:w:li:x:D:t:Kvho:e:N:m:J:", lopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+n:w:li:x:D:t:Kvho:e:N:m:J:c:", lopts, NULL)) != -1) {
         switch (c) {
         case 'n':
             if (parse_u32(optarg, 1, MAX_NP, &o->np) < 0) {
@@ -454,6 +475,52 @@ static int parse_args(int argc, char **argv, struct opts *o)
             break;
         case O_EXCLUSIVE:
             o->exclusive = true;
+            break;
+        case 'c':
+            if (parse_u32(optarg, 1, PSCPU_MAX, &o->cpt) < 0) {
+                fprintf(stderr, "psrun: -c %s: not a number of CPUs per rank (1..%u)\n", optarg,
+                        PSCPU_MAX);
+                return 2;
+            }
+            break;
+        case O_CPU_BIND: {
+            char err[300];
+            if (pscpu_parse_bind(optarg, &o->bind, &o->bind_map, err, sizeof err) < 0) {
+                fprintf(stderr, "psrun: %s\n", err);
+                return 2;
+            }
+            o->bind_arg = optarg;
+            break;
+        }
+        case O_MEM:
+        case O_MEM_PER_CPU: {
+            uint64_t v;
+            const char *what = c == O_MEM ? "--mem" : "--mem-per-cpu";
+            if (ps_parse_size(optarg, 1ull << 20, &v) < 0 || v == 0) {
+                fprintf(stderr,
+                        "psrun: %s=%s: not a memory size above 0 (a number of MiB, or with K, M, "
+                        "G or T)\n",
+                        what, optarg);
+                return 2;
+            }
+            if (c == O_MEM) {
+                o->mem = v;
+                o->mem_per_cpu = 0; /* srun: the last of the two counts */
+            } else {
+                o->mem_per_cpu = v;
+                o->mem = 0;
+            }
+            break;
+        }
+        case O_STATS:
+            o->stats = true;
+            break;
+        case O_STATS_FILE:
+            if (!*optarg) {
+                fprintf(stderr, "psrun: --stats-file: an empty file name\n");
+                return 2;
+            }
+            o->stats_file = optarg;
             break;
         case O_MULTI_PROG:
             o->multi_prog = "";
@@ -649,6 +716,11 @@ static int build_spawn(struct psrun *p, const uint32_t *ids, size_t nids, bool h
         psmsg_put_u32(&b, PSF_NODES_MAX, p->o.nmax);
     }
     if (p->o.exclusive) psmsg_put_u32(&b, PSF_EXCLUSIVE, 1);
+    if (p->o.cpt) psmsg_put_u32(&b, PSF_CPUS_PER_TASK, p->o.cpt);
+    if (p->o.bind) psmsg_put_u32(&b, PSF_CPU_BIND, p->o.bind);
+    if (p->o.bind_map) psmsg_put_str(&b, PSF_CPU_MAP, p->o.bind_map);
+    if (p->o.mem) psmsg_put_u64(&b, PSF_MEM, p->o.mem);
+    if (p->o.mem_per_cpu) psmsg_put_u64(&b, PSF_MEM_PER_CPU, p->o.mem_per_cpu);
     psmsg_put_str(&b, PSF_JOB_NAME, job_name(&p->o));
     for (char **a = p->o.argv; *a; a++) psmsg_put_str(&b, PSF_ARG, *a);
     for (size_t i = 0; i < env.n; i++) psmsg_put_str(&b, PSF_ENV, env.v[i]);
@@ -1198,6 +1270,60 @@ static int setup_signals(struct psrun *p)
     return p->sigfd < 0 ? -1 : 0;
 }
 
+/* --stats, --stats-file: the job's accounting (logger/stats.h) */
+static void write_stats(struct psrun *p, uint64_t elapsed_us)
+{
+    if (p->o.stats) {
+        fflush(stdout);
+        lg_stats_write(stderr, &p->job, job_name(&p->o), elapsed_us);
+    }
+    if (!p->o.stats_file) return;
+    FILE *f = fopen(p->o.stats_file, "we");
+    if (!f) {
+        fprintf(stderr, "psrun: --stats-file %s: %s\n", p->o.stats_file, strerror(errno));
+        return;
+    }
+    lg_stats_write(f, &p->job, job_name(&p->o), elapsed_us);
+    if (fclose(f) != 0)
+        fprintf(stderr, "psrun: --stats-file %s: %s\n", p->o.stats_file, strerror(errno));
+}
+
+/* -c and --cpu-bind's CPUs against the partition's nodes (their CPU counts in the node
+ * table): a value no node can take is a usage error, before anything runs. */
+static int check_cpus(struct psrun *p, const uint32_t *ids, size_t nids)
+{
+    struct pscpuset named;
+    uint32_t most = 0, least = UINT32_MAX;
+    const char *least_name = "?";
+    for (size_t i = 0; i < (nids ? nids : 1); i++) /* no list: every node that is up */
+        for (size_t k = 0; k < p->nodes.n; k++)
+            if ((nids ? p->nodes.v[k].id == ids[i] : p->nodes.v[k].state == PSNODE_UP) &&
+                p->nodes.v[k].cpus) {
+                uint32_t n = p->nodes.v[k].cpus;
+                if (n > most) most = n;
+                if (n < least) {
+                    least = n;
+                    least_name = p->nodes.v[k].name;
+                }
+            }
+    if (!most) return 0; /* the table does not say */
+    if (p->o.cpt > most) {
+        fprintf(stderr, "psrun: -c %u: more CPUs than any node of the partition has (%u)\n",
+                p->o.cpt, most);
+        return -1;
+    }
+    uint32_t mode = p->o.bind & PSBIND_MODE_MASK;
+    if (mode != PSBIND_MAP_CPU && mode != PSBIND_MASK_CPU) return 0;
+    if (pscpu_map_check(p->o.bind_map, mode == PSBIND_MASK_CPU, &named, NULL, 0) < 0) return -1;
+    for (unsigned c = least; c < PSCPU_MAX; c++)
+        if (pscpu_isset(&named, c)) {
+            fprintf(stderr, "psrun: --cpu-bind=%s: CPU %u is outside node %s (%u CPUs: 0-%u)\n",
+                    p->o.bind_arg, c, least_name, least, least - 1);
+            return -1;
+        }
+    return 0;
+}
+
 static int run(struct psrun *p)
 {
     if (setup_signals(p) < 0) {
@@ -1237,6 +1363,10 @@ static int run(struct psrun *p)
                 part.source);
     lg_partition_free(&part);
     lg_strv_free(&skipped);
+    if (check_cpus(p, ids, nids) < 0) {
+        free(ids);
+        return 2;
+    }
 
     /* -o/-e other than psrun's own streams: the spawn is held until the files are open */
     bool hold = p->o.out.kind != LG_OUT_ALL || p->o.err.kind != LG_OUT_ALL;
@@ -1257,7 +1387,8 @@ static int run(struct psrun *p)
                              .input = p->o.input,
                              .prog = p->o.argv[0],
                              .nodes = &p->nodes,
-                             .mpi = p->o.mpi != PSPMI_MODE_NONE};
+                             .mpi = p->o.mpi != PSPMI_MODE_NONE,
+                             .cpu_verbose = (p->o.bind & PSBIND_VERBOSE) != 0};
     if (lg_job_init(&p->job, &cfg, &p->conn, spawn_id) < 0) {
         fprintf(stderr, "psrun: out of memory\n");
         return 1;
@@ -1287,8 +1418,11 @@ static int run(struct psrun *p)
         fprintf(stderr, "psrun: event loop: %s\n", strerror(errno));
         return 1;
     }
+    double started = now();
     rc = loop(p);
     loop_free(p->loop);
+    if ((p->o.stats || p->o.stats_file) && p->job.spawned && !p->job.spawn_failed)
+        write_stats(p, (uint64_t)((now() - started) * 1e6));
     return rc;
 }
 
