@@ -4,7 +4,8 @@
  * sent to psrun are forwarded, and psrun's exit status is the job's.
  *
  *   psrun [-n N] [-w LIST] [-N MIN[-MAX]] [-m DIST] [--exclusive] [-J NAME] [--multi-prog]
- *         [--ppn K] [--overbook] [-l] [-o SPEC] [-e SPEC] [--open-mode M]
+ *         [--ppn K] [--overbook] [-c K] [--cpu-bind=T] [--mem[-per-cpu]=SIZE] [--stats]
+ *         [--stats-file F] [-l] [-o SPEC] [-e SPEC] [--open-mode M]
  *         [-i RANK|all|none] [-x VAR[=VAL]]... [--export-all] [-t TIME] [-K] [--kill-delay S]
  *         [--mpi TYPE] [-v] [--] PROGRAM [ARGS...]
  *
@@ -178,7 +179,20 @@ static const char usage_text[] =
     "      --multi-prog        PROGRAM is a file of lines \"RANKS PROGRAM ARGS\" (%t rank,\n"
     "                          %o offset in the line's ranks, * the rest); srun's\n"
     "      --ppn K             at most K ranks per node\n"
-    "      --overbook          allow more ranks than CPUs on a node\n"
+    "      --overbook          allow more ranks than CPUs on a node, and sharing bound\n"
+    "                          cores; srun's --overcommit\n"
+    "  -c, --cpus-per-task K   each rank counts for K CPUs (placement, binding); srun's -c\n"
+    "      --cpu-bind=TYPE     bind each rank: none, cores, threads, map_cpu:LIST,\n"
+    "                          mask_cpu:LIST, with verbose (a line per rank); default cores\n"
+    "                          when the job fills a node, else none; PSI_CPUS in the rank;\n"
+    "                          srun's --cpu-bind\n"
+    "      --mem=SIZE          the job's memory per node (its cgroup's memory.max; MiB, or\n"
+    "                          K M G T); a rank the OOM killer ends is reported; srun's\n"
+    "      --mem-per-cpu=SIZE  the same per CPU of the job's ranks on a node; srun's\n"
+    "      --stats             the job's accounting at its end on stderr: per rank and in\n"
+    "                          total elapsed, user/system CPU, max RSS, bytes read and\n"
+    "                          written, as sacct --parsable2 shows them\n"
+    "      --stats-file FILE   and into FILE\n"
     "  -l, --label             prefix every output line with \"RANK: \"\n"
     "  -o, --output SPEC       the ranks' stdout (and stderr, without -e): all (here), none,\n"
     "                          a rank (only its output), or a file name pattern: %j job id,\n"
