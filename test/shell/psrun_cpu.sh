@@ -34,7 +34,7 @@ show='echo "$PSI_RANK ${PSI_CPUS:-unbound} $(sed -n "s/^Cpus_allowed_list:[[:spa
 
 settle
 run "$PSRUN" -n 1 -w 0 --cpu-bind=cores sh -c "$show"
-read -r r cpus allowed <<<"$OUT"
+read -r _ cpus allowed <<<"$OUT"
 [ $RC -eq 0 ] && [ "$cpus" != unbound ] && [ "$cpus" = "$allowed" ] && [ "$allowed" != "$own" ]
 check "--cpu-bind=cores: the rank runs on its core only (Cpus_allowed_list = PSI_CPUS)" $? \
     "rc=$RC out '$OUT' own $own $ERR"
@@ -54,7 +54,7 @@ n=$(awk '$2 == $3 && $2 != "unbound"' <<<"$OUT" | wc -l)
 check "default: a job that fills the node is bound to cores" $? "rc=$RC '$OUT' $ERR"
 settle
 run "$PSRUN" -n 1 -w 0 sh -c "$show"
-read -r r cpus allowed <<<"$OUT"
+read -r _ cpus allowed <<<"$OUT"
 [ $RC -eq 0 ] && [ "$cpus" = unbound ] && [ "$allowed" = "$own" ]
 check "default: a job that leaves CPUs free is not bound" $? "rc=$RC '$OUT' $ERR"
 
@@ -65,7 +65,7 @@ n=$(awk -v c="$first" '$3 == c' <<<"$OUT" | wc -l)
 check "--cpu-bind=map_cpu: both ranks on CPU $first" $? "rc=$RC '$OUT' $ERR"
 settle
 run "$PSRUN" -n 1 -w 0 --cpu-bind="mask_cpu:0x$(printf %x $((1 << first)))" sh -c "$show"
-read -r r cpus allowed <<<"$OUT"
+read -r _ cpus allowed <<<"$OUT"
 [ $RC -eq 0 ] && [ "$allowed" = "$first" ]
 check "--cpu-bind=mask_cpu: the rank on the mask's CPU" $? "rc=$RC '$OUT' $ERR"
 
