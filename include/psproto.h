@@ -399,6 +399,14 @@ enum psf_tag {
     PSF_WRITE_BYTES = 140, /* bytes written (a rank: wchar; a node: io.stat wbytes) */
     PSF_START_S = 141,     /* u64: CLOCK_REALTIME seconds of a job's start (PSF_DONE) */
     PSF_END_S = 142,       /* u64: and of its end */
+    /* --output-on-node (PSM_SPAWN, copied to PSM_D_SPAWN; in the spawn credential's digest
+     * with PSF_JOB_NAME): -o's and -e's filename patterns (logger/outfile.h), opened by the
+     * rank's node as the user; PSF_OPEN_APPEND u32 1: append, else the first rank of the
+     * job on the node to open a file truncates it */
+    PSF_OUT_PATTERN = 143,
+    PSF_ERR_PATTERN = 144,
+    PSF_OPEN_APPEND = 145,
+    PSF_NODE_INDEX = 146, /* u32 (PSM_D_SPAWN): the node's index among the job's (%n) */
 
     PSF_NODE = 0x8001,   /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002,   /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */

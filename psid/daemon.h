@@ -254,6 +254,12 @@ struct priv_spawn_req {
     size_t credlen;
     bool want_pmi; /* a PMI socket: the child's end in the task (PMI_FD), ours in *s */
     const struct pscpuset *cpus; /* bind the task to these CPUs; NULL: not bound */
+    /* --output-on-node: the patterns of its output files (NULL: none), the open mode, the
+     * node's index among the job's, the job's name */
+    const char *out_pat, *err_pat;
+    bool append;
+    uint32_t nodeidx;
+    const char *name;
 };
 /* What a job's spawn credentials are asked for (spawncred.h): one per target node. */
 struct priv_cred_req {

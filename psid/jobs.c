@@ -20,6 +20,7 @@
 #include "log.h"
 #include "placement.h"
 #include "pmi.h"
+#include "../logger/outfile.h"
 #include "bebytes.h"
 #include "psmsg.h"
 
@@ -220,6 +221,7 @@ struct fanout {
     const struct psconf *conf;
     uint8_t (*creds)[SPAWNCRED_LEN]; /* parallel to conf->nodes */
     const struct pmi_plan *pmi;
+    uint32_t nodeidx; /* the next node's index among the job's (%n of output files) */
 };
 
 /* The argv, environment, cwd, umask and input rank a PSM_D_SPAWN carries over from the
@@ -229,7 +231,8 @@ static bool copied_to_nodes(uint16_t tag)
     return tag == PSF_ARG || tag == PSF_ENV || tag == PSF_CWD || tag == PSF_UMASK ||
            tag == PSF_INPUT || tag == PSF_EXCLUSIVE || tag == PSF_JOB_NAME ||
            tag == PSF_CPUS_PER_TASK || tag == PSF_CPU_BIND || tag == PSF_CPU_MAP ||
-           tag == PSF_MEM || tag == PSF_MEM_PER_CPU || tag == PSF_OVERBOOK;
+           tag == PSF_MEM || tag == PSF_MEM_PER_CPU || tag == PSF_OVERBOOK ||
+           tag == PSF_OUT_PATTERN || tag == PSF_ERR_PATTERN || tag == PSF_OPEN_APPEND;
 }
 
 /* A job of a user (not root) that would place more ranks on one node than the user may
@@ -284,6 +287,16 @@ static void job_digest(const struct psmsg *m, uint8_t out[32])
         if (f.tag == PSF_ARG) spawncred_hash_arg(&h, f.val, f.len);
     for (pos = 0; psmsg_next(&m->body, &pos, &f);)
         if (f.tag == PSF_ENV) spawncred_hash_env(&h, f.val, f.len);
+    /* --output-on-node: the files the nodes open, as their spawn queues read them */
+    char opat[1024], err[1024], name[64];
+    uint32_t append = 0;
+    bool has_out = psmsg_get_str(&m->body, PSF_OUT_PATTERN, opat, sizeof opat) == 0,
+         has_err = psmsg_get_str(&m->body, PSF_ERR_PATTERN, err, sizeof err) == 0;
+    if (has_out || has_err) {
+        if (psmsg_get_str(&m->body, PSF_JOB_NAME, name, sizeof name) < 0) name[0] = 0;
+        psmsg_get_u32(&m->body, PSF_OPEN_APPEND, &append);
+        spawncred_hash_out(&h, has_out ? opat : NULL, has_err ? err : NULL, append, name);
+    }
     char cwd[4096];
     uint32_t umask = 022;
     if (psmsg_get_str(&m->body, PSF_CWD, cwd, sizeof cwd) < 0) cwd[0] = 0;
@@ -366,6 +379,7 @@ static void send_spawn(struct psid *d, uint32_t node, void *arg)
         if (copied_to_nodes(f.tag)) psmsg_put_bytes(&b, f.tag, f.val, f.len);
     for (uint32_t r = 0; r < j->np; r++)
         if (j->ranks[r].node == node) psmsg_put_u32(&b, PSF_RANK, r);
+    psmsg_put_u32(&b, PSF_NODE_INDEX, fo->nodeidx++);
     const struct psconf_node *cn = psconf_node_by_id(fo->conf, node);
     if (cn) psmsg_put_bytes(&b, PSF_CRED, fo->creds[cn - fo->conf->nodes], SPAWNCRED_LEN);
     pmi_plan_put(fo->pmi, node, &b);
@@ -410,6 +424,15 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
         (has_mem && !mem) || (has_mpc && !mem_per_cpu) || (has_mem && has_mpc)) {
         client_error(c, m->id, EINVAL, "bad CPUs per task, CPU binding or memory size");
         return;
+    }
+    const uint16_t pat_tags[2] = {PSF_OUT_PATTERN, PSF_ERR_PATTERN};
+    for (int k = 0; k < 2; k++) {
+        char pat[1024], perr[200];
+        if (psmsg_find(&m->body, pat_tags[k], &f) && (psmsg_field_str(&f, pat, sizeof pat) < 0 ||
+                                                      lg_pat_check(pat, perr, sizeof perr) < 0)) {
+            client_error(c, m->id, EINVAL, "bad output file pattern (--output-on-node)");
+            return;
+        }
     }
     po.cpt = cpt;
     if (np == 0 || np > 1000000) {
@@ -528,7 +551,7 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
         j = NULL;
         goto out;
     }
-    struct fanout fo = {j, m, client_uid(c), client_gid(c), &d->conf, creds, &plan};
+    struct fanout fo = {j, m, client_uid(c), client_gid(c), &d->conf, creds, &plan, 0};
     j = NULL;
     jobs_foreach_node(d->jobs, send_spawn, &fo);
 out:
@@ -876,7 +899,7 @@ static void jobs_go(struct psid *d, struct client *c, const struct psmsg *m)
         return;
     }
     struct psmsg req = {.type = j->held_type, .id = j->cid, .body = {j->held, j->held_len}};
-    struct fanout fo = {j, &req, j->uid, j->gid, &d->conf, j->held_creds, &j->held_plan};
+    struct fanout fo = {j, &req, j->uid, j->gid, &d->conf, j->held_creds, &j->held_plan, 0};
     jobs_foreach_node(j, send_spawn, &fo);
     free(j->held);
     free(j->held_creds);

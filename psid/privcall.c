@@ -180,7 +180,8 @@ int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool
                                       .sock_path = sock_path,
                                       .root_jobs = d->conf.root_jobs,
                                       .ident = name,
-                                      .node = d->self->id};
+                                      .node = d->self->id,
+                                      .node_name = d->self->name};
         spawncred_key(d->conf.key, cfg.spawn_key); /* the child's alone */
         sodium_memzero(d->conf.key, sizeof d->conf.key);
         sodium_memzero(d->pl_key, sizeof d->pl_key);
@@ -430,6 +431,13 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
     psmsg_put_u32(&b, PRIV_F_STDIN, r->want_stdin ? 1 : 0);
     psmsg_put_u32(&b, PRIV_F_NODE, d->self->id);
     if (r->want_pmi) psmsg_put_u32(&b, PRIV_F_PMI, 1);
+    if (r->out_pat || r->err_pat) {
+        if (r->out_pat) psmsg_put_str(&b, PRIV_F_OUT_PAT, r->out_pat);
+        if (r->err_pat) psmsg_put_str(&b, PRIV_F_ERR_PAT, r->err_pat);
+        psmsg_put_u32(&b, PRIV_F_APPEND, r->append ? 1 : 0);
+        psmsg_put_u32(&b, PRIV_F_NODE_IDX, r->nodeidx);
+        psmsg_put_str(&b, PRIV_F_JOB_NAME, r->name ? r->name : "");
+    }
     if (r->cpus) {
         size_t len = PSCPU_BYTES; /* the bytes up to the last CPU */
         while (len > 1 && !r->cpus->b[len - 1]) len--;

@@ -23,7 +23,9 @@
  * its process group, the cgroups are swept, the client socket is removed, and the child
  * exits.
  */
+#include "../logger/outfile.h"
 #include "cgroup.h"
+#include "fnv1a.h"
 #include "log.h"
 #include "psloop.h"
 #include "privsep.h"
@@ -59,6 +61,7 @@
 
 #define NBUCKETS      1024
 #define GROUPS_TTL_NS 1000000000ull /* a user's groups are looked up again after 1 s */
+#define OPENED_MAX    4096          /* output files remembered for truncation */
 
 struct child {
     pid_t pid;
@@ -87,6 +90,12 @@ struct priv {
     int ngroups;
     struct stat userns;       /* the child's own user namespace (PRIV_NETNS) */
     struct pscpuset own_cpus; /* the CPUs this child may run on: a task's binding is within */
+    /* --output-on-node: the files a job's ranks here opened (job, hash of the name), so
+     * that only the first truncates; the oldest entries go first */
+    struct opened {
+        uint64_t job, name;
+    } opened[OPENED_MAX];
+    size_t nopened, next_opened;
 };
 
 static size_t bucket(pid_t pid)
@@ -302,6 +311,18 @@ static void do_cred(struct priv *p, const struct psmsg *m, int fd)
     send_or_die(p, &b, NULL, 0);
 }
 
+/* Whether this is the first open of file name by job here (then it is remembered). */
+static bool first_open(struct priv *p, uint64_t job, const char *name)
+{
+    uint64_t h = fnv1a64(name);
+    for (size_t i = 0; i < p->nopened; i++)
+        if (p->opened[i].job == job && p->opened[i].name == h) return false;
+    p->opened[p->next_opened] = (struct opened){job, h};
+    p->next_opened = (p->next_opened + 1) % OPENED_MAX;
+    if (p->nopened < OPENED_MAX) p->nopened++;
+    return true;
+}
+
 static void spawn_failed(struct priv *p, uint32_t id, int err, const char *why)
 {
     struct psmsg_buf b = {0};
@@ -339,7 +360,9 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
             foreign = true;
         }
     struct spawncred_want w = {.node = p->cfg->node, .uid = s.uid, .gid = s.gid, .job = s.job};
-    spawncred_hash_final(&p->prog, s.cwd, s.umask, w.digest);
+    struct spawncred_hash prog = p->prog;
+    if (s.out_pat || s.err_pat) spawncred_hash_out(&prog, s.out_pat, s.err_pat, s.append, s.name);
+    spawncred_hash_final(&prog, s.cwd, s.umask, w.digest);
     if (foreign || spawncred_check(s.cred, s.credlen, p->cfg->spawn_key, &w, realtime_ns(),
                                    loop_now(), p->book, why, sizeof why) < 0) {
         log_warn("privileged child: refused to start rank %u of job %u:%u as uid %u: %s", s.rank,
@@ -352,6 +375,34 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
         spawn_failed(p, m->id, EPERM,
                      "psid.root_jobs is false: no task runs as root here (uid or gid 0)");
         return;
+    }
+    /* --output-on-node: the files' names, from the checked patterns and what the child knows
+     * itself (the job, the rank, this node's name, the user's name); the first rank of the
+     * job here to open a file truncates it, unless the job appends */
+    char out_path[4096], err_path[4096];
+    int out_trunc = 0, err_trunc = 0;
+    if (s.out_pat || s.err_pat) {
+        char job[32], user[64];
+        snprintf(job, sizeof job, "%u:%u", PSTID_NODE(s.job), (unsigned)PSTID_PID(s.job));
+        struct passwd *pw = getpwuid((uid_t)s.uid);
+        snprintf(user, sizeof user, "%s", pw ? pw->pw_name : "");
+        if (!pw) snprintf(user, sizeof user, "%u", s.uid);
+        struct lg_patvals pv = {.job = job,
+                                .user = user,
+                                .name = s.name,
+                                .node = p->cfg->node_name ? p->cfg->node_name : "",
+                                .rank = s.rank,
+                                .nodeidx = s.nodeidx};
+        if ((s.out_pat && lg_pat_expand(s.out_pat, &pv, out_path, sizeof out_path) < 0) ||
+            (s.err_pat && lg_pat_expand(s.err_pat, &pv, err_path, sizeof err_path) < 0)) {
+            spawn_failed(p, m->id, ENAMETOOLONG, "an output file name is too long");
+            return;
+        }
+        if (!s.append) {
+            out_trunc = s.out_pat && first_open(p, s.job, out_path);
+            err_trunc = s.err_pat && (!s.out_pat || strcmp(out_path, err_path)) &&
+                        first_open(p, s.job, err_path);
+        }
     }
     /* a binding: CPUs of this node only; PSI_CPUS says what was set */
     cpu_set_t cpus;
@@ -423,6 +474,10 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
                            .cgroup_fd = cgfd,
                            .pmi_fd = pmi[0],
                            .cpus = s.bind ? &cpus : NULL,
+                           .out_path = s.out_pat ? out_path : NULL,
+                           .err_path = s.err_pat ? err_path : NULL,
+                           .out_trunc = out_trunc,
+                           .err_trunc = err_trunc,
                            .node = s.node};
     struct spawned t;
     int err;

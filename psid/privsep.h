@@ -134,6 +134,15 @@ enum priv_tag {
     PRIV_F_MAXRSS = 27, /* bytes */
     PRIV_F_RCHAR = 28,  /* bytes read (read(2) and the like) */
     PRIV_F_WCHAR = 29,  /* bytes written */
+    /* --output-on-node: the task's stdout and stderr go to files the child names from these
+     * patterns (logger/outfile.h, checked: lg_pat_check) and opens as the user; the patterns,
+     * APPEND and JOB_NAME are in the credential's digest (spawncred_hash_out); NODE_IDX is
+     * the engine's (%n) */
+    PRIV_F_OUT_PAT = 30,  /* string */
+    PRIV_F_ERR_PAT = 31,  /* string */
+    PRIV_F_APPEND = 32,   /* u32 0 or 1 */
+    PRIV_F_NODE_IDX = 33, /* u32 */
+    PRIV_F_JOB_NAME = 34, /* string, at most 63 bytes */
 };
 
 #define PRIV_MAX_FDS     4
@@ -160,6 +169,10 @@ struct priv_spawn {
     size_t credlen;
     bool bind; /* CPUS came: cpus is the set (not empty) */
     struct pscpuset cpus;
+    const char *out_pat, *err_pat; /* NULL: none (pointing into the buffers) */
+    char out_buf[1024], err_buf[1024];
+    uint32_t append, nodeidx;
+    char name[64];
 };
 /* Validate a PRIV_SPAWN: every required field present and in range, strings without NUL,
  * at most PRIV_MAX_ARGS of ARG, ENV, RENV; an ENV or RENV has a '='. 0, or -1 with a
@@ -196,6 +209,7 @@ struct privparent_cfg {
     bool root_jobs;        /* may start tasks as root */
     const char *ident;     /* for the log */
     uint32_t node;         /* this node's id: the credentials it makes and takes */
+    const char *node_name; /* its name (%N of an output file the child opens) */
     uint8_t spawn_key[32]; /* spawncred_key; wiped by privparent_run when it ends */
 };
 int privparent_run(struct privparent_cfg *cfg);

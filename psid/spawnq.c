@@ -44,6 +44,8 @@ struct spawn_req {
     char *map;                    /* map_cpu's or mask_cpu's LIST; NULL: none */
     uint64_t mem, mem_per_cpu;    /* --mem, --mem-per-cpu (bytes; 0: none) */
     size_t nlocal;                /* the job's ranks here, as requested */
+    char *out_pat, *err_pat;      /* --output-on-node; NULL: none */
+    uint32_t append, nodeidx;
     uint64_t job;
     char cwd[4096];
     uint32_t id;                 /* this psid's number for it (PRIV_F_REQ) */
@@ -84,6 +86,8 @@ static void req_free(struct spawn_req *r)
     free_strv(r->argv);
     free_strv(r->envp);
     free(r->map);
+    free(r->out_pat);
+    free(r->err_pat);
     free(r->ranks);
     free(r);
 }
@@ -175,7 +179,12 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank, uint3
                                .cred = r->cred,
                                .credlen = r->credlen,
                                .want_pmi = pmi_job_wants_fd(d, r->job),
-                               .cpus = bound ? &cpus : NULL};
+                               .cpus = bound ? &cpus : NULL,
+                               .out_pat = r->out_pat,
+                               .err_pat = r->err_pat,
+                               .append = r->append != 0,
+                               .nodeidx = r->nodeidx,
+                               .name = r->name};
     struct spawned s;
     int err;
     char why[512];
@@ -308,6 +317,10 @@ static int decode(const struct psmsg *m, uint32_t from, struct spawn_req *r)
     psmsg_get_u64(&m->body, PSF_MEM, &r->mem);
     psmsg_get_u64(&m->body, PSF_MEM_PER_CPU, &r->mem_per_cpu);
     if (psmsg_find(&m->body, PSF_CPU_MAP, &f) && !(r->map = field_strdup(&f))) bad = 1;
+    if (psmsg_find(&m->body, PSF_OUT_PATTERN, &f) && !(r->out_pat = field_strdup(&f))) bad = 1;
+    if (psmsg_find(&m->body, PSF_ERR_PATTERN, &f) && !(r->err_pat = field_strdup(&f))) bad = 1;
+    psmsg_get_u32(&m->body, PSF_OPEN_APPEND, &r->append);
+    psmsg_get_u32(&m->body, PSF_NODE_INDEX, &r->nodeidx);
     uint32_t mode = r->bind & PSBIND_MODE_MASK;
     if (r->cpt > PSCPU_MAX || mode > PSBIND_MASK_CPU || (r->bind & ~0x1ffu) ||
         ((mode == PSBIND_MAP_CPU || mode == PSBIND_MASK_CPU) &&

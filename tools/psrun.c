@@ -95,6 +95,8 @@ struct opts {
     /* -o, -e (logger/outfile.h); err_given: -e was given (else stderr follows a file of -o) */
     struct lg_outspec out, err;
     bool err_given, append;
+    bool on_node;                    /* --output-on-node */
+    const char *node_out, *node_err; /* the patterns the ranks' nodes open; NULL: none */
     bool np_given;
     const char *job_name; /* -J; NULL: the program's base name */
     uint32_t nmin, nmax;  /* -N: node count (0: any) */
@@ -200,6 +202,8 @@ static const char usage_text[] =
     "                          %u user, %x job name, %% (a width pads: %3t); srun's -o\n"
     "  -e, --error SPEC        the ranks' stderr, as -o; srun's -e\n"
     "      --open-mode MODE    output files: truncate (default) or append; srun's\n"
+    "      --output-on-node    -o/-e files are opened by each rank's node, as the user,\n"
+    "                          not here; srun's\n"
     "  -i, --input WHO         stdin to rank WHO (default 0), to all ranks, or none\n"
     "  -D, --chdir DIR         the ranks' working directory (default: this one)\n"
     "  -x, --export VAR[=VAL]  also export VAR (repeatable; VAR=VAL sets it)\n"
@@ -412,7 +416,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
         O_MEM,
         O_MEM_PER_CPU,
         O_STATS,
-        O_STATS_FILE
+        O_STATS_FILE,
+        O_ON_NODE
     };
     static const struct option lopts[] = {{"np", required_argument, 0, 'n'},
                                           {"nodelist", required_argument, 0, 'w'},
@@ -444,6 +449,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                           {"mem-per-cpu", required_argument, 0, O_MEM_PER_CPU},
                                           {"stats", no_argument, 0, O_STATS},
                                           {"stats-file", required_argument, 0, O_STATS_FILE},
+                                          {"output-on-node", no_argument, 0, O_ON_NODE},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
     o->np = 1;
@@ -528,6 +534,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
         }
         case O_STATS:
             o->stats = true;
+            break;
+        case O_ON_NODE:
+            o->on_node = true;
             break;
         case O_STATS_FILE:
             if (!*optarg) {
@@ -650,6 +659,28 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return 2;
         }
     }
+    /* --output-on-node: file patterns go to the ranks' nodes, which open them; psrun's own
+     * routes then treat those streams as its own (nothing comes of them) */
+    if (o->on_node) {
+        if (o->out.kind == LG_OUT_FILE) {
+            o->node_out = o->out.pat;
+            o->out.kind = LG_OUT_ALL;
+            if (!o->err_given) { /* srun: stderr follows -o's file */
+                o->node_err = o->node_out;
+                o->err_given = true;
+                o->err.kind = LG_OUT_ALL;
+            }
+        }
+        if (o->err_given && o->err.kind == LG_OUT_FILE) {
+            o->node_err = o->err.pat;
+            o->err.kind = LG_OUT_ALL;
+        }
+        if ((o->node_out && strlen(o->node_out) > 1023) ||
+            (o->node_err && strlen(o->node_err) > 1023)) {
+            fprintf(stderr, "psrun: --output-on-node: a file name pattern over 1023 bytes\n");
+            return 2;
+        }
+    }
     const struct lg_outspec *os[2] = {&o->out, &o->err};
     for (int k = 0; k < 2; k++)
         if (os[k]->kind == LG_OUT_RANK && os[k]->rank >= o->np) {
@@ -735,6 +766,9 @@ static int build_spawn(struct psrun *p, const uint32_t *ids, size_t nids, bool h
     if (p->o.bind_map) psmsg_put_str(&b, PSF_CPU_MAP, p->o.bind_map);
     if (p->o.mem) psmsg_put_u64(&b, PSF_MEM, p->o.mem);
     if (p->o.mem_per_cpu) psmsg_put_u64(&b, PSF_MEM_PER_CPU, p->o.mem_per_cpu);
+    if (p->o.node_out) psmsg_put_str(&b, PSF_OUT_PATTERN, p->o.node_out);
+    if (p->o.node_err) psmsg_put_str(&b, PSF_ERR_PATTERN, p->o.node_err);
+    if ((p->o.node_out || p->o.node_err) && p->o.append) psmsg_put_u32(&b, PSF_OPEN_APPEND, 1);
     psmsg_put_str(&b, PSF_JOB_NAME, job_name(&p->o));
     for (char **a = p->o.argv; *a; a++) psmsg_put_str(&b, PSF_ARG, *a);
     for (size_t i = 0; i < env.n; i++) psmsg_put_str(&b, PSF_ENV, env.v[i]);
