@@ -409,10 +409,11 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
     char cpus_var[16 + 4 * PSCPU_MAX / 2] = "PSI_CPUS=";
     if (s.bind) {
         int out = pscpu_first_outside(&s.cpus, &p->own_cpus);
-        char own[512];
+        char own[256];
         if (out >= 0) {
             if (pscpu_format_list(&p->own_cpus, own, sizeof own) < 0) strcpy(own, "...");
-            snprintf(why, sizeof why, "CPU %d is not a CPU of this node (its CPUs: %s)", out, own);
+            snprintf(why, sizeof why, "CPU %d is not a CPU of this node (its CPUs: %.200s)", out,
+                     own);
             spawn_failed(p, m->id, EINVAL, why);
             return;
         }
