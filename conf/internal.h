@@ -80,6 +80,7 @@ enum conf_key_id {
     CK_MAX_CLIENTS_UID,
     CK_CLIENT_IDLE,
     CK_MAX_TASKS_UID,
+    CK_DONE_JOBS,
     CK_USER,
     CK_ROOT_JOBS,
     CK_NODES,

@@ -55,6 +55,7 @@ void psconf_defaults(struct psconf *c)
     c->max_clients = 4096;
     c->max_clients_uid = 256;
     c->max_tasks_uid = 1024;
+    c->done_jobs = 100;
     strcpy(c->user, "pscluster");
     c->root_jobs = 1;
     c->client_idle_s = 300;

@@ -255,6 +255,7 @@ static const struct conf_key psid_keys[] = {
     UINT_KEY("max_clients_per_uid", CK_MAX_CLIENTS_UID, 1, 1000000, max_clients_uid),
     UINT_KEY("client_idle_s", CK_CLIENT_IDLE, 0, 86400, client_idle_s),
     UINT_KEY("max_tasks_per_uid", CK_MAX_TASKS_UID, 1, 1000000, max_tasks_uid),
+    UINT_KEY("done_jobs", CK_DONE_JOBS, 0, 100000, done_jobs),
     STR_KEY("user", CK_USER, set_user),
     BOOL_KEY("root_jobs", CK_ROOT_JOBS, root_jobs),
     {0},

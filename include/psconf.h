@@ -75,6 +75,7 @@ struct psconf {
     unsigned max_clients;       /* client connections in all (root keeps a share) */
     unsigned max_clients_uid;   /* client connections of one uid (root: no limit) */
     unsigned max_tasks_uid;     /* tasks of one uid on a node, started and queued (root: none) */
+    unsigned done_jobs;         /* records of ended jobs kept (psstat jobs --done); 0: none */
     char user[PSCONF_NAME_MAX]; /* the engine's identity when psid starts as root */
     unsigned root_jobs;         /* 1: tasks may run as root */
     unsigned client_idle_s;     /* a client that sends nothing and holds nothing: closed

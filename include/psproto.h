@@ -231,6 +231,10 @@ enum psm_type {
      * processes there (ETIMEDOUT), which RDP alone notices only with data in flight */
     PSM_PL_NODE_LOST = 85,
     PSM_PMI_EVENT = 90, /* event: a PMI job's rank started PMI, aborts, or broke a rule */
+    /* the last jobs whose client was on this node (psstat jobs --done): PSF_DONE records,
+     * newest first; anyone may ask, and sees every user's */
+    PSM_JOBS_DONE = 92,
+    PSM_JOBS_DONE_REPLY = 93,
 
     /* daemon to daemon (over RDP) */
     PSM_D_HELLO = 0x1000, /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
@@ -376,6 +380,33 @@ enum psf_tag {
     /* u32 1 (PSM_SPAWN, PSM_D_SPAWN): no other job's task on the job's nodes while it runs */
     PSF_EXCLUSIVE = 126,
     PSF_JOB_NAME = 127, /* string (PSM_SPAWN, PSM_D_SPAWN, PSF_TASK): the job's name (-J) */
+    /* CPUs and memory (PSM_SPAWN, copied to PSM_D_SPAWN; include/pscpus.h) */
+    PSF_CPUS_PER_TASK = 128, /* u32 >= 1: CPUs each rank counts for in placement (srun's -c) */
+    PSF_CPU_BIND = 129,      /* u32: enum psbind, | PSBIND_VERBOSE (srun's --cpu-bind) */
+    PSF_CPU_MAP = 130,       /* string: map_cpu's or mask_cpu's LIST */
+    PSF_MEM = 131,           /* u64 > 0: bytes per node, the job's memory.max there (--mem) */
+    PSF_MEM_PER_CPU = 132,   /* u64 > 0: bytes per CPU of the job's ranks on a node */
+    /* string (PSM_RANK, PSM_D_RANK): the CPUs the rank is bound to, "" if it is not */
+    PSF_CPU_LIST = 133,
+    /* u64 (PSM_EXIT, PSM_D_EXIT): the OOM killer ended the rank; the node's limit in bytes */
+    PSF_OOM = 134,
+    /* usage (PSM_EXIT, PSM_D_EXIT of a rank, PSF_NODE_STATS, PSF_DONE records), u64 */
+    PSF_ELAPSED_US = 135,  /* wall clock from the start */
+    PSF_USER_US = 136,     /* user CPU time */
+    PSF_SYS_US = 137,      /* system CPU time */
+    PSF_MAXRSS = 138,      /* bytes: largest resident set (a node: its cgroup's memory.peak) */
+    PSF_READ_BYTES = 139,  /* bytes read (a rank: rchar; a node: io.stat rbytes) */
+    PSF_WRITE_BYTES = 140, /* bytes written (a rank: wchar; a node: io.stat wbytes) */
+    PSF_START_S = 141,     /* u64: CLOCK_REALTIME seconds of a job's start (PSF_DONE) */
+    PSF_END_S = 142,       /* u64: and of its end */
+    /* --output-on-node (PSM_SPAWN, copied to PSM_D_SPAWN; in the spawn credential's digest
+     * with PSF_JOB_NAME): -o's and -e's filename patterns (logger/outfile.h), opened by the
+     * rank's node as the user; PSF_OPEN_APPEND u32 1: append, else the first rank of the
+     * job on the node to open a file truncates it */
+    PSF_OUT_PATTERN = 143,
+    PSF_ERR_PATTERN = 144,
+    PSF_OPEN_APPEND = 145,
+    PSF_NODE_INDEX = 146, /* u32 (PSM_D_SPAWN): the node's index among the job's (%n) */
 
     PSF_NODE = 0x8001,   /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002,   /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */
@@ -383,6 +414,13 @@ enum psf_tag {
                           * and estimates above, PSF_DROP records */
     PSF_DROP = 0x8004,   /* record: PSF_TEXT (reason, e.g. "mac"), PSF_N (packets dropped) */
     PSF_SOCKET = 0x8005, /* record: an accelerated connection (PSM_PL_SOCKETS_REPLY) */
+    /* record (PSM_D_EXIT, PSM_EXIT of a node's last rank of the job): PSF_NODE_ID and the
+     * job's usage there from its cgroup (cpu.stat, memory.peak, io.stat), the fields it has */
+    PSF_NODE_STATS = 0x8006,
+    /* record (PSM_JOBS_DONE_REPLY): a job that ended: PSF_JOB, PSF_JOB_NAME, PSF_UID, PSF_NP,
+     * PSF_STATUS (the first failed rank's wait status, else 0), PSF_START_S, PSF_END_S and its
+     * usage totals */
+    PSF_DONE = 0x8007,
 };
 
 enum psdist { /* PSF_DIST: srun's -m */

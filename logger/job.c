@@ -5,6 +5,7 @@
 #include "outfile.h"
 
 #include "psi_tid.h"
+#include "pscpus.h"
 #include "psproto.h"
 
 #include <errno.h>
@@ -53,6 +54,9 @@ void lg_job_free(struct lg_job *j)
     j->file_dead = NULL;
     j->nfiles = 0;
     lg_input_free(&j->in);
+    free(j->nodes_use);
+    j->nodes_use = NULL;
+    j->nnodes_use = 0;
     j->r = NULL;
     j->dirty = NULL;
 }
@@ -258,6 +262,10 @@ static void on_rank_msg(struct lg_job *j, const struct psmsg *m)
     }
     psmsg_get_u64(&m->body, PSF_TID, &r->tid);
     r->state = LG_R_RUN;
+    char cpus[2100];
+    if (j->cfg.cpu_verbose && psmsg_get_str(&m->body, PSF_CPU_LIST, cpus, sizeof cpus) == 0)
+        lg_job_say(j, "cpu-bind: rank %" PRIu32 " (node %s): %s%s", rank,
+                   node_name(j, r->node, nn, sizeof nn), cpus[0] ? "CPUs " : "not bound", cpus);
     if (j->cfg.verbose)
         lg_job_say(j, "rank %" PRIu32 ": node %" PRIu32 " (%s), task %s", rank, r->node,
                    node_name(j, r->node, nn, sizeof nn), psi_tid_str(r->tid, tid, sizeof tid));
@@ -283,6 +291,8 @@ static int on_io_msg(struct lg_job *j, const struct psmsg *m)
     return emit(j, rank, s, f.val, f.len, false);
 }
 
+static void read_usage(struct lg_job *j, struct lg_rank *r, const struct psmsg *m);
+
 static int on_exit_msg(struct lg_job *j, const struct psmsg *m)
 {
     uint32_t rank, lost = 0, status = 0;
@@ -306,6 +316,7 @@ static int on_exit_msg(struct lg_job *j, const struct psmsg *m)
         return 0;
     }
     psmsg_get_u32(&m->body, PSF_STATUS, &status);
+    read_usage(j, r, m);
     uint32_t pmi = PSPMI_NONE;
     psmsg_get_u32(&m->body, PSF_PMI_STATE, &pmi);
     r->state = LG_R_EXITED;
@@ -317,7 +328,16 @@ static int on_exit_msg(struct lg_job *j, const struct psmsg *m)
         j->torn++; /* one the caller killed: its end is not news */
         return 0;
     }
-    if (code) {
+    if (code && r->oom) { /* as srun says it: the OOM killer, and the limit */
+        char lim[32], nn[64];
+        ps_format_size(r->oom, lim, sizeof lim);
+        j->failed++;
+        lg_exitagg_add(&j->agg, rank, code);
+        lg_job_say(j, "rank %" PRIu32 " (node %s): out of memory (limit %s)", rank,
+                   node_name(j, r->node, nn, sizeof nn), lim);
+        if (j->cfg.mpi && (j->mpi_active || pmi == PSPMI_INIT))
+            mpi_fatal(j, "rank %" PRIu32 " failed", rank);
+    } else if (code) {
         char how[128];
         rank_failed(j, rank, code, lg_status_text(status, how, sizeof how));
         if (j->cfg.mpi && (j->mpi_active || pmi == PSPMI_INIT))
@@ -328,6 +348,37 @@ static int on_exit_msg(struct lg_job *j, const struct psmsg *m)
         mpi_fatal(j, "rank %" PRIu32 " left the job without MPI_Finalize", rank);
     }
     return 0;
+}
+
+/* u's fields from a message body or a PSF_NODE_STATS record */
+static void usage_of(const struct psmsg_view *v, struct lg_usage *u)
+{
+    u->have = true;
+    psmsg_get_u64(v, PSF_ELAPSED_US, &u->elapsed_us);
+    u->have_cpu = psmsg_get_u64(v, PSF_USER_US, &u->user_us) == 0;
+    psmsg_get_u64(v, PSF_SYS_US, &u->sys_us);
+    u->have_rss = psmsg_get_u64(v, PSF_MAXRSS, &u->maxrss) == 0;
+    u->have_io = psmsg_get_u64(v, PSF_READ_BYTES, &u->rbytes) == 0;
+    psmsg_get_u64(v, PSF_WRITE_BYTES, &u->wbytes);
+}
+
+/* A rank's end: its usage, its OOM report, and its node's usage when it was the last */
+static void read_usage(struct lg_job *j, struct lg_rank *r, const struct psmsg *m)
+{
+    uint64_t x;
+    if (psmsg_get_u64(&m->body, PSF_ELAPSED_US, &x) == 0) usage_of(&m->body, &r->use);
+    r->use.node = r->node;
+    psmsg_get_u64(&m->body, PSF_OOM, &r->oom);
+    struct psmsg_field f;
+    if (!psmsg_find(&m->body, PSF_NODE_STATS, &f)) return;
+    struct psmsg_view rv = psmsg_record(&f);
+    struct lg_usage *v = realloc(j->nodes_use, (j->nnodes_use + 1) * sizeof *v);
+    if (!v) return;
+    j->nodes_use = v;
+    struct lg_usage *u = &v[j->nnodes_use++];
+    memset(u, 0, sizeof *u);
+    usage_of(&rv, u);
+    psmsg_get_u32(&rv, PSF_NODE_ID, &u->node);
 }
 
 static void on_pmi_msg(struct lg_job *j, const struct psmsg *m)

@@ -42,10 +42,20 @@ enum lg_rank_state {
     LG_R_LOST,     /* its node was lost */
 };
 
+/* Usage as psid reports it (PSM_EXIT; PSF_NODE_STATS): microseconds and bytes. */
+struct lg_usage {
+    bool have; /* the figures came */
+    uint32_t node;
+    uint64_t elapsed_us, user_us, sys_us, maxrss, rbytes, wbytes;
+    bool have_cpu, have_rss, have_io; /* a node's: which of its cgroup's files it had */
+};
+
 struct lg_rank {
     uint8_t state;
-    bool eos[2]; /* end of stdout, stderr seen */
-    bool dirty;  /* on the list of ranks with an acknowledgement to send */
+    struct lg_usage use; /* at its end */
+    uint64_t oom;        /* killed by the OOM killer: the node's limit (bytes) */
+    bool eos[2];         /* end of stdout, stderr seen */
+    bool dirty;          /* on the list of ranks with an acknowledgement to send */
     uint32_t node;
     uint64_t tid;
     uint32_t status; /* wait(2) status (LG_R_EXITED) */
@@ -64,6 +74,7 @@ struct lg_job_cfg {
     const struct psi_nodetab *nodes; /* names in messages (may be NULL) */
     size_t line_max;                 /* 0: PSI_IO_WINDOW / 2 */
     bool mpi;                        /* the ranks have PMI (psrun --mpi other than none) */
+    bool cpu_verbose;                /* --cpu-bind=verbose: a line per rank with its CPUs */
 };
 
 struct lg_job {
@@ -98,6 +109,8 @@ struct lg_job {
     struct lg_outq *files; /* a queue per output file, written by the caller */
     bool *file_dead;       /* a file that failed: its output is acknowledged unwritten */
     size_t nfiles;
+    struct lg_usage *nodes_use; /* PSF_NODE_STATS: the job's usage per node, from its cgroup */
+    size_t nnodes_use;
 };
 
 /* 0, or -1 (ENOMEM). spawn_id: the id of the PSM_SPAWN request sent on conn. */

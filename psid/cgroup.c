@@ -7,9 +7,13 @@
  * the cgroup2 mount of /proc/self/mountinfo), named after a hash of this node's client
  * socket path: two psids of one machine (a loopback cluster, two clusters at once) never
  * share one, and the psid started after a crash finds its predecessor's. Under systemd the
- * unit delegates its subtree (Delegate=yes in conf/psid.service). No controller is
- * enabled: psid uses only cgroup.procs, cgroup.kill and cgroup.events, which need none, so
- * psid itself may stay in its own cgroup.
+ * unit delegates its subtree (Delegate=yes in conf/psid.service). For the rest psid uses
+ * only cgroup.procs, cgroup.kill, cgroup.events and cpu.stat, which need no controller, so
+ * psid itself may stay in its own cgroup. The memory controller (--mem: a job's memory.max,
+ * memory.events, memory.peak) and the io controller (io.stat) are enabled in the base's
+ * cgroup.subtree_control when psid's own cgroup has them for its children (cgroup.controllers
+ * of the base): the root cgroup, or a parent that enabled them; otherwise --mem is refused
+ * with that reason, and the usage of a job comes from its ranks alone.
  *
  * A job's directory, job-HOME-NUMBER, is made when its first rank is queued here and held
  * while ranks of it are queued or tasks of it are in the table (cgroup_hold). Each task
@@ -55,9 +59,11 @@
 
 struct cg_job {
     uint64_t job;
-    bool made;    /* its directory exists */
-    long held;    /* queued ranks and tasks in the table */
-    long running; /* tasks whose own process has not exited */
+    uint64_t mem_max;   /* --mem: memory.max written, 0: none */
+    uint64_t oom_kills; /* memory.events oom_kill counted */
+    bool made;          /* its directory exists */
+    long held;          /* queued ranks and tasks in the table */
+    long running;       /* tasks whose own process has not exited */
     unsigned tries;
     uint64_t timer;
     struct cgroups *cg;
@@ -69,6 +75,7 @@ struct cgroups {
     int base_fd; /* the base directory, O_PATH */
     char base[4096];
     struct cg_job *jobs;
+    bool memory, io; /* the controllers are on for the job directories */
 };
 
 static int read_line_with(const char *path, const char *prefix, char *out, size_t len)
@@ -164,6 +171,37 @@ static void sweep(struct cgroups *cg)
     closedir(dir);
 }
 
+/* Whether the word w is in the file name (of the base), a list of words. */
+static bool file_has_word(int dirfd, const char *name, const char *w)
+{
+    char buf[512];
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return false;
+    buf[n] = 0;
+    size_t wl = strlen(w);
+    for (char *p = buf; (p = strstr(p, w)); p += wl)
+        if ((p == buf || p[-1] == ' ') && (p[wl] == ' ' || p[wl] == '\n' || !p[wl])) return true;
+    return false;
+}
+
+/* The memory and io controllers for the job directories, where the base has them. */
+static void enable_controllers(struct cgroups *cg)
+{
+    const char *names[] = {"memory", "io"};
+    bool *on[] = {&cg->memory, &cg->io};
+    for (int i = 0; i < 2; i++) {
+        if (!file_has_word(cg->base_fd, "cgroup.controllers", names[i])) continue;
+        char cmd[16];
+        int n = snprintf(cmd, sizeof cmd, "+%s", names[i]);
+        int fd = openat(cg->base_fd, "cgroup.subtree_control", O_WRONLY | O_CLOEXEC);
+        if (fd >= 0 && write(fd, cmd, (size_t)n) == n) *on[i] = true;
+        if (fd >= 0) close(fd);
+    }
+}
+
 struct cgroups *cgroup_open(struct loop *loop, const char *socket_path)
 {
     char mnt[2048], own[2048];
@@ -192,7 +230,9 @@ struct cgroups *cgroup_open(struct loop *loop, const char *socket_path)
         return NULL;
     }
     sweep(cg);
-    log_notice("each job's tasks in a cgroup under %s", cg->base);
+    enable_controllers(cg);
+    log_notice("each job's tasks in a cgroup under %s%s%s", cg->base,
+               cg->memory ? " (memory controller on)" : "", cg->io ? " (io controller on)" : "");
     return cg;
 }
 
@@ -306,6 +346,118 @@ long cgroup_running(struct cgroups *cg, uint64_t job, long delta)
     if (n)
         log_info("job %u:%u: its tasks here have exited; %d processes they left killed",
                  PSTID_NODE(job), (unsigned)PSTID_PID(job), n);
+    return 0;
+}
+
+int cgroup_set_mem(struct cgroups *cg, uint64_t job, uint64_t bytes, char *why, size_t whylen)
+{
+    struct cg_job *j = find(cg, job);
+    if (!cg || !j || !j->made) {
+        snprintf(why, whylen, "--mem needs a cgroup per job, which psid does not have here");
+        return -1;
+    }
+    if (!cg->memory) {
+        snprintf(why, whylen,
+                 "--mem: the memory controller is not available to psid's cgroup %s (cgroup v2 "
+                 "with memory in the parent's cgroup.subtree_control)",
+                 cg->base);
+        return -1;
+    }
+    char path[100], val[32];
+    job_name(job, path, 64);
+    strcat(path, "/memory.max");
+    int n = snprintf(val, sizeof val, "%llu", (unsigned long long)bytes);
+    int fd = openat(cg->base_fd, path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, val, (size_t)n) != n) {
+        snprintf(why, whylen, "--mem: %s/%s: %s", cg->base, path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    close(fd);
+    j->mem_max = bytes;
+    j->oom_kills = 0;
+    return 0;
+}
+
+uint64_t cgroup_mem(struct cgroups *cg, uint64_t job)
+{
+    struct cg_job *j = find(cg, job);
+    return j ? j->mem_max : 0;
+}
+
+/* The value after "key " on a line of a job directory's file: 0, or -1 */
+static int read_key(struct cgroups *cg, uint64_t job, const char *file, const char *key,
+                    uint64_t *out)
+{
+    char path[100], line[256];
+    job_name(job, path, 64);
+    strcat(path, "/");
+    strcat(path, file);
+    int fd = openat(cg->base_fd, path, O_RDONLY | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    int rc = -1;
+    size_t kl = strlen(key);
+    while (rc < 0 && fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, kl) || line[kl] != ' ') continue;
+        *out = strtoull(line + kl + 1, NULL, 10);
+        rc = 0;
+    }
+    fclose(f);
+    return rc;
+}
+
+uint64_t cgroup_new_oom_kills(struct cgroups *cg, uint64_t job)
+{
+    struct cg_job *j = find(cg, job);
+    uint64_t n = 0;
+    if (!j || !j->mem_max || read_key(cg, job, "memory.events", "oom_kill", &n) < 0) return 0;
+    uint64_t fresh = n > j->oom_kills ? n - j->oom_kills : 0;
+    j->oom_kills = n;
+    return fresh;
+}
+
+int cgroup_usage(struct cgroups *cg, uint64_t job, struct cg_usage *u)
+{
+    memset(u, 0, sizeof *u);
+    struct cg_job *j = find(cg, job);
+    if (!j || !j->made) return -1;
+    if (read_key(cg, job, "cpu.stat", "user_usec", &u->user_us) == 0 &&
+        read_key(cg, job, "cpu.stat", "system_usec", &u->sys_us) == 0)
+        u->have |= CG_HAVE_CPU;
+    char path[100];
+    job_name(job, path, 64);
+    strcat(path, "/memory.peak");
+    int fd = openat(cg->base_fd, path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        char buf[32];
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        if (n > 0) {
+            buf[n] = 0;
+            u->peak = strtoull(buf, NULL, 10);
+            u->have |= CG_HAVE_PEAK;
+        }
+        close(fd);
+    }
+    /* io.stat: a line per device, "MAJ:MIN rbytes=N wbytes=N rios=N ..." */
+    job_name(job, path, 64);
+    strcat(path, "/io.stat");
+    fd = cg->io ? openat(cg->base_fd, path, O_RDONLY | O_CLOEXEC) : -1;
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f && fd >= 0) close(fd);
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        char *p;
+        if ((p = strstr(line, " rbytes="))) u->rbytes += strtoull(p + 8, NULL, 10);
+        if ((p = strstr(line, " wbytes="))) u->wbytes += strtoull(p + 8, NULL, 10);
+    }
+    if (f) {
+        fclose(f);
+        u->have |= CG_HAVE_IO;
+    }
     return 0;
 }
 

@@ -38,4 +38,23 @@ void cgroup_hold(struct cgroups *cg, uint64_t job, long delta);
  * behind); the count left is returned. A job without a hold, or NULL cg: nothing, 0. */
 long cgroup_running(struct cgroups *cg, uint64_t job, long delta);
 
+/* --mem: the job's memory.max here (bytes). The base gets the memory controller for its
+ * job directories when the kernel lets it (cgroup.c). 0, or -1 with why (no cgroups, no
+ * memory controller for psid's cgroup, the write refused). */
+int cgroup_set_mem(struct cgroups *cg, uint64_t job, uint64_t bytes, char *why, size_t whylen);
+/* The job's memory.max here, 0 if none was set. */
+uint64_t cgroup_mem(struct cgroups *cg, uint64_t job);
+/* OOM kills in the job's directory not counted before (memory.events oom_kill): their number,
+ * now counted. */
+uint64_t cgroup_new_oom_kills(struct cgroups *cg, uint64_t job);
+/* The job's usage here from its directory: what the kernel has of cpu.stat (user_usec,
+ * system_usec), memory.peak and io.stat (rbytes, wbytes summed over the devices). have: a bit
+ * per field found (CG_HAVE_*). 0, or -1 (no directory). */
+enum { CG_HAVE_CPU = 1, CG_HAVE_PEAK = 2, CG_HAVE_IO = 4 };
+struct cg_usage {
+    unsigned have;
+    uint64_t user_us, sys_us, peak, rbytes, wbytes;
+};
+int cgroup_usage(struct cgroups *cg, uint64_t job, struct cg_usage *u);
+
 #endif

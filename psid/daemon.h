@@ -41,6 +41,7 @@
 #include "module.h"
 #include "psloop.h"
 #include "psconf.h"
+#include "pscpus.h"
 #include "psproto.h"
 #include "rdp.h"
 #include "spawncred.h"
@@ -97,6 +98,8 @@ struct cgroups;
 struct privcall;
 struct spawned;
 struct pmijob;
+struct binding;
+struct doneq;
 
 struct psid {
     struct psconf conf;
@@ -137,6 +140,8 @@ struct psid {
     struct preload *preload; /* preload endpoints, listeners, negotiations */
     struct modtab modtab;    /* what each module handles (module.c) */
     struct pmijob *pmi;      /* MPI jobs' PMI state on this node (pmi.c) */
+    struct binding *binding; /* this node's CPUs and the tasks bound to them (binding.c) */
+    struct doneq *done;      /* the last jobs that ended here (jobs.c, psstat jobs --done) */
 };
 
 /* A request to other daemons that waits for their answers (signals, task lists). */
@@ -231,6 +236,8 @@ size_t tasks_of_uid(struct psid *d, uint32_t uid); /* in the table, exited or no
 size_t tasks_of_job(struct psid *d, uint64_t job, bool other);
 /* The job name (-J) of task tid, for psstat tasks. */
 void tasks_set_name(struct psid *d, uint64_t tid, const char *name);
+/* Task tid is bound to s (binding.c): held until it leaves the table. */
+void tasks_set_cpus(struct psid *d, uint64_t tid, const struct pscpuset *s);
 /* This node's task count and its epoch, for a rank or exit report to a home node. */
 void tasks_put_count(struct psid *d, struct psmsg_buf *b);
 
@@ -246,6 +253,13 @@ struct priv_spawn_req {
     const uint8_t *cred;             /* the job's spawn credential for this node */
     size_t credlen;
     bool want_pmi; /* a PMI socket: the child's end in the task (PMI_FD), ours in *s */
+    const struct pscpuset *cpus; /* bind the task to these CPUs; NULL: not bound */
+    /* --output-on-node: the patterns of its output files (NULL: none), the open mode, the
+     * node's index among the job's, the job's name */
+    const char *out_pat, *err_pat;
+    bool append;
+    uint32_t nodeidx;
+    const char *name;
 };
 /* What a job's spawn credentials are asked for (spawncred.h): one per target node. */
 struct priv_cred_req {
@@ -278,8 +292,12 @@ void priv_signal_fd(struct psid *d, int pidfd, int sig); /* a client that asked 
  * by the privileged child's user namespace (made by root). 1 yes, 0 no, -1 and errno when
  * the child cannot say (EPERM: psid does not run as root). */
 int priv_netns(struct psid *d, int sock);
+/* A task's usage at its exit, from the privileged child (PRIV_EXIT). */
+struct task_usage {
+    uint64_t user_us, sys_us, maxrss, rchar, wchar;
+};
 /* The privileged child's PRIV_EXIT (tasks.c). */
-void tasks_exited(struct psid *d, pid_t pid, uint32_t status);
+void tasks_exited(struct psid *d, pid_t pid, uint32_t status, const struct task_usage *u);
 
 /* spawnq.c */
 void spawnq_request(struct psid *d, uint32_t from, const struct psmsg *m); /* PSM_D_SPAWN */

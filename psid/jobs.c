@@ -20,6 +20,7 @@
 #include "log.h"
 #include "placement.h"
 #include "pmi.h"
+#include "../logger/outfile.h"
 #include "bebytes.h"
 #include "psmsg.h"
 
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum rank_state { R_PENDING, R_RUNNING, R_DONE };
 
@@ -36,8 +38,35 @@ struct rank_info {
     uint8_t state;
 };
 
+/* A job's usage so far, from its ranks' ends (copy_usage). */
+struct job_tot {
+    uint64_t user_us, sys_us;           /* the nodes' cgroups (cpu.stat) */
+    uint64_t rank_user_us, rank_sys_us; /* ranks on nodes without cgroup figures */
+    uint64_t maxrss;                    /* the largest rank's, or a node's memory.peak */
+    uint64_t rbytes, wbytes;            /* the ranks' rchar, wchar */
+    uint64_t rbytes_cg, wbytes_cg;      /* the nodes' io.stat */
+    uint32_t status;                    /* the first failed rank's wait status */
+};
+
+/* An ended job in the done ring (psstat jobs --done). */
+struct done_rec {
+    uint64_t job, start_s, end_s;
+    uint32_t uid, np;
+    char name[64];
+    struct job_tot tot;
+};
+
+/* The ring: the last psid.done_jobs records, the oldest overwritten. */
+struct doneq {
+    struct done_rec *v;
+    size_t cap, n, next; /* next: where the next record goes */
+};
+
 struct job {
     struct psid *d;
+    char name[64];     /* -J */
+    uint64_t start_ns; /* CLOCK_REALTIME at the spawn */
+    struct job_tot tot;
     uint64_t id;  /* PSTID(home node, a number never reused: new_job_id) */
     uint32_t uid; /* its owner: the client's, from SO_PEERCRED */
     struct client *client;
@@ -58,6 +87,13 @@ struct job {
     struct pmi_plan held_plan; /* and its PMI plan (pmihome.c) */
     struct job *next;
 };
+
+static uint64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 struct job *jobs_find(struct psid *d, uint64_t id)
 {
@@ -185,6 +221,7 @@ struct fanout {
     const struct psconf *conf;
     uint8_t (*creds)[SPAWNCRED_LEN]; /* parallel to conf->nodes */
     const struct pmi_plan *pmi;
+    uint32_t nodeidx; /* the next node's index among the job's (%n of output files) */
 };
 
 /* The argv, environment, cwd, umask and input rank a PSM_D_SPAWN carries over from the
@@ -192,7 +229,10 @@ struct fanout {
 static bool copied_to_nodes(uint16_t tag)
 {
     return tag == PSF_ARG || tag == PSF_ENV || tag == PSF_CWD || tag == PSF_UMASK ||
-           tag == PSF_INPUT || tag == PSF_EXCLUSIVE || tag == PSF_JOB_NAME;
+           tag == PSF_INPUT || tag == PSF_EXCLUSIVE || tag == PSF_JOB_NAME ||
+           tag == PSF_CPUS_PER_TASK || tag == PSF_CPU_BIND || tag == PSF_CPU_MAP ||
+           tag == PSF_MEM || tag == PSF_MEM_PER_CPU || tag == PSF_OVERBOOK ||
+           tag == PSF_OUT_PATTERN || tag == PSF_ERR_PATTERN || tag == PSF_OPEN_APPEND;
 }
 
 /* A job of a user (not root) that would place more ranks on one node than the user may
@@ -249,6 +289,16 @@ static void job_digest(const struct psmsg *m, uint8_t out[32])
         if (f.tag == PSF_ARG) spawncred_hash_arg(&h, f.val, f.len);
     for (pos = 0; psmsg_next(&m->body, &pos, &f);)
         if (f.tag == PSF_ENV) spawncred_hash_env(&h, f.val, f.len);
+    /* --output-on-node: the files the nodes open, as their spawn queues read them */
+    char opat[1024], err[1024], name[64];
+    uint32_t append = 0;
+    bool has_out = psmsg_get_str(&m->body, PSF_OUT_PATTERN, opat, sizeof opat) == 0,
+         has_err = psmsg_get_str(&m->body, PSF_ERR_PATTERN, err, sizeof err) == 0;
+    if (has_out || has_err) {
+        if (psmsg_get_str(&m->body, PSF_JOB_NAME, name, sizeof name) < 0) name[0] = 0;
+        psmsg_get_u32(&m->body, PSF_OPEN_APPEND, &append);
+        spawncred_hash_out(&h, has_out ? opat : NULL, has_err ? err : NULL, append, name);
+    }
     char cwd[4096];
     uint32_t umask = 022;
     if (psmsg_get_str(&m->body, PSF_CWD, cwd, sizeof cwd) < 0) cwd[0] = 0;
@@ -331,6 +381,7 @@ static void send_spawn(struct psid *d, uint32_t node, void *arg)
         if (copied_to_nodes(f.tag)) psmsg_put_bytes(&b, f.tag, f.val, f.len);
     for (uint32_t r = 0; r < j->np; r++)
         if (j->ranks[r].node == node) psmsg_put_u32(&b, PSF_RANK, r);
+    psmsg_put_u32(&b, PSF_NODE_INDEX, fo->nodeidx++);
     const struct psconf_node *cn = psconf_node_by_id(fo->conf, node);
     if (cn) psmsg_put_bytes(&b, PSF_CRED, fo->creds[cn - fo->conf->nodes], SPAWNCRED_LEN);
     pmi_plan_put(fo->pmi, node, &b);
@@ -359,6 +410,33 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
     psmsg_get_u32(&m->body, PSF_NODES_MIN, &po.nmin);
     psmsg_get_u32(&m->body, PSF_NODES_MAX, &po.nmax);
     psmsg_get_u32(&m->body, PSF_EXCLUSIVE, &excl);
+    uint32_t cpt = 1, bind = PSBIND_AUTO;
+    uint64_t mem = 0, mem_per_cpu = 0;
+    char map[PSCPU_MAP_MAX * 8];
+    psmsg_get_u32(&m->body, PSF_CPUS_PER_TASK, &cpt);
+    psmsg_get_u32(&m->body, PSF_CPU_BIND, &bind);
+    bool has_mem = psmsg_get_u64(&m->body, PSF_MEM, &mem) == 0;
+    bool has_mpc = psmsg_get_u64(&m->body, PSF_MEM_PER_CPU, &mem_per_cpu) == 0;
+    uint32_t mode = bind & PSBIND_MODE_MASK;
+    bool needs_map = mode == PSBIND_MAP_CPU || mode == PSBIND_MASK_CPU;
+    bool has_map = psmsg_get_str(&m->body, PSF_CPU_MAP, map, sizeof map) == 0;
+    if (cpt == 0 || cpt > PSCPU_MAX || mode > PSBIND_MASK_CPU || (bind & ~0x1ffu) ||
+        needs_map != has_map ||
+        (needs_map && pscpu_map_check(map, mode == PSBIND_MASK_CPU, NULL, NULL, 0) < 0) ||
+        (has_mem && !mem) || (has_mpc && !mem_per_cpu) || (has_mem && has_mpc)) {
+        client_error(c, m->id, EINVAL, "bad CPUs per task, CPU binding or memory size");
+        return;
+    }
+    const uint16_t pat_tags[2] = {PSF_OUT_PATTERN, PSF_ERR_PATTERN};
+    for (int k = 0; k < 2; k++) {
+        char pat[1024], perr[200];
+        if (psmsg_find(&m->body, pat_tags[k], &f) && (psmsg_field_str(&f, pat, sizeof pat) < 0 ||
+                                                      lg_pat_check(pat, perr, sizeof perr) < 0)) {
+            client_error(c, m->id, EINVAL, "bad output file pattern (--output-on-node)");
+            return;
+        }
+    }
+    po.cpt = cpt;
     if (np == 0 || np > 1000000) {
         client_error(c, m->id, EINVAL, "bad number of ranks");
         return;
@@ -413,10 +491,12 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
                       .client = c,
                       .cid = m->id,
                       .np = np,
+                      .start_ns = realtime_ns(),
                       .req = ++d->next_req,
                       .ranks = ranks,
                       .next = d->jobs};
     d->jobs = j;
+    if (psmsg_get_str(&m->body, PSF_JOB_NAME, j->name, sizeof j->name) < 0) j->name[0] = 0;
     uint32_t input = 0;
     if (psmsg_get_u32(&m->body, PSF_INPUT, &input) == 0 && input == PSI_ALL_RANKS)
         j->in_racked = calloc(np, sizeof *j->in_racked); /* NULL: counted in in_acked */
@@ -473,7 +553,7 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
         j = NULL;
         goto out;
     }
-    struct fanout fo = {j, m, client_uid(c), client_gid(c), &d->conf, creds, &plan};
+    struct fanout fo = {j, m, client_uid(c), client_gid(c), &d->conf, creds, &plan, 0};
     j = NULL;
     jobs_foreach_node(d->jobs, send_spawn, &fo);
 out:
@@ -483,6 +563,45 @@ out:
     free(j);
     free(ranks);
     free(creds);
+}
+
+/* A rank's end: its OOM report, its usage and its node's (PSF_NODE_STATS) go to the client
+ * as they came, and into the job's totals for the done ring. */
+static void copy_usage(struct job *j, uint32_t rank, uint32_t from, const struct psmsg *m,
+                       struct psmsg_buf *b, uint32_t status)
+{
+    static const uint16_t tags[] = {PSF_OOM,    PSF_ELAPSED_US, PSF_USER_US,    PSF_SYS_US,
+                                    PSF_MAXRSS, PSF_READ_BYTES, PSF_WRITE_BYTES};
+    uint64_t v[7] = {0};
+    (void)rank;
+    for (size_t i = 0; i < 7; i++)
+        if (psmsg_get_u64(&m->body, tags[i], &v[i]) == 0) psmsg_put_u64(b, tags[i], v[i]);
+    struct psmsg_field f;
+    bool node = false;
+    if (psmsg_find(&m->body, PSF_NODE_STATS, &f)) {
+        struct psmsg_view rv = {f.val, f.len};
+        uint32_t id = 0;
+        if (psmsg_get_u32(&rv, PSF_NODE_ID, &id) == 0 && id == from) {
+            psmsg_put_bytes(b, PSF_NODE_STATS, f.val, f.len);
+            uint64_t x;
+            if (psmsg_get_u64(&rv, PSF_USER_US, &x) == 0) {
+                j->tot.user_us += x;
+                node = true;
+            }
+            if (psmsg_get_u64(&rv, PSF_SYS_US, &x) == 0) j->tot.sys_us += x;
+            if (psmsg_get_u64(&rv, PSF_MAXRSS, &x) == 0 && x > j->tot.maxrss) j->tot.maxrss = x;
+            if (psmsg_get_u64(&rv, PSF_READ_BYTES, &x) == 0) j->tot.rbytes_cg += x;
+            if (psmsg_get_u64(&rv, PSF_WRITE_BYTES, &x) == 0) j->tot.wbytes_cg += x;
+        }
+    }
+    if (!node) { /* no cgroup figures there: the rank's own */
+        j->tot.rank_user_us += v[2];
+        j->tot.rank_sys_us += v[3];
+    }
+    if (v[4] > j->tot.maxrss) j->tot.maxrss = v[4];
+    j->tot.rbytes += v[5];
+    j->tot.wbytes += v[6];
+    if (status && !j->tot.status) j->tot.status = status;
 }
 
 static void to_client(struct job *j, struct psmsg_buf *b)
@@ -530,6 +649,9 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
             ri->tid = tid;
             ri->state = R_RUNNING;
             psmsg_put_u64(&b, PSF_TID, tid);
+            char cpus[4 * PSCPU_MAX / 2 + 8];
+            if (psmsg_get_str(&m->body, PSF_CPU_LIST, cpus, sizeof cpus) == 0)
+                psmsg_put_str(&b, PSF_CPU_LIST, cpus);
         } else {
             char text[512] = "cannot start";
             psmsg_get_str(&m->body, PSF_TEXT, text, sizeof text);
@@ -567,6 +689,7 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
         psmsg_get_u32(&m->body, PSF_STATUS, &u);
         psmsg_put_u32(&b, PSF_STATUS, u);
         if (psmsg_get_u32(&m->body, PSF_PMI_STATE, &u) == 0) psmsg_put_u32(&b, PSF_PMI_STATE, u);
+        copy_usage(j, rank, from, m, &b, u);
         rank_done(j, rank);
         break;
     case PSM_D_PMI_EVENT: { /* a rank's PMI: started, aborts, a note (pmi.c) */
@@ -669,10 +792,71 @@ static void send_gone(struct psid *d, uint32_t node, void *arg)
     psmsg_buf_free(&b);
 }
 
+/* A job that ran goes into the done ring. */
+static void remember(struct psid *d, const struct job *j)
+{
+    size_t cap = d->conf.done_jobs;
+    if (!cap) return;
+    struct doneq *q = d->done;
+    if (!q && !(q = d->done = calloc(1, sizeof *q))) return;
+    if (!q->v && !(q->v = calloc(cap, sizeof *q->v))) return;
+    q->cap = cap;
+    struct done_rec *r = &q->v[q->next];
+    *r = (struct done_rec){.job = j->id,
+                           .start_s = j->start_ns / 1000000000ull,
+                           .end_s = realtime_ns() / 1000000000ull,
+                           .uid = j->uid,
+                           .np = j->np,
+                           .tot = j->tot};
+    snprintf(r->name, sizeof r->name, "%s", j->name);
+    q->next = (q->next + 1) % cap;
+    if (q->n < cap) q->n++;
+}
+
+static void put_done(struct psmsg_buf *b, const struct done_rec *r)
+{
+    psmsg_record_begin(b, PSF_DONE);
+    psmsg_put_u64(b, PSF_JOB, r->job);
+    psmsg_put_str(b, PSF_JOB_NAME, r->name);
+    psmsg_put_u32(b, PSF_UID, r->uid);
+    psmsg_put_u32(b, PSF_NP, r->np);
+    psmsg_put_u32(b, PSF_STATUS, r->tot.status);
+    psmsg_put_u64(b, PSF_START_S, r->start_s);
+    psmsg_put_u64(b, PSF_END_S, r->end_s);
+    psmsg_put_u64(b, PSF_ELAPSED_US, (r->end_s - r->start_s) * 1000000ull);
+    psmsg_put_u64(b, PSF_USER_US, r->tot.user_us + r->tot.rank_user_us);
+    psmsg_put_u64(b, PSF_SYS_US, r->tot.sys_us + r->tot.rank_sys_us);
+    psmsg_put_u64(b, PSF_MAXRSS, r->tot.maxrss);
+    psmsg_put_u64(b, PSF_READ_BYTES, r->tot.rbytes);
+    psmsg_put_u64(b, PSF_WRITE_BYTES, r->tot.wbytes);
+    psmsg_record_end(b);
+}
+
+/* PSM_JOBS_DONE: the ring, newest first, as much as fits one reply */
+static void jobs_done_request(struct psid *d, struct client *c, const struct psmsg *m)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_JOBS_DONE_REPLY, m->id);
+    psmsg_put_u32(&b, PSF_SELF, d->self->id);
+    const struct doneq *q = d->done;
+    for (size_t k = 0; q && k < q->n && b.len + 512 < PSMSG_MAX; k++)
+        put_done(&b, &q->v[(q->next + q->cap - 1 - k) % q->cap]);
+    client_send(c, &b);
+    psmsg_buf_free(&b);
+}
+
+static void jobs_done_free(struct psid *d)
+{
+    if (d->done) free(d->done->v);
+    free(d->done);
+    d->done = NULL;
+}
+
 void jobs_client_gone(struct psid *d, struct client *c)
 {
     struct job *j = job_of_client(d, c);
     if (!j) return;
+    if (!j->held) remember(d, j);
     j->client = NULL;
     bool open = false, held = j->held != NULL; /* a held job started nothing */
     for (uint32_t r = 0; r < j->np; r++) {
@@ -717,7 +901,7 @@ static void jobs_go(struct psid *d, struct client *c, const struct psmsg *m)
         return;
     }
     struct psmsg req = {.type = j->held_type, .id = j->cid, .body = {j->held, j->held_len}};
-    struct fanout fo = {j, &req, j->uid, j->gid, &d->conf, j->held_creds, &j->held_plan};
+    struct fanout fo = {j, &req, j->uid, j->gid, &d->conf, j->held_creds, &j->held_plan, 0};
     jobs_foreach_node(j, send_spawn, &fo);
     free(j->held);
     free(j->held_creds);
@@ -734,11 +918,14 @@ static void jobs_request(struct psid *d, struct client *c, const struct psmsg *m
         jobs_go(d, c, m);
     else if (m->type == PSM_IO_ACK)
         jobs_io_ack(d, c, m);
+    else if (m->type == PSM_JOBS_DONE)
+        jobs_done_request(d, c, m);
     else
         jobs_input(d, c, m);
 }
 
-static const uint16_t jobs_requests[] = {PSM_SPAWN, PSM_SPAWN_GO, PSM_IO_ACK, PSM_INPUT, 0};
+static const uint16_t jobs_requests[] = {PSM_SPAWN, PSM_SPAWN_GO,  PSM_IO_ACK,
+                                         PSM_INPUT, PSM_JOBS_DONE, 0};
 static const uint16_t jobs_messages[] = {PSM_D_RANK, PSM_D_IO,        PSM_D_INPUT_ACK,
                                          PSM_D_EXIT, PSM_D_PMI_EVENT, 0};
 const struct psid_module jobs_module = {.name = "jobs",
@@ -748,4 +935,5 @@ const struct psid_module jobs_module = {.name = "jobs",
                                         .message = jobs_from_daemon,
                                         .client_gone = jobs_client_gone,
                                         .client_busy = jobs_client_busy,
-                                        .node_lost = jobs_node_lost};
+                                        .node_lost = jobs_node_lost,
+                                        .stop = jobs_done_free};

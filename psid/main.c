@@ -9,6 +9,7 @@
 #include "cgroup.h"
 #include "psversion.h"
 #include "daemon.h"
+#include "binding.h"
 #include "module.h"
 #include "log.h"
 
@@ -167,6 +168,7 @@ int main(int argc, char **argv)
     if (rdplink_start(&d) < 0 || membership_start(&d) < 0 || clients_start(&d) < 0) goto out;
     const char *sock = clients_socket_path(&d);
     d.cgroups = cgroup_open(d.loop, sock); /* NULL: process groups only */
+    binding_init(&d);                      /* the node's CPUs, before the sandbox */
     if (privsep_prepare(&d, err, sizeof err) < 0) {
         log_err("%s", err);
         goto out;
@@ -206,6 +208,7 @@ out:
     rdplink_stop(&d);
     send_free(&d);
     modules_stop(&d);
+    binding_free(&d);
     if (d.sig_fd >= 0) close(d.sig_fd);
     loop_free(d.loop);
     psconf_free(&d.conf);

@@ -16,8 +16,8 @@ static uint64_t busy(const struct place_node *p, uint32_t extra)
 /* how many ranks node p may take (UINT32_MAX: no limit) */
 static uint32_t room(const struct place_node *p, const struct place_opts *o)
 {
-    uint32_t r = UINT32_MAX;
-    if (!o->overbook) r = p->used >= p->cpus ? 0 : p->cpus - p->used;
+    uint32_t r = UINT32_MAX, cpt = o->cpt ? o->cpt : 1;
+    if (!o->overbook) r = p->used >= p->cpus ? 0 : (p->cpus - p->used) / cpt;
     if (o->ppn && o->ppn < r) r = o->ppn;
     if (o->exclusive && p->used) r = 0;
     return r;
@@ -136,9 +136,10 @@ int place_job(const struct place_node *nodes, size_t n, uint32_t np, const struc
                          o->ppn);
             else
                 snprintf(why, whylen,
-                         "%u ranks do not fit the partition's free CPUs%s (--overbook allows "
+                         "%u ranks%s do not fit the partition's free CPUs%s (--overbook allows "
                          "more)",
-                         np, o->ppn ? " at the --ppn limit" : "");
+                         np, o->cpt > 1 ? " of their -c CPUs each" : "",
+                         o->ppn ? " at the --ppn limit" : "");
             goto out;
         }
         count[best]++;

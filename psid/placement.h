@@ -30,6 +30,8 @@ struct place_opts {
     uint32_t nmin, nmax; /* srun's -N: use between nmin and nmax nodes (0: any number) */
     enum place_dist dist;
     uint32_t plane; /* PLACE_PLANE's block size (> 0) */
+    uint32_t cpt;   /* CPUs each rank takes (srun's -c; 0 as 1): a node's free CPUs hold
+                     * free / cpt ranks */
 };
 
 /* Place np ranks on the nodes (in the partition's order of preference): each rank goes to

@@ -66,6 +66,7 @@ static void forge_sandbox(void)
 struct exit_note {
     pid_t pid;
     uint32_t status;
+    struct task_usage u;
 };
 
 struct privcall {
@@ -179,7 +180,8 @@ int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool
                                       .sock_path = sock_path,
                                       .root_jobs = d->conf.root_jobs,
                                       .ident = name,
-                                      .node = d->self->id};
+                                      .node = d->self->id,
+                                      .node_name = d->self->name};
         spawncred_key(d->conf.key, cfg.spawn_key); /* the child's alone */
         sodium_memzero(d->conf.key, sizeof d->conf.key);
         sodium_memzero(d->pl_key, sizeof d->pl_key);
@@ -238,7 +240,7 @@ static void drain(void *ctx)
     while (pc->nexits) { /* in order; tasks_exited may call into us again */
         struct exit_note e = pc->exits[0];
         memmove(pc->exits, pc->exits + 1, --pc->nexits * sizeof *pc->exits);
-        tasks_exited(d, e.pid, e.status);
+        tasks_exited(d, e.pid, e.status, &e.u);
     }
 }
 
@@ -249,8 +251,14 @@ static void note_exit(struct psid *d, const struct psmsg *m, bool now)
     if (psmsg_get_u32(&m->body, PRIV_F_PID, &pid) < 0 ||
         psmsg_get_u32(&m->body, PRIV_F_STATUS, &status) < 0)
         return;
+    struct task_usage u = {0};
+    psmsg_get_u64(&m->body, PRIV_F_USER_US, &u.user_us);
+    psmsg_get_u64(&m->body, PRIV_F_SYS_US, &u.sys_us);
+    psmsg_get_u64(&m->body, PRIV_F_MAXRSS, &u.maxrss);
+    psmsg_get_u64(&m->body, PRIV_F_RCHAR, &u.rchar);
+    psmsg_get_u64(&m->body, PRIV_F_WCHAR, &u.wchar);
     if (now && !pc->nexits) {
-        tasks_exited(d, (pid_t)pid, status);
+        tasks_exited(d, (pid_t)pid, status, &u);
         return;
     }
     if (pc->nexits == pc->capexits) {
@@ -260,7 +268,7 @@ static void note_exit(struct psid *d, const struct psmsg *m, bool now)
         pc->exits = e;
         pc->capexits = cap;
     }
-    pc->exits[pc->nexits++] = (struct exit_note){(pid_t)pid, status};
+    pc->exits[pc->nexits++] = (struct exit_note){(pid_t)pid, status, u};
     if (!pc->drain_timer) pc->drain_timer = loop_timer(d->loop, loop_now(), drain, d);
 }
 
@@ -423,6 +431,18 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
     psmsg_put_u32(&b, PRIV_F_STDIN, r->want_stdin ? 1 : 0);
     psmsg_put_u32(&b, PRIV_F_NODE, d->self->id);
     if (r->want_pmi) psmsg_put_u32(&b, PRIV_F_PMI, 1);
+    if (r->out_pat || r->err_pat) {
+        if (r->out_pat) psmsg_put_str(&b, PRIV_F_OUT_PAT, r->out_pat);
+        if (r->err_pat) psmsg_put_str(&b, PRIV_F_ERR_PAT, r->err_pat);
+        psmsg_put_u32(&b, PRIV_F_APPEND, r->append ? 1 : 0);
+        psmsg_put_u32(&b, PRIV_F_NODE_IDX, r->nodeidx);
+        psmsg_put_str(&b, PRIV_F_JOB_NAME, r->name ? r->name : "");
+    }
+    if (r->cpus) {
+        size_t len = PSCPU_BYTES; /* the bytes up to the last CPU */
+        while (len > 1 && !r->cpus->b[len - 1]) len--;
+        psmsg_put_bytes(&b, PRIV_F_CPUS, r->cpus->b, len);
+    }
     bool body = !pc->sent_any || pc->sent_req != r->req;
     for (size_t i = 0; body && r->argv[i]; i++) psmsg_put_str(&b, PRIV_F_ARG, r->argv[i]);
     for (size_t i = 0; body && r->envp[i]; i++) psmsg_put_str(&b, PRIV_F_ENV, r->envp[i]);

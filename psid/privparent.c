@@ -23,7 +23,9 @@
  * its process group, the cgroups are swept, the client socket is removed, and the child
  * exits.
  */
+#include "../logger/outfile.h"
 #include "cgroup.h"
+#include "fnv1a.h"
 #include "log.h"
 #include "psloop.h"
 #include "privsep.h"
@@ -34,6 +36,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -47,6 +50,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/signalfd.h>
@@ -57,6 +61,7 @@
 
 #define NBUCKETS      1024
 #define GROUPS_TTL_NS 1000000000ull /* a user's groups are looked up again after 1 s */
+#define OPENED_MAX    4096          /* output files remembered for truncation */
 
 struct child {
     pid_t pid;
@@ -83,7 +88,14 @@ struct priv {
     uint64_t g_until;
     gid_t *groups;
     int ngroups;
-    struct stat userns; /* the child's own user namespace (PRIV_NETNS) */
+    struct stat userns;       /* the child's own user namespace (PRIV_NETNS) */
+    struct pscpuset own_cpus; /* the CPUs this child may run on: a task's binding is within */
+    /* --output-on-node: the files a job's ranks here opened (job, hash of the name), so
+     * that only the first truncates; the oldest entries go first */
+    struct opened {
+        uint64_t job, name;
+    } opened[OPENED_MAX];
+    size_t nopened, next_opened;
 };
 
 static size_t bucket(pid_t pid)
@@ -299,6 +311,18 @@ static void do_cred(struct priv *p, const struct psmsg *m, int fd)
     send_or_die(p, &b, NULL, 0);
 }
 
+/* Whether this is the first open of file name by job here (then it is remembered). */
+static bool first_open(struct priv *p, uint64_t job, const char *name)
+{
+    uint64_t h = fnv1a64(name);
+    for (size_t i = 0; i < p->nopened; i++)
+        if (p->opened[i].job == job && p->opened[i].name == h) return false;
+    p->opened[p->next_opened] = (struct opened){job, h};
+    p->next_opened = (p->next_opened + 1) % OPENED_MAX;
+    if (p->nopened < OPENED_MAX) p->nopened++;
+    return true;
+}
+
 static void spawn_failed(struct priv *p, uint32_t id, int err, const char *why)
 {
     struct psmsg_buf b = {0};
@@ -336,7 +360,9 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
             foreign = true;
         }
     struct spawncred_want w = {.node = p->cfg->node, .uid = s.uid, .gid = s.gid, .job = s.job};
-    spawncred_hash_final(&p->prog, s.cwd, s.umask, w.digest);
+    struct spawncred_hash prog = p->prog;
+    if (s.out_pat || s.err_pat) spawncred_hash_out(&prog, s.out_pat, s.err_pat, s.append, s.name);
+    spawncred_hash_final(&prog, s.cwd, s.umask, w.digest);
     if (foreign || spawncred_check(s.cred, s.credlen, p->cfg->spawn_key, &w, realtime_ns(),
                                    loop_now(), p->book, why, sizeof why) < 0) {
         log_warn("privileged child: refused to start rank %u of job %u:%u as uid %u: %s", s.rank,
@@ -350,9 +376,55 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
                      "psid.root_jobs is false: no task runs as root here (uid or gid 0)");
         return;
     }
-    /* the environment: the job's, the rank's own, and the buffer the child fills with
-     * PSI_TID (spawn.h) */
-    char **envp = calloc(p->nenv + s.nrenv + 3, sizeof *envp);
+    /* --output-on-node: the files' names, from the checked patterns and what the child knows
+     * itself (the job, the rank, this node's name, the user's name); the first rank of the
+     * job here to open a file truncates it, unless the job appends */
+    char out_path[4096], err_path[4096];
+    int out_trunc = 0, err_trunc = 0;
+    if (s.out_pat || s.err_pat) {
+        char job[32], user[64];
+        snprintf(job, sizeof job, "%u:%u", PSTID_NODE(s.job), (unsigned)PSTID_PID(s.job));
+        struct passwd *pw = getpwuid((uid_t)s.uid);
+        snprintf(user, sizeof user, "%s", pw ? pw->pw_name : "");
+        if (!pw) snprintf(user, sizeof user, "%u", s.uid);
+        struct lg_patvals pv = {.job = job,
+                                .user = user,
+                                .name = s.name,
+                                .node = p->cfg->node_name ? p->cfg->node_name : "",
+                                .rank = s.rank,
+                                .nodeidx = s.nodeidx};
+        if ((s.out_pat && lg_pat_expand(s.out_pat, &pv, out_path, sizeof out_path) < 0) ||
+            (s.err_pat && lg_pat_expand(s.err_pat, &pv, err_path, sizeof err_path) < 0)) {
+            spawn_failed(p, m->id, ENAMETOOLONG, "an output file name is too long");
+            return;
+        }
+        if (!s.append) {
+            out_trunc = s.out_pat && first_open(p, s.job, out_path);
+            err_trunc = s.err_pat && (!s.out_pat || strcmp(out_path, err_path)) &&
+                        first_open(p, s.job, err_path);
+        }
+    }
+    /* a binding: CPUs of this node only; PSI_CPUS says what was set */
+    cpu_set_t cpus;
+    char cpus_var[16 + 4 * PSCPU_MAX / 2] = "PSI_CPUS=";
+    if (s.bind) {
+        int out = pscpu_first_outside(&s.cpus, &p->own_cpus);
+        char own[256];
+        if (out >= 0) {
+            if (pscpu_format_list(&p->own_cpus, own, sizeof own) < 0) strcpy(own, "...");
+            snprintf(why, sizeof why, "CPU %d is not a CPU of this node (its CPUs: %.200s)", out,
+                     own);
+            spawn_failed(p, m->id, EINVAL, why);
+            return;
+        }
+        CPU_ZERO(&cpus);
+        for (unsigned c = 0; c < PSCPU_MAX && c < CPU_SETSIZE; c++)
+            if (pscpu_isset(&s.cpus, c)) CPU_SET(c, &cpus);
+        pscpu_format_list(&s.cpus, cpus_var + 9, sizeof cpus_var - 9);
+    }
+    /* the environment: the job's, the rank's own, PSI_CPUS, and the buffer the child fills
+     * with PSI_TID (spawn.h) */
+    char **envp = calloc(p->nenv + s.nrenv + 4, sizeof *envp);
     char *tid = calloc(1, SPAWN_TID_LEN);
     if (!envp || !tid) {
         free(envp);
@@ -385,6 +457,7 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
         }
         envp[n++] = pmi_fd_var;
     }
+    if (s.bind) envp[n++] = cpus_var;
     envp[n++] = tid;
     envp[n] = NULL;
     if (root) user_groups(p, s.uid, s.gid);
@@ -401,6 +474,11 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
                            .want_stdin = (int)s.want_stdin,
                            .cgroup_fd = cgfd,
                            .pmi_fd = pmi[0],
+                           .cpus = s.bind ? &cpus : NULL,
+                           .out_path = s.out_pat ? out_path : NULL,
+                           .err_path = s.err_pat ? err_path : NULL,
+                           .out_trunc = out_trunc,
+                           .err_trunc = err_trunc,
                            .node = s.node};
     struct spawned t;
     int err;
@@ -595,6 +673,22 @@ static void on_engine(void *ctx, uint32_t events)
     free(buf);
 }
 
+/* A zombie's bytes read and written (/proc/PID/io: rchar, wchar, as Slurm's jobacct_gather
+ * takes them); 0 where the kernel does not say. */
+static void read_io(pid_t pid, uint64_t *rchar, uint64_t *wchar)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof path, "/proc/%d/io", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long v;
+        if (sscanf(line, "rchar: %llu", &v) == 1) *rchar = v;
+        if (sscanf(line, "wchar: %llu", &v) == 1) *wchar = v;
+    }
+    fclose(f);
+}
+
 static void on_child_exit(void *ctx, uint32_t events)
 {
     struct child *c = ctx;
@@ -603,9 +697,14 @@ static void on_child_exit(void *ctx, uint32_t events)
     siginfo_t si;
     memset(&si, 0, sizeof si);
     /* WNOWAIT: a zombie until PRIV_RELEASE, so its pid and group stay its own */
-    if (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+    /* the raw waitid gives the zombie's usage too (with its reaped children's) */
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    if (syscall(SYS_waitid, P_PIDFD, c->pidfd, &si, WEXITED | WNOHANG | WNOWAIT, &ru) < 0 ||
         si.si_pid == 0)
         return;
+    uint64_t rchar = 0, wchar = 0;
+    read_io(c->pid, &rchar, &wchar);
     c->exited = true;
     loop_fd_del(p->loop, c->pidfd);
     /* the task has ended: what it left in its process group goes with it (the group is
@@ -615,6 +714,13 @@ static void on_child_exit(void *ctx, uint32_t events)
     psmsg_begin(&b, PRIV_EXIT, 0);
     psmsg_put_u32(&b, PRIV_F_PID, (uint32_t)c->pid);
     psmsg_put_u32(&b, PRIV_F_STATUS, (uint32_t)spawn_wait_status(&si));
+    psmsg_put_u64(&b, PRIV_F_USER_US,
+                  (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec);
+    psmsg_put_u64(&b, PRIV_F_SYS_US,
+                  (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec);
+    psmsg_put_u64(&b, PRIV_F_MAXRSS, (uint64_t)ru.ru_maxrss * 1024u);
+    psmsg_put_u64(&b, PRIV_F_RCHAR, rchar);
+    psmsg_put_u64(&b, PRIV_F_WCHAR, wchar);
     send_or_die(p, &b, NULL, 0);
 }
 
@@ -627,6 +733,11 @@ int privparent_run(struct privparent_cfg *cfg)
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     if (stat("/proc/self/ns/user", &p.userns) < 0) memset(&p.userns, 0, sizeof p.userns);
+    cpu_set_t own;
+    if (sched_getaffinity(0, sizeof own, &own) == 0) {
+        for (unsigned c = 0; c < PSCPU_MAX && c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &own)) pscpu_set(&p.own_cpus, c);
+    }
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 || sigprocmask(SIG_BLOCK, &chld, NULL) < 0 ||
         (p.sig_fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC)) < 0 || !p.loop || !p.book ||
         loop_fd(p.loop, cfg->fd, EPOLLIN, on_engine, &p) < 0 ||

@@ -29,7 +29,13 @@
  * PSID_SOCKET, and an MPI job's PMI_RANK, PMI_SIZE, PMI_SPAWNED, PMI_JOBID). The PMI socket
  * of an MPI job's rank (PMI_FD) is the child's own: it makes the pair, puts one end in the
  * task at PMI_FD_NUM and sets PMI_FD itself, and hands the other end to the engine, so no
- * descriptor a client passed can become a task's PMI channel. A refusal is logged by the child and
+ * descriptor a client passed can become a task's PMI channel. The CPUs a task is bound to
+ * (CPUS) are the engine's choice, not the credential's: a binding restricts where the program
+ * runs, never what it runs or as whom, so a lying engine can only place tasks badly (which it
+ * can anyway); the child checks that every CPU is one of its own (sched_getaffinity at the
+ * split), sets the task's affinity itself before exec and writes PSI_CPUS from what it set. A
+ * memory limit is the job's cgroup's memory.max, which the engine writes in the directory it
+ * owns: nothing of it passes here. A refusal is logged by the child and
  * answered with EPERM and the reason. The engine gives up the rest after the split (sandbox.c):
  * no_new_privs, no writable file system beyond the client socket's directory and the cgroup base
  * (Landlock), a seccomp filter of the system calls it uses.
@@ -42,9 +48,9 @@
  *   engine -> child                           child -> engine
  *   PRIV_SPAWN {REQ, JOB, RANK, UID, GID,     PRIV_SPAWNED {PID} + fds stdout, stderr
  *     UMASK, CWD?, STDIN, NODE, ARG*, ENV*,     [, stdin] [, psid's end of the PMI
- *     RENV*, CRED, PMI?}: ARG and ENV only when  socket]; or {ERRNO, TEXT}
- *     REQ changes (the child keeps the last
- *     request's), RENV the rank's own
+ *     RENV*, CRED, PMI?, CPUS?}: ARG and ENV  socket]; or {ERRNO, TEXT}
+ *     only when REQ changes (the child keeps
+ *     the last request's), RENV the rank's own
  *   PRIV_CRED {JOB, UID, GID, DIGEST,         PRIV_CRED_ANSWER {ERRNO, CRED* in the order
  *     TARGET+} + the client's socket            of the targets; TEXT when ERRNO}
  *   PRIV_SIGNAL {PID, SIG, GROUP}             PRIV_SIGNALED {ERRNO} (0: sent)
@@ -54,7 +60,8 @@
  *                                               the socket's network namespace is owned by
  *                                               the child's user namespace (made by root,
  *                                               not in a user's private user namespace)
- *                                             PRIV_EXIT {PID, STATUS} when a task exits (it
+ *                                             PRIV_EXIT {PID, STATUS, USER_US, SYS_US,
+ *                                               MAXRSS, RCHAR, WCHAR} when a task exits (it
  *                                               stays a zombie until PRIV_RELEASE, so its
  *                                               pid and process group are not reused;
  *                                               what is left in its group is killed first)
@@ -72,6 +79,7 @@
 #ifndef PSCLUSTER_PSID_PRIVSEP_H
 #define PSCLUSTER_PSID_PRIVSEP_H
 
+#include "pscpus.h"
 #include "psmsg.h"
 
 #include <stdbool.h>
@@ -115,7 +123,26 @@ enum priv_tag {
     PRIV_F_CRED = 20,   /* bytes (SPAWNCRED_LEN): a spawn credential (spawncred.h) */
     PRIV_F_DIGEST = 21, /* bytes (32): the digest of the program (spawncred_hash) */
     PRIV_F_TARGET = 22, /* bytes (8): u32 node, u32 ranks there (> 0), big-endian */
-    PRIV_F_PMI = 23     /* u32: 1 a PMI socket for the task (PMI_FD), 0 or absent none */
+    PRIV_F_PMI = 23,    /* u32: 1 a PMI socket for the task (PMI_FD), 0 or absent none */
+    /* bytes (1..PSCPU_BYTES, pscpus.h): the CPUs the task is bound to (sched_setaffinity
+     * before exec; PSI_CPUS), each one the child's own; absent: not bound */
+    PRIV_F_CPUS = 24,
+    /* PRIV_EXIT: the task's usage, u64 (getrusage of the zombie and its reaped children,
+     * /proc/PID/io) */
+    PRIV_F_USER_US = 25,
+    PRIV_F_SYS_US = 26,
+    PRIV_F_MAXRSS = 27, /* bytes */
+    PRIV_F_RCHAR = 28,  /* bytes read (read(2) and the like) */
+    PRIV_F_WCHAR = 29,  /* bytes written */
+    /* --output-on-node: the task's stdout and stderr go to files the child names from these
+     * patterns (logger/outfile.h, checked: lg_pat_check) and opens as the user; the patterns,
+     * APPEND and JOB_NAME are in the credential's digest (spawncred_hash_out); NODE_IDX is
+     * the engine's (%n) */
+    PRIV_F_OUT_PAT = 30,  /* string */
+    PRIV_F_ERR_PAT = 31,  /* string */
+    PRIV_F_APPEND = 32,   /* u32 0 or 1 */
+    PRIV_F_NODE_IDX = 33, /* u32 */
+    PRIV_F_JOB_NAME = 34, /* string, at most 63 bytes */
 };
 
 #define PRIV_MAX_FDS     4
@@ -140,6 +167,12 @@ struct priv_spawn {
     size_t nargv, nenv, nrenv; /* counts of ARG, ENV, RENV fields */
     const uint8_t *cred;       /* CRED's bytes, NULL: none */
     size_t credlen;
+    bool bind; /* CPUS came: cpus is the set (not empty) */
+    struct pscpuset cpus;
+    const char *out_pat, *err_pat; /* NULL: none (pointing into the buffers) */
+    char out_buf[1024], err_buf[1024];
+    uint32_t append, nodeidx;
+    char name[64];
 };
 /* Validate a PRIV_SPAWN: every required field present and in range, strings without NUL,
  * at most PRIV_MAX_ARGS of ARG, ENV, RENV; an ENV or RENV has a '='. 0, or -1 with a
@@ -176,6 +209,7 @@ struct privparent_cfg {
     bool root_jobs;        /* may start tasks as root */
     const char *ident;     /* for the log */
     uint32_t node;         /* this node's id: the credentials it makes and takes */
+    const char *node_name; /* its name (%N of an output file the child opens) */
     uint8_t spawn_key[32]; /* spawncred_key; wiped by privparent_run when it ends */
 };
 int privparent_run(struct privparent_cfg *cfg);

@@ -9,6 +9,7 @@
 #include "privsep.h"
 
 #include "bebytes.h"
+#include "../logger/outfile.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -164,6 +165,31 @@ int priv_decode_spawn(const struct psmsg *m, struct priv_spawn *s, char *why, si
     if (psmsg_find(v, PRIV_F_CRED, &f)) {
         s->cred = f.val;
         s->credlen = f.len;
+    }
+    const struct {
+        uint16_t tag;
+        char *buf;
+        const char **ptr;
+    } pats[2] = {{PRIV_F_OUT_PAT, s->out_buf, &s->out_pat},
+                 {PRIV_F_ERR_PAT, s->err_buf, &s->err_pat}};
+    for (int k = 0; k < 2; k++) {
+        if (!psmsg_find(v, pats[k].tag, &f)) continue;
+        char err[200];
+        if (psmsg_field_str(&f, pats[k].buf, sizeof s->out_buf) < 0 ||
+            lg_pat_check(pats[k].buf, err, sizeof err) < 0)
+            return bad(why, whylen, "an output file pattern");
+        *pats[k].ptr = pats[k].buf;
+    }
+    psmsg_get_u32(v, PRIV_F_APPEND, &s->append);
+    psmsg_get_u32(v, PRIV_F_NODE_IDX, &s->nodeidx);
+    if (s->append > 1) return bad(why, whylen, "the open mode");
+    if (psmsg_find(v, PRIV_F_JOB_NAME, &f) && psmsg_field_str(&f, s->name, sizeof s->name) < 0)
+        return bad(why, whylen, "the job name");
+    if (psmsg_find(v, PRIV_F_CPUS, &f)) {
+        if (f.len == 0 || f.len > PSCPU_BYTES) return bad(why, whylen, "the CPU set's length");
+        memcpy(s->cpus.b, f.val, f.len);
+        if (!pscpu_count(&s->cpus)) return bad(why, whylen, "an empty CPU set");
+        s->bind = true;
     }
     return 0;
 }

@@ -27,7 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum step { STEP_CRED = 1, STEP_CWD, STEP_EXEC, STEP_CGROUP };
+enum step { STEP_CRED = 1, STEP_CWD, STEP_EXEC, STEP_CGROUP, STEP_CPUS, STEP_OUT, STEP_ERR };
 
 static int pidfd_open_(pid_t pid)
 {
@@ -65,6 +65,8 @@ __attribute__((noreturn)) static void child(const struct spawn_args *a, int in[2
     setsid();
     int step = STEP_CGROUP; /* while still root: the directory is psid's */
     if (a->cgroup_fd >= 0 && write(a->cgroup_fd, "0", 1) != 1) goto fail;
+    step = STEP_CPUS; /* the binding, while still root (the CPUs were checked) */
+    if (a->cpus && sched_setaffinity(0, sizeof *a->cpus, a->cpus) < 0) goto fail;
     step = STEP_CRED;
     if (a->switch_user &&
         (setgroups((size_t)a->ngroups, a->groups) < 0 || setgid(a->gid) < 0 || setuid(a->uid) < 0))
@@ -74,6 +76,21 @@ __attribute__((noreturn)) static void child(const struct spawn_args *a, int in[2
     umask(a->umask);
     if (dup2(a->want_stdin ? in[0] : devnull, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
         goto fail;
+    /* --output-on-node: the files replace the pipes (whose write ends close at exec) */
+    const char *paths[2] = {a->out_path, a->err_path};
+    int truncs[2] = {a->out_trunc, a->err_trunc}, fd1 = -1;
+    for (int k = 0; k < 2; k++) {
+        if (!paths[k]) continue;
+        step = k ? STEP_ERR : STEP_OUT;
+        int f = k && fd1 >= 0 && strcmp(paths[0], paths[1]) == 0
+                    ? fd1
+                    : open(paths[k],
+                           O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY | O_CLOEXEC |
+                               (truncs[k] ? O_TRUNC : 0),
+                           0666);
+        if (f < 0 || dup2(f, k + 1) < 0) goto fail;
+        if (!k) fd1 = f;
+    }
     if (a->pmi_fd >= 0) { /* inherited: not close-on-exec */
         if (status == PMI_FD_NUM && (status = fcntl(status, F_DUPFD_CLOEXEC, PMI_FD_NUM + 1)) < 0)
             _exit(125);
@@ -141,10 +158,16 @@ int spawn_task(const struct spawn_args *a, struct spawned *s, int *err, char *wh
         *err = msg[0];
         const char *what = msg[1] == STEP_CRED     ? "cannot become the user"
                            : msg[1] == STEP_CGROUP ? "cannot join the job's cgroup"
+                           : msg[1] == STEP_CPUS   ? "cannot bind to its CPUs"
+                           : msg[1] == STEP_OUT    ? "cannot open its output file"
+                           : msg[1] == STEP_ERR    ? "cannot open its error file"
                            : msg[1] == STEP_CWD    ? "cannot change to the directory"
                                                    : "cannot execute";
-        const char *obj = msg[1] == STEP_CWD ? a->cwd : a->argv[0];
-        bool no_obj = msg[1] == STEP_CRED || msg[1] == STEP_CGROUP;
+        const char *obj = msg[1] == STEP_CWD   ? a->cwd
+                          : msg[1] == STEP_OUT ? a->out_path
+                          : msg[1] == STEP_ERR ? a->err_path
+                                               : a->argv[0];
+        bool no_obj = msg[1] == STEP_CRED || msg[1] == STEP_CGROUP || msg[1] == STEP_CPUS;
         snprintf(why, whylen, "%s%s%s: %s", what, no_obj ? "" : " ", no_obj ? "" : obj,
                  strerror(msg[0]));
         waitpid(pid, NULL, 0);

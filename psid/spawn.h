@@ -6,6 +6,7 @@
 #ifndef PSCLUSTER_PSID_SPAWN_H
 #define PSCLUSTER_PSID_SPAWN_H
 
+#include <sched.h>
 #include <sys/types.h>
 
 struct spawn_args {
@@ -24,6 +25,11 @@ struct spawn_args {
     int cgroup_fd;   /* a cgroup.procs the child joins first (cgroup.h), or -1 */
     int pmi_fd;      /* the task's end of its PMI socket, made its descriptor PMI_FD_NUM, or -1 */
     unsigned node;   /* for PSI_TID */
+    const cpu_set_t *cpus; /* the task's CPUs (sched_setaffinity before exec), or NULL */
+    /* its stdout and stderr to these files instead of the pipes (NULL: the pipe), opened
+     * as the user in its directory, appending; truncated first where *_trunc */
+    const char *out_path, *err_path;
+    int out_trunc, err_trunc;
 };
 
 #define SPAWN_TID_LEN 48

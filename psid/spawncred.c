@@ -97,6 +97,17 @@ void spawncred_hash_env(struct spawncred_hash *h, const void *p, size_t n)
     hash_field(h, 'E', p, n);
 }
 
+void spawncred_hash_out(struct spawncred_hash *h, const char *out_pat, const char *err_pat,
+                        uint32_t append, const char *name)
+{
+    uint8_t a[4];
+    be_put32(a, append ? 1 : 0);
+    hash_field(h, 'O', out_pat ? out_pat : "", out_pat ? strlen(out_pat) : 0);
+    hash_field(h, 'R', err_pat ? err_pat : "", err_pat ? strlen(err_pat) : 0);
+    hash_field(h, 'M', a, sizeof a);
+    hash_field(h, 'X', name ? name : "", name ? strlen(name) : 0);
+}
+
 void spawncred_hash_final(const struct spawncred_hash *h, const char *cwd, uint32_t umask,
                           uint8_t out[32])
 {

@@ -19,7 +19,9 @@
  *    32  u32  reserved, 0
  * The digest covers what the task runs: every argument, then every variable of the job's
  * environment, each as a tag byte, its length (u32) and its bytes, then the working directory
- * (empty: none) and the umask (& 0777), under a label of its own. The rank's own variables
+ * (empty: none) and the umask (& 0777), under a label of its own; a job whose ranks' nodes
+ * open its output files (psrun --output-on-node) has its patterns, open mode and name
+ * hashed after the variables (spawncred_hash_out). The rank's own variables
  * (PSI_RANK and the others) are not in it: the checking child allows only their names.
  *
  * A credential is good at its target for SPAWNCRED_TTL_NS after it was issued, and up to
@@ -67,6 +69,11 @@ void spawncred_hash_arg(struct spawncred_hash *h, const void *p, size_t n);
 void spawncred_hash_env(struct spawncred_hash *h, const void *p, size_t n);
 void spawncred_hash_final(const struct spawncred_hash *h, const char *cwd, uint32_t umask,
                           uint8_t out[32]);
+/* psrun --output-on-node: the output file patterns (NULL: none), the open mode and the job
+ * name (%x) go into the digest after the variables, only for a job that has them (a job
+ * without keeps the digest it had). */
+void spawncred_hash_out(struct spawncred_hash *h, const char *out_pat, const char *err_pat,
+                        uint32_t append, const char *name);
 
 /* The credentials a checking child has taken, until they expire. */
 struct spawncred_book;

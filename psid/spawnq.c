@@ -19,6 +19,7 @@
  * A job whose client is gone (PSM_D_JOB_GONE) or whose home node is lost has its queued
  * ranks dropped without a word: nobody waits for them any more.
  */
+#include "binding.h"
 #include "cgroup.h"
 #include "daemon.h"
 #include "log.h"
@@ -37,8 +38,14 @@
 
 struct spawn_req {
     uint32_t req, home, size, input, uid, gid, umask;
-    uint32_t exclusive; /* 1: no other job's task on this node while the job runs */
-    char name[64];      /* the job's name (-J) */
+    uint32_t exclusive;           /* 1: no other job's task on this node while the job runs */
+    char name[64];                /* the job's name (-J) */
+    uint32_t cpt, bind, overbook; /* -c, --cpu-bind (enum psbind), --overbook */
+    char *map;                    /* map_cpu's or mask_cpu's LIST; NULL: none */
+    uint64_t mem, mem_per_cpu;    /* --mem, --mem-per-cpu (bytes; 0: none) */
+    size_t nlocal;                /* the job's ranks here, as requested */
+    char *out_pat, *err_pat;      /* --output-on-node; NULL: none */
+    uint32_t append, nodeidx;
     uint64_t job;
     char cwd[4096];
     uint32_t id;                 /* this psid's number for it (PRIV_F_REQ) */
@@ -78,12 +85,15 @@ static void req_free(struct spawn_req *r)
     if (!r) return;
     free_strv(r->argv);
     free_strv(r->envp);
+    free(r->map);
+    free(r->out_pat);
+    free(r->err_pat);
     free(r->ranks);
     free(r);
 }
 
 static void reply_rank(struct psid *d, const struct spawn_req *r, uint32_t rank, uint64_t tid,
-                       int err, const char *why)
+                       int err, const char *why, const char *cpus)
 {
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_RANK, 0);
@@ -95,6 +105,7 @@ static void reply_rank(struct psid *d, const struct spawn_req *r, uint32_t rank,
         psmsg_put_str(&b, PSF_TEXT, why);
     } else {
         psmsg_put_u64(&b, PSF_TID, tid);
+        if (cpus) psmsg_put_str(&b, PSF_CPU_LIST, cpus);
     }
     tasks_put_count(d, &b);
     psid_send(d, r->home, &b);
@@ -119,8 +130,26 @@ static int add_env(char **envp, size_t *n, const char *fmt, ...)
  * privileged child adds PSI_TID (and PMI_FD). */
 #define RANK_VARS (6 + PMI_RANK_VARS)
 
-static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
+static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank, uint32_t local)
 {
+    /* its CPUs (binding.c), chosen before anything else is made for it */
+    struct pscpuset cpus;
+    char cpulist[4 * PSCPU_MAX / 2 + 8] = "", bwhy[300];
+    struct binding_req br = {.mode = r->bind,
+                             .cpt = r->cpt,
+                             .local = local,
+                             .nlocal = (uint32_t)r->nlocal,
+                             .overbook = r->overbook != 0,
+                             .map = r->map};
+    int bound = binding_choose(d, &br, &cpus, bwhy, sizeof bwhy);
+    if (bound < 0) {
+        pmi_rank_failed(d, r->job, rank);
+        reply_rank(d, r, rank, 0, (r->bind & PSBIND_MODE_MASK) >= PSBIND_MAP_CPU ? EINVAL : EBUSY,
+                   bwhy, NULL);
+        cgroup_hold(d->cgroups, r->job, -1);
+        return;
+    }
+    if (bound) pscpu_format_list(&cpus, cpulist, sizeof cpulist);
     char sock[108];
     psconf_socket_path(&d->conf, d->self->id, sock, sizeof sock);
     char *renv[RANK_VARS + 1] = {0};
@@ -133,7 +162,7 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
         add_env(renv, &n, "PSID_SOCKET=%s", sock) < 0 ||
         pmi_rank_env(d, r->job, rank, renv, &n) < 0) {
         pmi_rank_failed(d, r->job, rank);
-        reply_rank(d, r, rank, 0, ENOMEM, "out of memory");
+        reply_rank(d, r, rank, 0, ENOMEM, "out of memory", NULL);
         goto out;
     }
     struct priv_spawn_req a = {.req = r->id,
@@ -149,25 +178,32 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank)
                                .renv = renv,
                                .cred = r->cred,
                                .credlen = r->credlen,
-                               .want_pmi = pmi_job_wants_fd(d, r->job)};
+                               .want_pmi = pmi_job_wants_fd(d, r->job),
+                               .cpus = bound ? &cpus : NULL,
+                               .out_pat = r->out_pat,
+                               .err_pat = r->err_pat,
+                               .append = r->append != 0,
+                               .nodeidx = r->nodeidx,
+                               .name = r->name};
     struct spawned s;
     int err;
     char why[512];
     if (priv_spawn(d, &a, &s, &err, why, sizeof why) < 0) {
         log_info("rank %u of job %u:%d: %s", rank, PSTID_NODE(r->job), PSTID_PID(r->job), why);
         pmi_rank_failed(d, r->job, rank);
-        reply_rank(d, r, rank, 0, err, why);
+        reply_rank(d, r, rank, 0, err, why, NULL);
         goto out;
     }
     uint64_t tid = tasks_add(d, &s, r->job, rank, r->home, r->uid, r->argv[0]);
     if (tid && r->name[0]) tasks_set_name(d, tid, r->name);
+    if (tid && bound) tasks_set_cpus(d, tid, &cpus);
     if (!tid) {
         if (s.pmi_fd >= 0) close(s.pmi_fd);
         pmi_rank_failed(d, r->job, rank);
-        reply_rank(d, r, rank, 0, ENOMEM, "out of memory");
+        reply_rank(d, r, rank, 0, ENOMEM, "out of memory", NULL);
     } else {
         if (s.pmi_fd >= 0) pmi_rank_started(d, r->job, rank, s.pmi_fd);
-        reply_rank(d, r, rank, tid, 0, NULL);
+        reply_rank(d, r, rank, tid, 0, NULL, bound ? cpulist : "");
     }
 out:
     cgroup_hold(d->cgroups, r->job, -1); /* no longer queued (the task holds its own) */
@@ -245,7 +281,8 @@ static void run_batch(void *ctx)
     uint64_t end = loop_now() + SPAWN_BATCH_NS;
     do {
         struct spawn_req *r = q->head;
-        start_rank(d, r, r->ranks[r->next++]);
+        uint32_t local = (uint32_t)r->next;
+        start_rank(d, r, r->ranks[r->next++], local);
         if (r->next == r->nranks) {
             q->head = r->link;
             if (!q->head) q->tail = NULL;
@@ -274,6 +311,21 @@ static int decode(const struct psmsg *m, uint32_t from, struct spawn_req *r)
     psmsg_get_u32(&m->body, PSF_EXCLUSIVE, &r->exclusive);
     if (psmsg_get_str(&m->body, PSF_JOB_NAME, r->name, sizeof r->name) < 0) r->name[0] = 0;
     if (psmsg_get_str(&m->body, PSF_CWD, r->cwd, sizeof r->cwd) < 0) r->cwd[0] = 0;
+    psmsg_get_u32(&m->body, PSF_CPUS_PER_TASK, &r->cpt);
+    psmsg_get_u32(&m->body, PSF_CPU_BIND, &r->bind);
+    psmsg_get_u32(&m->body, PSF_OVERBOOK, &r->overbook);
+    psmsg_get_u64(&m->body, PSF_MEM, &r->mem);
+    psmsg_get_u64(&m->body, PSF_MEM_PER_CPU, &r->mem_per_cpu);
+    if (psmsg_find(&m->body, PSF_CPU_MAP, &f) && !(r->map = field_strdup(&f))) bad = 1;
+    if (psmsg_find(&m->body, PSF_OUT_PATTERN, &f) && !(r->out_pat = field_strdup(&f))) bad = 1;
+    if (psmsg_find(&m->body, PSF_ERR_PATTERN, &f) && !(r->err_pat = field_strdup(&f))) bad = 1;
+    psmsg_get_u32(&m->body, PSF_OPEN_APPEND, &r->append);
+    psmsg_get_u32(&m->body, PSF_NODE_INDEX, &r->nodeidx);
+    uint32_t mode = r->bind & PSBIND_MODE_MASK;
+    if (r->cpt > PSCPU_MAX || mode > PSBIND_MASK_CPU || (r->bind & ~0x1ffu) ||
+        ((mode == PSBIND_MAP_CPU || mode == PSBIND_MASK_CPU) &&
+         (!r->map || pscpu_map_check(r->map, mode == PSBIND_MASK_CPU, NULL, NULL, 0) < 0)))
+        bad = 1;
     if (psmsg_find(&m->body, PSF_CRED, &f) && f.len <= sizeof r->cred) { /* the child checks it */
         memcpy(r->cred, f.val, f.len);
         r->credlen = f.len;
@@ -294,6 +346,7 @@ static int decode(const struct psmsg *m, uint32_t from, struct spawn_req *r)
         if (f.tag == PSF_ENV && !(r->envp[ie++] = field_strdup(&f))) bad = 1;
         if (f.tag == PSF_RANK && psmsg_field_u32(&f, &r->ranks[r->nranks]) == 0) r->nranks++;
     }
+    r->nlocal = r->nranks;
     return bad || !r->nargv ? -1 : 0;
 }
 
@@ -336,7 +389,7 @@ void spawnq_request(struct psid *d, uint32_t from, const struct psmsg *m)
         room = r->nranks;
     }
     for (size_t i = room; i < r->nranks; i++)
-        reply_rank(d, r, r->ranks[i], 0, deny ? err : EAGAIN, deny ? deny : why);
+        reply_rank(d, r, r->ranks[i], 0, deny ? err : EAGAIN, deny ? deny : why, NULL);
     if (deny || room == 0) {
         req_free(r);
         return;
@@ -347,6 +400,21 @@ void spawnq_request(struct psid *d, uint32_t from, const struct psmsg *m)
         log_warn("job %u:%d: out of memory for its PMI: its ranks start without",
                  PSTID_NODE(r->job), PSTID_PID(r->job));
     cgroup_hold(d->cgroups, r->job, (long)r->nranks);
+    if (r->mem || r->mem_per_cpu) { /* --mem: the job's memory.max here */
+        uint64_t cpus = (uint64_t)r->nlocal * (r->cpt ? r->cpt : 1);
+        uint64_t lim = r->mem                               ? r->mem
+                       : r->mem_per_cpu > UINT64_MAX / cpus ? UINT64_MAX
+                                                            : r->mem_per_cpu * cpus;
+        if (cgroup_set_mem(d->cgroups, r->job, lim, why, sizeof why) < 0) {
+            for (size_t i = 0; i < r->nranks; i++) {
+                pmi_rank_failed(d, r->job, r->ranks[i]);
+                reply_rank(d, r, r->ranks[i], 0, EOPNOTSUPP, why, NULL);
+            }
+            cgroup_hold(d->cgroups, r->job, -(long)r->nranks);
+            req_free(r);
+            return;
+        }
+    }
     if (q->tail)
         q->tail->link = r;
     else

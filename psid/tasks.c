@@ -24,6 +24,7 @@
  * Ending a job (its client went away, or its home node was lost): SIGTERM to each task's
  * process group, SIGKILL kill_delay_ms later if it is still there.
  */
+#include "binding.h"
 #include "cgroup.h"
 #include "daemon.h"
 #include "module.h"
@@ -71,6 +72,13 @@ struct task {
     int status;
     uint64_t kill_timer;
     uint64_t linger_timer; /* exited with its output still open (LINGER_NS) */
+    bool bound;            /* holds cpus (binding.c) */
+    struct pscpuset cpus;
+    uint64_t started, elapsed; /* loop_now() at its start; ns from it to its exit */
+    struct task_usage usage;   /* at its exit (the privileged child's) */
+    uint64_t oom;              /* the OOM killer ended it: the job's memory.max here */
+    bool node_stats;           /* the job's last task here: its cgroup's usage goes along */
+    struct cg_usage cg;
     struct task *next;
 };
 
@@ -130,6 +138,7 @@ static void task_free(struct task *t)
         close(t->in_fd);
     }
     priv_release(d, t->pid); /* the zombie is reaped: its pid and group may be reused now */
+    if (t->bound) binding_hold(d, &t->cpus, -1);
     loop_timer_cancel(d->loop, t->kill_timer);
     loop_timer_cancel(d->loop, t->linger_timer);
     if (!t->exited) cgroup_running(d->cgroups, t->job, -1);
@@ -147,6 +156,10 @@ static void maybe_finish(struct task *t)
     uint64_t job = t->job, tid = t->tid;
     uint32_t rank = t->rank, home = t->home, status = (uint32_t)t->status;
     log_debug("task %u:%d (rank %u) ended, status 0x%x", PSTID_NODE(tid), t->pid, rank, status);
+    struct task_usage u = t->usage;
+    uint64_t elapsed_us = t->elapsed / 1000, oom = t->oom;
+    bool node_stats = t->node_stats;
+    struct cg_usage cg = t->cg;
     task_free(t); /* first, so that the count sent below is the new one */
     uint32_t pmi = pmi_rank_exit(d, job, rank); /* an MPI job's: did it finalize? */
     struct psmsg_buf b = {0};
@@ -156,6 +169,27 @@ static void maybe_finish(struct task *t)
     psmsg_put_u64(&b, PSF_TID, tid);
     psmsg_put_u32(&b, PSF_STATUS, status);
     if (pmi != PSPMI_NONE) psmsg_put_u32(&b, PSF_PMI_STATE, pmi);
+    if (oom) psmsg_put_u64(&b, PSF_OOM, oom);
+    psmsg_put_u64(&b, PSF_ELAPSED_US, elapsed_us);
+    psmsg_put_u64(&b, PSF_USER_US, u.user_us);
+    psmsg_put_u64(&b, PSF_SYS_US, u.sys_us);
+    psmsg_put_u64(&b, PSF_MAXRSS, u.maxrss);
+    psmsg_put_u64(&b, PSF_READ_BYTES, u.rchar);
+    psmsg_put_u64(&b, PSF_WRITE_BYTES, u.wchar);
+    if (node_stats) { /* the job's usage on this node, from its cgroup */
+        psmsg_record_begin(&b, PSF_NODE_STATS);
+        psmsg_put_u32(&b, PSF_NODE_ID, d->self->id);
+        if (cg.have & CG_HAVE_CPU) {
+            psmsg_put_u64(&b, PSF_USER_US, cg.user_us);
+            psmsg_put_u64(&b, PSF_SYS_US, cg.sys_us);
+        }
+        if (cg.have & CG_HAVE_PEAK) psmsg_put_u64(&b, PSF_MAXRSS, cg.peak);
+        if (cg.have & CG_HAVE_IO) {
+            psmsg_put_u64(&b, PSF_READ_BYTES, cg.rbytes);
+            psmsg_put_u64(&b, PSF_WRITE_BYTES, cg.wbytes);
+        }
+        psmsg_record_end(&b);
+    }
     tasks_put_count(d, &b);
     psid_send(d, home, &b);
     psmsg_buf_free(&b);
@@ -242,16 +276,25 @@ static void linger_over(void *ctx)
     maybe_finish(t);
 }
 
-void tasks_exited(struct psid *d, pid_t pid, uint32_t status)
+void tasks_exited(struct psid *d, pid_t pid, uint32_t status, const struct task_usage *u)
 {
     uint64_t tid = PSTID(d->self->id, pid);
     struct task *t = find(d, tid);
     if (!t || t->exited) return;
     t->exited = true;
     t->status = (int)status;
+    t->elapsed = loop_now() - t->started;
+    if (u) t->usage = *u;
+    /* killed by SIGKILL while the job's cgroup counted a new OOM kill: the OOM killer */
+    if (WIFSIGNALED((int)status) && WTERMSIG((int)status) == SIGKILL &&
+        cgroup_new_oom_kills(d->cgroups, t->job))
+        t->oom = cgroup_mem(d->cgroups, t->job);
     /* the job's last task here: whatever is left of the job goes (its process group is
-     * gone already: the privileged child killed it with the exit) */
-    cgroup_running(d->cgroups, t->job, -1);
+     * gone already: the privileged child killed it with the exit); its usage here goes
+     * with this task's end */
+    if (cgroup_running(d->cgroups, t->job, -1) == 0 &&
+        cgroup_usage(d->cgroups, t->job, &t->cg) == 0)
+        t->node_stats = true;
     notify_task_exit(d, tid, status); /* at exit, not after the output */
     if (!(t = find(d, tid))) return;
     if (t->out[0].fd >= 0 || t->out[1].fd >= 0)
@@ -485,6 +528,7 @@ uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32
                        .home = home,
                        .pid = s->pid,
                        .uid = uid,
+                       .started = loop_now(),
                        .in_fd = s->in_fd};
     snprintf(t->cmd, sizeof t->cmd, "%s", cmd);
     t->out[0] = (struct tstream){t, 1, s->out_fd};
@@ -513,6 +557,15 @@ void tasks_set_name(struct psid *d, uint64_t tid, const char *name)
 {
     struct task *t = find(d, tid);
     if (t && name) snprintf(t->name, sizeof t->name, "%s", name);
+}
+
+void tasks_set_cpus(struct psid *d, uint64_t tid, const struct pscpuset *s)
+{
+    struct task *t = find(d, tid);
+    if (!t || t->bound) return;
+    t->cpus = *s;
+    t->bound = true;
+    binding_hold(d, s, 1);
 }
 
 size_t tasks_of_uid(struct psid *d, uint32_t uid)

@@ -4,7 +4,8 @@
  * sent to psrun are forwarded, and psrun's exit status is the job's.
  *
  *   psrun [-n N] [-w LIST] [-N MIN[-MAX]] [-m DIST] [--exclusive] [-J NAME] [--multi-prog]
- *         [--ppn K] [--overbook] [-l] [-o SPEC] [-e SPEC] [--open-mode M]
+ *         [--ppn K] [--overbook] [-c K] [--cpu-bind=T] [--mem[-per-cpu]=SIZE] [--stats]
+ *         [--stats-file F] [-l] [-o SPEC] [-e SPEC] [--open-mode M]
  *         [-i RANK|all|none] [-x VAR[=VAL]]... [--export-all] [-t TIME] [-K] [--kill-delay S]
  *         [--mpi TYPE] [-v] [--] PROGRAM [ARGS...]
  *
@@ -46,6 +47,8 @@
 #include "../logger/multiprog.h"
 #include "../logger/outfile.h"
 #include "../logger/partition.h"
+#include "../logger/stats.h"
+#include "pscpus.h"
 #include "psi.h"
 #include "psi_signames.h"
 #include "bebytes.h"
@@ -93,13 +96,22 @@ struct opts {
     /* -o, -e (logger/outfile.h); err_given: -e was given (else stderr follows a file of -o) */
     struct lg_outspec out, err;
     bool err_given, append;
+    bool on_node;                    /* --output-on-node */
+    const char *node_out, *node_err; /* the patterns the ranks' nodes open; NULL: none */
     bool np_given;
     const char *job_name; /* -J; NULL: the program's base name */
     uint32_t nmin, nmax;  /* -N: node count (0: any) */
     uint32_t dist, plane; /* -m: enum psdist */
     bool exclusive;
-    const char *multi_prog; /* --multi-prog: the file (the program's place on the line) */
-    char *mp_argv[5];       /* then the job runs /bin/sh -c SCRIPT */
+    uint32_t cpt;         /* -c: CPUs per rank (0: not given, 1) */
+    uint32_t bind;        /* --cpu-bind: enum psbind | PSBIND_VERBOSE */
+    const char *bind_map; /* its map_cpu or mask_cpu LIST */
+    const char *bind_arg;
+    uint64_t mem, mem_per_cpu; /* --mem, --mem-per-cpu: bytes (0: none) */
+    bool stats;                /* --stats: the accounting table on stderr at the end */
+    const char *stats_file;    /* --stats-file: and into this file */
+    const char *multi_prog;    /* --multi-prog: the file (the program's place on the line) */
+    char *mp_argv[5];          /* then the job runs /bin/sh -c SCRIPT */
     char **argv;
 };
 
@@ -170,7 +182,20 @@ static const char usage_text[] =
     "      --multi-prog        PROGRAM is a file of lines \"RANKS PROGRAM ARGS\" (%t rank,\n"
     "                          %o offset in the line's ranks, * the rest); srun's\n"
     "      --ppn K             at most K ranks per node\n"
-    "      --overbook          allow more ranks than CPUs on a node\n"
+    "      --overbook          allow more ranks than CPUs on a node, and sharing bound\n"
+    "                          cores; srun's --overcommit\n"
+    "  -c, --cpus-per-task K   each rank counts for K CPUs (placement, binding); srun's -c\n"
+    "      --cpu-bind=TYPE     bind each rank: none, cores, threads, map_cpu:LIST,\n"
+    "                          mask_cpu:LIST, with verbose (a line per rank); default cores\n"
+    "                          when the job fills a node, else none; PSI_CPUS in the rank;\n"
+    "                          srun's --cpu-bind\n"
+    "      --mem=SIZE          the job's memory per node (its cgroup's memory.max; MiB, or\n"
+    "                          K M G T); a rank the OOM killer ends is reported; srun's\n"
+    "      --mem-per-cpu=SIZE  the same per CPU of the job's ranks on a node; srun's\n"
+    "      --stats             the job's accounting at its end on stderr: per rank and in\n"
+    "                          total elapsed, user/system CPU, max RSS, bytes read and\n"
+    "                          written, as sacct --parsable2 shows them\n"
+    "      --stats-file FILE   and into FILE\n"
     "  -l, --label             prefix every output line with \"RANK: \"\n"
     "  -o, --output SPEC       the ranks' stdout (and stderr, without -e): all (here), none,\n"
     "                          a rank (only its output), or a file name pattern: %j job id,\n"
@@ -178,6 +203,8 @@ static const char usage_text[] =
     "                          %u user, %x job name, %% (a width pads: %3t); srun's -o\n"
     "  -e, --error SPEC        the ranks' stderr, as -o; srun's -e\n"
     "      --open-mode MODE    output files: truncate (default) or append; srun's\n"
+    "      --output-on-node    -o/-e files are opened by each rank's node, as the user,\n"
+    "                          not here; srun's\n"
     "  -i, --input WHO         stdin to rank WHO (default 0), to all ranks, or none\n"
     "  -D, --chdir DIR         the ranks' working directory (default: this one)\n"
     "  -x, --export VAR[=VAL]  also export VAR (repeatable; VAR=VAL sets it)\n"
@@ -402,7 +429,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
         O_OPEN_MODE,
         O_EXCLUSIVE,
         O_MULTI_PROG,
-        O_MPI
+        O_MPI,
+        O_CPU_BIND,
+        O_MEM,
+        O_MEM_PER_CPU,
+        O_STATS,
+        O_STATS_FILE,
+        O_ON_NODE
     };
     static const struct option lopts[] = {{"np", required_argument, 0, 'n'},
                                           {"nodelist", required_argument, 0, 'w'},
@@ -427,6 +460,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                           {"output", required_argument, 0, 'o'},
                                           {"error", required_argument, 0, 'e'},
                                           {"open-mode", required_argument, 0, O_OPEN_MODE},
+                                          {"cpus-per-task", required_argument, 0, 'c'},
+                                          {"cpu-bind", required_argument, 0, O_CPU_BIND},
+                                          {"cpu_bind", required_argument, 0, O_CPU_BIND},
+                                          {"mem", required_argument, 0, O_MEM},
+                                          {"mem-per-cpu", required_argument, 0, O_MEM_PER_CPU},
+                                          {"stats", no_argument, 0, O_STATS},
+                                          {"stats-file", required_argument, 0, O_STATS_FILE},
+                                          {"output-on-node", no_argument, 0, O_ON_NODE},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
     o->np = 1;
@@ -438,7 +479,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return 2;
     }
     int c;
-    while ((c = getopt_long(argc, argv, "+n:w:li:x:D:t:Kvho:e:N:m:J:", lopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+n:w:li:x:D:t:Kvho:e:N:m:J:c:", lopts, NULL)) != -1) {
         switch (c) {
         case 'n':
             if (parse_u32(optarg, 1, MAX_NP, &o->np) < 0) {
@@ -472,6 +513,55 @@ static int parse_args(int argc, char **argv, struct opts *o)
             break;
         case O_EXCLUSIVE:
             o->exclusive = true;
+            break;
+        case 'c':
+            if (parse_u32(optarg, 1, PSCPU_MAX, &o->cpt) < 0) {
+                fprintf(stderr, "psrun: -c %s: not a number of CPUs per rank (1..%u)\n", optarg,
+                        PSCPU_MAX);
+                return 2;
+            }
+            break;
+        case O_CPU_BIND: {
+            char err[300];
+            if (pscpu_parse_bind(optarg, &o->bind, &o->bind_map, err, sizeof err) < 0) {
+                fprintf(stderr, "psrun: %s\n", err);
+                return 2;
+            }
+            o->bind_arg = optarg;
+            break;
+        }
+        case O_MEM:
+        case O_MEM_PER_CPU: {
+            uint64_t v;
+            const char *what = c == O_MEM ? "--mem" : "--mem-per-cpu";
+            if (ps_parse_size(optarg, 1ull << 20, &v) < 0 || v == 0) {
+                fprintf(stderr,
+                        "psrun: %s=%s: not a memory size above 0 (a number of MiB, or with K, M, "
+                        "G or T)\n",
+                        what, optarg);
+                return 2;
+            }
+            if (c == O_MEM) {
+                o->mem = v;
+                o->mem_per_cpu = 0; /* srun: the last of the two counts */
+            } else {
+                o->mem_per_cpu = v;
+                o->mem = 0;
+            }
+            break;
+        }
+        case O_STATS:
+            o->stats = true;
+            break;
+        case O_ON_NODE:
+            o->on_node = true;
+            break;
+        case O_STATS_FILE:
+            if (!*optarg) {
+                fprintf(stderr, "psrun: --stats-file: an empty file name\n");
+                return 2;
+            }
+            o->stats_file = optarg;
             break;
         case O_MULTI_PROG:
             o->multi_prog = "";
@@ -588,6 +678,28 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return 2;
         }
     }
+    /* --output-on-node: file patterns go to the ranks' nodes, which open them; psrun's own
+     * routes then treat those streams as its own (nothing comes of them) */
+    if (o->on_node) {
+        if (o->out.kind == LG_OUT_FILE) {
+            o->node_out = o->out.pat;
+            o->out.kind = LG_OUT_ALL;
+            if (!o->err_given) { /* srun: stderr follows -o's file */
+                o->node_err = o->node_out;
+                o->err_given = true;
+                o->err.kind = LG_OUT_ALL;
+            }
+        }
+        if (o->err_given && o->err.kind == LG_OUT_FILE) {
+            o->node_err = o->err.pat;
+            o->err.kind = LG_OUT_ALL;
+        }
+        if ((o->node_out && strlen(o->node_out) > 1023) ||
+            (o->node_err && strlen(o->node_err) > 1023)) {
+            fprintf(stderr, "psrun: --output-on-node: a file name pattern over 1023 bytes\n");
+            return 2;
+        }
+    }
     const struct lg_outspec *os[2] = {&o->out, &o->err};
     for (int k = 0; k < 2; k++)
         if (os[k]->kind == LG_OUT_RANK && os[k]->rank >= o->np) {
@@ -668,6 +780,14 @@ static int build_spawn(struct psrun *p, const uint32_t *ids, size_t nids, bool h
         psmsg_put_u32(&b, PSF_NODES_MAX, p->o.nmax);
     }
     if (p->o.exclusive) psmsg_put_u32(&b, PSF_EXCLUSIVE, 1);
+    if (p->o.cpt) psmsg_put_u32(&b, PSF_CPUS_PER_TASK, p->o.cpt);
+    if (p->o.bind) psmsg_put_u32(&b, PSF_CPU_BIND, p->o.bind);
+    if (p->o.bind_map) psmsg_put_str(&b, PSF_CPU_MAP, p->o.bind_map);
+    if (p->o.mem) psmsg_put_u64(&b, PSF_MEM, p->o.mem);
+    if (p->o.mem_per_cpu) psmsg_put_u64(&b, PSF_MEM_PER_CPU, p->o.mem_per_cpu);
+    if (p->o.node_out) psmsg_put_str(&b, PSF_OUT_PATTERN, p->o.node_out);
+    if (p->o.node_err) psmsg_put_str(&b, PSF_ERR_PATTERN, p->o.node_err);
+    if ((p->o.node_out || p->o.node_err) && p->o.append) psmsg_put_u32(&b, PSF_OPEN_APPEND, 1);
     psmsg_put_str(&b, PSF_JOB_NAME, job_name(&p->o));
     for (char **a = p->o.argv; *a; a++) psmsg_put_str(&b, PSF_ARG, *a);
     for (size_t i = 0; i < env.n; i++) psmsg_put_str(&b, PSF_ENV, env.v[i]);
@@ -1217,6 +1337,60 @@ static int setup_signals(struct psrun *p)
     return p->sigfd < 0 ? -1 : 0;
 }
 
+/* --stats, --stats-file: the job's accounting (logger/stats.h) */
+static void write_stats(struct psrun *p, uint64_t elapsed_us)
+{
+    if (p->o.stats) {
+        fflush(stdout);
+        lg_stats_write(stderr, &p->job, job_name(&p->o), elapsed_us);
+    }
+    if (!p->o.stats_file) return;
+    FILE *f = fopen(p->o.stats_file, "we");
+    if (!f) {
+        fprintf(stderr, "psrun: --stats-file %s: %s\n", p->o.stats_file, strerror(errno));
+        return;
+    }
+    lg_stats_write(f, &p->job, job_name(&p->o), elapsed_us);
+    if (fclose(f) != 0)
+        fprintf(stderr, "psrun: --stats-file %s: %s\n", p->o.stats_file, strerror(errno));
+}
+
+/* -c and --cpu-bind's CPUs against the partition's nodes (their CPU counts in the node
+ * table): a value no node can take is a usage error, before anything runs. */
+static int check_cpus(struct psrun *p, const uint32_t *ids, size_t nids)
+{
+    struct pscpuset named;
+    uint32_t most = 0, least = UINT32_MAX;
+    const char *least_name = "?";
+    for (size_t i = 0; i < (nids ? nids : 1); i++) /* no list: every node that is up */
+        for (size_t k = 0; k < p->nodes.n; k++)
+            if ((nids ? p->nodes.v[k].id == ids[i] : p->nodes.v[k].state == PSNODE_UP) &&
+                p->nodes.v[k].cpus) {
+                uint32_t n = p->nodes.v[k].cpus;
+                if (n > most) most = n;
+                if (n < least) {
+                    least = n;
+                    least_name = p->nodes.v[k].name;
+                }
+            }
+    if (!most) return 0; /* the table does not say */
+    if (p->o.cpt > most) {
+        fprintf(stderr, "psrun: -c %u: more CPUs than any node of the partition has (%u)\n",
+                p->o.cpt, most);
+        return -1;
+    }
+    uint32_t mode = p->o.bind & PSBIND_MODE_MASK;
+    if (mode != PSBIND_MAP_CPU && mode != PSBIND_MASK_CPU) return 0;
+    if (pscpu_map_check(p->o.bind_map, mode == PSBIND_MASK_CPU, &named, NULL, 0) < 0) return -1;
+    for (unsigned c = least; c < PSCPU_MAX; c++)
+        if (pscpu_isset(&named, c)) {
+            fprintf(stderr, "psrun: --cpu-bind=%s: CPU %u is outside node %s (%u CPUs: 0-%u)\n",
+                    p->o.bind_arg, c, least_name, least, least - 1);
+            return -1;
+        }
+    return 0;
+}
+
 static int run(struct psrun *p)
 {
     if (setup_signals(p) < 0) {
@@ -1256,6 +1430,10 @@ static int run(struct psrun *p)
                 part.source);
     lg_partition_free(&part);
     lg_strv_free(&skipped);
+    if (check_cpus(p, ids, nids) < 0) {
+        free(ids);
+        return 2;
+    }
 
     /* -o/-e other than psrun's own streams: the spawn is held until the files are open */
     bool hold = p->o.out.kind != LG_OUT_ALL || p->o.err.kind != LG_OUT_ALL;
@@ -1276,7 +1454,8 @@ static int run(struct psrun *p)
                              .input = p->o.input,
                              .prog = p->o.argv[0],
                              .nodes = &p->nodes,
-                             .mpi = p->o.mpi != PSPMI_MODE_NONE};
+                             .mpi = p->o.mpi != PSPMI_MODE_NONE,
+                             .cpu_verbose = (p->o.bind & PSBIND_VERBOSE) != 0};
     if (lg_job_init(&p->job, &cfg, &p->conn, spawn_id) < 0) {
         fprintf(stderr, "psrun: out of memory\n");
         return 1;
@@ -1306,8 +1485,11 @@ static int run(struct psrun *p)
         fprintf(stderr, "psrun: event loop: %s\n", strerror(errno));
         return 1;
     }
+    double started = now();
     rc = loop(p);
     loop_free(p->loop);
+    if ((p->o.stats || p->o.stats_file) && p->job.spawned && !p->job.spawn_failed)
+        write_stats(p, (uint64_t)((now() - started) * 1e6));
     return rc;
 }
 

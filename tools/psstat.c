@@ -4,10 +4,13 @@
  * rank, user, state, command) and `psstat rdp` (the daemon's RDP connections to the other
  * nodes: packets, messages, retransmissions, drops by reason, RTT, windows), as a table or as
  * JSON; `psstat sockets`: the node's connections under the preload library (process, user,
- * local and remote address, path, bytes each way).
+ * local and remote address, path, bytes each way). `psstat jobs`: the running jobs (from the
+ * task list: job, name, user, tasks, nodes); `psstat jobs --done`: the last jobs whose psrun
+ * ran on the asked node, with their usage (psid.done_jobs of them), sacct's field names.
  *
- * usage: psstat [--json] nodes|tasks|rdp|sockets
+ * usage: psstat [--json] nodes|tasks|jobs [--done]|rdp|sockets
  */
+#include "../logger/stats.h"
 #include "psi.h"
 #include "psversion.h"
 #include "psi_nodes.h"
@@ -21,14 +24,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char usage_text[] =
-    "usage: psstat [--json] nodes|tasks|rdp|sockets\n"
+    "usage: psstat [--json] nodes|tasks|jobs [--done]|rdp|sockets\n"
     "\n"
     "  nodes         every configured node: id, name, address, "
     "state, load, tasks, CPUs\n"
     "  tasks         every task on the nodes that are up: task id (NODE:PID), job, rank,\n"
     "                user, state, command\n"
+    "  jobs          the running jobs: job id, name, user, tasks, nodes\n"
+    "  jobs --done   the last jobs whose psrun ran on this node (psid.done_jobs of them):\n"
+    "                job id, name, user, ranks, start, end, elapsed, user and system CPU,\n"
+    "                max RSS, bytes read and written, the first failed rank's status\n"
     "  rdp           this daemon's RDP connections to the other nodes: state, packets and\n"
     "                messages each way, retransmissions, timeouts, connections lost, smoothed\n"
     "                RTT and retransmission timeout (us), congestion window, packets dropped\n"
@@ -327,6 +335,143 @@ static int rdp(struct psi *c, int json)
     return 0;
 }
 
+static void user_name(uint32_t uid, char *out, size_t len)
+{
+    struct passwd *pw = getpwuid((uid_t)uid);
+    if (pw)
+        snprintf(out, len, "%s", pw->pw_name);
+    else
+        snprintf(out, len, "%" PRIu32, uid);
+}
+
+static int job_cmp(const void *a, const void *b)
+{
+    const struct psi_task *x = a, *y = b;
+    if (x->job != y->job) return x->job < y->job ? -1 : 1;
+    return task_cmp(a, b);
+}
+
+/* `psstat jobs`: the tasks of the list grouped by job */
+static int running_jobs(struct psi *c, int json)
+{
+    struct psi_tasklist l;
+    if (psi_tasks(c, &l) < 0) {
+        fprintf(stderr, "psstat: jobs: %s\n", strerror(errno));
+        return 1;
+    }
+    if (l.n) qsort(l.v, l.n, sizeof *l.v, job_cmp);
+    if (json)
+        printf("{\"jobs\":[");
+    else
+        printf("%-16s %-16s %-10s %6s %6s\n", "JOB", "NAME", "USER", "TASKS", "NODES");
+    size_t k = 0;
+    for (size_t i = 0; i < l.n;) {
+        size_t e = i;
+        unsigned nodes = 0;
+        while (e < l.n && l.v[e].has_job == l.v[i].has_job && l.v[e].job == l.v[i].job) {
+            nodes += e == i || PSTID_NODE(l.v[e].tid) != PSTID_NODE(l.v[e - 1].tid);
+            e++;
+        }
+        if (l.v[i].has_job) {
+            char job[32], user[32];
+            psi_tid_str(l.v[i].job, job, sizeof job);
+            user_name(l.v[i].uid, user, sizeof user);
+            if (json) {
+                printf("%s{\"job\":\"%s\",\"name\":", k++ ? "," : "", job);
+                if (l.v[i].name[0])
+                    json_str(l.v[i].name);
+                else
+                    printf("null");
+                printf(",\"uid\":%" PRIu32 ",\"user\":", l.v[i].uid);
+                json_str(user);
+                printf(",\"tasks\":%zu,\"nodes\":%u}", e - i, nodes);
+            } else {
+                printf("%-16s %-16s %-10s %6zu %6u\n", job, l.v[i].name[0] ? l.v[i].name : "-",
+                       user, e - i, nodes);
+            }
+        }
+        i = e;
+    }
+    if (json) printf("]}\n");
+    psi_tasklist_free(&l);
+    return 0;
+}
+
+static void fmt_time(uint64_t s, char *out, size_t len)
+{
+    time_t t = (time_t)s;
+    struct tm tm;
+    if (!localtime_r(&t, &tm) || !strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm))
+        snprintf(out, len, "%" PRIu64, s);
+}
+
+/* `psstat jobs --done`: the node's ring of ended jobs */
+static int done_jobs(struct psi *c, int json)
+{
+    struct psmsg rep;
+    if (psi_ask(c, PSM_JOBS_DONE, &rep) < 0) {
+        fprintf(stderr, "psstat: jobs --done: %s\n", strerror(errno));
+        return 1;
+    }
+    if (json)
+        printf("{\"done\":[");
+    else
+        printf("%-16s %-16s %-10s %6s %-19s %-19s %10s %12s %12s %10s %12s %12s %6s\n", "JobID",
+               "JobName", "User", "NTasks", "Start", "End", "Elapsed", "UserCPU", "SystemCPU",
+               "MaxRSS", "DiskRead", "DiskWrite", "Status");
+    size_t pos = 0, n = 0;
+    struct psmsg_field f;
+    while (psmsg_next(&rep.body, &pos, &f)) {
+        if (f.tag != PSF_DONE) continue;
+        struct psmsg_view v = psmsg_record(&f);
+        uint64_t job = 0, st = 0, en = 0, el = 0, us = 0, sy = 0, rss = 0, rd = 0, wr = 0;
+        uint32_t uid = 0, np = 0, status = 0;
+        char name[64] = "", user[32], jid[32], a[32], b[32], e[32], u[32], s[32], r[32];
+        psmsg_get_u64(&v, PSF_JOB, &job);
+        psmsg_get_str(&v, PSF_JOB_NAME, name, sizeof name);
+        psmsg_get_u32(&v, PSF_UID, &uid);
+        psmsg_get_u32(&v, PSF_NP, &np);
+        psmsg_get_u32(&v, PSF_STATUS, &status);
+        psmsg_get_u64(&v, PSF_START_S, &st);
+        psmsg_get_u64(&v, PSF_END_S, &en);
+        psmsg_get_u64(&v, PSF_ELAPSED_US, &el);
+        psmsg_get_u64(&v, PSF_USER_US, &us);
+        psmsg_get_u64(&v, PSF_SYS_US, &sy);
+        psmsg_get_u64(&v, PSF_MAXRSS, &rss);
+        psmsg_get_u64(&v, PSF_READ_BYTES, &rd);
+        psmsg_get_u64(&v, PSF_WRITE_BYTES, &wr);
+        psi_tid_str(job, jid, sizeof jid);
+        user_name(uid, user, sizeof user);
+        if (json) {
+            printf("%s{\"job\":\"%s\",\"name\":", n ? "," : "", jid);
+            json_str(name);
+            printf(",\"uid\":%" PRIu32 ",\"user\":", uid);
+            json_str(user);
+            printf(",\"ntasks\":%" PRIu32 ",\"start\":%" PRIu64 ",\"end\":%" PRIu64
+                   ",\"elapsed_us\":%" PRIu64 ",\"user_cpu_us\":%" PRIu64
+                   ",\"system_cpu_us\":%" PRIu64 ",\"max_rss\":%" PRIu64 ",\"disk_read\":%" PRIu64
+                   ",\"disk_write\":%" PRIu64 ",\"status\":%" PRIu32 "}",
+                   np, st, en, el, us, sy, rss, rd, wr, status);
+        } else {
+            fmt_time(st, a, sizeof a);
+            fmt_time(en, b, sizeof b);
+            lg_fmt_elapsed(el, e, sizeof e);
+            lg_fmt_cpu(us, u, sizeof u);
+            lg_fmt_cpu(sy, s, sizeof s);
+            lg_fmt_kib(rss, r, sizeof r);
+            char rdm[32], wrm[32];
+            lg_fmt_mib(rd, rdm, sizeof rdm);
+            lg_fmt_mib(wr, wrm, sizeof wrm);
+            printf("%-16s %-16s %-10s %6" PRIu32 " %-19s %-19s %10s %12s %12s %10s %12s %12s "
+                   "%6" PRIu32 "\n",
+                   jid, name[0] ? name : "-", user, np, a, b, e, u, s, r, rdm, wrm, status);
+        }
+        n++;
+    }
+    if (json) printf("]}\n");
+    return 0;
+}
+
 /* `psstat sockets`: the accelerated connections of this node's processes */
 static int sockets(struct psi *c, int json)
 {
@@ -383,12 +528,16 @@ static int sockets(struct psi *c, int json)
 int main(int argc, char **argv)
 {
     if (psc_version_asked(argc, argv, "psstat")) return 0;
-    static const struct option opts[] = {
-        {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int json = 0, o;
-    while ((o = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+    static const struct option opts[] = {{"json", no_argument, 0, 'j'},
+                                         {"done", no_argument, 0, 'd'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int json = 0, done = 0, o;
+    while ((o = getopt_long(argc, argv, "jdh", opts, NULL)) != -1) {
         if (o == 'j')
             json = 1;
+        else if (o == 'd')
+            done = 1;
         else if (o == 'h')
             return usage(stdout, 0);
         else
@@ -396,7 +545,9 @@ int main(int argc, char **argv)
     }
     if (optind != argc - 1 ||
         (strcmp(argv[optind], "nodes") != 0 && strcmp(argv[optind], "tasks") != 0 &&
-         strcmp(argv[optind], "rdp") != 0 && strcmp(argv[optind], "sockets") != 0))
+         strcmp(argv[optind], "rdp") != 0 && strcmp(argv[optind], "sockets") != 0 &&
+         strcmp(argv[optind], "jobs") != 0) ||
+        (done && strcmp(argv[optind], "jobs") != 0))
         return usage(stderr, 2);
     struct psi c;
     if (psi_open(&c, NULL) < 0) {
@@ -408,6 +559,7 @@ int main(int argc, char **argv)
     int rc = strcmp(what, "nodes") == 0     ? nodes(&c, json)
              : strcmp(what, "tasks") == 0   ? tasks(&c, json)
              : strcmp(what, "sockets") == 0 ? sockets(&c, json)
+             : strcmp(what, "jobs") == 0    ? (done ? done_jobs(&c, json) : running_jobs(&c, json))
                                             : rdp(&c, json);
     psi_close(&c);
     return rc;

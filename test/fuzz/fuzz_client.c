@@ -29,6 +29,7 @@
 #include "../../psid/log.h"
 #include "../lib/fdpass.h"
 #include "psmsg.h"
+#include "pscpus.h"
 #include "psproto.h"
 
 #include <arpa/inet.h>
@@ -235,10 +236,10 @@ static uint32_t take32(struct in *in)
  * to pass with it, or -1. */
 static void request(struct in *in, struct psmsg_buf *b, int *fd)
 {
-    static const uint16_t types[] = {PSM_NODES,      PSM_SPAWN,     PSM_IO_ACK,     PSM_INPUT,
-                                     PSM_SIGNAL,     PSM_TASKS,     PSM_NOTIFY,     PSM_RELEASE,
-                                     PSM_RDP,        PSM_PL_OPEN,   PSM_PL_LISTEN,  PSM_PL_UNLISTEN,
-                                     PSM_PL_CONNECT, PSM_PL_ACCEPT, PSM_PL_DECLINE, PSM_SPAWN_GO};
+    static const uint16_t types[] = {
+        PSM_NODES,      PSM_SPAWN,     PSM_IO_ACK,     PSM_INPUT,    PSM_SIGNAL,    PSM_TASKS,
+        PSM_NOTIFY,     PSM_RELEASE,   PSM_RDP,        PSM_PL_OPEN,  PSM_PL_LISTEN, PSM_PL_UNLISTEN,
+        PSM_PL_CONNECT, PSM_PL_ACCEPT, PSM_PL_DECLINE, PSM_SPAWN_GO, PSM_JOBS_DONE};
     uint16_t type = types[take(in) % (sizeof types / sizeof types[0])];
     *fd = type >= PSM_PL_OPEN ? pass[take(in) % NPASS] : -1;
     psmsg_begin(b, type, take32(in));
@@ -249,6 +250,17 @@ static void request(struct in *in, struct psmsg_buf *b, int *fd)
         psmsg_put_u32(b, PSF_NP, take(in) % 4 + 1);
         if (take(in) & 1) psmsg_put_u32(b, PSF_NODE_ID, take(in) % 3);
         if (take(in) & 1) psmsg_put_u32(b, PSF_HOLD, 1); /* then a PSM_SPAWN_GO, or none */
+        if (take(in) & 1) { /* -c, --cpu-bind, --mem, --output-on-node: checked at the home */
+            static const char *const maps[] = {"0,1", "0x3,c", "1*2", "", "x", "4096"};
+            static const char *const pats[] = {"o-%t", "o-%q", "", "%N-%n-%j"};
+            psmsg_put_u32(b, PSF_CPUS_PER_TASK, take(in) % 5);
+            psmsg_put_u32(b, PSF_CPU_BIND, take(in) % 7 | (take(in) & 1 ? PSBIND_VERBOSE : 0));
+            if (take(in) & 1) psmsg_put_str(b, PSF_CPU_MAP, maps[take(in) % 6]);
+            if (take(in) & 1) psmsg_put_u64(b, PSF_MEM, take(in));
+            if (take(in) & 1) psmsg_put_u64(b, PSF_MEM_PER_CPU, take(in));
+            if (take(in) & 1) psmsg_put_str(b, PSF_OUT_PATTERN, pats[take(in) % 4]);
+            if (take(in) & 1) psmsg_put_str(b, PSF_ERR_PATTERN, pats[take(in) % 4]);
+        }
         break;
     case PSM_SPAWN_GO: /* the job ids psid hands out start from its incarnation: mostly none */
         psmsg_put_u64(b, PSF_JOB, take(in) & 1 ? tid : PSTID(0, d.next_job - 1));

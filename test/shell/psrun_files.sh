@@ -8,7 +8,10 @@
 #  - srun's modes: none, a rank number;
 #  - nothing lost at the job's end: 4 ranks x 4 MB into files, checksums per rank;
 #  - bad values exit 2 before anything runs (unknown pattern, %A, --open-mode, a rank out
-#    of range); a file that cannot be opened names the path and the reason and starts no rank.
+#    of range); a file that cannot be opened names the path and the reason and starts no rank;
+#  - --output-on-node: each rank's node opens the files (as the user, in the job's directory),
+#    patterns expanded there (%N, %n, %t, %j), stderr following -o, -e apart, truncated once
+#    per job and node or appended; a file the node cannot open fails the rank with the path.
 # Every psrun runs under timeout.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
@@ -125,5 +128,41 @@ check "a file that cannot be opened: path and reason, no rank starts" $? "rc=$RC
 # the held job left nothing behind
 idle 3000
 check "a refused job leaves no task" $? "tasks still counted"
+
+# ---- --output-on-node
+mkdir -p "$W/on" && cd "$W/on" || exit 1
+run "$PSRUN" -n 4 -w 0,1 --output-on-node -o 'on-%N-%n-%t-%j.out' sh -c \
+    'echo "out $PSI_RANK $PSI_NODENAME $PSI_JOB"; echo "err $PSI_RANK" >&2'
+ok=0
+for f in on-*.out; do
+    [ -e "$f" ] || continue
+    IFS=- read -r _ nn ni t j <<<"${f%.out}"
+    # the name's node and rank are the ones the rank saw; stderr followed stdout
+    if grep -qx "out $t $nn $j" "$f" && grep -qx "err $t" "$f" && [ "$(stat -c %U "$f")" = "$me" ] &&
+        { [ "$nn/$ni" = n0/0 ] || [ "$nn/$ni" = n1/1 ]; }; then ok=$((ok + 1)); fi
+done
+[ $RC -eq 0 ] && [ "$ok" -eq 4 ] && [ -z "$OUT" ] && [ -z "$ERR" ]
+check "--output-on-node: each rank's file, named and written on its node" $? \
+    "rc=$RC ok=$ok $(ls) out '$OUT' err '$ERR'"
+run "$PSRUN" -n 2 -w 0 --output-on-node -o 'sep-%t.out' -e 'sep-%t.err' sh -c \
+    'echo "out $PSI_RANK"; echo "err $PSI_RANK" >&2'
+[ $RC -eq 0 ] && [ "$(cat sep-1.out)" = "out 1" ] && [ "$(cat sep-1.err)" = "err 1" ]
+check "--output-on-node: -e's file apart" $? "rc=$RC $(ls) $ERR"
+for k in 1 2; do
+    run "$PSRUN" -n 4 -w 0,1 --output-on-node -o 'shared-%N.out' sh -c 'echo "job'$k' $PSI_RANK"'
+done
+t0=$(sort shared-n0.out | tr '\n' ' ')
+run "$PSRUN" -n 4 -w 0,1 --output-on-node --open-mode=append -o 'shared-%N.out' sh -c \
+    'echo "job3 $PSI_RANK"'
+t1=$(sort shared-n1.out | tr '\n' ' ')
+[ "$t0" = "job2 0 job2 1 " ] && [ "$t1" = "job2 2 job2 3 job3 2 job3 3 " ]
+check "--output-on-node: a node's shared file truncated once per job, or appended" $? \
+    "n0 '$t0' n1 '$t1'"
+run "$PSRUN" -n 2 -w 1 --output-on-node -o "$CDIR/nodir/on-%t" true
+[ $RC -ne 0 ] && [[ $ERR == *"cannot open its output file $CDIR/nodir/on-0: No such file or directory"* ]]
+check "--output-on-node: a file the node cannot open fails the rank, naming it" $? "rc=$RC $ERR"
+run "$PSRUN" -n 2 --output-on-node -o 'x-%q' touch "$marker"
+[ $RC -eq 2 ] && [ ! -e "$marker" ]
+check "--output-on-node: an unknown pattern exits 2" $? "rc=$RC $ERR"
 
 exit $((FAILS > 0))

@@ -461,6 +461,7 @@ static void test_err_ranges(void)
         {"psid", "max_clients", 16, 1000000},
         {"psid", "max_clients_per_uid", 1, 1000000},
         {"psid", "client_idle_s", 0, 86400},
+        {"psid", "done_jobs", 0, 100000},
         {"pmi", "tree_width", 1, 4096},
         {"pmi", "max_kvs_bytes", 65536, 1073741824},
         {"pmi", "max_kvs_keys", 16, 100000000},

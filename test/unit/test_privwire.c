@@ -74,6 +74,88 @@ static void put_renv(struct psmsg_buf *b)
     for (int i = 0; i < PRIV_MAX_RENV; i++) psmsg_put_str(b, PRIV_F_RENV, "X=1");
 }
 
+static void put_cpus(struct psmsg_buf *b)
+{
+    const uint8_t set[2] = {0x05, 0x80}; /* CPUs 0, 2, 15 */
+    psmsg_put_bytes(b, PRIV_F_CPUS, set, sizeof set);
+}
+static void put_cpus_empty(struct psmsg_buf *b)
+{
+    const uint8_t set[3] = {0};
+    psmsg_put_bytes(b, PRIV_F_CPUS, set, sizeof set);
+}
+static void put_cpus_long(struct psmsg_buf *b)
+{
+    uint8_t set[PSCPU_BYTES + 1] = {1};
+    psmsg_put_bytes(b, PRIV_F_CPUS, set, sizeof set);
+}
+
+static void put_pats(struct psmsg_buf *b)
+{
+    psmsg_put_str(b, PRIV_F_OUT_PAT, "out-%N-%t");
+    psmsg_put_str(b, PRIV_F_ERR_PAT, "err-%j");
+    psmsg_put_u32(b, PRIV_F_APPEND, 1);
+    psmsg_put_u32(b, PRIV_F_NODE_IDX, 3);
+    psmsg_put_str(b, PRIV_F_JOB_NAME, "name");
+}
+static void put_badpat(struct psmsg_buf *b)
+{
+    psmsg_put_str(b, PRIV_F_OUT_PAT, "out-%q");
+}
+static void put_badmode(struct psmsg_buf *b)
+{
+    psmsg_put_str(b, PRIV_F_OUT_PAT, "out");
+    psmsg_put_u32(b, PRIV_F_APPEND, 2);
+}
+
+/* --output-on-node: checked patterns, the mode, the node's index, the job's name */
+static void test_spawn_outfiles(void)
+{
+    struct psmsg_buf b = {0};
+    struct priv_spawn s;
+    char why[200];
+    spawn_msg(&b, 0, put_pats);
+    CU_ASSERT_EQUAL(decode(&b, &s, why), 0);
+    CU_ASSERT_STRING_EQUAL(s.out_pat, "out-%N-%t");
+    CU_ASSERT_STRING_EQUAL(s.err_pat, "err-%j");
+    CU_ASSERT_EQUAL(s.append, 1);
+    CU_ASSERT_EQUAL(s.nodeidx, 3);
+    CU_ASSERT_STRING_EQUAL(s.name, "name");
+    psmsg_buf_free(&b);
+    void (*bad[])(struct psmsg_buf *) = {put_badpat, put_badmode};
+    for (size_t i = 0; i < 2; i++) {
+        spawn_msg(&b, 0, bad[i]);
+        CU_ASSERT_EQUAL(decode(&b, &s, why), -1);
+        psmsg_buf_free(&b);
+    }
+}
+
+/* PRIV_F_CPUS: a binding of 1..PSCPU_BYTES bytes with a CPU in it */
+static void test_spawn_cpus(void)
+{
+    struct psmsg_buf b = {0};
+    struct priv_spawn s;
+    char why[200];
+    spawn_msg(&b, 0, NULL);
+    CU_ASSERT_EQUAL(decode(&b, &s, why), 0);
+    CU_ASSERT_FALSE(s.bind);
+    psmsg_buf_free(&b);
+    spawn_msg(&b, 0, put_cpus);
+    CU_ASSERT_EQUAL(decode(&b, &s, why), 0);
+    CU_ASSERT_TRUE(s.bind);
+    CU_ASSERT_EQUAL(pscpu_count(&s.cpus), 3);
+    CU_ASSERT_TRUE(pscpu_isset(&s.cpus, 0) && pscpu_isset(&s.cpus, 2) && pscpu_isset(&s.cpus, 15));
+    psmsg_buf_free(&b);
+    spawn_msg(&b, 0, put_cpus_empty);
+    CU_ASSERT_EQUAL(decode(&b, &s, why), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "empty CPU set"));
+    psmsg_buf_free(&b);
+    spawn_msg(&b, 0, put_cpus_long);
+    CU_ASSERT_EQUAL(decode(&b, &s, why), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "CPU set"));
+    psmsg_buf_free(&b);
+}
+
 static void test_spawn_malformed(void)
 {
     const uint16_t required[] = {PRIV_F_REQ, PRIV_F_JOB,   PRIV_F_RANK,  PRIV_F_UID,
@@ -161,4 +243,4 @@ static void test_frames(void)
 }
 
 UNIT_SUITE(privwire, UNIT_TEST(test_spawn_valid), UNIT_TEST(test_spawn_malformed),
-           UNIT_TEST(test_frames));
+           UNIT_TEST(test_spawn_cpus), UNIT_TEST(test_spawn_outfiles), UNIT_TEST(test_frames));

@@ -221,6 +221,31 @@ static void test_digest(void)
     digest(argv, none, NULL, 022, a);
     digest(argv, none, "", 022, b); /* no directory is an empty one */
     CU_ASSERT_EQUAL(memcmp(a, b, 32), 0);
+    /* --output-on-node: the patterns, the mode and the job's name count, each apart */
+    struct spawncred_hash h0, h;
+    uint8_t o[32];
+    spawncred_hash_init(&h0);
+    spawncred_hash_arg(&h0, "/bin/true", 9);
+    spawncred_hash_final(&h0, "/tmp", 022, a);
+    const char *pats[][3] = {
+        {"o-%t", NULL, "x"}, {NULL, "o-%t", "x"}, {"o-%t", NULL, "y"}, {"o-%t", "o-%t", "x"}};
+    for (size_t i = 0; i < sizeof pats / sizeof pats[0]; i++) {
+        h = h0;
+        spawncred_hash_out(&h, pats[i][0], pats[i][1], 0, pats[i][2]);
+        spawncred_hash_final(&h, "/tmp", 022, b);
+        CU_ASSERT_NOT_EQUAL(memcmp(a, b, 32), 0);
+        h = h0;
+        spawncred_hash_out(&h, pats[i][0], pats[i][1], 1, pats[i][2]);
+        spawncred_hash_final(&h, "/tmp", 022, o);
+        CU_ASSERT_NOT_EQUAL(memcmp(o, b, 32), 0); /* append is not truncate */
+        for (size_t k = 0; k < i; k++) {
+            uint8_t p[32];
+            h = h0;
+            spawncred_hash_out(&h, pats[k][0], pats[k][1], 0, pats[k][2]);
+            spawncred_hash_final(&h, "/tmp", 022, p);
+            CU_ASSERT_NOT_EQUAL(memcmp(p, b, 32), 0);
+        }
+    }
     uint8_t k1[32], k2[32], ck[32] = {1};
     spawncred_key(ck, k1);
     ck[0] = 2;
