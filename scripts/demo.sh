@@ -104,8 +104,8 @@ run "$B/psrun" -n 8 -v -l sh -c 'echo "hello from rank $PSI_RANK of $PSI_SIZE on
 
 step "3. a longer job; its tasks anywhere in the cluster; signals and a death notification"
 # one rank per node, wherever the load average would put them: rank I runs on node I
-echo "\$ psrun -n 4 --ppn 1 -v sleep 20 &"
-"$B/psrun" -n 4 --ppn 1 -v sleep 20 >"$DIR/job.out" 2>&1 &
+echo "\$ psrun -n 4 --ppn 1 -v sleep 120 &"
+"$B/psrun" -n 4 --ppn 1 -v sleep 120 >"$DIR/job.out" 2>&1 &
 JOB=$!
 job_started() { (($(lines "$DIR/job.out" '^psrun: rank') >= 4)); }
 until_ok 5 job_started || fail "the 4 ranks of the job did not start: $(cat "$DIR/job.out")"
