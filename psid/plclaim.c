@@ -250,40 +250,49 @@ void pl_lates_take(struct preload *pl, const struct pl_wait *w)
         }
 }
 
-/* The connection acc (the accepted socket: its addresses, ports and namespace), of a
- * connector on node, was taken on TCP by uid's acceptor: its request, if it comes, is
- * refused. A tomb names the whole connection and the acceptor's user, so that it refuses
- * that request only: not one of another address with the same ports, nor one to another
- * user's listener. Bounded: PL_WAIT_MAX in all, PL_WAIT_UID per uid but root's (without a
- * tomb the request waits and ends as not accepted). */
+/* A tombstone's key: the connector's node and both ends' addresses and ports (IPv4 as
+ * itself, also when the socket has it mapped into IPv6), under the table's SipHash key. */
+static uint64_t tomb_key(const struct ptable *t, uint32_t node,
+                         const struct sockaddr_storage *local, const struct sockaddr_storage *peer)
+{
+    struct {
+        uint32_t node;
+        uint16_t lport, pport;
+        char laddr[INET6_ADDRSTRLEN], paddr[INET6_ADDRSTRLEN];
+    } k;
+    memset(&k, 0, sizeof k);
+    k.node = node;
+    k.lport = sockinfo_port(local);
+    k.pport = sockinfo_port(peer);
+    sockinfo_addr_text(local, k.laddr);
+    sockinfo_addr_text(peer, k.paddr);
+    return ptable_key(t, &k, sizeof k);
+}
+
+void pl_tomb_expire(struct pt_entry *e)
+{
+    ptable_del(e);
+    free(PT_OWNER(e, struct pl_tomb, pe));
+}
+
+/* The connection acc (the accepted socket: its addresses and ports), of a connector on
+ * node, was taken on TCP by uid's acceptor: its request, if it comes, is refused. A tomb
+ * names the whole connection and the acceptor's user, so that it refuses that request
+ * only: not one of another address with the same ports, nor one to another user's
+ * listener. In struct preload's tombs (ptable.h): PL_WAIT_MAX in all, PL_WAIT_UID per uid
+ * but root's, each for 2 PL_ANSWER_NS (without a tomb the request waits and ends as not
+ * accepted). */
 static void tomb_add(struct preload *pl, uint32_t node, const struct sockinfo *acc, uint32_t uid,
                      int err)
 {
-    uint64_t now = loop_now();
-    unsigned mine = 0;
-    for (struct pl_tomb **pp = &pl->tombs; *pp;) { /* the old ones go first */
-        struct pl_tomb *t = *pp;
-        if (t->until > now) {
-            mine += t->uid == uid;
-            pp = &t->next;
-            continue;
-        }
-        *pp = t->next;
-        free(t);
-        pl->ntombs--;
-    }
-    if (uid != 0 && mine >= PL_WAIT_UID) return;
-    struct pl_tomb *t = pl->ntombs < PL_WAIT_MAX ? calloc(1, sizeof *t) : NULL;
+    if (!ptable_room(&pl->tombs, uid)) return;
+    struct pl_tomb *t = calloc(1, sizeof *t);
     if (!t) return;
-    *t = (struct pl_tomb){.node = node,
-                          .uid = uid,
-                          .local = acc->local,
-                          .peer = acc->peer,
-                          .err = err,
-                          .until = now + 2 * PL_ANSWER_NS,
-                          .next = pl->tombs};
-    pl->tombs = t;
-    pl->ntombs++;
+    *t = (struct pl_tomb){
+        .node = node, .uid = uid, .local = acc->local, .peer = acc->peer, .err = err};
+    if (ptable_add(&pl->tombs, &t->pe, tomb_key(&pl->tombs, node, &acc->local, &acc->peer), uid,
+                   loop_now() + 2 * PL_ANSWER_NS) < 0)
+        free(t);
 }
 
 /* The refusal a tomb holds for the connection from peer (on node) to local whose listener
@@ -291,16 +300,14 @@ static void tomb_add(struct preload *pl, uint32_t node, const struct sockinfo *a
 int pl_tomb_take(struct preload *pl, uint32_t node, const struct sockaddr_storage *local,
                  const struct sockaddr_storage *peer, uint32_t uid)
 {
-    uint64_t now = loop_now();
-    for (struct pl_tomb **pp = &pl->tombs; *pp; pp = &(*pp)->next) {
-        struct pl_tomb *t = *pp;
+    for (struct pt_entry *e = ptable_find(&pl->tombs, tomb_key(&pl->tombs, node, local, peer)); e;
+         e = ptable_find_next(e)) {
+        struct pl_tomb *t = PT_OWNER(e, struct pl_tomb, pe);
         if (t->node != node || t->uid != uid || !sockinfo_same(&t->local, local) ||
             !sockinfo_same(&t->peer, peer))
             continue;
-        *pp = t->next;
-        pl->ntombs--;
-        int err = t->until > now ? t->err : 0;
-        free(t);
+        int err = t->err;
+        pl_tomb_expire(e);
         return err;
     }
     return 0;

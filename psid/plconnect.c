@@ -25,31 +25,17 @@ void pl_refuse(struct psid *d, struct client *c, uint32_t id, uint32_t conn, int
 
 void pl_ask_done(struct preload *pl, struct pl_ask *a)
 {
-    for (struct pl_ask **pp = &pl->asks; *pp; pp = &(*pp)->next)
-        if (*pp == a) {
-            *pp = a->next;
-            break;
-        }
-    pl->nasks--;
-    loop_timer_cancel(a->d->loop, a->timer);
+    (void)pl;
+    ptable_del(&a->pe);
     free(a);
 }
 
-/* Requests asking another psid: PL_WAIT_MAX in all, PL_WAIT_UID of them per uid but root's
- * (each is answered or expires within PL_ANSWER_NS, but a client may ask faster). */
-static bool asks_over_share(const struct preload *pl, uint32_t uid)
+/* Requests asking another psid are in struct preload's asks (ptable.h): PL_WAIT_MAX in all,
+ * PL_WAIT_UID of them per uid but root's (each is answered or expires within PL_ANSWER_NS,
+ * but a client may ask faster). */
+void pl_ask_expired(struct pt_entry *e)
 {
-    if (pl->nasks >= PL_WAIT_MAX) return true;
-    unsigned n = 0;
-    for (const struct pl_ask *a = pl->asks; uid && a; a = a->next)
-        n += a->c && client_uid(a->c) == uid;
-    return n >= PL_WAIT_UID;
-}
-
-static void ask_expired(void *ctx)
-{
-    struct pl_ask *a = ctx;
-    a->timer = 0;
+    struct pl_ask *a = PL_ASK(e);
     pl_refuse(a->d, a->c, a->client_id, a->conn, ETIMEDOUT, "the listener's psid did not answer");
     if (a->probe_req) claim_answer(a->d, a->node, a->probe_req, ENOENT);
     pl_ask_done(a->d->preload, a);
@@ -238,7 +224,7 @@ void pl_connect(struct psid *d, struct preload *pl, struct client *c, const stru
     } else if (!err && pl->npends >= PL_WAIT_MAX) {
         err = ENOBUFS;
         why = "too many connections waiting";
-    } else if (!err && asks_over_share(pl, client_uid(c))) {
+    } else if (!err && !ptable_room(&pl->asks, client_uid(c))) {
         err = ENOBUFS;
         why = "too many connections asking the listener's psid";
     }
@@ -259,11 +245,12 @@ void pl_connect(struct psid *d, struct preload *pl, struct client *c, const stru
                          .dport = port,
                          .cookie = si.cookie,
                          .c = c,
-                         .d = d,
-                         .next = pl->asks};
-    pl->asks = a;
-    pl->nasks++;
-    a->timer = loop_timer(d->loop, loop_now() + PL_ANSWER_NS, ask_expired, a);
+                         .d = d};
+    if (ptable_add(&pl->asks, &a->pe, a->req, client_uid(c), loop_now() + PL_ANSWER_NS) < 0) {
+        free(a); /* (room was checked above) */
+        pl_refuse(d, c, m->id, conn, ENOBUFS, "too many connections asking the listener's psid");
+        return;
+    }
     rechecks_take(d, pl, a);
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_PL_CONNECT, 0);
@@ -281,8 +268,9 @@ void pl_d_connect_reply(struct psid *d, struct preload *pl, uint32_t from, const
 {
     uint32_t req, err = EPROTO;
     if (psmsg_get_u32(&m->body, PSF_REQ, &req) < 0) return;
-    struct pl_ask *a = pl->asks;
-    while (a && (a->req != req || a->node != from)) a = a->next;
+    struct pl_ask *a = NULL;
+    for (struct pt_entry *e = ptable_find(&pl->asks, req); e && !a; e = ptable_find_next(e))
+        if (PL_ASK(e)->node == from) a = PL_ASK(e);
     if (!a) return; /* expired, or forged */
     psmsg_get_u32(&m->body, PSF_ERRNO, &err);
     struct pl_pend *p = !err && a->c ? calloc(1, sizeof *p) : NULL;
@@ -338,12 +326,14 @@ static void claim_answer(struct psid *d, uint32_t to, uint32_t req, int err)
 static bool probe_match(struct psid *d, struct preload *pl, uint32_t from, uint32_t req,
                         uint16_t sport, uint16_t dport, const struct pl_ep *acceptor)
 {
-    for (struct pl_ask *a = pl->asks; a; a = a->next)
+    for (struct pt_entry *e = pl->asks.all; e; e = e->next) {
+        struct pl_ask *a = PL_ASK(e);
         if (a->node == from && a->sport == sport && a->dport == dport && !a->probe_req) {
             a->probe_req = req;
             a->acceptor = *acceptor;
             return true;
         }
+    }
     for (const struct pl_pend *p = pl->pends; p; p = p->next)
         if (p->node == from && p->sport == sport && p->dport == dport) {
             claim_answer(d, from, req, EAGAIN);

@@ -13,6 +13,7 @@
 #include "psmsg.h"
 #include "plquery.h"
 #include "psshm.h"
+#include "ptable.h"
 #include "shmchan.h"
 #include "sockinfo.h"
 
@@ -100,10 +101,10 @@ struct pl_ask { /* connector's side: a PSM_PL_CONNECT waiting for the other psid
     uint32_t probe_req;
     struct pl_ep acceptor;
     struct client *c;
-    uint64_t timer;
     struct psid *d;
-    struct pl_ask *next;
+    struct pt_entry pe; /* in struct preload's asks, by req, until PL_ANSWER_NS */
 };
+#define PL_ASK(e) PT_OWNER(e, struct pl_ask, pe)
 
 struct pl_pend { /* connector's side: a connection waiting for its outcome */
     uint32_t node, conn;
@@ -156,8 +157,7 @@ struct pl_tomb {   /* listener's side: a connection its acceptor took on TCP bef
     uint32_t uid;  /* the acceptor's: a tomb refuses only a request to its user's listener */
     struct sockaddr_storage local, peer; /* the accepted socket's addresses and ports */
     int err; /* the refusal: ENOENT (taken on TCP), ENOBUFS (the acceptor is at a limit) */
-    uint64_t until;
-    struct pl_tomb *next;
+    struct pt_entry pe; /* in struct preload's tombs, by tomb_key, until 2 PL_ANSWER_NS */
 };
 
 #define PL_NETNS_SEEN 64u /* network namespaces other than psid's, and whether served */
@@ -178,17 +178,16 @@ struct preload {
     } pokes[PL_POKE_UIDS];
     struct pl_local *locals;
     struct pl_wait *waits;
-    unsigned nwaits, npends, nclaims, nlates, nasks;
-    unsigned nsame;    /* of the waits, same-node ones */
-    unsigned nforeign; /* endpoints in other network namespaces (shm_only) */
-    struct pl_ask *asks;
+    unsigned nwaits, npends, nclaims, nlates;
+    unsigned nsame;     /* of the waits, same-node ones */
+    unsigned nforeign;  /* endpoints in other network namespaces (shm_only) */
+    struct ptable asks; /* of struct pl_ask */
     struct pl_pend *pends;
     struct pl_claim *claims;
     struct pl_late *lates; /* claims looked at again after this pass of the loop */
     struct pl_recheck *rechecks;
     unsigned nrechecks;
-    struct pl_tomb *tombs;
-    unsigned ntombs;
+    struct ptable tombs; /* of struct pl_tomb */
     struct pl_closed *closed;
     unsigned nclosed;
     uint64_t parked_timer; /* parked claims made again (preload_client_drained) */
@@ -262,6 +261,7 @@ bool pl_user_listens(const struct preload *pl, uint64_t netns, uint32_t uid,
 void pl_refuse(struct psid *d, struct client *c, uint32_t id, uint32_t conn, int err,
                const char *why);
 void pl_ask_done(struct preload *pl, struct pl_ask *a);
+void pl_ask_expired(struct pt_entry *e);
 void pl_pend_done(struct preload *pl, struct pl_pend *p);
 void pl_connect(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m);
 void pl_d_connect_reply(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m);
@@ -272,6 +272,7 @@ void pl_d_expired(struct psid *d, struct preload *pl, uint32_t from, const struc
 
 /* plclaim.c: the acceptor's claims */
 const char *pl_tomb_text(int err);
+void pl_tomb_expire(struct pt_entry *e);
 void pl_claim_done(struct preload *pl, struct pl_claim *k);
 void pl_decline(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m);
 void pl_accept(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m);

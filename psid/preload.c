@@ -55,7 +55,13 @@ struct preload *pl_state(struct psid *d)
 {
     if (!d->preload && (d->preload = calloc(1, sizeof *d->preload))) {
         d->preload->netns = sockinfo_own_netns();
-        if (!(d->preload->query = plquery_new(d, endpoint_clients))) {
+        struct preload *pl = d->preload;
+        bool tombs =
+            ptable_init(&pl->tombs, d->loop, PL_WAIT_MAX, PL_WAIT_UID, pl_tomb_expire) == 0;
+        bool asks = ptable_init(&pl->asks, d->loop, PL_WAIT_MAX, PL_WAIT_UID, pl_ask_expired) == 0;
+        if (!tombs || !asks || !(pl->query = plquery_new(d, endpoint_clients))) {
+            if (tombs) ptable_fini(&pl->tombs);
+            if (asks) ptable_fini(&pl->asks);
             free(d->preload);
             d->preload = NULL;
         }
@@ -534,8 +540,8 @@ void preload_client_gone(struct psid *d, struct client *c)
 {
     struct preload *pl = d->preload;
     if (!pl) return;
-    for (struct pl_ask *a = pl->asks; a; a = a->next)
-        if (a->c == c) a->c = NULL;
+    for (struct pt_entry *e = pl->asks.all; e; e = e->next)
+        if (PL_ASK(e)->c == c) PL_ASK(e)->c = NULL;
     for (struct pl_claim *k = pl->claims; k; k = k->next)
         if (k->c == c) k->c = NULL;
     for (struct pl_late *t = pl->lates; t; t = t->next)
@@ -600,8 +606,9 @@ void preload_node_lost(struct psid *d, uint32_t node)
             free(w);
         }
     }
-    for (struct pl_ask *a = pl->asks, *next; a; a = next) {
-        next = a->next;
+    for (struct pt_entry *e = pl->asks.all, *next; e; e = next) {
+        next = e->next;
+        struct pl_ask *a = PL_ASK(e);
         if (a->node != node) continue;
         pl_refuse(d, a->c, a->client_id, a->conn, EHOSTDOWN, "the listener's node was lost");
         pl_ask_done(pl, a);
@@ -629,7 +636,8 @@ void preload_free(struct psid *d)
     struct preload *pl = d->preload;
     if (!pl) return;
     if (pl->parked_timer) loop_timer_cancel(d->loop, pl->parked_timer);
-    while (pl->asks) pl_ask_done(pl, pl->asks);
+    while (pl->asks.all) pl_ask_done(pl, PL_ASK(pl->asks.all));
+    ptable_fini(&pl->asks);
     while (pl->pends) pl_pend_done(pl, pl->pends);
     while (pl->claims) pl_claim_done(pl, pl->claims);
     while (pl->lates) pl_late_done(pl, pl->lates);
@@ -639,11 +647,12 @@ void preload_free(struct psid *d)
         pl->closed = k->next;
         free(k);
     }
-    while (pl->tombs) {
-        struct pl_tomb *t = pl->tombs;
-        pl->tombs = t->next;
+    while (pl->tombs.all) {
+        struct pl_tomb *t = PT_OWNER(pl->tombs.all, struct pl_tomb, pe);
+        ptable_del(&t->pe);
         free(t);
     }
+    ptable_fini(&pl->tombs);
     plquery_free(pl->query);
     while (pl->waits) {
         struct pl_wait *w = pl->waits;
