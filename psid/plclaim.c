@@ -189,44 +189,36 @@ void pl_accept(struct psid *d, struct preload *pl, struct client *c, const struc
     pl_claim_try(d, pl, c, tag, can != 0, &a, CLAIM_FIRST);
 }
 
+static uint64_t late_key(const struct preload *pl, uint64_t cookie)
+{
+    return ptable_key(&pl->lates, &cookie, sizeof cookie);
+}
+
 bool pl_claim_waits(const struct preload *pl, uint64_t cookie)
 {
-    for (const struct pl_late *t = pl->lates; cookie && t; t = t->next)
-        if (t->c && t->a.si.cookie == cookie) return true;
+    for (struct pt_entry *e = cookie ? ptable_find(&pl->lates, late_key(pl, cookie)) : NULL; e;
+         e = ptable_find_next(e))
+        if (PL_LATE(e)->c && PL_LATE(e)->a.si.cookie == cookie) return true;
     for (const struct pl_claim *k = pl->claims; cookie && k; k = k->next)
         if (k->c && k->probe && k->a.si.cookie == cookie) return true;
     return false;
 }
 
-/* Claims waiting of uid's acceptors (its share: PL_WAIT_UID, but root's). */
-static bool lates_over_share(const struct preload *pl, uint32_t uid)
-{
-    unsigned n = 0;
-    for (const struct pl_late *t = pl->lates; uid && t; t = t->next)
-        n += t->c && client_uid(t->c) == uid;
-    return n >= PL_WAIT_UID;
-}
-
 void pl_late_done(struct preload *pl, struct pl_late *t)
 {
-    for (struct pl_late **pp = &pl->lates; *pp; pp = &(*pp)->next)
-        if (*pp == t) {
-            *pp = t->next;
-            break;
-        }
-    pl->nlates--;
-    loop_timer_cancel(t->d->loop, t->timer);
+    (void)pl;
+    ptable_del(&t->pe);
     free(t);
 }
 
-static void late_again(void *ctx)
+/* The claim is looked at again: after the pass of the loop it came in, at its deadline, or
+ * when its request came (pl_lates_take). */
+static void late_again(struct pl_late *t)
 {
-    struct pl_late *t = ctx;
     struct preload *pl = t->d->preload;
-    t->timer = 0;
     bool none = t->c && (t->cookie || t->tuple) && !pl_wait_of(t->d, pl, &t->a.si);
     if (none && loop_now() < t->until) { /* its request may still come: lates_take */
-        t->timer = loop_timer(t->d->loop, t->until, late_again, t);
+        ptable_rearm(&t->pe, t->until);
         return;
     }
     if (none) /* taken on TCP: a request that comes after all is refused */
@@ -235,19 +227,25 @@ static void late_again(void *ctx)
     pl_late_done(pl, t);
 }
 
+void pl_late_expire(struct pt_entry *e)
+{
+    late_again(PL_LATE(e));
+}
+
 /* A same-node request came (w): a claim that came first (a late one of that socket, or of
  * the mirrored addresses in another namespace) goes on now. */
 void pl_lates_take(struct preload *pl, const struct pl_wait *w)
 {
-    for (struct pl_late *t = pl->lates; t; t = t->next)
+    for (struct pt_entry *e = pl->lates.all; e; e = e->next) {
+        struct pl_late *t = PL_LATE(e);
         if (t->c && ((t->cookie && t->cookie == w->cookie) ||
                      (t->tuple && w->tuple && pl_mirrors(w, &t->a.si.local, &t->a.si.peer)))) {
-            loop_timer_cancel(t->d->loop, t->timer);
-            t->timer = 0;
+            ptable_rearm(&t->pe, 0);
             t->until = 0;
             late_again(t);
             return;
         }
+    }
 }
 
 /* A tombstone's key: the connector's node and both ends' addresses and ports (IPv4 as
@@ -369,8 +367,7 @@ void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t
         pl_acc_reply(c, id, ENOENT, "no listener of this user takes the socket");
         return;
     }
-    if (!w && pass == CLAIM_FIRST && l &&
-        (pl->nlates >= PL_WAIT_MAX || lates_over_share(pl, client_uid(c)))) {
+    if (!w && pass == CLAIM_FIRST && l && !ptable_room(&pl->lates, client_uid(c))) {
         pl_acc_reply(c, id, ENOBUFS, "too many claims wait for their requests");
         return;
     }
@@ -400,12 +397,12 @@ void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t
                                   .cookie = ck,
                                   .tuple = tuple,
                                   .until = may || tuple ? loop_now() + PL_LATE_NS : 0,
-                                  .d = d,
-                                  .next = pl->lates};
-            pl->lates = t;
-            pl->nlates++;
-            t->timer = loop_timer(d->loop, loop_now(), late_again, t);
-            return;
+                                  .d = d};
+            /* looked at again after this pass of the loop (room was checked above) */
+            if (ptable_add(&pl->lates, &t->pe, late_key(pl, a->si.cookie), client_uid(c),
+                           loop_now()) == 0)
+                return;
+            free(t);
         }
     }
     if (!w && pass == CLAIM_LATE && l && pl_probe_claim(d, pl, c, id, can, a)) return;

@@ -178,13 +178,13 @@ struct preload {
     } pokes[PL_POKE_UIDS];
     struct pl_local *locals;
     struct pl_wait *waits;
-    unsigned nwaits, npends, nclaims, nlates;
+    unsigned nwaits, npends, nclaims;
     unsigned nsame;     /* of the waits, same-node ones */
     unsigned nforeign;  /* endpoints in other network namespaces (shm_only) */
     struct ptable asks; /* of struct pl_ask */
     struct pl_pend *pends;
     struct pl_claim *claims;
-    struct pl_late *lates; /* claims looked at again after this pass of the loop */
+    struct ptable lates; /* of struct pl_late: claims looked at again after this pass */
     struct pl_recheck *rechecks;
     unsigned nrechecks;
     struct ptable tombs; /* of struct pl_tomb */
@@ -211,10 +211,10 @@ struct pl_late {
      * the accept's claim can come first); its request, when it comes, takes the claim */
     uint64_t cookie, until;
     bool tuple; /* no such socket in our namespace: the connector may be in another one */
-    uint64_t timer;
     struct psid *d;
-    struct pl_late *next;
+    struct pt_entry pe; /* in struct preload's lates, by the accepted socket's cookie */
 };
+#define PL_LATE(e) PT_OWNER(e, struct pl_late, pe)
 
 /* preload.c: replies, endpoints, the sockets clients pass, addresses */
 struct preload *pl_state(struct psid *d);
@@ -278,6 +278,7 @@ void pl_decline(struct psid *d, struct preload *pl, struct client *c, const stru
 void pl_accept(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m);
 bool pl_claim_waits(const struct preload *pl, uint64_t cookie);
 void pl_late_done(struct preload *pl, struct pl_late *t);
+void pl_late_expire(struct pt_entry *e);
 void pl_lates_take(struct preload *pl, const struct pl_wait *w);
 int pl_tomb_take(struct preload *pl, uint32_t node, const struct sockaddr_storage *local,
                  const struct sockaddr_storage *peer, uint32_t uid);

@@ -59,9 +59,12 @@ struct preload *pl_state(struct psid *d)
         bool tombs =
             ptable_init(&pl->tombs, d->loop, PL_WAIT_MAX, PL_WAIT_UID, pl_tomb_expire) == 0;
         bool asks = ptable_init(&pl->asks, d->loop, PL_WAIT_MAX, PL_WAIT_UID, pl_ask_expired) == 0;
-        if (!tombs || !asks || !(pl->query = plquery_new(d, endpoint_clients))) {
+        bool lates =
+            ptable_init(&pl->lates, d->loop, PL_WAIT_MAX, PL_WAIT_UID, pl_late_expire) == 0;
+        if (!tombs || !asks || !lates || !(pl->query = plquery_new(d, endpoint_clients))) {
             if (tombs) ptable_fini(&pl->tombs);
             if (asks) ptable_fini(&pl->asks);
+            if (lates) ptable_fini(&pl->lates);
             free(d->preload);
             d->preload = NULL;
         }
@@ -544,8 +547,8 @@ void preload_client_gone(struct psid *d, struct client *c)
         if (PL_ASK(e)->c == c) PL_ASK(e)->c = NULL;
     for (struct pl_claim *k = pl->claims; k; k = k->next)
         if (k->c == c) k->c = NULL;
-    for (struct pl_late *t = pl->lates; t; t = t->next)
-        if (t->c == c) t->c = NULL;
+    for (struct pt_entry *e = pl->lates.all; e; e = e->next)
+        if (PL_LATE(e)->c == c) PL_LATE(e)->c = NULL;
     plquery_client_gone(pl->query, c);
     for (struct pl_pend *p = pl->pends, *next; p; p = next) {
         next = p->next;
@@ -640,7 +643,8 @@ void preload_free(struct psid *d)
     ptable_fini(&pl->asks);
     while (pl->pends) pl_pend_done(pl, pl->pends);
     while (pl->claims) pl_claim_done(pl, pl->claims);
-    while (pl->lates) pl_late_done(pl, pl->lates);
+    while (pl->lates.all) pl_late_done(pl, PL_LATE(pl->lates.all));
+    ptable_fini(&pl->lates);
     while (pl->rechecks) pl_recheck_done(pl, pl->rechecks);
     while (pl->closed) {
         struct pl_closed *k = pl->closed;

@@ -109,8 +109,7 @@ static void expired(void *ctx)
     e->t->expire(e);
 }
 
-int ptable_add(struct ptable *t, struct pt_entry *e, uint64_t key, uint32_t uid,
-               uint64_t deadline)
+int ptable_add(struct ptable *t, struct pt_entry *e, uint64_t key, uint32_t uid, uint64_t deadline)
 {
     if (!ptable_room(t, uid)) {
         errno = ENOBUFS;

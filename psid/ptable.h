@@ -21,8 +21,8 @@ struct pt_entry {
     uint32_t uid;
     uint64_t timer; /* the loop's timer of its deadline (0: none) */
     struct ptable *t;
-    struct pt_entry *hnext;        /* the next of its bucket */
-    struct pt_entry *next, *prev;  /* all entries, newest first */
+    struct pt_entry *hnext;       /* the next of its bucket */
+    struct pt_entry *next, *prev; /* all entries, newest first */
 };
 
 struct pt_uid {
@@ -36,7 +36,7 @@ struct ptable {
     void (*expire)(struct pt_entry *e); /* at its deadline; removes and frees it */
     uint8_t hkey[16];
     struct pt_entry **buckets;
-    unsigned nbuckets; /* a power of two, fixed: max rounded up */
+    unsigned nbuckets;   /* a power of two, fixed: max rounded up */
     struct pt_uid *uids; /* the uids with entries (open addressing, 2 * per-uid room) */
     unsigned nuidslots;
     struct pt_entry *all;
@@ -53,8 +53,7 @@ uint64_t ptable_key(const struct ptable *t, const void *bytes, size_t len);
 bool ptable_room(const struct ptable *t, uint32_t uid);
 /* Adds e (key, uid; deadline on the loop's clock, 0: none). 0, or -1 with errno ENOBUFS
  * when a bound is reached (e is not added). */
-int ptable_add(struct ptable *t, struct pt_entry *e, uint64_t key, uint32_t uid,
-               uint64_t deadline);
+int ptable_add(struct ptable *t, struct pt_entry *e, uint64_t key, uint32_t uid, uint64_t deadline);
 /* Removes e and cancels its timer (nothing else: its record stays its owner's). */
 void ptable_del(struct pt_entry *e);
 /* A new deadline for e (0: none). */
@@ -65,6 +64,6 @@ struct pt_entry *ptable_find_next(const struct pt_entry *e);
 /* Entries of uid now. */
 unsigned ptable_of_uid(const struct ptable *t, uint32_t uid);
 
-#define PT_OWNER(e, type, member) ((type *)((char *)(e) - offsetof(type, member)))
+#define PT_OWNER(e, type, member) ((type *)((char *)(e)-offsetof(type, member)))
 
 #endif
