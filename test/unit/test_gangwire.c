@@ -36,10 +36,9 @@ static void test_gang_roundtrip(void)
     uint8_t buf[gang_wire_len(3)];
     CU_ASSERT_EQUAL_FATAL(gang_encode(buf, sizeof buf, s), 76);
     /* network byte order, field by field */
-    static const uint8_t head[] = {1,    0,    0,    3,    0,    0,    0,    3,    0x11, 0x22,
-                                   0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0,    0,    0,    0,
-                                   0,    0,    0,    42,   1,    2,    3,    4,    5,    6,
-                                   7,    8,    0,    0,    0,    100,  0,    1,    0,    2};
+    static const uint8_t head[] = {
+        1, 0, 0, 3,  0, 0, 0, 3, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0, 0, 0, 0,
+        0, 0, 0, 42, 1, 2, 3, 4, 5,    6,    7,    8,    0,    0,    0,    100,  0, 1, 0, 2};
     CU_ASSERT(memcmp(buf, head, sizeof head) == 0);
     static const uint8_t e1[] = {0, 0, 0, 1, 0, 0, 0x03, 0xe9, 0, 1, 0, 0};
     CU_ASSERT(memcmp(buf + 52, e1, sizeof e1) == 0);
