@@ -33,12 +33,12 @@
 #include <string.h>
 #include <time.h>
 
-#define GANG_MAX_JOBS   256              /* jobs the matrix holds in this version */
-#define GANG_LEAD_NS    5000000ull       /* a switch takes effect this long after it is sent */
-#define GANG_REPORT_NS  1000000000ull    /* a node reports at least this often */
-#define GANG_POLL_NS    1000000ull       /* cgroup.events polled this often after a switch */
-#define GANG_POLL_LIMIT 200              /* and given up after this many polls */
-#define GANG_STALE      3                /* quanta without a switch: thaw everything */
+#define GANG_MAX_JOBS   256           /* jobs the matrix holds in this version */
+#define GANG_LEAD_NS    5000000ull    /* a switch takes effect this long after it is sent */
+#define GANG_REPORT_NS  1000000000ull /* a node reports at least this often */
+#define GANG_POLL_NS    1000000ull    /* cgroup.events polled this often after a switch */
+#define GANG_POLL_LIMIT 200           /* and given up after this many polls */
+#define GANG_STALE      3             /* quanta without a switch: thaw everything */
 
 struct sjob { /* the scheduler's view of a job */
     uint64_t job;
@@ -61,20 +61,21 @@ struct gang {
     uint16_t rows, running;
     uint64_t seq;
     /* every node's part */
-    uint32_t sched;           /* whom it reports to (UINT32_MAX: none yet) */
-    uint32_t sent_epoch;      /* task_epoch of the last report */
-    uint64_t sent_at;         /* loop_now() of it */
-    uint64_t last_switch;     /* loop_now() of the last switch heard */
-    uint64_t last_epoch;      /* of the scheduler heard last, and its seq */
+    uint32_t sched;       /* whom it reports to (UINT32_MAX: none yet) */
+    uint32_t sent_epoch;  /* task_epoch of the last report */
+    uint64_t sent_at;     /* loop_now() of it */
+    uint64_t last_switch; /* loop_now() of the last switch heard */
+    uint64_t last_epoch;  /* of the scheduler heard last, and its seq */
     uint64_t last_seq;
     struct gang_switch *next; /* announced, not yet in effect */
     bool have_next;
     struct ljob frozen[GANG_MAX_JOBS];
     size_t nfrozen;
     bool said_nofreezer;
-    uint64_t switch_start;      /* loop_now() when the switch took effect */
+    uint64_t switch_start; /* loop_now() when the switch took effect */
+    int64_t switch_late;   /* ns from the announced time to then (CLOCK_REALTIME) */
     unsigned polls;
-    uint64_t switches, slow;    /* switches applied; those not done within the poll limit */
+    uint64_t switches, slow; /* switches applied; those not done within the poll limit */
 };
 
 static uint64_t realtime_ns(void)
@@ -233,7 +234,8 @@ static void sched_switch(struct gang *g)
     s.rows = g->rows ? g->rows : 1;
     s.row = g->running;
     s.njobs = (uint16_t)g->njobs;
-    for (size_t k = 0; k < g->njobs; k++) s.jobs[k] = (struct gang_entry){g->jobs[k].job, g->jobs[k].row};
+    for (size_t k = 0; k < g->njobs; k++)
+        s.jobs[k] = (struct gang_entry){g->jobs[k].job, g->jobs[k].row};
     static uint8_t rec[GANG_WIRE_HEAD + GANG_WIRE_ENTRY * GANG_MAX_JOBS];
     size_t len = gang_encode(rec, sizeof rec, &s);
     if (!len) return;
@@ -332,8 +334,10 @@ static void poll_done(void *ctx)
         if (st >= 0 && st != (int)g->frozen[i].frozen) done = false;
     }
     if (done) {
-        log_debug("gang: switch %llu done in %llu us", (unsigned long long)g->last_seq,
-                  (unsigned long long)((loop_now() - g->switch_start) / 1000));
+        log_debug("gang: switch %llu done in %llu us, %lld us after its time",
+                  (unsigned long long)g->last_seq,
+                  (unsigned long long)((loop_now() - g->switch_start) / 1000),
+                  (long long)(g->switch_late / 1000));
     } else if (++g->polls >= GANG_POLL_LIMIT) {
         g->slow++;
         log_notice("gang: switch %llu not done after %u ms", (unsigned long long)g->last_seq,
@@ -403,6 +407,7 @@ static void apply(void *ctx)
     a.s = g->next;
     a.nseen = 0;
     g->switch_start = loop_now();
+    g->switch_late = (int64_t)(realtime_ns() - g->next->at_ns);
     tasks_each(d, apply_one, &a);
     /* jobs that ended here are forgotten (their directory is gone); without cgroups, thawed
      * ones too (nothing to wait for) */
@@ -457,8 +462,7 @@ static void tick(void *ctx)
     }
     if (s == d->self->id) sched_switch(g); /* to itself too: last_switch may pass now */
     if (g->nfrozen && g->last_switch < now && now - g->last_switch > GANG_STALE * g->quantum_ns) {
-        log_notice("gang: no switch heard for %u quanta: every job frozen here thawed",
-                   GANG_STALE);
+        log_notice("gang: no switch heard for %u quanta: every job frozen here thawed", GANG_STALE);
         thaw_all(g);
     }
 }
