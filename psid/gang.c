@@ -51,6 +51,20 @@ struct ljob { /* a job this node froze */
     bool frozen;
 };
 
+struct collect {
+    uint64_t jobs[GANG_MAX_JOBS];
+    uint32_t counts[GANG_MAX_JOBS];
+    size_t n;
+};
+
+struct gang;
+struct applyctx {
+    struct gang *g;
+    const struct gang_switch *s;
+    uint64_t seen[GANG_MAX_JOBS];
+    size_t nseen;
+};
+
 struct gang {
     struct psid *d;
     uint64_t quantum_ns;
@@ -76,6 +90,11 @@ struct gang {
     int64_t switch_late;   /* ns from the announced time to then (CLOCK_REALTIME) */
     unsigned polls;
     uint64_t switches, slow; /* switches applied; those not done within the poll limit */
+    /* scratch: the record being sent, its bytes, a report, a switch being applied */
+    struct gang_switch out;
+    uint8_t rec[GANG_WIRE_HEAD + GANG_WIRE_ENTRY * GANG_MAX_JOBS];
+    struct collect collect;
+    struct applyctx apply;
 };
 
 static uint64_t realtime_ns(void)
@@ -223,39 +242,32 @@ static void sched_report(struct gang *g, uint32_t from, const struct psmsg *m)
 static void sched_switch(struct gang *g)
 {
     struct psid *d = g->d;
-    static struct gang_switch s;
+    struct gang_switch *s = &g->out;
     if (g->rows > 1) g->running = (uint16_t)((g->running + 1) % g->rows);
     if (g->running >= g->rows) g->running = 0;
-    s.scheduler = d->self->id;
-    s.epoch = d->incarnation;
-    s.seq = ++g->seq;
-    s.at_ns = realtime_ns() + GANG_LEAD_NS;
-    s.quantum_ms = d->conf.gang_quantum_ms;
-    s.rows = g->rows ? g->rows : 1;
-    s.row = g->running;
-    s.njobs = (uint16_t)g->njobs;
+    s->scheduler = d->self->id;
+    s->epoch = d->incarnation;
+    s->seq = ++g->seq;
+    s->at_ns = realtime_ns() + GANG_LEAD_NS;
+    s->quantum_ms = d->conf.gang_quantum_ms;
+    s->rows = g->rows ? g->rows : 1;
+    s->row = g->running;
+    s->njobs = (uint16_t)g->njobs;
     for (size_t k = 0; k < g->njobs; k++)
-        s.jobs[k] = (struct gang_entry){g->jobs[k].job, g->jobs[k].row};
-    static uint8_t rec[GANG_WIRE_HEAD + GANG_WIRE_ENTRY * GANG_MAX_JOBS];
-    size_t len = gang_encode(rec, sizeof rec, &s);
+        s->jobs[k] = (struct gang_entry){g->jobs[k].job, g->jobs[k].row};
+    size_t len = gang_encode(g->rec, sizeof g->rec, s);
     if (!len) return;
     for (size_t i = 0; i < d->conf.nnodes; i++) {
         if (d->nodes[i].conf != d->self && d->nodes[i].state != PSNODE_UP) continue;
         struct psmsg_buf b = {0};
         psmsg_begin(&b, PSM_D_GANG_SWITCH, 0);
-        psmsg_put_bytes(&b, PSF_DATA, rec, len);
-        if (psmsg_end(&b) == 0) psid_send(d, d->conf.nodes[i].id, &b);
+        psmsg_put_bytes(&b, PSF_DATA, g->rec, len);
+        psid_send(d, d->conf.nodes[i].id, &b);
         psmsg_buf_free(&b);
     }
 }
 
 /* ---- every node ---- */
-
-struct collect {
-    uint64_t jobs[GANG_MAX_JOBS];
-    uint32_t counts[GANG_MAX_JOBS];
-    size_t n;
-};
 
 static void collect_one(void *ctx, uint64_t job, pid_t pid)
 {
@@ -274,16 +286,16 @@ static void collect_one(void *ctx, uint64_t job, pid_t pid)
 static void report(struct gang *g, uint64_t now)
 {
     struct psid *d = g->d;
-    static struct collect c;
-    c.n = 0;
-    tasks_each(d, collect_one, &c);
+    struct collect *c = &g->collect;
+    c->n = 0;
+    tasks_each(d, collect_one, c);
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_GANG_REPORT, 0);
-    for (size_t i = 0; i < c.n; i++) {
-        psmsg_put_u64(&b, PSF_JOB, c.jobs[i]);
-        psmsg_put_u32(&b, PSF_N, c.counts[i]);
+    for (size_t i = 0; i < c->n; i++) {
+        psmsg_put_u64(&b, PSF_JOB, c->jobs[i]);
+        psmsg_put_u32(&b, PSF_N, c->counts[i]);
     }
-    if (psmsg_end(&b) == 0 && psid_send(d, g->sched, &b) == 0) {
+    if (psid_send(d, g->sched, &b) == 0) {
         g->sent_epoch = d->task_epoch;
         g->sent_at = now;
     }
@@ -353,13 +365,6 @@ static void poll_done(void *ctx)
     g->nfrozen = k;
 }
 
-struct applyctx {
-    struct gang *g;
-    const struct gang_switch *s;
-    uint64_t seen[GANG_MAX_JOBS];
-    size_t nseen;
-};
-
 static void apply_one(void *ctx, uint64_t job, pid_t pid)
 {
     struct applyctx *a = ctx;
@@ -402,19 +407,19 @@ static void apply(void *ctx)
     g->apply_timer = 0;
     if (!g->have_next) return;
     g->have_next = false;
-    static struct applyctx a;
-    a.g = g;
-    a.s = g->next;
-    a.nseen = 0;
+    struct applyctx *a = &g->apply;
+    a->g = g;
+    a->s = g->next;
+    a->nseen = 0;
     g->switch_start = loop_now();
     g->switch_late = (int64_t)(realtime_ns() - g->next->at_ns);
-    tasks_each(d, apply_one, &a);
+    tasks_each(d, apply_one, a);
     /* jobs that ended here are forgotten (their directory is gone); without cgroups, thawed
      * ones too (nothing to wait for) */
     size_t k = 0;
     for (size_t i = 0; i < g->nfrozen; i++) {
         bool here = false;
-        for (size_t s = 0; s < a.nseen && !here; s++) here = a.seen[s] == g->frozen[i].job;
+        for (size_t s = 0; s < a->nseen && !here; s++) here = a->seen[s] == g->frozen[i].job;
         if (here && (g->frozen[i].frozen || d->cgroups)) g->frozen[k++] = g->frozen[i];
     }
     g->nfrozen = k;
