@@ -3,9 +3,9 @@
  *
  * The scheduler is the lowest-numbered node that is up (STORM's machine manager). Every
  * node reports the jobs it has tasks of, and how many, to the scheduler (PSM_D_GANG_REPORT,
- * when its task table changed, when the scheduler changed, and once a second). The
- * scheduler keeps an Ousterhout matrix: a job goes into the first row where its tasks fit
- * every node's CPUs next to the row's other jobs (the running row first, so a job that fits
+ * within a quarter quantum of a change of its task table, when the scheduler changed, and once a
+ * second). The scheduler keeps an Ousterhout matrix: a job goes into the first row where its tasks
+ * fit every node's CPUs next to the row's other jobs (the running row first, so a job that fits
  * runs at once), else into a new row while fewer than gang.mpl exist, else into the row
  * with the fewest jobs (over-committed: the queue is not there yet, docs/gang.md). Each
  * quantum it announces the next row to every node that is up (PSM_D_GANG_SWITCH, the record
@@ -39,6 +39,9 @@
 #define GANG_POLL_NS    1000000ull    /* cgroup.events polled this often after a switch */
 #define GANG_POLL_LIMIT 200           /* and given up after this many polls */
 #define GANG_STALE      3             /* quanta without a switch: thaw everything */
+/* the task table is looked at this many times a quantum: a job that ended (or started)
+ * reaches the scheduler's matrix before the next switch, not a quantum later */
+#define GANG_TICKS 4
 
 struct sjob { /* the scheduler's view of a job */
     uint64_t job;
@@ -69,6 +72,7 @@ struct gang {
     struct psid *d;
     uint64_t quantum_ns;
     uint64_t tick_timer, apply_timer, poll_timer;
+    unsigned ticks; /* of the quantum (GANG_TICKS) */
     /* the scheduler's part */
     struct sjob jobs[GANG_MAX_JOBS];
     size_t njobs;
@@ -459,12 +463,14 @@ static void tick(void *ctx)
     struct gang *g = ctx;
     struct psid *d = g->d;
     uint64_t now = loop_now();
-    g->tick_timer = loop_timer(d->loop, now + g->quantum_ns, tick, g);
+    g->tick_timer = loop_timer(d->loop, now + g->quantum_ns / GANG_TICKS, tick, g);
     uint32_t s = lowest_up(d);
     if (s != g->sched || d->task_epoch != g->sent_epoch || now - g->sent_at >= GANG_REPORT_NS) {
         g->sched = s;
         report(g, now);
     }
+    if (++g->ticks < GANG_TICKS) return;
+    g->ticks = 0;
     if (s == d->self->id) sched_switch(g); /* to itself too: last_switch may pass now */
     if (g->nfrozen && g->last_switch < now && now - g->last_switch > GANG_STALE * g->quantum_ns) {
         log_notice("gang: no switch heard for %u quanta: every job frozen here thawed", GANG_STALE);
@@ -495,7 +501,7 @@ int gang_start(struct psid *d)
     g->quantum_ns = (uint64_t)d->conf.gang_quantum_ms * 1000000ull;
     g->sched = UINT32_MAX;
     g->last_switch = loop_now();
-    g->tick_timer = loop_timer(d->loop, loop_now() + g->quantum_ns, tick, g);
+    g->tick_timer = loop_timer(d->loop, loop_now() + g->quantum_ns / GANG_TICKS, tick, g);
     d->gang = g;
     log_notice("gang: scheduling on, quantum %u ms, %u rows at most%s", d->conf.gang_quantum_ms,
                d->conf.gang_mpl, d->cgroups ? "" : " (no cgroups: SIGSTOP/SIGCONT)");
