@@ -88,6 +88,9 @@ enum conf_key_id {
     CK_PMI_TREE_WIDTH,
     CK_PMI_MAX_BYTES,
     CK_PMI_MAX_KEYS,
+    CK_GANG,
+    CK_GANG_QUANTUM,
+    CK_GANG_MPL,
     CK__COUNT
 };
 

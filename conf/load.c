@@ -62,6 +62,8 @@ void psconf_defaults(struct psconf *c)
     c->pmi_tree_width = 16;
     c->pmi_max_kvs_bytes = 64u << 20;
     c->pmi_max_kvs_keys = 1u << 20;
+    c->gang_quantum_ms = 0;
+    c->gang_mpl = 2;
 }
 
 void psconf_free(struct psconf *c)

@@ -268,6 +268,12 @@ static const struct conf_key pmi_keys[] = {
     {0},
 };
 
+static const struct conf_key gang_keys[] = {
+    UINT_KEY("quantum_ms", CK_GANG_QUANTUM, 0, 3600000, gang_quantum_ms),
+    UINT_KEY("mpl", CK_GANG_MPL, 1, 64, gang_mpl),
+    {0},
+};
+
 static const struct conf_key root_keys[] = {
     STR_KEY("cluster", CK_CLUSTER, set_cluster),
     STR_KEY("key_file", CK_KEY_FILE, set_key_file),
@@ -276,6 +282,7 @@ static const struct conf_key root_keys[] = {
     GROUP_KEY("heartbeat", CK_HB, hb_keys),
     GROUP_KEY("psid", CK_PSID, psid_keys),
     GROUP_KEY("pmi", CK_PMI, pmi_keys),
+    GROUP_KEY("gang", CK_GANG, gang_keys),
     {"nodes", CT_NODES, CK_NODES, 0, 0, CS_NONE, 0, NULL, NULL},
     {0},
 };

@@ -86,6 +86,10 @@ struct psconf {
     size_t pmi_max_kvs_bytes; /* key and value bytes a job's store may hold on a node */
     unsigned pmi_max_kvs_keys;
 
+    /* gang = { ... }: gang scheduling (docs/gang.md) */
+    unsigned gang_quantum_ms; /* time slice of a row of the matrix; 0: no gang scheduling */
+    unsigned gang_mpl;        /* multiprogramming level: rows of the matrix at most */
+
     struct psconf_node *nodes; /* sorted by id */
     size_t nnodes;
 };

@@ -277,7 +277,42 @@ enum psm_type {
     PSM_D_PMI_DOWN = 0x1017, /* parent -> child: the fence's union, the same fields */
     /* rank's node -> home: PSF_JOB, PSF_RANK, PSF_PMI_EVENT, [PSF_STATUS], [PSF_TEXT] */
     PSM_D_PMI_EVENT = 0x1018,
+    /* gang scheduling (docs/gang.md): scheduler -> every node that is up, {PSF_DATA: a gang
+     * switch record, below}. No reply. */
+    PSM_D_GANG_SWITCH = 0x1019,
+    /* every node -> the scheduler: the jobs it has tasks of, (PSF_JOB, PSF_N tasks)... in
+     * pairs; sent when its task table changed, the scheduler changed, and once a second */
+    PSM_D_GANG_REPORT = 0x101a,
 };
+
+/* The gang switch record (psid/gangwire.c), the PSF_DATA of PSM_D_GANG_SWITCH: fixed
+ * layout, big-endian (network byte order), 40 + 12 x jobs bytes:
+ *
+ *   off size field
+ *     0    1 version (GANG_WIRE_VERSION, 1)
+ *     1    1 reserved (0)
+ *     2    2 jobs: entries that follow, 0..GANG_WIRE_MAX_JOBS
+ *     4    4 scheduler: the node id of the scheduler that sent it
+ *     8    8 epoch: the scheduler's incarnation (CLOCK_REALTIME ns at its start); a record of
+ *             an older epoch than the last one heard from that scheduler is dropped
+ *    16    8 seq: switch number within the epoch, increasing
+ *    24    8 at: CLOCK_REALTIME ns at which the switch takes effect on every node
+ *    32    4 quantum_ms: how long the incoming row runs (1..3600000)
+ *    36    2 row: the incoming (running) row, < rows
+ *    38    2 rows: rows of the matrix, 1..GANG_WIRE_MAX_ROWS
+ *    40 12xN entries, each:
+ *          0    8 job id (psi_tid.h form: home node << 32 | number)
+ *          8    2 row of the job, < rows; GANG_ROW_QUEUED (0xffff): queued, not started
+ *         10    2 reserved (0)
+ *
+ * At `at` each node thaws the jobs of `row` and freezes every other listed job it has
+ * tasks of; queued jobs have none yet. The length must be exactly 40 + 12 x jobs. */
+#define GANG_WIRE_VERSION  1
+#define GANG_WIRE_HEAD     40
+#define GANG_WIRE_ENTRY    12
+#define GANG_WIRE_MAX_JOBS 4096
+#define GANG_WIRE_MAX_ROWS 64
+#define GANG_ROW_QUEUED    0xffffu
 
 enum psf_tag {
     PSF_ERRNO = 1,        /* u32 */

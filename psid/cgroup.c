@@ -461,6 +461,28 @@ int cgroup_usage(struct cgroups *cg, uint64_t job, struct cg_usage *u)
     return 0;
 }
 
+int cgroup_freeze(struct cgroups *cg, uint64_t job, bool freeze)
+{
+    struct cg_job *j = cg ? find(cg, job) : NULL;
+    if (!j || !j->made) return -1;
+    char path[100];
+    job_name(job, path, 64);
+    strcat(path, "/cgroup.freeze");
+    int fd = openat(cg->base_fd, path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t w = write(fd, freeze ? "1" : "0", 1);
+    close(fd);
+    return w == 1 ? 0 : -1;
+}
+
+int cgroup_frozen(struct cgroups *cg, uint64_t job)
+{
+    uint64_t v;
+    if (!cg || !find(cg, job)) return -1;
+    if (read_key(cg, job, "cgroup.events", "frozen", &v) < 0) return -1;
+    return v ? 1 : 0;
+}
+
 void cgroup_close(struct cgroups *cg)
 {
     if (!cg) return;

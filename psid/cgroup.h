@@ -9,6 +9,7 @@
 #include "psloop.h"
 #include "psproto.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -56,5 +57,12 @@ struct cg_usage {
     uint64_t user_us, sys_us, peak, rbytes, wbytes;
 };
 int cgroup_usage(struct cgroups *cg, uint64_t job, struct cg_usage *u);
+
+/* Gang scheduling (gang.c): write the job directory's cgroup.freeze (1 freeze, 0 thaw; the
+ * engine owns the directories, cgroup_give). 0, or -1 (no cgroups, no directory, no
+ * freezer: the write failed). */
+int cgroup_freeze(struct cgroups *cg, uint64_t job, bool freeze);
+/* The job directory's state from cgroup.events: 1 "frozen 1", 0 "frozen 0", -1 unknown. */
+int cgroup_frozen(struct cgroups *cg, uint64_t job);
 
 #endif

@@ -100,6 +100,7 @@ struct spawned;
 struct pmijob;
 struct binding;
 struct doneq;
+struct gang;
 
 struct psid {
     struct psconf conf;
@@ -142,6 +143,7 @@ struct psid {
     struct pmijob *pmi;      /* MPI jobs' PMI state on this node (pmi.c) */
     struct binding *binding; /* this node's CPUs and the tasks bound to them (binding.c) */
     struct doneq *done;      /* the last jobs that ended here (jobs.c, psstat jobs --done) */
+    struct gang *gang;       /* gang scheduling (gang.c); NULL: off */
 };
 
 /* A request to other daemons that waits for their answers (signals, task lists). */
@@ -234,6 +236,8 @@ uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32
 size_t tasks_of_uid(struct psid *d, uint32_t uid); /* in the table, exited or not */
 /* Tasks in the table of job (other: of every job but job). */
 size_t tasks_of_job(struct psid *d, uint64_t job, bool other);
+/* fn for every task in the table whose own process has not exited (gang.c). */
+void tasks_each(struct psid *d, void (*fn)(void *ctx, uint64_t job, pid_t pid), void *ctx);
 /* The job name (-J) of task tid, for psstat tasks. */
 void tasks_set_name(struct psid *d, uint64_t tid, const char *name);
 /* Task tid is bound to s (binding.c): held until it leaves the table. */
@@ -367,6 +371,12 @@ bool membership_addr_ok(const struct psid_node *n, const struct sockaddr_in *fro
 struct psid_node *membership_sender(struct psid *d, uint32_t id, const struct sockaddr_in *from,
                                     enum hb_drop *why);
 const char *hb_drop_name(enum hb_drop why);
+
+/* gang.c: gang scheduling (docs/gang.md); nothing when gang.quantum_ms is 0. 0, or -1 and
+ * errno (ENOMEM). */
+int gang_start(struct psid *d);
+/* Thaw every job this node froze (psid ends). */
+void gang_thaw_all(struct psid *d);
 
 /* rdplink.c */
 int rdplink_start(struct psid *d);

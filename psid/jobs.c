@@ -463,7 +463,15 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
         goto out;
     }
     if (partition(d, c, m, nodes, &n) < 0) goto out;
+    /* gang scheduling: each row of the matrix has the node's CPUs (docs/gang.md) */
+    if (d->conf.gang_quantum_ms)
+        for (size_t i = 0; i < n; i++) nodes[i].cpus *= d->conf.gang_mpl;
     if (place_job(nodes, n, np, &po, where, why, sizeof why) < 0) {
+        size_t l = strlen(why);
+        if (d->conf.gang_quantum_ms && l < sizeof why)
+            snprintf(why + l, sizeof why - l,
+                     "; gang scheduling: the %u rows of gang.mpl are full (no queue yet)",
+                     d->conf.gang_mpl);
         client_error(c, m->id, EBUSY, why);
         goto out;
     }

@@ -193,6 +193,10 @@ int main(int argc, char **argv)
         log_err("start: privilege separation: %s", strerror(errno));
         goto out;
     }
+    if (gang_start(&d) < 0) {
+        log_err("start: gang scheduling: %s", strerror(errno));
+        goto out;
+    }
     log_notice("node %u (%s, %s) running; cluster \"%s\", %zu nodes", d.self->id, d.self->name,
                d.self->addr_str, d.conf.cluster, d.conf.nnodes);
     if (loop_run(d.loop) < 0)
@@ -200,6 +204,7 @@ int main(int argc, char **argv)
     else
         rc = d.exit_code;
 out:
+    gang_thaw_all(&d); /* before the tasks are ended: a stopped task hears no SIGTERM */
     if (d.priv) tasks_stop_all(&d); /* without the child, nothing can be done to tasks */
     cgroup_close(d.cgroups);
     privsep_stop(&d);

@@ -553,6 +553,14 @@ size_t tasks_of_job(struct psid *d, uint64_t job, bool other)
     return n;
 }
 
+void tasks_each(struct psid *d, void (*fn)(void *ctx, uint64_t job, pid_t pid), void *ctx)
+{
+    if (!d->tasks) return;
+    for (size_t b = 0; b < NBUCKETS; b++)
+        for (struct task *t = d->tasks[b]; t; t = t->next)
+            if (!t->exited) fn(ctx, t->job, t->pid);
+}
+
 void tasks_set_name(struct psid *d, uint64_t tid, const char *name)
 {
     struct task *t = find(d, tid);

@@ -100,7 +100,11 @@ void pl_write_config(struct pl_up *u)
     char full[PATH_MAX * 2 + 32];
     snprintf(full, sizeof full, "%s/psid-%%n.sock", sock);
     put_cfg_str(f, full);
-    fprintf(f, ";\n};\nnodes = (\n");
+    fprintf(f, ";\n};\n");
+    if (u->o->gang_ms || u->o->mpl)
+        fprintf(f, "gang = {\n  quantum_ms = %u;\n  mpl = %u;\n};\n", u->o->gang_ms,
+                u->o->mpl ? u->o->mpl : 2);
+    fprintf(f, "nodes = (\n");
     for (unsigned i = 0; i < u->n; i++)
         fprintf(f, "  { id = %u; name = \"n%u\"; address = \"%s.%u\"; cpus = %u; }%s\n", i, i,
                 u->o->netns ? NS_NET : "127.0.0", i + 1, u->o->cpus, i + 1 < u->n ? "," : "");

@@ -18,7 +18,7 @@
 
 static const char usage_text[] =
     "usage: pslocal up [-n NODES] [--cpus K] [--netns [--mtu M]] --dir DIR [--log-level L]\n"
-    "                  [--port P] [--timeout S]\n"
+    "                  [--port P] [--timeout S] [--gang MS [--mpl K]]\n"
     "       pslocal down --dir DIR [--purge]\n"
     "       pslocal status --dir DIR\n"
     "       pslocal env --dir DIR\n"
@@ -42,6 +42,9 @@ static const char help_text[] =
     "                        free ports from 20000 + pid % 10000; namespaces use 4886)\n"
     "        --log-level L   error, warning, notice (default), info or debug\n"
     "        --timeout S     seconds to wait for the cluster (default 10)\n"
+    "        --gang MS       gang scheduling with a quantum of MS milliseconds\n"
+    "                        (gang.quantum_ms; default 0: off)\n"
+    "        --mpl K         with --gang: rows of the matrix (gang.mpl, default 2)\n"
     "down    stop the daemons (SIGTERM, SIGKILL after 3 s), remove namespaces, bridge,\n"
     "        sockets, pid and state files; --purge also logs, config and key\n"
     "status  one line per node: id name address pid running|stopped (exit 3 if any stopped)\n"
@@ -94,6 +97,8 @@ static const struct optdef optdefs[] = {
     {"port", 0, true, C_UP},
     {"timeout", 0, true, C_UP},
     {"mtu", 0, true, C_UP},
+    {"gang", 0, true, C_UP},
+    {"mpl", 0, true, C_UP},
     {"purge", 0, false, C_DOWN},
     {"dir", 'd', true, C_UP | C_DOWN | C_STATUS | C_ENV | C_EXEC},
     {"help", 'h', false, ~0u},
@@ -130,6 +135,11 @@ static void set_opt(struct pl_opts *o, const struct optdef *d, const char *val)
     } else if (!strcmp(name, "mtu")) {
         if (!pl_parse_uint(val, RDP_MTU_MIN, 65535, &o->mtu))
             pl_usage_error("--mtu: need %u..65535, got '%s'", RDP_MTU_MIN, val);
+    } else if (!strcmp(name, "gang")) {
+        if (!pl_parse_uint(val, 0, 3600000, &o->gang_ms))
+            pl_usage_error("--gang: need milliseconds 0..3600000, got '%s'", val);
+    } else if (!strcmp(name, "mpl")) {
+        if (!pl_parse_uint(val, 1, 64, &o->mpl)) pl_usage_error("--mpl: need 1..64, got '%s'", val);
     } else if (!strcmp(name, "netns")) {
         o->netns = true;
     } else if (!strcmp(name, "purge")) {

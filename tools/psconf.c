@@ -88,6 +88,7 @@ static void show_text(const struct psconf *c, const char *fp)
            c->user, c->root_jobs ? "true" : "false");
     printf("pmi = {\n  tree_width = %u;\n  max_kvs_bytes = %zu;\n  max_kvs_keys = %u;\n};\n",
            c->pmi_tree_width, c->pmi_max_kvs_bytes, c->pmi_max_kvs_keys);
+    printf("gang = {\n  quantum_ms = %u;\n  mpl = %u;\n};\n", c->gang_quantum_ms, c->gang_mpl);
     printf("nodes = (\n");
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct psconf_node *n = &c->nodes[i];
@@ -129,6 +130,7 @@ static void show_json(const struct psconf *c, const char *fp)
            c->user, c->root_jobs ? "true" : "false");
     printf("  \"pmi\": {\"tree_width\": %u, \"max_kvs_bytes\": %zu, \"max_kvs_keys\": %u},\n",
            c->pmi_tree_width, c->pmi_max_kvs_bytes, c->pmi_max_kvs_keys);
+    printf("  \"gang\": {\"quantum_ms\": %u, \"mpl\": %u},\n", c->gang_quantum_ms, c->gang_mpl);
     printf("  \"nodes\": [\n");
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct psconf_node *n = &c->nodes[i];

@@ -2,7 +2,7 @@
  * pslocal.c - a virtual pscluster on one machine: N psid daemons, each one a "node".
  *
  *   pslocal up [-n NODES] [--cpus K] [--netns] --dir DIR [--log-level L] [--port P]
- *              [--timeout S]
+ *              [--timeout S] [--gang MS [--mpl K]]
  *   pslocal down --dir DIR [--purge]
  *   pslocal status --dir DIR
  *   pslocal env --dir DIR

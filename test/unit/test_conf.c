@@ -211,6 +211,8 @@ static void test_minimal_defaults(void)
                                "239.255.88.6");
         CU_ASSERT_STRING_EQUAL(c.socket_fmt, "/run/pscluster/psid.sock");
         CU_ASSERT_EQUAL(c.kill_delay_ms, 10000);
+        CU_ASSERT_EQUAL(c.gang_quantum_ms, 0); /* gang scheduling off */
+        CU_ASSERT_EQUAL(c.gang_mpl, 2);
         CU_ASSERT_EQUAL(c.nnodes, 1);
         if (c.nnodes == 1) {
             const struct psconf_node *n = &c.nodes[0];
@@ -259,7 +261,8 @@ static const char full_conf[] =
     "};\n"
     "heartbeat = { interval_ms = 50; dead_limit = 4; down_grace_ms = 2500; mode = \"unicast\";\n"
     "  group = \"10.9.9.9\"; port = 5001; };\n"
-    "psid = { socket = \"/tmp/ps%%%%-%%n.sock\"; kill_delay_ms = 0; };\n"
+    "psid = { socket = \"/tmp/ps%%%%-%%n.sock\"; kill_delay_ms = 0; };"
+    " gang = { quantum_ms = 20; mpl = 3; };\n"
     "nodes = (\n"
     "  { id = 7; name = \"c\"; address = \"127.0.0.3\"; cpus = 4096; },\n"
     "  { id = 2; name = \"a\"; address = \"127.0.0.1\"; },\n"
@@ -303,6 +306,8 @@ static void test_full(void)
         CU_ASSERT_STRING_EQUAL(inet_ntop(AF_INET, &c.hb_group.sin_addr, ip, sizeof ip), "10.9.9.9");
         CU_ASSERT_STRING_EQUAL(c.socket_fmt, "/tmp/ps%%-%n.sock");
         CU_ASSERT_EQUAL(c.kill_delay_ms, 0);
+        CU_ASSERT_EQUAL(c.gang_quantum_ms, 20);
+        CU_ASSERT_EQUAL(c.gang_mpl, 3);
         CU_ASSERT_EQUAL(c.nnodes, 3);
         if (c.nnodes == 3) { /* sorted by id */
             CU_ASSERT_EQUAL(c.nodes[0].id, 2);
@@ -425,6 +430,11 @@ static void test_err_types(void)
                "cluster = 5;\n" KEYREL NODE0);
     expect_err(&t, 2, "rdp", "wrong type: expected group", KEYREL "rdp = 5;\n" NODE0);
     expect_err(&t, 2, "psid", "expected group {...}, got list", KEYREL "psid = ( 1 );\n" NODE0);
+    expect_err(&t, 3, "gang.quantum_ms", "wrong type: expected integer, got string",
+               KEYREL "gang = {\n quantum_ms = \"20ms\"; };\n" NODE0);
+    expect_err(&t, 2, "gang.mpl", "expected integer, got float",
+               KEYREL "gang = { mpl = 2.5; };\n" NODE0);
+    expect_err(&t, 2, "gang.slice", "unknown key", KEYREL "gang = { slice = 1; };\n" NODE0);
     expect_err(&t, 2, "nodes", "wrong type: expected list", KEYREL "nodes = { id = 0; };\n");
     expect_err(&t, 2, "nodes", "wrong type: expected list", KEYREL "nodes = [ 1, 2 ];\n");
     expect_err(&t, 2, "nodes[1]", "wrong type: expected group {...}, got integer",
@@ -465,6 +475,8 @@ static void test_err_ranges(void)
         {"pmi", "tree_width", 1, 4096},
         {"pmi", "max_kvs_bytes", 65536, 1073741824},
         {"pmi", "max_kvs_keys", 16, 100000000},
+        {"gang", "quantum_ms", 0, 3600000},
+        {"gang", "mpl", 1, 64},
         {"nodes", "id", 0, 65535},
         {"nodes", "cpus", 1, 4096},
     };
@@ -1050,7 +1062,8 @@ static void test_example(void)
         "socket",        "kill_delay_ms", "max_clients",  "max_clients_per_uid",
         "client_idle_s", "nodes",         "id",           "name",
         "address",       "cpus",          "pmi",          "tree_width",
-        "max_kvs_bytes", "max_kvs_keys",
+        "max_kvs_bytes", "max_kvs_keys",  "gang",         "quantum_ms",
+        "mpl",
     };
     for (size_t i = 0; text && i < sizeof keys / sizeof keys[0]; i++) {
         char pat[64];
@@ -1101,6 +1114,8 @@ static void test_example(void)
         CU_ASSERT_EQUAL(c.pmi_tree_width, d.pmi_tree_width);
         CU_ASSERT_EQUAL(c.pmi_max_kvs_bytes, d.pmi_max_kvs_bytes);
         CU_ASSERT_EQUAL(c.pmi_max_kvs_keys, d.pmi_max_kvs_keys);
+        CU_ASSERT_EQUAL(c.gang_quantum_ms, d.gang_quantum_ms);
+        CU_ASSERT_EQUAL(c.gang_mpl, d.gang_mpl);
         psconf_free(&c);
     }
     free(text);

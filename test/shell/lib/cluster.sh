@@ -5,7 +5,8 @@
 #                           $PSID_DOWN_GRACE_MS: heartbeat.down_grace_ms (default 0: a silent
 #                           node is down as soon as it is unreachable, as the tests of "down"
 #                           expect; psid_grace.sh tests the grace); $PSID_HB_EXTRA: more keys
-#                           of the heartbeat group
+#                           of the heartbeat group; $PSID_CONF_TOP: more top-level lines
+#                           (a gang group); $PSID_CPUS: each node's cpus (default 2)
 #   start_node I / kill_node I [SIG]   one daemon, by the pid we recorded ($PSID_BIN, default
 #                           build/bin/psid: a test may run the ASan/UBSan build instead)
 #   state_of OBSERVER NODE  "up", "unreachable" or "down", as OBSERVER's psid sees NODE
@@ -171,9 +172,10 @@ cluster_up() { # cluster_up N [extra rdp/heartbeat lines]
         echo "rdp = { port = $port; mtu = 65536; };"
         echo "heartbeat = { mode = \"unicast\"; port = $((port + 1)); down_grace_ms = ${PSID_DOWN_GRACE_MS:-0}; ${PSID_HB_EXTRA:-} };"
         echo "psid = { socket = \"$CDIR/psid-%n.sock\"; kill_delay_ms = 1000; ${PSID_CONF_EXTRA:-} };"
+        echo "${PSID_CONF_TOP:-}"
         echo "nodes = ("
         for i in $(seq 0 $((NNODES - 1))); do
-            echo "  { id = $i; name = \"n$i\"; address = \"127.0.0.$((i + 1))\"; cpus = 2; }$([ "$i" -lt $((NNODES - 1)) ] && echo ,)"
+            echo "  { id = $i; name = \"n$i\"; address = \"127.0.0.$((i + 1))\"; cpus = ${PSID_CPUS:-2}; }$([ "$i" -lt $((NNODES - 1)) ] && echo ,)"
         done
         echo ");"
     } >"$CDIR/psid.conf"

@@ -1,0 +1,61 @@
+#!/bin/bash
+# gang_basic.sh - gang scheduling time-slices two jobs that do not fit together (issue 32,
+# docs/gang.md). A 2-node cluster of 1 CPU per node, gang.quantum_ms 200, mpl 2: job A (a
+# CPU-bound rank per node) is in row 0, job B (the same) does not fit it and gets row 1. Each
+# rank logs a stamp per ~2 ms of its own CPU time (test/tools/gangspin), so its file shows
+# when it ran. Over 10 ms slots of the time both jobs exist, on each node:
+#  - the two jobs progress in the same slot rarely: at most 2 slots per switch (the switch
+#    itself and the clock's granularity) plus 5 % of the slots;
+#  - each job gets its share: 50 % of the slots in which anything ran, +-15 % (the machine
+#    has 2 CPUs and may run other tests);
+#  - the scheduler says where it put the jobs (row 0 and row 1 of 2);
+#  - a third job fits no row: psrun is refused with the reason (no queue yet).
+# Everything started is ended by pid (cluster.sh's trap); waits are bounded polls.
+# shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
+source "$(dirname "$0")/lib/cluster.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/gang.sh
+source "$(dirname "$0")/lib/gang.sh"
+Q=200
+gang_cluster "gang" 1 $Q
+
+gang_start "gang" A 6 "0 1"
+A=$GJOB
+gang_start "gang" B 4 "0 1"
+B=$GJOB
+# a third job fits no row: refused, and psrun says why (the queue is not there yet)
+out=$(timeout 10 "$BIN/psrun" -N 2 -- true 2>&1)
+rc=$?
+[ $rc -ne 0 ] && grep -q "gang scheduling: the 2 rows of gang.mpl are full" <<<"$out"
+check "gang: a job that fits no row is refused and psrun says why" $? "rc $rc: $out"
+t0=$(now_ms)
+wait_until 15000 eval '! kill -0 "$B" 2>/dev/null'
+check "gang: job B ends" $? "psrun $B still runs"
+t1=$(now_ms)
+
+# the window: from B's first stamp + 2 quanta to its last stamp, on each node
+for n in 0 1; do
+    from=$(($(head -1 "$CDIR/B.$n") + 2 * Q))
+    to=$(tail -1 "$CDIR/B.$n")
+    ta=$(tail -1 "$CDIR/A.$n")
+    [ "$ta" -lt "$to" ] && to=$ta # the time both exist
+    read -r both oa ob <<<"$(gang_overlap A B "$n" "$from" "$to")"
+    slots=$(((to - from) / 10))
+    switches=$(((to - from) / Q + 1))
+    any=$((both + oa + ob))
+    echo "node $n: window $((to - from)) ms, $slots slots: both $both, only A $oa, only B $ob"
+    [ "$any" -gt 0 ] && [ "$both" -le $((2 * switches + slots / 20)) ]
+    check "gang: node $n: A and B never run together (beyond the switch)" $? \
+        "both in $both slots of $slots ($switches switches)"
+    share=$((100 * (oa + both) / (any > 0 ? any : 1)))
+    echo "node $n: A's share $share %"
+    [ "$share" -ge 35 ] && [ "$share" -le 65 ]
+    check "gang: node $n: each job gets about half" $? "A's share $share % (only A $oa, only B $ob)"
+done
+grep -q "gang: job .* in row 0 of 1" "$CDIR/psid-0.log" &&
+    grep -q "gang: job .* in row 1 of 2" "$CDIR/psid-0.log"
+check "gang: the scheduler (node 0) puts A in row 0 and B in row 1" $? \
+    "$(grep "gang:" "$CDIR/psid-0.log" | head -5)"
+wait_until 10000 eval '! kill -0 "$A" 2>/dev/null'
+check "gang: job A ends after B (thawed for good)" $? "psrun $A still runs $(($(now_ms) - t1)) ms after B"
+echo "gang: B ran $((t1 - t0)) ms of wall time for 4 s of its own"
+exit $((FAILS > 0))
