@@ -92,7 +92,8 @@ void swim_config_default(struct swim_config *c, uint32_t n, uint32_t self)
                               .suspect_confirm = 3,
                               .lhm_max = 4,
                               .retransmit_mult = 3,
-                              .gossip_fanout = 2};
+                              .gossip_fanout = 2,
+                              .spread_suspicion = false};
 }
 
 struct member {
@@ -101,7 +102,7 @@ struct member {
     uint32_t inc, by, tx_left;
     uint64_t boot;
     /* suspicion: when it started, when it ends, who confirmed it */
-    uint64_t susp_start, susp_end;
+    uint64_t susp_start, susp_end, buddy_at;
     uint32_t nconf, conf[CONF_MAX];
     /* replay window of packets from it */
     uint64_t rx_boot, rx_top, rx_win;
@@ -118,15 +119,15 @@ struct swim {
     uint8_t key[32];
     struct swim_io io;
     void *ctx;
-    uint64_t rng, seq, due;
+    uint64_t rng, seq, due, last_call;
     struct member *m;
     uint32_t *order, norder, pos;
     uint32_t *bq, nbq;     /* members with an update to spread */
     uint32_t *susp, nsusp; /* members suspected */
     uint32_t tx_limit, lhm, probe_ctr;
     /* the probe of this period */
-    bool probing, acked, ind_sent;
-    uint32_t ptarget, pnum, nind, nacks;
+    bool probing, acked, ind_sent, refuted, told;
+    uint32_t ptarget, pnum, nind, nacks, nack_by[8];
     uint64_t psent, next_period;
     struct relay relay[RELAY_MAX];
     struct swim_stats st;
@@ -270,17 +271,27 @@ static void suspect(struct swim *s, uint32_t i, uint32_t by, uint64_t now)
         s->susp[s->nsusp++] = i;
     }
     s->st.suspicions++;
-    enqueue(s, i);
+    if (s->c.spread_suspicion) enqueue(s, i);
 }
 
-static void apply(struct swim *s, const struct swim_upd *u, uint64_t now)
+/* An update's boot 0 is a member whose boot its sender did not know yet (no word from it
+ * yet): it speaks of whichever boot is current. */
+static void apply(struct swim *s, const struct swim_upd *upd, uint64_t now)
 {
-    struct member *m = &s->m[u->member];
+    struct member *m = &s->m[upd->member];
+    struct swim_upd cur = *upd;
+    const struct swim_upd *u = &cur;
+    if (!cur.boot) cur.boot = m->boot;
     if (u->member == s->c.self) { /* refute: only we raise our incarnation */
-        if (u->state != SWIM_ALIVE && u->boot == m->boot && u->inc >= m->inc) {
-            m->inc = u->inc + 1;
-            s->st.refutes++;
-            health(s, +1);
+        if (u->state == SWIM_ALIVE || u->boot != m->boot) return;
+        s->told = true; /* the sender holds a wrong view of us: answer it */
+        if (u->inc < m->inc) return;
+        m->inc = u->inc + 1;
+        s->st.refutes++;
+        health(s, +1);
+        /* a dead verdict was spread to all, so is its refutation, at once */
+        if (u->state == SWIM_DEAD || s->c.spread_suspicion) {
+            s->refuted = true;
             enqueue(s, u->member);
         }
         return;
@@ -288,6 +299,8 @@ static void apply(struct swim *s, const struct swim_upd *u, uint64_t now)
     if (u->boot < m->boot) return;
     if (u->boot > m->boot) { /* a new start: the old one is gone, whatever is said now */
         bool restarted = m->boot != 0;
+        /* first word from the member itself: everyone hears it so, nothing to spread */
+        bool news = restarted || u->by != u->member || u->state != SWIM_ALIVE;
         m->boot = u->boot;
         m->inc = u->inc;
         m->by = u->by;
@@ -296,21 +309,23 @@ static void apply(struct swim *s, const struct swim_upd *u, uint64_t now)
             suspect(s, u->member, u->by, now);
         } else {
             set_state(s, u->member, u->state, restarted);
-            enqueue(s, u->member);
+            if (news) enqueue(s, u->member);
         }
         return;
     }
     switch (u->state) {
-    case SWIM_ALIVE:
+    case SWIM_ALIVE: {
         if (u->inc <= m->inc) return;
+        bool was_dead = m->state == SWIM_DEAD;
         m->inc = u->inc;
         set_state(s, u->member, SWIM_ALIVE, false);
-        enqueue(s, u->member);
+        if (was_dead || s->c.spread_suspicion) enqueue(s, u->member);
         return;
+    }
     case SWIM_SUSPECT:
         if (u->inc < m->inc || (m->state == SWIM_DEAD && u->inc == m->inc)) return;
         if (m->state == SWIM_SUSPECT && u->inc == m->inc) {
-            if (confirm(s, u->member, u->by)) enqueue(s, u->member);
+            if (confirm(s, u->member, u->by) && s->c.spread_suspicion) enqueue(s, u->member);
             return;
         }
         m->inc = u->inc;
@@ -357,6 +372,7 @@ struct swim *swim_new(const struct swim_config *c, const uint8_t key[32], uint64
     /* spread the members' first probes over a period */
     s->next_period = now + rnd(s) % c->period_ns;
     s->due = s->next_period;
+    s->last_call = now;
     return s;
 }
 
@@ -392,6 +408,23 @@ static bool pick_alive(struct swim *s, uint32_t not1, uint32_t not2, uint32_t *o
     return false;
 }
 
+/* A packet for member i alone, at most one a period: it carries our header, and its entry
+ * first when we suspect it or hold it dead. */
+static void tell(struct swim *s, uint32_t i, uint64_t now)
+{
+    struct member *m = &s->m[i];
+    if (m->buddy_at && now < m->buddy_at + s->c.period_ns) return;
+    m->buddy_at = now;
+    send_pkt(s, i, SWIM_GOSSIP, 0, 0);
+}
+
+/* Lifeguard's buddy system: a member we suspect or hold dead hears so from us directly, so
+ * that it can refute at once. */
+static void buddy(struct swim *s, uint32_t i, uint64_t now)
+{
+    if (s->m[i].state != SWIM_ALIVE) tell(s, i, now);
+}
+
 static void end_probe(struct swim *s, uint64_t now)
 {
     if (!s->probing) return;
@@ -405,8 +438,12 @@ static void end_probe(struct swim *s, uint64_t now)
     struct member *m = &s->m[s->ptarget];
     if (m->state == SWIM_ALIVE)
         suspect(s, s->ptarget, s->c.self, now);
-    else if (m->state == SWIM_SUSPECT && confirm(s, s->ptarget, s->c.self))
+    else if (m->state == SWIM_SUSPECT && confirm(s, s->ptarget, s->c.self) && s->c.spread_suspicion)
         enqueue(s, s->ptarget);
+    /* the members that probed it for us and heard nothing either confirm (their nacks) */
+    for (uint32_t k = 0; k < s->nacks && m->state == SWIM_SUSPECT; k++)
+        confirm(s, s->ptarget, s->nack_by[k]);
+    buddy(s, s->ptarget, now);
 }
 
 void swim_resync(struct swim *s, uint64_t now)
@@ -415,14 +452,21 @@ void swim_resync(struct swim *s, uint64_t now)
     s->next_period = now;
     for (uint32_t k = 0; k < s->nsusp; k++) {
         struct member *m = &s->m[s->susp[k]];
-        if (m->susp_end < now + s->c.period_ns) m->susp_end = now + s->c.period_ns;
+        if (m->susp_end < now + 2 * s->c.period_ns) m->susp_end = now + 2 * s->c.period_ns;
     }
+}
+
+/* Called nowhere for a while and past due: this process was stopped or blocked, so it was
+ * not listening either, and silence over that time judges nobody. */
+static void deaf_check(struct swim *s, uint64_t now)
+{
+    if (now > s->due && now > s->last_call + 2 * s->c.period_ns) swim_resync(s, now);
+    s->last_call = now;
 }
 
 void swim_tick(struct swim *s, uint64_t now)
 {
-    /* stopped or blocked: we were not listening, so silence judges nobody */
-    if (now > s->due + 2 * s->c.period_ns) swim_resync(s, now);
+    deaf_check(s, now);
     if (s->probing && !s->acked && !s->ind_sent &&
         now >= s->psent + scaled(s, s->c.ack_timeout_ns)) {
         s->ind_sent = true;
@@ -457,6 +501,7 @@ void swim_tick(struct swim *s, uint64_t now)
         uint32_t i = s->susp[k];
         struct member *m = &s->m[i];
         if (m->state == SWIM_SUSPECT && now < m->susp_end) {
+            buddy(s, i, now); /* again each period, in case a packet was lost */
             k++;
             continue;
         }
@@ -556,11 +601,26 @@ int swim_recv(struct swim *s, const uint8_t *buf, size_t len, uint64_t now)
         if (p.upd[i].member >= n || p.upd[i].by >= n) return drop(s, SWIM_DROP_MEMBER);
     if (!p.boot || !fresh(&s->m[p.sender], p.boot, p.seq)) return drop(s, SWIM_DROP_STALE);
     s->st.recv++;
+    deaf_check(s, now);
     /* the sender speaks for itself: alive at its (boot, inc) */
     struct swim_upd self_upd = {
         .member = p.sender, .state = SWIM_ALIVE, .inc = p.inc, .by = p.sender, .boot = p.boot};
     apply(s, &self_upd, now);
     for (unsigned i = 0; i < p.nupd; i++) apply(s, &p.upd[i], now);
+    /* it holds us suspect or dead: it hears our incarnation from us (our packet's header) */
+    if (s->told) {
+        s->told = false;
+        if (p.type != SWIM_PING) tell(s, p.sender, now);
+    }
+    if (s->refuted) { /* a refutation races the suspicion's timers: spread it at once */
+        s->refuted = false;
+        for (uint32_t k = 0; k < s->c.indirect_k; k++) {
+            uint32_t to;
+            if (pick_alive(s, p.sender, UINT32_MAX, &to)) send_pkt(s, to, SWIM_GOSSIP, 0, 0);
+        }
+    }
+    /* it speaks without knowing what we hold of it (an ack to a ping carries it anyway) */
+    if (p.type != SWIM_PING) buddy(s, p.sender, now);
     switch (p.type) {
     case SWIM_PING:
         if (p.target == s->c.self) send_pkt(s, p.sender, SWIM_ACK, s->c.self, p.probe);
@@ -583,7 +643,8 @@ int swim_recv(struct swim *s, const uint8_t *buf, size_t len, uint64_t now)
         }
         break;
     case SWIM_NACK:
-        if (s->probing && p.probe == s->pnum && p.target == s->ptarget) s->nacks++;
+        if (s->probing && p.probe == s->pnum && p.target == s->ptarget && s->nacks < 8)
+            s->nack_by[s->nacks++] = p.sender;
         break;
     default:
         break;
@@ -595,6 +656,11 @@ int swim_recv(struct swim *s, const uint8_t *buf, size_t len, uint64_t now)
 enum swim_state swim_member_state(const struct swim *s, uint32_t m)
 {
     return m < s->c.n ? (enum swim_state)s->m[m].state : SWIM_DEAD;
+}
+
+uint32_t swim_member_inc(const struct swim *s, uint32_t m)
+{
+    return m < s->c.n ? s->m[m].inc : 0;
 }
 
 uint64_t swim_member_boot(const struct swim *s, uint32_t m)

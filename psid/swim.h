@@ -25,7 +25,8 @@
  *    32    4 probe number (the prober's; an ack carries the ping's)
  *    36    4 reserved (0)
  *    40   24 x nupd: member u32, state u8 (1 alive, 2 suspect, 3 dead), 3 x 0, inc u32,
- *             by u32 (who suspects, for Lifeguard's confirmations), boot u64
+ *             by u32 (who suspects, for Lifeguard's confirmations), boot u64 (0: not
+ *             known to the sender yet; the update is about the current boot)
  *  last   16 MAC: BLAKE2b-128 keyed with the SWIM key over everything before it
  *
  * The SWIM key is derived from the cluster key like the heartbeat key (hbwire.h: its own
@@ -80,6 +81,9 @@ struct swim_config {
     uint32_t lhm_max;                        /* local health multiplier's ceiling */
     uint32_t retransmit_mult;                /* an update rides on mult x ceil(log2(n+1)) */
     uint32_t gossip_fanout; /* extra gossip packets per period while updates are pending */
+    /* classic SWIM: suspicions (and their refutations) are spread to all; else they stay
+     * with the members whose own probes failed (docs/swim.md: update capacity) */
+    bool spread_suspicion;
 };
 /* Defaults for n members: 100 ms period, 30 ms ack timeout, 3 indirect probes, suspicion
  * 400..1000 ms (3 confirmations), health up to 4, 3 x log2 retransmissions, fanout 2. */
@@ -120,6 +124,7 @@ int swim_recv(struct swim *s, const uint8_t *buf, size_t len, uint64_t now);
  * others, so probes in flight are forgotten and suspicions started by us restart. */
 void swim_resync(struct swim *s, uint64_t now);
 enum swim_state swim_member_state(const struct swim *s, uint32_t m);
+uint32_t swim_member_inc(const struct swim *s, uint32_t m);
 uint64_t swim_member_boot(const struct swim *s, uint32_t m);
 uint32_t swim_self_inc(const struct swim *s);
 uint32_t swim_health(const struct swim *s);

@@ -32,6 +32,7 @@ struct sn_member {
 
 struct swimnet {
     uint32_t n;
+    struct swim_config proto;
     struct sn_member *m;
     struct sn_ev *heap;
     size_t nheap, cap;
@@ -142,6 +143,7 @@ static inline struct swimnet *swimnet_new(uint32_t n, const struct swim_config *
     struct swimnet *w = calloc(1, sizeof *w);
     if (!w) abort();
     w->n = n;
+    w->proto = *proto;
     w->rng = seed;
     w->now = 1000000000ull;
     w->delay_ns = 100000; /* 0.1 ms, a LAN */
@@ -213,12 +215,13 @@ static inline void swimnet_kill(struct swimnet *w, uint32_t i)
     w->m[i].killed_at = w->now;
 }
 
-/* A killed member starts again with a new boot (and default configuration). */
+/* A killed member starts again with a new boot. */
 static inline void swimnet_restart(struct swimnet *w, uint32_t i, uint64_t boot)
 {
     struct sn_member *x = &w->m[i];
-    struct swim_config c;
-    swim_config_default(&c, w->n, i);
+    struct swim_config c = w->proto;
+    c.n = w->n;
+    c.self = i;
     swim_free(x->s);
     x->s = swim_new(&c, sn_key, boot, sn_rand(w), &sn_io, x, w->now);
     if (!x->s) abort();

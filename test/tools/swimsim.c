@@ -10,9 +10,10 @@
  *      until every live member holds it dead; then it restarts (a new boot) and rejoins.
  *
  * usage: swimsim [-n N] [-k KILLS] [-f PAUSED_FRACTION] [-p PAUSE_S] [-t PAUSE_PHASE_S]
- *                [-l LOSS] [-s SEED]
- * Prints one line of figures; exits 1 when a target is missed (50 packets/s sent and
- * received per member, first detection p99 <= 1 s, all <= 1.5 s, no false dead).
+ *                [-l LOSS] [-s SEED] [-T PERIOD_MS] [-A ACK_TIMEOUT_MS] [-m SUSPECT_MIN_MS]
+ *                [-M SUSPECT_MAX_MS] [-g GOSSIP_FANOUT] [-H LHM_MAX]   (defaults:
+ * swim_config_default) Prints one line of figures; exits 1 when a target is missed (50 packets/s
+ * sent and received per member, first detection p99 <= 1 s, all <= 1.5 s, no false dead).
  */
 #include "swimnet.h"
 
@@ -49,7 +50,9 @@ int main(int argc, char **argv)
     int kills = 50, opt;
     double frac = 0.2, pause_s = 0.3, phase_s = 20, loss = 0;
     uint64_t seed = 1;
-    while ((opt = getopt(argc, argv, "n:k:f:p:t:l:s:")) != -1) {
+    struct swim_config c;
+    swim_config_default(&c, 4, 0);
+    while ((opt = getopt(argc, argv, "n:k:f:p:t:l:s:T:A:m:M:g:H:")) != -1) {
         switch (opt) {
         case 'n':
             n = (uint32_t)strtoul(optarg, NULL, 10);
@@ -72,15 +75,32 @@ int main(int argc, char **argv)
         case 's':
             seed = strtoull(optarg, NULL, 10);
             break;
+        case 'T':
+            c.period_ns = strtoull(optarg, NULL, 10) * MS;
+            break;
+        case 'A':
+            c.ack_timeout_ns = strtoull(optarg, NULL, 10) * MS;
+            break;
+        case 'm':
+            c.suspect_min_ns = strtoull(optarg, NULL, 10) * MS;
+            break;
+        case 'M':
+            c.suspect_max_ns = strtoull(optarg, NULL, 10) * MS;
+            break;
+        case 'g':
+            c.gossip_fanout = (uint32_t)atoi(optarg);
+            break;
+        case 'H':
+            c.lhm_max = (uint32_t)atoi(optarg);
+            break;
         default:
             fprintf(stderr, "usage: swimsim [-n N] [-k KILLS] [-f PAUSED_FRACTION] [-p PAUSE_S] "
-                            "[-t PAUSE_PHASE_S] [-l LOSS] [-s SEED]\n");
+                            "[-t PAUSE_PHASE_S] [-l LOSS] [-s SEED] [-T PERIOD_MS] [-A ACK_MS] "
+                            "[-m SUSPECT_MIN_MS] [-M SUSPECT_MAX_MS] [-g FANOUT] [-H LHM_MAX]\n");
             return 2;
         }
     }
     if (n < 4) return 2;
-    struct swim_config c;
-    swim_config_default(&c, n, 0);
     struct swimnet *w = swimnet_new(n, &c, seed);
     w->loss = loss;
     clock_t cpu0 = clock();

@@ -230,41 +230,52 @@ static void test_swim_refute(void)
     struct swim_pkt a;
     const char *why;
     CU_ASSERT_EQUAL_FATAL(swim_decode(cap.pkt, cap.len, &a, key, &why), 0);
-    CU_ASSERT_EQUAL(a.inc, 1);
-    bool carried = false;
-    for (unsigned i = 0; i < a.nupd; i++)
-        carried |= a.upd[i].member == 0 && a.upd[i].state == SWIM_ALIVE && a.upd[i].inc == 1;
-    CU_ASSERT_TRUE(carried);
+    CU_ASSERT_EQUAL(a.inc, 1); /* the ack's header refutes to the suspecter */
     /* the same suspicion again (another packet): already refuted */
     p.seq = 2;
     len = swim_encode(buf, &p, key);
     CU_ASSERT_EQUAL(swim_recv(s, buf, len, 2), 0);
     CU_ASSERT_EQUAL(swim_self_inc(s), 1);
+    /* a dead verdict was spread to all: its refutation rides on our packets too */
+    p.seq = 2, p.type = SWIM_GOSSIP;
+    p.upd[0] = (struct swim_upd){.member = 0, .state = SWIM_DEAD, .inc = 1, .by = 1, .boot = 100};
+    len = swim_encode(buf, &p, key);
+    CU_ASSERT_EQUAL(swim_recv(s, buf, len, 2), -1); /* seq 2 again: a replay */
+    p.seq = 3;
+    len = swim_encode(buf, &p, key);
+    CU_ASSERT_EQUAL(swim_recv(s, buf, len, 2), 0);
+    CU_ASSERT_EQUAL(swim_self_inc(s), 2);
+    CU_ASSERT_EQUAL_FATAL(swim_decode(cap.pkt, cap.len, &a, key, &why), 0);
+    bool carried = false;
+    for (unsigned i = 0; i < a.nupd; i++)
+        carried |= a.upd[i].member == 0 && a.upd[i].state == SWIM_ALIVE && a.upd[i].inc == 2;
+    CU_ASSERT_TRUE(carried);
+    p.type = SWIM_PING;
     /* about member 2: suspect at inc 3, then alive at 3 does not clear it, alive at 4 does,
      * dead at 3 is too old */
-    p.seq = 3;
+    p.seq = 4;
     p.upd[0] = (struct swim_upd){.member = 2, .state = SWIM_SUSPECT, .inc = 3, .by = 1, .boot = 5};
     len = swim_encode(buf, &p, key);
     swim_recv(s, buf, len, 3);
     CU_ASSERT_EQUAL(swim_member_state(s, 2), SWIM_SUSPECT);
-    p.seq = 4;
+    p.seq = 5;
     p.upd[0].state = SWIM_ALIVE;
     len = swim_encode(buf, &p, key);
     swim_recv(s, buf, len, 4);
     CU_ASSERT_EQUAL(swim_member_state(s, 2), SWIM_SUSPECT);
-    p.seq = 5;
+    p.seq = 6;
     p.upd[0].inc = 4;
     len = swim_encode(buf, &p, key);
     swim_recv(s, buf, len, 5);
     CU_ASSERT_EQUAL(swim_member_state(s, 2), SWIM_ALIVE);
-    p.seq = 6;
+    p.seq = 7;
     p.upd[0].state = SWIM_DEAD, p.upd[0].inc = 3;
     len = swim_encode(buf, &p, key);
     swim_recv(s, buf, len, 6);
     CU_ASSERT_EQUAL(swim_member_state(s, 2), SWIM_ALIVE);
     /* a new boot of member 2 is news whatever it says: alive, and reported restarted */
     uint32_t before = cap.changes;
-    p.seq = 7;
+    p.seq = 8;
     p.upd[0] = (struct swim_upd){.member = 2, .state = SWIM_ALIVE, .inc = 0, .by = 2, .boot = 6};
     len = swim_encode(buf, &p, key);
     swim_recv(s, buf, len, 7);
