@@ -87,8 +87,8 @@ void swim_config_default(struct swim_config *c, uint32_t n, uint32_t self)
                               .period_ns = 100000000ull,
                               .ack_timeout_ns = 30000000ull,
                               .indirect_k = 3,
-                              .suspect_min_ns = 400000000ull,
-                              .suspect_max_ns = 1000000000ull,
+                              .suspect_min_ns = 350000000ull,
+                              .suspect_max_ns = 800000000ull,
                               .suspect_confirm = 3,
                               .lhm_max = 4,
                               .retransmit_mult = 3,
@@ -126,7 +126,7 @@ struct swim {
     uint32_t *susp, nsusp; /* members suspected */
     uint32_t tx_limit, lhm, probe_ctr;
     /* the probe of this period */
-    bool probing, acked, ind_sent, refuted, told;
+    bool probing, acked, ind_sent, urgent, told;
     uint32_t ptarget, pnum, nind, nacks, nack_by[8];
     uint64_t psent, next_period;
     struct relay relay[RELAY_MAX];
@@ -291,7 +291,7 @@ static void apply(struct swim *s, const struct swim_upd *upd, uint64_t now)
         health(s, +1);
         /* a dead verdict was spread to all, so is its refutation, at once */
         if (u->state == SWIM_DEAD || s->c.spread_suspicion) {
-            s->refuted = true;
+            s->urgent = true;
             enqueue(s, u->member);
         }
         return;
@@ -310,6 +310,7 @@ static void apply(struct swim *s, const struct swim_upd *upd, uint64_t now)
         } else {
             set_state(s, u->member, u->state, restarted);
             if (news) enqueue(s, u->member);
+            s->urgent |= news;
         }
         return;
     }
@@ -320,6 +321,7 @@ static void apply(struct swim *s, const struct swim_upd *upd, uint64_t now)
         m->inc = u->inc;
         set_state(s, u->member, SWIM_ALIVE, false);
         if (was_dead || s->c.spread_suspicion) enqueue(s, u->member);
+        s->urgent |= was_dead;
         return;
     }
     case SWIM_SUSPECT:
@@ -337,6 +339,7 @@ static void apply(struct swim *s, const struct swim_upd *upd, uint64_t now)
         m->by = u->by;
         set_state(s, u->member, SWIM_DEAD, false);
         enqueue(s, u->member);
+        s->urgent = true;
         return;
     }
 }
@@ -410,19 +413,33 @@ static bool pick_alive(struct swim *s, uint32_t not1, uint32_t not2, uint32_t *o
 
 /* A packet for member i alone, at most one a period: it carries our header, and its entry
  * first when we suspect it or hold it dead. */
-static void tell(struct swim *s, uint32_t i, uint64_t now)
+static bool tell(struct swim *s, uint32_t i, uint64_t now)
 {
     struct member *m = &s->m[i];
-    if (m->buddy_at && now < m->buddy_at + s->c.period_ns) return;
+    if (m->buddy_at && now < m->buddy_at + s->c.period_ns) return false;
     m->buddy_at = now;
     send_pkt(s, i, SWIM_GOSSIP, 0, 0);
+    return true;
 }
 
 /* Lifeguard's buddy system: a member we suspect or hold dead hears so from us directly, so
  * that it can refute at once. */
 static void buddy(struct swim *s, uint32_t i, uint64_t now)
 {
-    if (s->m[i].state != SWIM_ALIVE) tell(s, i, now);
+    if (s->m[i].state != SWIM_ALIVE) (void)tell(s, i, now);
+}
+
+/* News that must reach everyone soon (a dead verdict, its refutation, a restart) goes out at
+ * once to fanout + 1 members, each of which does the same when it is news to it: a flood in
+ * hops, not in periods, which costs each member fanout + 1 packets per event. */
+static void push(struct swim *s, uint32_t not )
+{
+    if (!s->urgent) return;
+    s->urgent = false;
+    for (uint32_t k = 0; k <= s->c.gossip_fanout; k++) {
+        uint32_t to;
+        if (pick_alive(s, not, UINT32_MAX, &to)) send_pkt(s, to, SWIM_GOSSIP, 0, 0);
+    }
 }
 
 static void end_probe(struct swim *s, uint64_t now)
@@ -509,6 +526,7 @@ void swim_tick(struct swim *s, uint64_t now)
             m->by = s->c.self;
             set_state(s, i, SWIM_DEAD, false);
             enqueue(s, i);
+            s->urgent = true;
         }
         m->in_susp = false;
         s->susp[k] = s->susp[--s->nsusp];
@@ -520,6 +538,7 @@ void swim_tick(struct swim *s, uint64_t now)
             send_pkt(s, rl->origin, SWIM_NACK, rl->target, rl->origin_probe);
         }
     }
+    push(s, UINT32_MAX);
     s->due = swim_next(s);
 }
 
@@ -610,15 +629,10 @@ int swim_recv(struct swim *s, const uint8_t *buf, size_t len, uint64_t now)
     /* it holds us suspect or dead: it hears our incarnation from us (our packet's header) */
     if (s->told) {
         s->told = false;
-        if (p.type != SWIM_PING) tell(s, p.sender, now);
+        /* twice: a lost answer leaves a suspicion whose timer may run out */
+        if (p.type != SWIM_PING && tell(s, p.sender, now)) send_pkt(s, p.sender, SWIM_GOSSIP, 0, 0);
     }
-    if (s->refuted) { /* a refutation races the suspicion's timers: spread it at once */
-        s->refuted = false;
-        for (uint32_t k = 0; k < s->c.indirect_k; k++) {
-            uint32_t to;
-            if (pick_alive(s, p.sender, UINT32_MAX, &to)) send_pkt(s, to, SWIM_GOSSIP, 0, 0);
-        }
-    }
+    push(s, p.sender);
     /* it speaks without knowing what we hold of it (an ack to a ping carries it anyway) */
     if (p.type != SWIM_PING) buddy(s, p.sender, now);
     switch (p.type) {
