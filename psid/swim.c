@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CONF_MAX  8 /* confirmations counted per suspicion */
-#define RELAY_MAX 16
+#define CONF_MAX   8 /* confirmations counted per suspicion */
+#define RELAY_MAX  16
+#define VERIFY_MAX 8 /* verdicts on older incarnations waiting to be checked */
 
 void swim_key_derive(const uint8_t cluster_key[32], uint8_t swim_key[32])
 {
@@ -98,7 +99,7 @@ void swim_config_default(struct swim_config *c, uint32_t n, uint32_t self)
 
 struct member {
     uint8_t state;
-    bool in_bq, in_susp;
+    bool in_bq, in_susp, verify;
     uint32_t inc, by, tx_left;
     uint64_t boot;
     /* suspicion: when it started, when it ends, who confirmed it */
@@ -125,6 +126,7 @@ struct swim {
     uint32_t *bq, nbq;     /* members with an update to spread */
     uint32_t *susp, nsusp; /* members suspected */
     uint32_t tx_limit, lhm, probe_ctr;
+    uint32_t verify[VERIFY_MAX], nverify;
     /* the probe of this period */
     bool probing, acked, ind_sent, urgent, told;
     uint32_t ptarget, pnum, nind, nacks, nack_by[8];
@@ -334,7 +336,17 @@ static void apply(struct swim *s, const struct swim_upd *upd, uint64_t now)
         suspect(s, u->member, u->by, now);
         return;
     case SWIM_DEAD:
-        if (u->inc < m->inc || m->state == SWIM_DEAD) return;
+        if (m->state == SWIM_DEAD) return;
+        if (u->inc < m->inc) {
+            /* a verdict on an older incarnation: its author never heard a refutation that
+             * went to others only, and the verdict may still be newer than that refutation;
+             * see for ourselves, with the next probe */
+            if (!m->verify && s->nverify < VERIFY_MAX) {
+                m->verify = true;
+                s->verify[s->nverify++] = u->member;
+            }
+            return;
+        }
         m->inc = u->inc;
         m->by = u->by;
         set_state(s, u->member, SWIM_DEAD, false);
@@ -391,6 +403,11 @@ void swim_free(struct swim *s)
 
 static bool probe_next(struct swim *s, uint32_t *target)
 {
+    while (s->nverify) { /* verdicts to check first */
+        uint32_t i = s->verify[--s->nverify];
+        s->m[i].verify = false;
+        if (s->m[i].state == SWIM_ALIVE) return *target = i, true;
+    }
     for (uint32_t tries = 0; tries <= s->norder; tries++) {
         if (s->pos >= s->norder) shuffle(s);
         if (s->norder == 0) return false;
