@@ -88,7 +88,7 @@ void swim_config_default(struct swim_config *c, uint32_t n, uint32_t self)
                               .period_ns = 100000000ull,
                               .ack_timeout_ns = 30000000ull,
                               .indirect_k = 3,
-                              .suspect_min_ns = 350000000ull,
+                              .suspect_min_ns = 300000000ull,
                               .suspect_max_ns = 800000000ull,
                               .suspect_confirm = 3,
                               .lhm_max = 4,

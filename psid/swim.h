@@ -86,7 +86,7 @@ struct swim_config {
     bool spread_suspicion;
 };
 /* Defaults for n members: 100 ms period, 30 ms ack timeout, 3 indirect probes, suspicion
- * 350..800 ms (3 confirmations), health up to 4, 3 x log2 retransmissions, fanout 2. */
+ * 300..800 ms (3 confirmations), health up to 4, 3 x log2 retransmissions, fanout 2. */
 void swim_config_default(struct swim_config *c, uint32_t n, uint32_t self);
 
 struct swim_io {
