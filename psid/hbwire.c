@@ -9,9 +9,9 @@
 #include <sodium.h>
 #include <string.h>
 
-static void mac(uint8_t out[16], const uint8_t *body, const uint8_t key[32])
+void hb_mac(uint8_t out[16], const uint8_t *body, size_t len, const uint8_t key[32])
 {
-    crypto_generichash(out, 16, body, 40, key, 32);
+    crypto_generichash(out, 16, body, len, key, 32);
 }
 
 void hb_key_derive(const uint8_t cluster_key[32], uint8_t hb_key[32])
@@ -31,7 +31,7 @@ void hb_encode(uint8_t out[HB_LEN], const struct hb *h, const uint8_t key[32])
     be_put32(out + 28, h->tasks);
     be_put32(out + 32, h->cpus);
     be_put32(out + 36, h->task_epoch);
-    mac(out + 40, out, key);
+    hb_mac(out + 40, out, 40, key);
 }
 
 int hb_decode(const uint8_t *b, size_t n, struct hb *h, const uint8_t key[32], const char **why)
@@ -41,7 +41,7 @@ int hb_decode(const uint8_t *b, size_t n, struct hb *h, const uint8_t key[32], c
     if (b[0] != HB_VERSION) return *why = "version", -1;
     if (b[1] != HB_BEAT && b[1] != HB_LEAVING) return *why = "type", -1;
     if (b[2] || b[3]) return *why = "reserved", -1;
-    mac(m, b, key);
+    hb_mac(m, b, 40, key);
     if (sodium_memcmp(m, b + 40, 16) != 0) return *why = "mac", -1;
     h->type = b[1];
     h->node = be_get32(b + 4);

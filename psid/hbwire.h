@@ -43,6 +43,9 @@ struct hb {
 
 /* The heartbeat key from the cluster key. */
 void hb_key_derive(const uint8_t cluster_key[32], uint8_t hb_key[32]);
+/* BLAKE2b-128 keyed with key over body[0..len): the MAC of heartbeats and of SWIM's packets
+ * (swim.h, under its own key). */
+void hb_mac(uint8_t out[16], const uint8_t *body, size_t len, const uint8_t key[32]);
 void hb_encode(uint8_t out[HB_LEN], const struct hb *h, const uint8_t key[32]);
 /* 0, or -1 with *why: "length", "version", "type", "reserved", "mac". */
 int hb_decode(const uint8_t *buf, size_t n, struct hb *h, const uint8_t key[32], const char **why);
