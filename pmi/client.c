@@ -185,10 +185,17 @@ int pmic_open(bool want_v2)
     return 0;
 }
 
+/* The ranks on this node (pmic_clique), kept until pmic_close: NULL, -1 until known. */
+static int *clique;
+static long nclique = -1;
+
 void pmic_close(void)
 {
     open_ = false;
     single = false;
+    free(clique);
+    clique = NULL;
+    nclique = -1;
     while (local) {
         struct lkv *l = local;
         local = l->next;
@@ -267,7 +274,26 @@ const char *pmic_local_get(const char *key)
     return NULL;
 }
 
-long pmic_clique(const char *map, int **ranks)
+int pmic_finalize(const char *ack)
+{
+    int rc = 0;
+    if (!single) {
+        struct pmi_cmd c;
+        pmic_begin("finalize");
+        rc = pmic_call(ack, &c) != 0 ? -1 : 0;
+    }
+    pmic_close();
+    return rc;
+}
+
+const int *pmic_clique_known(long *n)
+{
+    *n = nclique;
+    return nclique >= 0 ? clique : NULL;
+}
+
+/* The clique of map (NULL: none) into *ranks (malloc'd): its count, or -1. */
+static long clique_of(const char *map, int **ranks)
 {
     long n = map ? pmi_map_clique(map, size, rank, NULL, 0) : -1;
     long *tmp = n > 0 ? calloc((size_t)n, sizeof *tmp) : NULL;
@@ -281,6 +307,13 @@ long pmic_clique(const char *map, int **ranks)
     if (!(*ranks = calloc(1, sizeof **ranks))) return -1;
     (*ranks)[0] = (int)rank; /* no usable mapping: this rank alone */
     return 1;
+}
+
+const int *pmic_clique(const char *map, long *n)
+{
+    if (nclique < 0) nclique = clique_of(map, &clique);
+    *n = nclique;
+    return nclique >= 0 ? clique : NULL;
 }
 
 int pmic_strcopy(char *o, long outlen, const char *s, size_t n)

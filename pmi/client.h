@@ -37,9 +37,15 @@ const char *pmic_why(const struct pmi_cmd *c);
 int pmic_local_put(const char *key, const char *val);
 const char *pmic_local_get(const char *key);
 
-/* The ranks on this node from a PMI_process_mapping value (NULL: none): their count, and
- * *ranks (malloc'd, the caller's); this rank alone if the mapping is missing or malformed. */
-long pmic_clique(const char *map, int **ranks);
+/* The ranks on this node from a PMI_process_mapping value (NULL: none), worked out once and
+ * kept until pmic_close: the ranks and *n their count (this rank alone if the mapping is
+ * missing or malformed); NULL and *n -1 out of memory. pmic_clique_known: the kept ones, or
+ * NULL and *n -1 before the first pmic_clique. */
+const int *pmic_clique(const char *map, long *n);
+const int *pmic_clique_known(long *n);
+/* The finalize exchange (ack: the answer's command; none in a singleton), then pmic_close:
+ * 0, or -1 if the server did not answer so. */
+int pmic_finalize(const char *ack);
 
 void pmic_lock(void);
 void pmic_unlock(void);

@@ -14,8 +14,6 @@
 #include <unistd.h>
 
 static char kvsname[PMI_KVSNAME_MAX + 1];
-static int *clique;
-static long nclique = -1;
 
 #define NEED_INIT()                                                                                \
     do {                                                                                           \
@@ -81,16 +79,7 @@ int PMI_Finalize(void)
 {
     NEED_INIT();
     pmic_lock();
-    int rc = PMI_SUCCESS;
-    if (!pmic_single()) {
-        struct pmi_cmd c;
-        pmic_begin("finalize");
-        if (pmic_call("finalize_ack", &c) != 0) rc = PMI_FAIL;
-    }
-    pmic_close();
-    free(clique);
-    clique = NULL;
-    nclique = -1;
+    int rc = pmic_finalize("finalize_ack") < 0 ? PMI_FAIL : PMI_SUCCESS;
     pmic_unlock();
     return rc;
 }
@@ -111,46 +100,37 @@ int PMI_Get_rank(int *rank)
     return PMI_SUCCESS;
 }
 
-int PMI_Get_universe_size(int *size)
+/* A number the server answers cmd with (answer's field, lo..), or single's in a singleton. */
+static int ask_int(const char *cmd, const char *answer, const char *field, long lo, int single,
+                   int *out)
 {
     NEED_INIT();
-    if (!size) return PMI_ERR_INVALID_ARG;
+    if (!out) return PMI_ERR_INVALID_ARG;
     if (pmic_single()) {
-        *size = 1;
+        *out = single;
         return PMI_SUCCESS;
     }
     pmic_lock();
     struct pmi_cmd c;
     long v = 0;
     int rc = PMI_SUCCESS;
-    pmic_begin("get_universe_size");
-    if (pmic_call("universe_size", &c) != 0 || pmi_get_int(&c, "size", 1, 1L << 30, &v) < 0)
+    pmic_begin(cmd);
+    if (pmic_call(answer, &c) != 0 || pmi_get_int(&c, field, lo, 1L << 30, &v) < 0)
         rc = PMI_FAIL;
     else
-        *size = (int)v;
+        *out = (int)v;
     pmic_unlock();
     return rc;
 }
 
+int PMI_Get_universe_size(int *size)
+{
+    return ask_int("get_universe_size", "universe_size", "size", 1, 1, size);
+}
+
 int PMI_Get_appnum(int *appnum)
 {
-    NEED_INIT();
-    if (!appnum) return PMI_ERR_INVALID_ARG;
-    if (pmic_single()) {
-        *appnum = 0;
-        return PMI_SUCCESS;
-    }
-    pmic_lock();
-    struct pmi_cmd c;
-    long v = 0;
-    int rc = PMI_SUCCESS;
-    pmic_begin("get_appnum");
-    if (pmic_call("appnum", &c) != 0 || pmi_get_int(&c, "appnum", 0, 1L << 30, &v) < 0)
-        rc = PMI_FAIL;
-    else
-        *appnum = (int)v;
-    pmic_unlock();
-    return rc;
+    return ask_int("get_appnum", "appnum", "appnum", 0, 0, appnum);
 }
 
 /* A get under the lock: PMI_SUCCESS with the value copied, PMI_FAIL (no such key, or the
@@ -172,14 +152,14 @@ static int get_locked(const char *key, char *value, int length)
     return pmic_strcopy(value, length, v->val, v->vlen) < 0 ? PMI_ERR_INVALID_LENGTH : PMI_SUCCESS;
 }
 
-/* The clique, fetched once: 0, or -1. */
-static int clique_locked(void)
+/* The clique, fetched once (under the lock): its ranks and *n, or NULL. */
+static const int *clique_locked(long *n)
 {
-    if (nclique >= 0) return 0;
+    const int *r = pmic_clique_known(n);
+    if (r) return r;
     static char map[PMI_VAL_MAX + 1];
     int got = pmic_single() ? PMI_FAIL : get_locked("PMI_process_mapping", map, sizeof map);
-    nclique = pmic_clique(got == PMI_SUCCESS ? map : NULL, &clique);
-    return nclique < 0 ? -1 : 0;
+    return pmic_clique(got == PMI_SUCCESS ? map : NULL, n);
 }
 
 int PMI_Get_clique_size(int *size)
@@ -187,7 +167,8 @@ int PMI_Get_clique_size(int *size)
     NEED_INIT();
     if (!size) return PMI_ERR_INVALID_ARG;
     pmic_lock();
-    int rc = clique_locked() < 0 ? PMI_FAIL : PMI_SUCCESS;
+    long nclique;
+    int rc = clique_locked(&nclique) ? PMI_SUCCESS : PMI_FAIL;
     if (rc == PMI_SUCCESS) *size = (int)nclique;
     pmic_unlock();
     return rc;
@@ -198,7 +179,9 @@ int PMI_Get_clique_ranks(int ranks[], int length)
     NEED_INIT();
     if (!ranks) return PMI_ERR_INVALID_ARG;
     pmic_lock();
-    int rc = clique_locked() < 0 ? PMI_FAIL : PMI_SUCCESS;
+    long nclique;
+    const int *clique = clique_locked(&nclique);
+    int rc = clique ? PMI_SUCCESS : PMI_FAIL;
     if (rc == PMI_SUCCESS && length < nclique) rc = PMI_ERR_INVALID_LENGTH;
     if (rc == PMI_SUCCESS) memcpy(ranks, clique, (size_t)nclique * sizeof *ranks);
     pmic_unlock();

@@ -13,8 +13,6 @@
 #include <unistd.h>
 
 static char jobid[PMI_KVSNAME_MAX + 1];
-static int *clique;
-static long nclique = -1;
 
 #define NEED_INIT()                                                                                \
     do {                                                                                           \
@@ -75,16 +73,7 @@ int PMI2_Finalize(void)
 {
     NEED_INIT();
     pmic_lock();
-    int rc = PMI2_SUCCESS;
-    if (!pmic_single()) {
-        struct pmi_cmd c;
-        pmic_begin("finalize");
-        if (pmic_call("finalize-response", &c) != 0) rc = PMI2_FAIL;
-    }
-    pmic_close();
-    free(clique);
-    clique = NULL;
-    nclique = -1;
+    int rc = pmic_finalize("finalize-response") < 0 ? PMI2_FAIL : PMI2_SUCCESS;
     pmic_unlock();
     return rc;
 }
@@ -144,7 +133,9 @@ static bool key_ok(const char *key)
            !strchr(key, ';') && !strchr(key, '=');
 }
 
-int PMI2_KVS_Put(const char key[], const char value[])
+/* A key and value put with cmd (kvs-put, info-putnodeattr; answered cmd-response); kept
+ * here in a singleton. */
+static int put_pair(const char *cmd, const char *key, const char *value)
 {
     NEED_INIT();
     if (!key_ok(key)) return PMI2_ERR_INVALID_KEY;
@@ -155,16 +146,23 @@ int PMI2_KVS_Put(const char key[], const char value[])
     if (pmic_single()) {
         rc = pmic_local_put(key, value) < 0 ? PMI2_ERR_NOMEM : PMI2_SUCCESS;
     } else {
+        char answer[64];
+        snprintf(answer, sizeof answer, "%s-response", cmd);
         struct pmi_cmd c;
-        struct pmi_out *o = pmic_begin("kvs-put");
+        struct pmi_out *o = pmic_begin(cmd);
         pmi_out_add(o, "key", key);
         pmi_out_add(o, "value", value);
-        int r = pmic_call("kvs-put-response", &c);
-        say_fail("kvs-put", r, &c);
+        int r = pmic_call(answer, &c);
+        say_fail(cmd, r, &c);
         rc = r == 0 ? PMI2_SUCCESS : PMI2_FAIL;
     }
     pmic_unlock();
     return rc;
+}
+
+int PMI2_KVS_Put(const char key[], const char value[])
+{
+    return put_pair("kvs-put", key, value);
 }
 
 int PMI2_KVS_Fence(void)
@@ -307,16 +305,16 @@ int PMI2_Info_GetNodeAttr(const char name[], char value[], int valuelen, int *fo
     return PMI2_SUCCESS;
 }
 
-/* The clique, fetched once (under the lock): 0, or -1. */
-static int clique_locked(void)
+/* The clique, fetched once (under the lock): its ranks and *n, or NULL. */
+static const int *clique_locked(long *n)
 {
-    if (nclique >= 0) return 0;
+    const int *known = pmic_clique_known(n);
+    if (known) return known;
     static char map[PMI2_MAX_ATTRVALUE + 1];
     int r = pmic_single() ? 1
                           : ask_found("info-getjobattr", "info-getjobattr-response", NULL,
                                       "PMI_process_mapping", false, map, sizeof map, NULL);
-    nclique = pmic_clique(r == 0 ? map : NULL, &clique);
-    return nclique < 0 ? -1 : 0;
+    return pmic_clique(r == 0 ? map : NULL, n);
 }
 
 int PMI2_Info_GetNodeAttrIntArray(const char name[], int array[], int arraylen, int *outlen,
@@ -329,7 +327,9 @@ int PMI2_Info_GetNodeAttrIntArray(const char name[], int array[], int arraylen, 
     bool count = strcmp(name, "localRanksCount") == 0, ranks = strcmp(name, "localRanks") == 0;
     if (count || ranks) {
         pmic_lock();
-        int rc = clique_locked() < 0 ? PMI2_FAIL : PMI2_SUCCESS;
+        long nclique;
+        const int *clique = clique_locked(&nclique);
+        int rc = clique ? PMI2_SUCCESS : PMI2_FAIL;
         if (rc == PMI2_SUCCESS) {
             int n = count ? 1 : (int)(nclique < arraylen ? nclique : arraylen);
             if (count && arraylen > 0) array[0] = (int)nclique;
@@ -352,25 +352,7 @@ int PMI2_Info_GetNodeAttrIntArray(const char name[], int array[], int arraylen, 
 
 int PMI2_Info_PutNodeAttr(const char name[], const char value[])
 {
-    NEED_INIT();
-    if (!key_ok(name)) return PMI2_ERR_INVALID_KEY;
-    if (!value || strnlen(value, PMI2_MAX_VALLEN + 1) > PMI2_MAX_VALLEN)
-        return PMI2_ERR_INVALID_VAL;
-    pmic_lock();
-    int rc;
-    if (pmic_single()) {
-        rc = pmic_local_put(name, value) < 0 ? PMI2_ERR_NOMEM : PMI2_SUCCESS;
-    } else {
-        struct pmi_cmd c;
-        struct pmi_out *o = pmic_begin("info-putnodeattr");
-        pmi_out_add(o, "key", name);
-        pmi_out_add(o, "value", value);
-        int r = pmic_call("info-putnodeattr-response", &c);
-        say_fail("info-putnodeattr", r, &c);
-        rc = r == 0 ? PMI2_SUCCESS : PMI2_FAIL;
-    }
-    pmic_unlock();
-    return rc;
+    return put_pair("info-putnodeattr", name, value);
 }
 
 /* ---- not supported by the server ---- */

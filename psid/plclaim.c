@@ -311,6 +311,25 @@ int pl_tomb_take(struct preload *pl, uint32_t node, const struct sockaddr_storag
     return 0;
 }
 
+/* Claim k (filled in) goes in the table, with its deadline, and to the connector's psid:
+ * a claim of its wait, or a probe whether its request exists (k->probe). */
+static void claim_send(struct psid *d, struct preload *pl, struct pl_claim *k)
+{
+    k->next = pl->claims;
+    pl->claims = k;
+    pl->nclaims++;
+    k->timer = loop_timer(d->loop, loop_now() + PL_ANSWER_NS, claim_expired, k);
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_PL_CLAIM, 0);
+    psmsg_put_u32(&b, PSF_REQ, k->req);
+    psmsg_put_u32(&b, PSF_SRC_PORT, k->w.sport);
+    psmsg_put_u32(&b, PSF_PORT, k->w.dport);
+    if (k->probe) psmsg_put_u32(&b, PSF_PROBE, 1);
+    pl_put_ep(&b, &k->acceptor);
+    psid_send(d, k->w.node, &b);
+    psmsg_buf_free(&b);
+}
+
 /* A claim that found no wait, of a connection from another node's address: the connector
  * sends its SYN before its request, so the acceptor may be first. Its psid is asked whether
  * it has the request (PSF_PROBE); it forwarded it before answering, so after a yes the wait
@@ -340,20 +359,8 @@ bool pl_probe_claim(struct psid *d, struct preload *pl, struct client *c, uint32
                            .probe = true,
                            .can = can,
                            .a = *a,
-                           .d = d,
-                           .next = pl->claims};
-    pl->claims = k;
-    pl->nclaims++;
-    k->timer = loop_timer(d->loop, loop_now() + PL_ANSWER_NS, claim_expired, k);
-    struct psmsg_buf b = {0};
-    psmsg_begin(&b, PSM_D_PL_CLAIM, 0);
-    psmsg_put_u32(&b, PSF_REQ, k->req);
-    psmsg_put_u32(&b, PSF_SRC_PORT, k->w.sport);
-    psmsg_put_u32(&b, PSF_PORT, k->w.dport);
-    psmsg_put_u32(&b, PSF_PROBE, 1);
-    pl_put_ep(&b, &k->acceptor);
-    psid_send(d, n->id, &b);
-    psmsg_buf_free(&b);
+                           .d = d};
+    claim_send(d, pl, k);
     return true;
 }
 
@@ -428,25 +435,10 @@ void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t
         return;
     }
     pl_wait_unlink(pl, w);
-    *k = (struct pl_claim){.req = ++d->next_req,
-                           .client_id = id,
-                           .c = c,
-                           .acceptor = l->ep,
-                           .w = *w,
-                           .d = d,
-                           .next = pl->claims};
+    *k = (struct pl_claim){
+        .req = ++d->next_req, .client_id = id, .c = c, .acceptor = l->ep, .w = *w, .d = d};
     free(w);
-    pl->claims = k;
-    pl->nclaims++;
-    k->timer = loop_timer(d->loop, loop_now() + PL_ANSWER_NS, claim_expired, k);
-    struct psmsg_buf b = {0};
-    psmsg_begin(&b, PSM_D_PL_CLAIM, 0);
-    psmsg_put_u32(&b, PSF_REQ, k->req);
-    psmsg_put_u32(&b, PSF_SRC_PORT, k->w.sport);
-    psmsg_put_u32(&b, PSF_PORT, k->w.dport);
-    pl_put_ep(&b, &l->ep);
-    psid_send(d, k->w.node, &b);
-    psmsg_buf_free(&b);
+    claim_send(d, pl, k);
 }
 
 void pl_d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)

@@ -25,29 +25,9 @@ if [[ ! -x $PT/pmi1_hello || ! -x $PT/pmi2_hello || ! -e $ROOT/build/lib/libpmi.
     exit 0
 fi
 
-TMP=$(mktemp -d /tmp/mpi-lib.XXXXXX)
-D=$TMP/c
-cleanup() {
-    trap '' INT TERM
-    [[ -d $D ]] && timeout 20 "$PSLOCAL" down --dir "$D" >/dev/null 2>&1
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-pl up -n 4 --dir "$D" >"$TMP/up.out" 2>&1 || {
-    fail "cluster up" "$(cat "$TMP/up.out")"
-    exit 1
-}
-eval "$("$PSLOCAL" env --dir "$D")"
+cluster_tmp_up 4 mpi-lib
 # run OUT ARGS...: psrun ARGS (bounded to 60 s), output in OUT, status in RC
-run() {
-    local out=$1
-    shift
-    timeout 60 "$BIN/psrun" "$@" >"$out" 2>&1
-    RC=$?
-}
+run() { psrun_in 60 "$@"; }
 # --- PMI-1 through libpmi: 8 ranks on 4 nodes, the cliques are the node pairs
 run "$TMP/p1" -n 8 "$PT/pmi1_hello"
 ok=0

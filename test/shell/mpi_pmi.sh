@@ -29,25 +29,7 @@ if [[ ! -x $MPI/mpi_hello || ! -x $MPI/mpi_fail || ! -x $CHAT ]]; then
     exit 0
 fi
 
-TMP=$(mktemp -d /tmp/mpi-pmi.XXXXXX)
-D=$TMP/c
-OWN_PIDS=()
-cleanup() {
-    local p
-    trap '' INT TERM
-    for p in "${OWN_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-    [[ -d $D ]] && timeout 20 "$PSLOCAL" down --dir "$D" >/dev/null 2>&1
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-pl up -n 4 --dir "$D" >"$TMP/up.out" 2>&1 || {
-    fail "cluster up" "$(cat "$TMP/up.out")"
-    exit 1
-}
-eval "$("$PSLOCAL" env --dir "$D")"
+cluster_tmp_up 4 mpi-pmi
 PSIDS_BEFORE=$(psids_of "$D" | sort | tr '\n' ' ')
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 procs_gone() { # PID...: none runs (a zombie counts as gone)
@@ -58,12 +40,7 @@ procs_gone() { # PID...: none runs (a zombie counts as gone)
     return 0
 }
 # run OUT ARGS...: psrun ARGS (bounded to 60 s), output in OUT, status in RC
-run() {
-    local out=$1
-    shift
-    timeout 60 "$BIN/psrun" "$@" >"$out" 2>&1
-    RC=$?
-}
+run() { psrun_in 60 "$@"; }
 
 # --- hello, allreduce, ring
 hello_ok() { # FILE N: every rank's hello and a right sum

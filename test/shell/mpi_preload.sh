@@ -30,29 +30,9 @@ if [[ ! -x $PP || ! -e $ROOT/build/lib/libpspreload.so ]]; then
     exit 0
 fi
 
-TMP=$(mktemp -d /tmp/mpi-preload.XXXXXX)
-D=$TMP/c
-cleanup() {
-    trap '' INT TERM
-    [[ -d $D ]] && timeout 20 "$PSLOCAL" down --dir "$D" >/dev/null 2>&1
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-pl up -n 2 --dir "$D" >"$TMP/up.out" 2>&1 || {
-    fail "cluster up" "$(cat "$TMP/up.out")"
-    exit 1
-}
-eval "$("$PSLOCAL" env --dir "$D")"
+cluster_tmp_up 2 mpi-preload
 # run OUT ARGS...: psrun ARGS (bounded to 120 s), output in OUT, status in RC
-run() {
-    local out=$1
-    shift
-    timeout 120 "$BIN/psrun" "$@" >"$out" 2>&1
-    RC=$?
-}
+run() { psrun_in 120 "$@"; }
 # pp_ok FILE: 8 sizes ok and the checksum line
 pp_ok() { [[ $(grep -c '^pp [0-9]* lat_us .* ok$' "$1") == 8 ]] && grep -q '^check .* ok$' "$1"; }
 # stat FILE PID-LINE KEY: KEY's value on the n-th line
