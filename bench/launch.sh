@@ -21,6 +21,9 @@
 # If build/bin/psrun does not exist, the script waits PSRUN_WAIT seconds for it, then measures
 # test/tools/jobdrive (`jobdrive run N /bin/true`: the same protocol, no output handling) and
 # says so in the table.
+# BASE=TREE (an older checkout, built) adds a column for the same jobs on a 4-node cluster of
+# TREE's build (TREE/build/bin: its pslocal, psids and psrun), measured in the same hyperfine
+# runs, and the ratio this build / BASE: the "no regression against the previous build" check.
 # Tables (markdown) on stdout, progress on stderr; raw hyperfine JSON in bench/out/.
 # Machine noise is high on the 2-vCPU VM: read min / median / max and the ratios of one run.
 #
@@ -28,7 +31,7 @@
 # env:   RUNS (10), WARMUP (2), NS ("1 8 32 128"), NODES ("4 8"), PSRUN_WAIT (0 s),
 #        SLURM (auto|0|1; auto: as root, installing slurmctld, slurmd, slurm-client with
 #        scripts/install-deps.sh if missing), MPICH (auto|0|1), NOROOT (auto|0),
-#        PROFILE (auto|0|1), PROFILE_N (128), PROFILE_JOBS (20)
+#        PROFILE (auto|0|1), PROFILE_N (128), PROFILE_JOBS (20), BASE (none)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -49,6 +52,7 @@ NOROOT=${NOROOT:-auto}
 PROFILE=${PROFILE:-auto}
 PROFILE_N=${PROFILE_N:-128}
 PROFILE_JOBS=${PROFILE_JOBS:-20}
+BASE=${BASE:-}
 OUT=$ROOT/bench/out
 mkdir -p "$OUT"
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
@@ -63,6 +67,10 @@ for t in hyperfine jq; do
         exit 1
     }
 done
+[[ -z $BASE || (-x $BASE/build/bin/pslocal && -x $BASE/build/bin/psrun) ]] || {
+    echo "bench/launch.sh: BASE=$BASE: no build/bin/pslocal and psrun there (make in it)" >&2
+    exit 2
+}
 [[ -x $BIN/pslocal ]] || {
     echo "bench/launch.sh: $BIN/pslocal not built (make)" >&2
     exit 1
@@ -98,6 +106,8 @@ cleanup() {
     local d
     cd /
     for d in "${CLUSTERS[@]}"; do "$BIN/pslocal" down --dir "$d" >/dev/null 2>&1 || true; done
+    [[ -n $BASE && -d $W/base ]] && "$BASE/build/bin/pslocal" down --dir "$W/base" >/dev/null 2>&1
+    true
     slurm_down
     rm -rf "$W"
 }
@@ -112,6 +122,14 @@ for n in $NODES; do
         exit 1
     }
 done
+
+if [[ -n $BASE ]]; then
+    "$BASE/build/bin/pslocal" up -n 4 --cpus 64 --dir "$W/base" --timeout 30 >"$W/up.log" 2>&1 || {
+        cat "$W/up.log" >&2
+        exit 1
+    }
+    BASE_ID="$(git -C "$BASE" rev-parse --short HEAD 2>/dev/null || echo "$BASE")"
+fi
 
 AS_NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 HAVE_NOROOT=0
@@ -157,6 +175,7 @@ t_start=$SECONDS
 declare -A MED MIN MAX
 names=()
 for n in $NODES; do names+=("$LAUNCHER-$n"); done
+[[ -n $BASE ]] && names+=(base)
 ((HAVE_NOROOT)) && names+=(noroot)
 ((HAVE_MPI)) && names+=(mpiexec)
 ((HAVE_SLURM)) && names+=(srun)
@@ -165,6 +184,8 @@ for np in $NS; do
     for n in $NODES; do
         cmds+=("env PSID_SOCKET=$W/c$n/psid-0.sock $LCMD $np /bin/true")
     done
+    [[ -n $BASE ]] &&
+        cmds+=("env PSID_SOCKET=$W/base/psid-0.sock $BASE/build/bin/psrun -n $np /bin/true")
     ((HAVE_NOROOT)) &&
         cmds+=("${AS_NOBODY[*]} env PSID_SOCKET=$W/nr/c4/psid-0.sock $LCMD $np /bin/true")
     ((HAVE_MPI)) && cmds+=("mpiexec -n $np /bin/true")
@@ -277,6 +298,7 @@ hdr="| N |"
 sep="| ---: |"
 for nm in "${names[@]}"; do
     case $nm in
+    base) hdr+=" BASE $BASE_ID: psrun, 4 nodes |" ;;
     noroot) hdr+=" diagnostic: psrun, 4 nodes, psids not root |" ;;
     mpiexec) hdr+=" mpiexec (hydra, fork) |" ;;
     srun) hdr+=" srun (one-node Slurm) |" ;;
@@ -284,8 +306,12 @@ for nm in "${names[@]}"; do
     esac
     sep+=" ---: |"
 done
+if [[ -n $BASE && " $NODES " == *" 4 "* ]]; then
+    hdr+=" this build / BASE, 4 nodes |"
+    sep+=" ---: |"
+fi
 for nm in "${names[@]}"; do
-    [[ $nm == "$LAUNCHER"-* || $nm == noroot ]] && continue
+    [[ $nm == "$LAUNCHER"-* || $nm == noroot || $nm == base ]] && continue
     for n in $NODES; do
         hdr+=" $nm / $LAUNCHER $n |"
         sep+=" ---: |"
@@ -296,14 +322,16 @@ echo "$sep"
 for np in $NS; do
     line="| $np |"
     for nm in "${names[@]}"; do line+=" $(cell "$nm-$np") |"; done
+    [[ -n $BASE && " $NODES " == *" 4 "* ]] && line+=" $(rat "$LAUNCHER-4-$np" "base-$np") |"
     for nm in "${names[@]}"; do
-        [[ $nm == "$LAUNCHER"-* || $nm == noroot ]] && continue
+        [[ $nm == "$LAUNCHER"-* || $nm == noroot || $nm == base ]] && continue
         for n in $NODES; do line+=" $(rat "$nm-$np" "$LAUNCHER-$n-$np") |"; done
     done
     echo "$line"
 done
 echo
 echo "Ratios: peer median / $LAUNCHER median; above 1 means $LAUNCHER is faster."
+[[ -n $BASE ]] && echo "BASE: \`env PSID_SOCKET=DIR/psid-0.sock $BASE/build/bin/psrun -n N /bin/true\` on its own \`pslocal up -n 4 --cpus 64\` ($BASE_ID); this build / BASE above 1 means this build is slower."
 if [[ $LAUNCHER == jobdrive ]]; then
     echo "psrun did not exist: the $LAUNCHER columns are test/tools/jobdrive (same protocol, no output handling)."
 fi
