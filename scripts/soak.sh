@@ -2,9 +2,11 @@
 # soak.sh - `make soak`: the long runs that make check leaves out or keeps short (make check
 # stays under 8 minutes on 2 CPUs). CI runs it after make check (.ci/run):
 #   - psid_busy for 60 s with every CPU saturated (make check runs it short);
-#   - preload_stop's stops of 60 s (make check stops for 6 s);
+#   - preload_stop's stops and freezes of 60 s (make check: 6 s and 12 s);
 #   - RDP's fault run with 10,000 messages;
 #   - the same-node epoll0 scenario 200 times under CPU load (make check runs it 20 times);
+#   - preload_lowfd with every scenario (make check: those that make, copy, close or inherit
+#     descriptors) and preload_burst's 10 bursts of 300 (make check: 4), with SOAK=1;
 #   - the suites of run-tests.sh's LONG list (the preload semantics suites over RDP and over
 #     shared memory, the demo, the spawn flood and the stress run: 30-100 s each), through
 #     run-tests.sh (ONLY=...), as many at a time as make check runs, each test counted;
@@ -50,10 +52,11 @@ counted() {
 
 BUSY_SECONDS=${BUSY_SECONDS:-60} timeout 300 bash test/shell/psid_busy.sh
 result "psid_busy, ${BUSY_SECONDS:-60} s" $?
-# the stops of preload_stop.sh at 60 s (make check stops for 6 s): receiver and sender, both
-# paths, byte-exact
-PRELOAD_STOP_S=60 PRELOAD_STOP_PARTS=stop timeout 300 bash test/shell/preload_stop.sh
-result "preload_stop, SIGSTOP 60 s" $?
+# the stops and freezes of preload_stop.sh at 60 s (make check: 6 s and 12 s): receiver,
+# sender, and both at once, both paths, byte-exact
+PRELOAD_STOP_S=60 PRELOAD_FREEZE_S=60 PRELOAD_STOP_PARTS="stop frozen" timeout 420 \
+    bash test/shell/preload_stop.sh
+result "preload_stop, SIGSTOP 60 s, both ends frozen 60 s" $?
 out=$(RDP_TEST_SOAK=1 timeout 600 build/test/rdp-tests rdp_delivery 2>&1)
 rc=$?
 echo "$out" | tail -8
@@ -67,6 +70,8 @@ result "preload same-node epoll0, 200 runs under load" "${PIPESTATUS[0]}"
 # the suites make check leaves to soak (run-tests.sh's LONG)
 long=$(sed -n 's/^LONG=" \(.*\) "$/\1/p' scripts/run-tests.sh)
 counted "the suites $long" "" env STEPS=e ONLY="$long" scripts/run-tests.sh
+counted "preload_lowfd and preload_burst in full" "" \
+    env SOAK=1 STEPS=e ONLY="preload_lowfd preload_burst" scripts/run-tests.sh
 
 if command -v clang >/dev/null; then
     targets=$(find test/fuzz -maxdepth 1 -name 'fuzz_*.c' | wc -l)

@@ -11,7 +11,9 @@
 #    once: nothing ends while they are stopped, the stream resumes when they are continued
 #    (the time to the first new bytes at both ends is printed), and completes: the same
 #    bytes and SHA-256 at both ends, a clean end, accelerated.
-#  - frozen: both processes of a pair stopped for PRELOAD_FREEZE_S seconds (default 30),
+#  - frozen: both processes of a pair stopped for PRELOAD_FREEZE_S seconds (default 12: past
+#    RDP's loss bound, the five keepalive probes of a doubt and a closed connection's 10 s
+#    wait; make soak runs 60),
 #    continued sender first or receiver first (3 s apart, longer than RDP's loss bound, so
 #    the first one's connection stalls and its doubt is answered by the stopped peer's
 #    kernel), on both paths: each completes byte-exact.
@@ -24,7 +26,7 @@ source "$(dirname "$0")/lib/cluster.sh"
 LIB=$TOP/build/lib/libpspreload.so
 ST=$TOP/build/test/tools/plstream
 STOP_S=${PRELOAD_STOP_S:-6}
-FREEZE_S=${PRELOAD_FREEZE_S:-30}
+FREEZE_S=${PRELOAD_FREEZE_S:-12}
 PARTS=${PRELOAD_STOP_PARTS:-stop frozen killed}
 BYTES=${PRELOAD_STOP_BYTES:-200000000}
 RATE=${PRELOAD_STOP_RATE:-40} # MB/s: the stop comes in mid-stream, whatever the machine
