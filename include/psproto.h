@@ -162,7 +162,9 @@
  *             SPAWN request's id): PSPMI_EV_INIT, a rank started to use PMI (once per node:
  *             the job is an MPI job); PSPMI_EV_ABORT, a rank aborts the job (PSF_STATUS:
  *             its exit code, when the wire gave one; PSF_TEXT its message); PSPMI_EV_NOTE,
- *             PSF_TEXT says what a rank's PMI request broke (bounds, MPI_Comm_spawn, ...)
+ *             PSF_TEXT says what a rank's PMI request broke (bounds, MPI_Comm_spawn, ...);
+ *             PSPMI_EV_DEBUG, a job whose environment has PMI_DEBUG: PSF_TEXT is "> " and
+ *             a request of the rank, or "< " and psid's answer, as on the wire.
  *   A rank's PSM_EXIT carries {PSF_PMI_STATE: enum pspmi_state} in a PMI job.
  *
  * Daemon protocol: messages between psids travel as RDP messages with the same encoding
@@ -499,6 +501,7 @@ enum pspmi_event { /* PSF_PMI_EVENT */
                    PSPMI_EV_INIT = 1,
                    PSPMI_EV_ABORT = 2,
                    PSPMI_EV_NOTE = 3,
+                   PSPMI_EV_DEBUG = 4, /* PMI_DEBUG: "> request" or "< answer" in PSF_TEXT */
 };
 
 /* Messages psid sends on its own, not as the reply to a request (libpsi queues them as

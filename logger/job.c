@@ -408,6 +408,9 @@ static void on_pmi_msg(struct lg_job *j, const struct psmsg *m)
         lg_job_say(j, "rank %" PRIu32 " (node %s): %s", rank, node_name(j, r->node, nn, sizeof nn),
                    text);
         break;
+    case PSPMI_EV_DEBUG: /* PMI_DEBUG: as hydra's mpiexec -v shows the PMI server's side */
+        lg_job_say(j, "pmi[%" PRIu32 "] %s", rank, text);
+        break;
     }
 }
 

@@ -19,9 +19,12 @@
  *
  * What the job's home hears (PSM_D_PMI_EVENT): that a rank here started to use PMI (once
  * per job and node: the job is an MPI job, psrun then ends it when a rank fails), a rank's
- * abort (its exit code and message: psrun ends the job and exits with that code), and the
- * notes. A rank's exit report carries its PMI state (PSF_PMI_STATE: initialized and not
- * finalized is what psrun reports as a rank that left without MPI_Finalize).
+ * abort (its exit code and message: psrun ends the job and exits with that code), the
+ * notes, and for a job whose environment has PMI_DEBUG (not empty, not 0) the transcript:
+ * every request and answer of every rank here, as psid read and wrote it (what hydra's
+ * mpiexec -v shows; MPICH's own client prints none), at most PMI_DEBUG_MAX bytes per job
+ * and node, then a note that it is cut. A rank's exit report carries its PMI state (PSF_PMI_STATE:
+ * initialized and not finalized is what psrun reports as a rank that left without MPI_Finalize).
  *
  * A job's state here lives from its PSM_D_SPAWN (or the first fence message of a child that
  * came before it: kept PMI_EARLY_NS, then dropped) until every rank queued here has ended
@@ -43,12 +46,14 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#define PMI_OUT_MAX   (64u << 10) /* answers waiting for a rank: beyond, its input waits */
-#define PMI_IN_MAX    (PMI2_LEN_DIGITS + PMI2_FRAME_MAX)
-#define PMI_NOTES     16   /* notes to psrun per job and node */
-#define PMI_MCMD_MAX  4096 /* lines of one mcmd=spawn block */
-#define PMI_EARLY_NS  (60ull * 1000000000ull)
-#define PMI_EARLY_MAX 64 /* fence messages kept for a job whose spawn has not come */
+#define PMI_OUT_MAX    (64u << 10) /* answers waiting for a rank: beyond, its input waits */
+#define PMI_IN_MAX     (PMI2_LEN_DIGITS + PMI2_FRAME_MAX)
+#define PMI_NOTES      16   /* notes to psrun per job and node */
+#define PMI_MCMD_MAX   4096 /* lines of one mcmd=spawn block */
+#define PMI_EARLY_NS   (60ull * 1000000000ull)
+#define PMI_EARLY_MAX  64           /* fence messages kept for a job whose spawn has not come */
+#define PMI_DEBUG_MAX  (256u << 10) /* PMI_DEBUG: transcript bytes per job and node */
+#define PMI_DEBUG_SHOW 1024u        /* ... of one line or frame (the rest is counted) */
 
 enum rank_wire { W_NEW, W_V1, W_V2 };
 
@@ -105,6 +110,8 @@ struct pmijob {
     struct pmifence f;
     bool told_init;
     unsigned notes;
+    bool debug;         /* PMI_DEBUG: the transcript goes to psrun */
+    size_t debug_bytes; /* of it, sent */
     struct pmijob *next;
 };
 
@@ -222,6 +229,27 @@ static void note(struct pmirank *r, enum note_kind kind, const char *fmt, ...)
     send_event(j, r->rank, PSPMI_EV_NOTE, 0, 0, text);
 }
 
+/* PMI_DEBUG: one request ('>') or answer ('<') of a rank, as on the wire (a PMI-1 line
+ * without its newline, a PMI-2 frame without its length) */
+static void debug_line(struct pmirank *r, char dir, const char *p, size_t n)
+{
+    struct pmijob *j = r->j;
+    if (!j->debug || j->debug_bytes >= PMI_DEBUG_MAX) return;
+    if (n && p[n - 1] == '\n') n--;
+    size_t show = n > PMI_DEBUG_SHOW ? PMI_DEBUG_SHOW : n;
+    j->debug_bytes += show + 2;
+    if (j->debug_bytes >= PMI_DEBUG_MAX) {
+        send_event(j, r->rank, PSPMI_EV_NOTE, 0, 0,
+                   "PMI_DEBUG: the transcript of this node is cut here (256 KiB per job and node)");
+        return;
+    }
+    char text[PMI_DEBUG_SHOW + 64];
+    int k = snprintf(text, sizeof text, "%c %.*s", dir, (int)show, p);
+    if (show < n && k > 0)
+        snprintf(text + k, sizeof text - (size_t)k, " [%zu more bytes not shown]", n - show);
+    send_event(j, r->rank, PSPMI_EV_DEBUG, 0, 0, text);
+}
+
 /* ---- output ---- */
 
 static void set_events(struct pmirank *r);
@@ -298,6 +326,8 @@ static void ans_send(struct pmirank *r, struct ans *a)
         log_warn("pmi: an answer to rank %u did not fit", r->rank);
         return;
     }
+    size_t skip = r->wire == W_V2 ? PMI2_LEN_DIGITS : 0;
+    if (n > skip) debug_line(r, '<', a->buf + skip, n - skip);
     send_out(r, a->buf, n);
 }
 
@@ -805,6 +835,7 @@ static void process(struct pmirank *r)
                 continue;
             }
             off += len + 1;
+            debug_line(r, '>', p, len);
             v1_command(r, p, len);
         } else {
             const char *why;
@@ -818,6 +849,7 @@ static void process(struct pmirank *r)
                 return;
             }
             off += PMI2_LEN_DIGITS + len;
+            debug_line(r, '>', p + PMI2_LEN_DIGITS, len);
             v2_command(r, p + PMI2_LEN_DIGITS, len);
         }
     }
@@ -928,6 +960,21 @@ static void early_expired(void *ctx)
     job_free(j);
 }
 
+/* Whether the job's environment has PMI_DEBUG, set to neither "" nor "0". */
+static bool env_debug(const struct psmsg *m)
+{
+    size_t pos = 0;
+    struct psmsg_field f;
+    while (psmsg_next(&m->body, &pos, &f)) {
+        if (f.tag != PSF_ENV || f.len < 10 || memcmp(f.val, "PMI_DEBUG=", 10) != 0) continue;
+        size_t n = f.len - 10;
+        const char *v = (const char *)f.val + 10;
+        if (n && v[n - 1] == 0) n--;
+        return n && !(n == 1 && v[0] == '0');
+    }
+    return false;
+}
+
 int pmi_job_spawn(struct psid *d, uint32_t from, const struct psmsg *m, uint64_t job, uint32_t uid,
                   uint32_t size, uint32_t nlocal)
 {
@@ -951,6 +998,7 @@ int pmi_job_spawn(struct psid *d, uint32_t from, const struct psmsg *m, uint64_t
     j->size = size;
     j->mode = mode;
     j->expected = nlocal;
+    j->debug = env_debug(m);
     snprintf(j->kvsname, sizeof j->kvsname, "kvs_%u_%u", PSTID_NODE(job), (unsigned)PSTID_PID(job));
     size_t pos = 0, nc = 0;
     struct psmsg_field f;

@@ -7,6 +7,9 @@
 #    transcript test/shell/golden/mpi_pmi1.txt: init, maxes, appnum, kvsname, universe,
 #    a missing key (rc=-1), put / fence / get across nodes, PMI_process_mapping
 #    ((vector,(0,2,2)) for 2 nodes of 2 ranks), spawn refused with a reason, finalize;
+#  - PMI_DEBUG=1 exported: psrun shows psid's side of the same exchange (every request and
+#    answer, per rank) against test/shell/golden/mpi_pmi1_psid.txt; and for MPICH's hello
+#    (whose own PMI client prints nothing) each rank's transcript from init to finalize_ack;
 #  - PMI-2 (--mpi=pmi2): fullinit, kvs-put / kvs-fence / kvs-get, info-getjobattr;
 #  - malformed input: a line over 1024 bytes, a key or value over its limit, another KVS
 #    name, no cmd=, a token without '=': each gets an error answer with its reason, the
@@ -75,6 +78,47 @@ check "PMI-1 transcript of 4 ranks on 2 nodes matches golden/mpi_pmi1.txt (rc $R
 [[ -s $TMP/p1.diff ]] && head -30 "$TMP/p1.diff"
 grep -q "MPI_Comm_spawn (PMI spawn) is not supported under psrun" "$TMP/p1raw"
 check "spawn: the rank gets an error with the reason, psrun says so" [ $? = 0 ]
+
+# --- PMI_DEBUG: psid's transcript, per rank in order (ranks interleave), the KVS name as %K
+P1_CMDS=("cmd=init pmi_version=1 pmi_subversion=1" cmd=get_maxes cmd=get_appnum
+    cmd=get_my_kvsname cmd=get_universe_size "cmd=get kvsname=%K key=k%N"
+    "cmd=put kvsname=%K key=k%R value=v%R" cmd=barrier_in "cmd=get kvsname=%K key=k%N"
+    "cmd=get kvsname=%K key=PMI_process_mapping" -n:mcmd=spawn -n:nprocs=1
+    -n:execname=/bin/true -n:totspawns=1 -n:spawnssofar=1 endcmd cmd=finalize)
+transcript() { # FILE: psrun's pmi[R] lines as "R: > ..." sorted by rank, in order
+    sed -n 's/^psrun: pmi\[\([0-9]*\)\] /\1: /p' "$1" | sed 's/kvs_[0-9]*_[0-9]*/%K/g' |
+        sort -s -n -k1,1
+}
+run "$TMP/dbgraw" -n 4 -w 0,1 -x PMI_DEBUG=1 "$CHAT" "${P1_CMDS[@]}"
+transcript "$TMP/dbgraw" >"$TMP/dbg"
+[[ $RC == 0 ]] && diff -u "$GOLDEN/mpi_pmi1_psid.txt" "$TMP/dbg" >"$TMP/dbg.diff"
+check "PMI_DEBUG=1: psid's transcript of 4 ranks on 2 nodes matches golden/mpi_pmi1_psid.txt (rc $RC)" \
+    [ $? = 0 ]
+[[ -s $TMP/dbg.diff ]] && head -30 "$TMP/dbg.diff"
+run "$TMP/dbgoff" -n 2 -w 0,1 "$CHAT" "${P1_CMDS[@]}"
+[[ $RC == 0 ]] && ! grep -q '^psrun: pmi\[' "$TMP/dbgoff"
+check "without PMI_DEBUG no transcript (rc $RC)" [ $? = 0 ]
+many=("cmd=init pmi_version=1 pmi_subversion=1")
+for ((i = 0; i < 4000; i++)); do many+=(cmd=get_maxes); done
+run "$TMP/dbgcut" -n 1 -x PMI_DEBUG=1 "$CHAT" "${many[@]}" cmd=finalize
+shown=$(grep -c '^psrun: pmi\[0\] < cmd=maxes ' "$TMP/dbgcut")
+[[ $RC == 0 && $(grep -c '^< cmd=maxes ' "$TMP/dbgcut") == 4000 && $shown -gt 1000 && $shown -lt 4000 ]] &&
+    grep -q 'PMI_DEBUG: the transcript of this node is cut here (256 KiB per job and node)' "$TMP/dbgcut"
+check "PMI_DEBUG: the transcript is cut at 256 KiB per job and node, with a note; the rank gets every answer ($shown of 4000 shown, rc $RC)" \
+    [ $? = 0 ]
+run "$TMP/dbgmpi" -n 4 -w 0,1 -x PMI_DEBUG=1 "$MPI/mpi_hello"
+transcript "$TMP/dbgmpi" >"$TMP/dbgm"
+ok=0
+for r in 0 1 2 3; do
+    grep "^$r: " "$TMP/dbgm" >"$TMP/dbgm.$r"
+    [[ $(head -1 "$TMP/dbgm.$r") == "$r: > cmd=init pmi_version=1 pmi_subversion=1" &&
+        $(tail -1 "$TMP/dbgm.$r") == "$r: < cmd=finalize_ack rc=0" &&
+        $(grep -c '> cmd=barrier_in$' "$TMP/dbgm.$r") == $(grep -c '> cmd=barrier_in$' "$TMP/dbgm.0") &&
+        $(grep -c '< cmd=barrier_out rc=0$' "$TMP/dbgm.$r") == $(grep -c '> cmd=barrier_in$' "$TMP/dbgm.$r") ]] || ok=1
+done
+[[ $RC == 0 ]] && hello_ok "$TMP/dbgmpi" 4 && [[ $ok == 0 ]]
+check "PMI_DEBUG=1 with MPICH's hello: every rank's transcript from init to finalize_ack, a barrier_out per barrier_in (rc $RC)" \
+    [ $? = 0 ]
 
 # --- PMI-2
 run "$TMP/p2" -n 4 -w 0,1 --mpi=pmi2 --label "$CHAT" "cmd=init pmi_version=2 pmi_subversion=0" \
