@@ -94,6 +94,10 @@ int psi_ask(struct psi *c, uint16_t type, struct psmsg *reply);
 /* psi_call with descriptor fd passed along (SCM_RIGHTS, with the request's first byte): the
  * PSM_PL_* requests that name a socket (psproto.h). fd < 0: none. */
 int psi_call_fd(struct psi *c, struct psmsg_buf *req, int fd, struct psmsg *reply);
+/* psi_call, with ev called for each event that comes while it waits (the event is queued
+ * as well): a caller that waits long (a spawn queued by gang scheduling) can say so. */
+int psi_call_ev(struct psi *c, struct psmsg_buf *req, struct psmsg *reply,
+                void (*ev)(void *ctx, const struct psmsg *m), void *ctx);
 /* Send a request and do not wait (its reply will be dropped when it comes). Returns the
  * request id, or 0 and errno. */
 uint32_t psi_send(struct psi *c, struct psmsg_buf *req);

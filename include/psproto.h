@@ -199,6 +199,10 @@ enum psm_type {
     /* {PSF_JOB}: start the ranks of a spawn that was held (PSF_HOLD); no reply, the job's
      * events follow */
     PSM_SPAWN_GO = 28,
+    /* event {PSF_N: its place, 1 the first; PSF_TEXT: why}: with gang scheduling, the spawn
+     * fits no row of the matrix and waits in the home node's queue; its PSM_SPAWN_REPLY (or
+     * PSM_ERROR) comes when it starts. Closing the connection takes it out. */
+    PSM_SPAWN_QUEUED = 29,
     PSM_SIGNAL = 30,
     PSM_SIGNAL_REPLY = 31,
     PSM_TASKS = 40,
@@ -512,7 +516,7 @@ static inline int psm_is_event(unsigned type)
     return type == PSM_RANK || type == PSM_IO || type == PSM_INPUT_ACK || type == PSM_EXIT ||
            type == PSM_DEAD || type == PSM_PL_OUTCOME || type == PSM_PL_QUERY ||
            type == PSM_PL_POKED || type == PSM_PL_ACCEPTED || type == PSM_PL_NODE_LOST ||
-           type == PSM_PMI_EVENT;
+           type == PSM_PMI_EVENT || type == PSM_SPAWN_QUEUED;
 }
 
 /* Task ids */

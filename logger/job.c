@@ -414,6 +414,21 @@ static void on_pmi_msg(struct lg_job *j, const struct psmsg *m)
     }
 }
 
+void lg_spawn_queued_say(const struct psmsg *m, struct lg_job *j)
+{
+    uint32_t place = 0;
+    char text[256] = "";
+    psmsg_get_u32(&m->body, PSF_N, &place);
+    psmsg_get_str(&m->body, PSF_TEXT, text, sizeof text);
+    if (j)
+        lg_job_say(j, "job queued (place %" PRIu32 "): %s; it starts when a row has room", place,
+                   text);
+    else
+        fprintf(stderr,
+                "psrun: job queued (place %" PRIu32 "): %s; it starts when a row has room\n", place,
+                text);
+}
+
 static void on_error_msg(struct lg_job *j, const struct psmsg *m)
 {
     uint32_t e = 0;
@@ -446,6 +461,11 @@ int lg_job_handle(struct lg_job *j, const struct psmsg *m)
         psmsg_get_u64(&m->body, PSF_JOB, &j->jobid);
         if (psmsg_get_u32(&m->body, PSF_NP, &u) == 0 && u != j->cfg.np)
             lg_job_say(j, "warning: psid starts %" PRIu32 " ranks, not %" PRIu32, u, j->cfg.np);
+        return 1;
+    case PSM_SPAWN_QUEUED: /* gang scheduling: the spawn waits for a row */
+        if (m->id != j->spawn_id || j->spawned) return 1;
+        j->queued = true;
+        lg_spawn_queued_say(m, j->discard[1] ? NULL : j);
         return 1;
     case PSM_ERROR:
         on_error_msg(j, m);

@@ -83,6 +83,7 @@ struct lg_job {
     uint32_t spawn_id;
     uint64_t jobid;
     bool spawned;      /* PSM_SPAWN_REPLY seen */
+    bool queued;       /* PSM_SPAWN_QUEUED seen (gang scheduling: it waits for a row) */
     bool spawn_failed; /* PSM_ERROR for the spawn */
     int spawn_errno;
     char spawn_text[256];
@@ -153,5 +154,9 @@ bool lg_job_ended(const struct lg_job *j);
 bool lg_job_done(const struct lg_job *j);
 /* The exit status for psrun. */
 int lg_job_exit_code(const struct lg_job *j);
+
+/* "psrun: job queued (place N): why" for a PSM_SPAWN_QUEUED: through j's stderr queue, or
+ * (j NULL: before the job's loop) straight to stderr. */
+void lg_spawn_queued_say(const struct psmsg *m, struct lg_job *j);
 
 #endif

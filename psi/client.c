@@ -236,7 +236,8 @@ int psi_call(struct psi *c, struct psmsg_buf *req, struct psmsg *reply)
     return psi_call_fd(c, req, -1, reply);
 }
 
-int psi_call_fd(struct psi *c, struct psmsg_buf *req, int fd, struct psmsg *reply)
+static int call(struct psi *c, struct psmsg_buf *req, int fd, struct psmsg *reply,
+                void (*ev)(void *ctx, const struct psmsg *m), void *ctx)
 {
     uint32_t id = send_req(c, req, fd);
     if (!id) {
@@ -246,6 +247,7 @@ int psi_call_fd(struct psi *c, struct psmsg_buf *req, int fd, struct psmsg *repl
     for (;;) {
         if (read_msg(c, reply) < 0) return -1;
         if (psm_is_event(reply->type)) {
+            if (ev) ev(ctx, reply);
             if (queue_event(c, reply) < 0) return -1;
             continue;
         }
@@ -260,6 +262,17 @@ int psi_call_fd(struct psi *c, struct psmsg_buf *req, int fd, struct psmsg *repl
         }
         return 0;
     }
+}
+
+int psi_call_fd(struct psi *c, struct psmsg_buf *req, int fd, struct psmsg *reply)
+{
+    return call(c, req, fd, reply, NULL, NULL);
+}
+
+int psi_call_ev(struct psi *c, struct psmsg_buf *req, struct psmsg *reply,
+                void (*ev)(void *ctx, const struct psmsg *m), void *ctx)
+{
+    return call(c, req, -1, reply, ev, ctx);
 }
 
 bool psi_event_pending(const struct psi *c)

@@ -38,6 +38,7 @@
 #ifndef PSCLUSTER_PSID_DAEMON_H
 #define PSCLUSTER_PSID_DAEMON_H
 
+#include "jobqueue.h"
 #include "module.h"
 #include "psloop.h"
 #include "psconf.h"
@@ -144,6 +145,8 @@ struct psid {
     struct binding *binding; /* this node's CPUs and the tasks bound to them (binding.c) */
     struct doneq *done;      /* the last jobs that ended here (jobs.c, psstat jobs --done) */
     struct gang *gang;       /* gang scheduling (gang.c); NULL: off */
+    struct jobq jobq;        /* spawns waiting for a row of the gang matrix (jobs.c) */
+    uint64_t jobq_timer;     /* retries the queue's head each quantum while it is not empty */
 };
 
 /* A request to other daemons that waits for their answers (signals, task lists). */

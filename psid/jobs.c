@@ -389,18 +389,40 @@ static void send_spawn(struct psid *d, uint32_t node, void *arg)
     psmsg_buf_free(&b);
 }
 
-void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
+/* Whether the job fits the nodes with nothing else on them: a row of its own. */
+static bool fits_alone(const struct place_node *nodes, size_t n, uint32_t np,
+                       const struct place_opts *po)
+{
+    struct place_node *empty = calloc(n ? n : 1, sizeof *empty);
+    uint32_t *where = calloc(np, sizeof *where);
+    char why[64];
+    bool fits = false;
+    if (empty && where) {
+        for (size_t i = 0; i < n; i++)
+            empty[i] = (struct place_node){.id = nodes[i].id, .cpus = nodes[i].cpus};
+        fits = place_job(empty, n, np, po, where, why, sizeof why) == 0;
+    }
+    free(empty);
+    free(where);
+    return fits;
+}
+
+/* Starts the job of a spawn request, or answers it with an error: SPAWN_DONE; or, with gang
+ * scheduling, leaves it unanswered because it fits no row now but would fit one alone
+ * (SPAWN_WAIT, why set): jobs_spawn queues it, the queue's retry keeps it. queued: the
+ * request is the queue's (its head's turn). */
+enum spawn_res { SPAWN_DONE, SPAWN_WAIT };
+
+static enum spawn_res spawn_try(struct psid *d, struct client *c, const struct psmsg *m,
+                                bool queued, char *wait_why, size_t wait_whylen)
 {
     uint32_t np = 1, ppn = 0, overbook = 0, dist = PSDIST_BLOCK, excl = 0;
     struct place_opts po = {0};
     struct psmsg_field f;
-    if (job_of_client(d, c)) {
-        client_error(c, m->id, EBUSY, "this connection already runs a job");
-        return;
-    }
+    enum spawn_res res = SPAWN_DONE;
     if (!psmsg_find(&m->body, PSF_ARG, &f) || f.len == 0) {
         client_error(c, m->id, EINVAL, "no program to run");
-        return;
+        return SPAWN_DONE;
     }
     psmsg_get_u32(&m->body, PSF_NP, &np);
     psmsg_get_u32(&m->body, PSF_PPN, &ppn);
@@ -425,7 +447,7 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
         (needs_map && pscpu_map_check(map, mode == PSBIND_MASK_CPU, NULL, NULL, 0) < 0) ||
         (has_mem && !mem) || (has_mpc && !mem_per_cpu) || (has_mem && has_mpc)) {
         client_error(c, m->id, EINVAL, "bad CPUs per task, CPU binding or memory size");
-        return;
+        return SPAWN_DONE;
     }
     const uint16_t pat_tags[2] = {PSF_OUT_PATTERN, PSF_ERR_PATTERN};
     for (int k = 0; k < 2; k++) {
@@ -433,18 +455,18 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
         if (psmsg_find(&m->body, pat_tags[k], &f) && (psmsg_field_str(&f, pat, sizeof pat) < 0 ||
                                                       lg_pat_check(pat, perr, sizeof perr) < 0)) {
             client_error(c, m->id, EINVAL, "bad output file pattern (--output-on-node)");
-            return;
+            return SPAWN_DONE;
         }
     }
     po.cpt = cpt;
     if (np == 0 || np > 1000000) {
         client_error(c, m->id, EINVAL, "bad number of ranks");
-        return;
+        return SPAWN_DONE;
     }
     if (dist > PSDIST_PLANE || (dist == PSDIST_PLANE && !po.plane) ||
         (po.nmax && po.nmax < po.nmin) || excl > 1) {
         client_error(c, m->id, EINVAL, "bad distribution, node count or exclusive flag");
-        return;
+        return SPAWN_DONE;
     }
     po.ppn = ppn;
     po.overbook = overbook != 0;
@@ -463,15 +485,36 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
         goto out;
     }
     if (partition(d, c, m, nodes, &n) < 0) goto out;
-    /* gang scheduling: each row of the matrix has the node's CPUs (docs/gang.md) */
-    if (d->conf.gang_quantum_ms)
+    /* gang scheduling: each row of the matrix has the node's CPUs (docs/gang.md); a job
+     * that fits no row now but would fit one alone waits in the queue, in order: a new job
+     * passes the queue only while the queue's first has waited less than JOBQ_PASS_NS (a
+     * job that fits starts at once, but cannot starve a larger one) */
+    bool gang = d->conf.gang_quantum_ms != 0;
+    if (gang && !queued && d->jobq.head && loop_now() - d->jobq.head->since_ns >= JOBQ_PASS_NS &&
+        fits_alone(nodes, n, np, &po)) {
+        snprintf(wait_why, wait_whylen,
+                 "jobs queued before it wait (the first for over %llu s): it waits behind them",
+                 (unsigned long long)(JOBQ_PASS_NS / 1000000000ull));
+        res = SPAWN_WAIT;
+        goto out;
+    }
+    if (gang)
         for (size_t i = 0; i < n; i++) nodes[i].cpus *= d->conf.gang_mpl;
     if (place_job(nodes, n, np, &po, where, why, sizeof why) < 0) {
-        size_t l = strlen(why);
-        if (d->conf.gang_quantum_ms && l < sizeof why)
-            snprintf(why + l, sizeof why - l,
-                     "; gang scheduling: the %u rows of gang.mpl are full (no queue yet)",
-                     d->conf.gang_mpl);
+        if (gang) {
+            for (size_t i = 0; i < n; i++) nodes[i].cpus /= d->conf.gang_mpl;
+            if (fits_alone(nodes, n, np, &po)) {
+                snprintf(wait_why, wait_whylen,
+                         "gang scheduling: it fits no row of the %u of gang.mpl now",
+                         d->conf.gang_mpl);
+                res = SPAWN_WAIT;
+                goto out;
+            }
+            size_t l = strlen(why);
+            if (l < sizeof why)
+                snprintf(why + l, sizeof why - l,
+                         "; gang scheduling: it does not fit the nodes even alone");
+        }
         client_error(c, m->id, EBUSY, why);
         goto out;
     }
@@ -571,6 +614,66 @@ out:
     free(j);
     free(ranks);
     free(creds);
+    return res;
+}
+
+/* ---- the queue (gang scheduling): spawns that fit no row wait, in order ---- */
+
+static void queue_retry(void *ctx);
+
+static void queue_arm(struct psid *d)
+{
+    if (d->jobq_timer || !d->jobq.head) return;
+    uint64_t q = (uint64_t)d->conf.gang_quantum_ms * 1000000ull;
+    if (q < 10000000ull) q = 10000000ull;
+    d->jobq_timer = loop_timer(d->loop, loop_now() + q, queue_retry, d);
+}
+
+/* Each quantum: the queue's spawns are tried in order until one still fits no row. */
+static void queue_retry(void *ctx)
+{
+    struct psid *d = ctx;
+    d->jobq_timer = 0;
+    char why[256];
+    while (d->jobq.head) {
+        struct jobq_entry *e = d->jobq.head;
+        struct psmsg m = jobq_msg(e);
+        if (spawn_try(d, e->c, &m, true, why, sizeof why) == SPAWN_WAIT) break;
+        log_info("a queued spawn of uid %u left the queue after %llu ms", e->uid,
+                 (unsigned long long)((loop_now() - e->since_ns) / 1000000ull));
+        jobq_del(&d->jobq, e);
+    }
+    queue_arm(d);
+}
+
+void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
+{
+    if (job_of_client(d, c) || jobq_of_client(&d->jobq, c)) {
+        client_error(c, m->id, EBUSY, "this connection already runs a job");
+        return;
+    }
+    char why[256];
+    if (spawn_try(d, c, m, false, why, sizeof why) != SPAWN_WAIT) return;
+    int place = jobq_add(&d->jobq, c, client_uid(c), m, loop_now());
+    if (place < 0) {
+        char text[400];
+        if (errno == ENOBUFS)
+            snprintf(text, sizeof text,
+                     "%s, and the queue is full (%u spawns on this node, %u of one user)", why,
+                     JOBQ_MAX, JOBQ_PER_UID);
+        else
+            snprintf(text, sizeof text, "%s, and no memory to queue it", why);
+        client_error(c, m->id, EBUSY, text);
+        return;
+    }
+    log_info("spawn of uid %u queued (place %d): %s", client_uid(c), place, why);
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_SPAWN_QUEUED, m->id);
+    psmsg_put_u32(&b, PSF_N, (uint32_t)place);
+    psmsg_put_str(&b, PSF_TEXT, why);
+    client_send(c, &b);
+    psmsg_buf_free(&b);
+    queue_arm(d);
 }
 
 /* A rank's end: its OOM report, its usage and its node's (PSF_NODE_STATS) go to the client
@@ -855,6 +958,9 @@ static void jobs_done_request(struct psid *d, struct client *c, const struct psm
 
 static void jobs_done_free(struct psid *d)
 {
+    jobq_free(&d->jobq);
+    if (d->jobq_timer) loop_timer_cancel(d->loop, d->jobq_timer);
+    d->jobq_timer = 0;
     if (d->done) free(d->done->v);
     free(d->done);
     d->done = NULL;
@@ -862,6 +968,11 @@ static void jobs_done_free(struct psid *d)
 
 void jobs_client_gone(struct psid *d, struct client *c)
 {
+    struct jobq_entry *e = jobq_of_client(&d->jobq, c);
+    if (e) { /* a queued spawn started nothing */
+        log_info("a queued spawn of uid %u left the queue: its client is gone", e->uid);
+        jobq_del(&d->jobq, e);
+    }
     struct job *j = job_of_client(d, c);
     if (!j) return;
     if (!j->held) remember(d, j);

@@ -139,10 +139,12 @@ struct psrun {
     int sigfd;
     bool stdin_done;
     bool conn_lost;
-    double deadline; /* time limit; 0: none */
-    double kill_at;  /* SIGKILL to the job then; 0: none */
-    double last_int; /* the last SIGINT */
-    bool ending;     /* psrun is ending the job */
+    double deadline;  /* time limit; 0: none (or not armed yet) */
+    bool limit_armed; /* the time limit started: the job was placed */
+    double kill_at;   /* SIGKILL to the job then; 0: none */
+    double last_int;  /* the last SIGINT */
+    sigset_t sigset;  /* the signals psrun reads from sigfd */
+    bool ending;      /* psrun is ending the job */
     bool sigpipe_sent;
     double give_up_at; /* after a SIGKILL: stop waiting for the ranks then; 0: not yet */
     bool gave_up;
@@ -897,13 +899,25 @@ static int open_outputs(struct psrun *p, uint64_t jobid, const struct psmsg *rep
 
 /* A held spawn (-o/-e): asked and answered before the loop runs, output files opened, then
  * the go. *id: the spawn's request id, *jobid. 0, or -1 (said). */
+/* an event while the held spawn's answer is awaited: with gang scheduling it may be queued */
+static void queued_event(void *ctx, const struct psmsg *m)
+{
+    (void)ctx;
+    if (m->type == PSM_SPAWN_QUEUED) lg_spawn_queued_say(m, NULL);
+}
+
 static int held_spawn(struct psrun *p, const uint32_t *ids, size_t nids, uint32_t *id,
                       uint64_t *jobid)
 {
     struct psmsg_buf b = {0};
     if (build_spawn(p, ids, nids, true, &b) < 0) return -1;
     struct psmsg reply;
-    if (psi_call(&p->psi, &b, &reply) < 0) {
+    /* the answer may wait in psid's queue (gang scheduling): meanwhile psrun's signals act
+     * as by default (nothing started; psrun's end takes the spawn out of the queue) */
+    sigprocmask(SIG_UNBLOCK, &p->sigset, NULL);
+    int rc = psi_call_ev(&p->psi, &b, &reply, queued_event, NULL);
+    sigprocmask(SIG_BLOCK, &p->sigset, NULL);
+    if (rc < 0) {
         char text[256] = "";
         int e = errno;
         if (e == EMSGSIZE) {
@@ -955,6 +969,12 @@ static void on_signal(struct psrun *p, int sig)
 {
     char sn[32];
     double t = now();
+    if (p->job.queued && !p->job.spawned && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)) {
+        /* nothing started: leaving takes the spawn out of psid's queue */
+        fprintf(stderr, "psrun: %s: the queued job is cancelled\n",
+                psi_sig_name(sig, sn, sizeof sn));
+        exit(128 + sig);
+    }
     if (lg_job_ended(&p->job) && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)) {
         /* only output is left, and nobody wants to wait for it */
         lg_job_discard(&p->job, 0);
@@ -1128,6 +1148,11 @@ static void check_timers(struct psrun *p)
         t >= p->nodes_at) {
         p->nodes_at = t + NODES_POLL_S;
         ask_nodes(p);
+    }
+    if (p->o.time_limit && !p->limit_armed && p->job.spawned) {
+        /* the time limit counts from the start, not the time a spawn waited in a queue */
+        p->limit_armed = true;
+        p->deadline = t + p->o.time_limit;
     }
     if (p->deadline && t >= p->deadline) {
         p->deadline = 0;
@@ -1332,6 +1357,7 @@ static int setup_signals(struct psrun *p)
         sigaddset(&set, sigs[i]);
     }
     signal(SIGPIPE, SIG_IGN);
+    p->sigset = set;
     if (sigprocmask(SIG_BLOCK, &set, NULL) < 0) return -1;
     p->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     return p->sigfd < 0 ? -1 : 0;
@@ -1480,7 +1506,6 @@ static int run(struct psrun *p)
     }
     open_out(&p->out[0], STDOUT_FILENO);
     open_out(&p->out[1], STDERR_FILENO);
-    if (p->o.time_limit) p->deadline = now() + p->o.time_limit;
     if (!(p->loop = loop_new())) {
         fprintf(stderr, "psrun: event loop: %s\n", strerror(errno));
         return 1;

@@ -1,0 +1,109 @@
+#!/bin/bash
+# gang_queue.sh - with gang scheduling, a job that fits no row of the matrix waits in the home
+# node's queue and starts when a row has room (issue 32, docs/gang.md "The queue"). A 2-node
+# cluster of 1 CPU per node, gang.quantum_ms 100, mpl 2: jobs A (5 s) and B (9 s) of a
+# CPU-bound rank per node fill both rows; then
+#  - one user's 17th queued spawn is refused with the reason (the queue holds 16 of one
+#    user), and the 16 leave the queue when their psruns end;
+#  - C (a rank per node) is queued: psrun says "job queued (place 1)", C starts after A
+#    ends, while B still runs, and exits 0 although it waited longer than its -t 2 (the time
+#    limit counts from the start);
+#  - D, the same with -o FILE (psrun holds the spawn for its output files and waits for the
+#    answer on its own): queued too, psrun says so at once, and its output reaches the files;
+#  - E is queued, then its psrun is ended (SIGTERM): its spawn leaves the queue and no rank
+#    of it ever starts;
+#  - a job larger than the nodes even alone (3 ranks on 2 CPUs) is refused at once with the
+#    reason, not queued.
+# Everything started is ended by pid (cluster.sh's trap); waits are bounded polls.
+# shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
+source "$(dirname "$0")/lib/cluster.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/gang.sh
+source "$(dirname "$0")/lib/gang.sh"
+N="gang queue"
+gang_cluster "$N" 1 100
+
+gang_start "$N" A 5 "0 1"
+A=$GJOB
+gang_start "$N" B 9 "0 1"
+B=$GJOB
+
+queued() { grep -q "psrun: job queued (place $2): gang scheduling: it fits no row" "$CDIR/$1.out"; }
+gone() { [ "$(grep -c 'left the queue: its client is gone' "$CDIR/psid-0.log")" -ge "$1" ]; }
+
+# a user's 17th: refused
+qs=()
+for i in $(seq 16); do
+    "$BIN/psrun" -N 2 -- true >"$CDIR/q$i.out" 2>&1 &
+    qs+=($!)
+    STRAY+=($!)
+done
+allq() { [ "$(cat "$CDIR"/q*.out | grep -c 'psrun: job queued')" = 16 ]; }
+wait_until 10000 allq
+check "$N: 16 spawns of one user queued" $? "$(cat "$CDIR"/q*.out | grep -c 'job queued') queued"
+out=$(timeout 10 "$BIN/psrun" -N 2 -- true 2>&1)
+rc=$?
+[ $rc -ne 0 ] && grep -q "the queue is full (256 spawns on this node, 16 of one user)" <<<"$out"
+check "$N: a user's 17th queued spawn is refused with the reason" $? "rc $rc: $out"
+for p in "${qs[@]}"; do kill -TERM "$p" 2>/dev/null; done
+for p in "${qs[@]}"; do wait "$p" 2>/dev/null; done
+wait_until 5000 gone 16
+check "$N: the 16 psruns ended while queued: their spawns left the queue" $? \
+    "$(grep -c 'left the queue' "$CDIR/psid-0.log") in psid's log"
+
+# C: queued behind the two rows
+"$BIN/psrun" -N 2 -t 2 -- sh -c 'date +%s%3N; sleep 1' >"$CDIR/C.out" 2>&1 &
+C=$!
+STRAY+=("$C")
+wait_until 5000 queued C 1
+check "$N: a job that fits no row is queued, psrun says so (place 1)" $? "$(cat "$CDIR/C.out")"
+# D: the same with an output file (the held spawn's own wait for the answer)
+"$BIN/psrun" -N 2 -o "$CDIR/D.%t" -- echo d-ran >"$CDIR/D.out" 2>&1 &
+D=$!
+STRAY+=("$D")
+wait_until 5000 queued D 2
+check "$N: a held spawn (-o FILE) is queued too, psrun says so at once (place 2)" $? \
+    "$(cat "$CDIR/D.out")"
+# E: queued, then its psrun ends: it leaves the queue
+"$BIN/psrun" -N 2 -- sh -c "touch $CDIR/E.ran" >"$CDIR/E.out" 2>&1 &
+E=$!
+STRAY+=("$E")
+wait_until 5000 queued E 3
+check "$N: a third queued spawn is at place 3" $? "$(cat "$CDIR/E.out")"
+kill -TERM "$E"
+wait "$E" 2>/dev/null
+wait_until 5000 gone 17
+check "$N: ... its psrun ended: it left the queue" $? ""
+# too large even alone: refused at once
+out=$(timeout 10 "$BIN/psrun" -n 3 -- true 2>&1)
+rc=$?
+[ $rc -ne 0 ] && grep -q "does not fit the nodes even alone" <<<"$out" && ! grep -q queued <<<"$out"
+check "$N: a job larger than the nodes even alone is refused at once" $? "rc $rc: $out"
+
+# C starts after A ends and before B does; D after it
+wait_until 15000 eval '! kill -0 "$A" 2>/dev/null'
+check "$N: job A ends" $? "psrun $A still runs"
+wait_until 5000 eval "grep -q '^[0-9]' $CDIR/C.out"
+c_start=$(grep -m1 '^[0-9]' "$CDIR/C.out")
+a_end=$(cat "$CDIR/A.0" "$CDIR/A.1" | sort -n | tail -1)
+b_end=$(cat "$CDIR/B.0" "$CDIR/B.1" | sort -n | tail -1)
+[ -n "$c_start" ] && [ "$c_start" -ge "$a_end" ] && [ $((c_start - a_end)) -lt 2000 ] &&
+    [ "$c_start" -lt "$b_end" ]
+check "$N: C starts when A's row empties ($((${c_start:-0} - a_end)) ms after A's last progress), while B runs" \
+    $? "C $c_start, A's last $a_end, B's last $b_end: $(cat "$CDIR/C.out")"
+wait "$C"
+rc=$?
+[ $rc = 0 ] && ! grep -q "time limit" "$CDIR/C.out"
+check "$N: C exits 0: its -t 2 counts from its start, not from the queue (rc $rc)" $? \
+    "$(cat "$CDIR/C.out")"
+wait_until 15000 eval '! kill -0 "$D" 2>/dev/null'
+wait "$D"
+rc=$?
+[ $rc = 0 ] && grep -qx d-ran "$CDIR/D.0" && grep -qx d-ran "$CDIR/D.1"
+check "$N: the held job D starts after C and writes its files (rc $rc)" $? "$(cat "$CDIR/D.out")"
+[ ! -e "$CDIR/E.ran" ]
+check "$N: the spawn whose psrun ended while queued never started" $? ""
+grep -q "spawn of uid .* queued (place 1)" "$CDIR/psid-0.log" &&
+    grep -q "a queued spawn of uid .* left the queue after" "$CDIR/psid-0.log"
+check "$N: psid logs the queue" $? "$(grep -i queue "$CDIR/psid-0.log" | head -5)"
+wait "$B"
+exit 0
