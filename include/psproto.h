@@ -241,6 +241,12 @@ enum psm_type {
      * newest first; anyone may ask, and sees every user's */
     PSM_JOBS_DONE = 92,
     PSM_JOBS_DONE_REPLY = 93,
+    /* the gang matrix as this node saw it in the last switch (psstat jobs): {PSF_QUANTUM_MS
+     * (0: gang scheduling off; nothing else then), PSF_ROWS, PSF_ROW (the running row),
+     * PSF_NODE_ID (the scheduler), PSF_GANG_JOB records, PSF_GANG_QUEUED records (this
+     * node's queue)}; anyone may ask, and sees every user's */
+    PSM_GANG = 94,
+    PSM_GANG_REPLY = 95,
 
     /* daemon to daemon (over RDP) */
     PSM_D_HELLO = 0x1000, /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
@@ -448,6 +454,12 @@ enum psf_tag {
     PSF_ERR_PATTERN = 144,
     PSF_OPEN_APPEND = 145,
     PSF_NODE_INDEX = 146, /* u32 (PSM_D_SPAWN): the node's index among the job's (%n) */
+    PSF_QUANTUM_MS = 147, /* u32 (PSM_GANG_REPLY): gang.quantum_ms */
+    PSF_ROWS = 148,       /* u32: rows of the matrix */
+    PSF_ROW = 149,        /* u32: a row (the running one, or a job's) */
+    PSF_QUANTA = 150,     /* u32: switches a job was in the matrix for */
+    PSF_RAN = 151,        /* u32: of them, those its row ran */
+    PSF_WAITED_MS = 152,  /* u32: a queued spawn waited so long */
 
     PSF_NODE = 0x8001,   /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002,   /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */
@@ -462,6 +474,11 @@ enum psf_tag {
      * PSF_STATUS (the first failed rank's wait status, else 0), PSF_START_S, PSF_END_S and its
      * usage totals */
     PSF_DONE = 0x8007,
+    /* record (PSM_GANG_REPLY): a job of the matrix: PSF_JOB, PSF_ROW, PSF_QUANTA, PSF_RAN */
+    PSF_GANG_JOB = 0x8008,
+    /* record (PSM_GANG_REPLY): a spawn in this node's queue: PSF_N (its place), PSF_UID, PSF_NP,
+     * PSF_WAITED_MS */
+    PSF_GANG_QUEUED = 0x8009,
 };
 
 enum psdist { /* PSF_DIST: srun's -m */

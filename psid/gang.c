@@ -49,6 +49,12 @@ struct sjob { /* the scheduler's view of a job */
     uint32_t *tasks; /* per node index (d->conf.nodes) */
 };
 
+struct gview { /* a job of the matrix as the switches showed it (psstat jobs) */
+    uint64_t job;
+    uint16_t row;
+    uint32_t quanta, ran; /* switches it was in, and those that ran its row */
+};
+
 struct ljob { /* a job this node froze */
     uint64_t job;
     bool frozen;
@@ -89,6 +95,10 @@ struct gang {
     bool have_next;
     struct ljob frozen[GANG_MAX_JOBS];
     size_t nfrozen;
+    struct gview view[GANG_MAX_JOBS]; /* the last switch's jobs (psstat jobs) */
+    size_t nview;
+    uint16_t view_rows, view_row;
+    uint32_t view_sched;
     bool said_nofreezer;
     uint64_t switch_start; /* loop_now() when the switch took effect */
     int64_t switch_late;   /* ns from the announced time to then (CLOCK_REALTIME) */
@@ -99,6 +109,7 @@ struct gang {
     uint8_t rec[GANG_WIRE_HEAD + GANG_WIRE_ENTRY * GANG_MAX_JOBS];
     struct collect collect;
     struct applyctx apply;
+    struct gview scratch[GANG_MAX_JOBS];
 };
 
 static uint64_t realtime_ns(void)
@@ -404,6 +415,32 @@ static void thaw_all(struct gang *g)
     g->nfrozen = 0;
 }
 
+/* The matrix of the switch taking effect, and each job's count of quanta and of those it
+ * ran: every node sees every switch, so every node's psstat shows the same. */
+static void view_update(struct gang *g, const struct gang_switch *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->njobs && k < GANG_MAX_JOBS; i++) {
+        struct gview v = {s->jobs[i].job, s->jobs[i].row, 0, 0};
+        for (size_t o = 0; o < g->nview; o++)
+            if (g->view[o].job == v.job) {
+                v.quanta = g->view[o].quanta;
+                v.ran = g->view[o].ran;
+                break;
+            }
+        if (v.row != GANG_ROW_QUEUED) {
+            v.quanta++;
+            v.ran += v.row == s->row;
+        }
+        g->scratch[k++] = v;
+    }
+    memcpy(g->view, g->scratch, k * sizeof *g->view);
+    g->nview = k;
+    g->view_rows = s->rows;
+    g->view_row = s->row;
+    g->view_sched = s->scheduler;
+}
+
 static void apply(void *ctx)
 {
     struct gang *g = ctx;
@@ -417,6 +454,7 @@ static void apply(void *ctx)
     a->nseen = 0;
     g->switch_start = loop_now();
     g->switch_late = (int64_t)(realtime_ns() - g->next->at_ns);
+    view_update(g, g->next);
     tasks_each(d, apply_one, a);
     /* jobs that ended here are forgotten (their directory is gone); without cgroups, thawed
      * ones too (nothing to wait for) */
@@ -535,8 +573,49 @@ static void gang_node_lost(struct psid *d, uint32_t node)
     for (size_t k = 0; k < g->njobs; k++) g->jobs[k].tasks[n] = 0;
 }
 
+/* PSM_GANG (psstat jobs): the last switch's matrix, each job's quanta, this node's queue */
+static void gang_request(struct psid *d, struct client *c, const struct psmsg *m)
+{
+    struct gang *g = d->gang;
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_GANG_REPLY, m->id);
+    psmsg_put_u32(&b, PSF_QUANTUM_MS, g ? d->conf.gang_quantum_ms : 0);
+    if (g) {
+        psmsg_put_u32(&b, PSF_ROWS, g->view_rows);
+        psmsg_put_u32(&b, PSF_ROW, g->view_row);
+        if (g->nview) psmsg_put_u32(&b, PSF_NODE_ID, g->view_sched);
+        for (size_t i = 0; i < g->nview; i++) {
+            psmsg_record_begin(&b, PSF_GANG_JOB);
+            psmsg_put_u64(&b, PSF_JOB, g->view[i].job);
+            psmsg_put_u32(&b, PSF_ROW, g->view[i].row);
+            psmsg_put_u32(&b, PSF_QUANTA, g->view[i].quanta);
+            psmsg_put_u32(&b, PSF_RAN, g->view[i].ran);
+            psmsg_record_end(&b);
+        }
+        uint32_t place = 0;
+        uint64_t now = loop_now();
+        for (const struct jobq_entry *e = d->jobq.head; e; e = e->next) {
+            struct psmsg q = jobq_msg(e);
+            uint32_t np = 1;
+            psmsg_get_u32(&q.body, PSF_NP, &np);
+            uint64_t ms = (now - e->since_ns) / 1000000ull;
+            psmsg_record_begin(&b, PSF_GANG_QUEUED);
+            psmsg_put_u32(&b, PSF_N, ++place);
+            psmsg_put_u32(&b, PSF_UID, e->uid);
+            psmsg_put_u32(&b, PSF_NP, np);
+            psmsg_put_u32(&b, PSF_WAITED_MS, ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms);
+            psmsg_record_end(&b);
+        }
+    }
+    client_send(c, &b);
+    psmsg_buf_free(&b);
+}
+
+static const uint16_t gang_requests[] = {PSM_GANG, 0};
 static const uint16_t gang_messages[] = {PSM_D_GANG_SWITCH, PSM_D_GANG_REPORT, 0};
 const struct psid_module gang_module = {.name = "gang",
+                                        .requests = gang_requests,
+                                        .request = gang_request,
                                         .messages = gang_messages,
                                         .message = gang_message,
                                         .node_lost = gang_node_lost,

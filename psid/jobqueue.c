@@ -17,8 +17,7 @@ unsigned jobq_of_uid(const struct jobq *q, uint32_t uid)
     return n;
 }
 
-int jobq_add(struct jobq *q, struct client *c, uint32_t uid, const struct psmsg *m,
-             uint64_t now_ns)
+int jobq_add(struct jobq *q, struct client *c, uint32_t uid, const struct psmsg *m, uint64_t now_ns)
 {
     if (q->n >= JOBQ_MAX || jobq_of_uid(q, uid) >= JOBQ_PER_UID) {
         errno = ENOBUFS;

@@ -33,7 +33,9 @@ static const char usage_text[] =
     "state, load, tasks, CPUs\n"
     "  tasks         every task on the nodes that are up: task id (NODE:PID), job, rank,\n"
     "                user, state, command\n"
-    "  jobs          the running jobs: job id, name, user, tasks, nodes\n"
+    "  jobs          the running jobs: job id, name, user, tasks, nodes; with gang\n"
+    "                scheduling also each job's row, state (running, frozen) and share of\n"
+    "                the quanta, and the node's queued spawns (state queued, time waited)\n"
     "  jobs --done   the last jobs whose psrun ran on this node (psid.done_jobs of them):\n"
     "                job id, name, user, ranks, start, end, elapsed, user and system CPU,\n"
     "                max RSS, bytes read and written, the first failed rank's status\n"
@@ -351,7 +353,50 @@ static int job_cmp(const void *a, const void *b)
     return task_cmp(a, b);
 }
 
-/* `psstat jobs`: the tasks of the list grouped by job */
+/* The gang matrix (PSM_GANG): the reply, or quantum 0 when off (or psid does not know) */
+struct gangview {
+    struct psmsg reply;
+    uint32_t quantum, rows, row, sched;
+    bool has_sched;
+};
+
+static void gang_view(struct psi *c, struct gangview *g)
+{
+    memset(g, 0, sizeof *g);
+    if (psi_ask(c, PSM_GANG, &g->reply) < 0 ||
+        psmsg_get_u32(&g->reply.body, PSF_QUANTUM_MS, &g->quantum) < 0) {
+        g->quantum = 0;
+        return;
+    }
+    psmsg_get_u32(&g->reply.body, PSF_ROWS, &g->rows);
+    psmsg_get_u32(&g->reply.body, PSF_ROW, &g->row);
+    g->has_sched = psmsg_get_u32(&g->reply.body, PSF_NODE_ID, &g->sched) == 0;
+}
+
+/* A job's row, state and share in the matrix; false if it is not in it. */
+static bool gang_job(const struct gangview *g, uint64_t job, uint32_t *row, const char **state,
+                     double *share)
+{
+    size_t pos = 0;
+    struct psmsg_field f;
+    while (g->quantum && psmsg_next(&g->reply.body, &pos, &f)) {
+        if (f.tag != PSF_GANG_JOB) continue;
+        struct psmsg_view v = {f.val, f.len};
+        uint64_t id = 0;
+        uint32_t quanta = 0, ran = 0;
+        if (psmsg_get_u64(&v, PSF_JOB, &id) < 0 || id != job) continue;
+        psmsg_get_u32(&v, PSF_ROW, row);
+        psmsg_get_u32(&v, PSF_QUANTA, &quanta);
+        psmsg_get_u32(&v, PSF_RAN, &ran);
+        *state = *row == g->row ? "running" : "frozen";
+        *share = quanta ? 100.0 * ran / quanta : 0;
+        return true;
+    }
+    return false;
+}
+
+/* `psstat jobs`: the tasks of the list grouped by job; with gang scheduling, each job's row,
+ * state and share of the quanta, and the asked node's queue */
 static int running_jobs(struct psi *c, int json)
 {
     struct psi_tasklist l;
@@ -359,11 +404,28 @@ static int running_jobs(struct psi *c, int json)
         fprintf(stderr, "psstat: jobs: %s\n", strerror(errno));
         return 1;
     }
+    struct gangview g;
+    gang_view(c, &g);
     if (l.n) qsort(l.v, l.n, sizeof *l.v, job_cmp);
-    if (json)
-        printf("{\"jobs\":[");
-    else
+    if (json) {
+        printf("{");
+        if (g.quantum) {
+            printf("\"gang\":{\"quantum_ms\":%" PRIu32 ",\"rows\":%" PRIu32
+                   ",\"running_row\":%" PRIu32,
+                   g.quantum, g.rows, g.row);
+            if (g.has_sched) printf(",\"scheduler\":%" PRIu32, g.sched);
+            printf("},");
+        }
+        printf("\"jobs\":[");
+    } else if (g.quantum) {
+        printf("gang scheduling: quantum %" PRIu32 " ms, %" PRIu32 " rows, row %" PRIu32 " running",
+               g.quantum, g.rows, g.row);
+        if (g.has_sched) printf(" (scheduler: node %" PRIu32 ")", g.sched);
+        printf("\n%-16s %-16s %-10s %6s %6s %4s %-8s %6s\n", "JOB", "NAME", "USER", "TASKS",
+               "NODES", "ROW", "STATE", "SHARE");
+    } else {
         printf("%-16s %-16s %-10s %6s %6s\n", "JOB", "NAME", "USER", "TASKS", "NODES");
+    }
     size_t k = 0;
     for (size_t i = 0; i < l.n;) {
         size_t e = i;
@@ -384,13 +446,54 @@ static int running_jobs(struct psi *c, int json)
                     printf("null");
                 printf(",\"uid\":%" PRIu32 ",\"user\":", l.v[i].uid);
                 json_str(user);
-                printf(",\"tasks\":%zu,\"nodes\":%u}", e - i, nodes);
+                printf(",\"tasks\":%zu,\"nodes\":%u", e - i, nodes);
+                uint32_t row = 0;
+                const char *state;
+                double share;
+                if (gang_job(&g, l.v[i].job, &row, &state, &share))
+                    printf(",\"row\":%" PRIu32 ",\"state\":\"%s\",\"share_pct\":%.1f", row, state,
+                           share);
+                printf("}");
             } else {
-                printf("%-16s %-16s %-10s %6zu %6u\n", job, l.v[i].name[0] ? l.v[i].name : "-",
-                       user, e - i, nodes);
+                printf("%-16s %-16s %-10s %6zu %6u", job, l.v[i].name[0] ? l.v[i].name : "-", user,
+                       e - i, nodes);
+                uint32_t row = 0;
+                const char *state = "-";
+                double share = 0;
+                if (gang_job(&g, l.v[i].job, &row, &state, &share))
+                    printf(" %4" PRIu32 " %-8s %5.1f%%", row, state, share);
+                else if (g.quantum)
+                    printf(" %4s %-8s %6s", "-", "new", "-"); /* not in a switch yet */
+                printf("\n");
             }
         }
         i = e;
+    }
+    /* the asked node's queue (its psruns' spawns that wait for a row) */
+    size_t pos = 0;
+    struct psmsg_field f;
+    while (g.quantum && psmsg_next(&g.reply.body, &pos, &f)) {
+        if (f.tag != PSF_GANG_QUEUED) continue;
+        struct psmsg_view v = {f.val, f.len};
+        uint32_t place = 0, uid = 0, np = 0, waited = 0;
+        psmsg_get_u32(&v, PSF_N, &place);
+        psmsg_get_u32(&v, PSF_UID, &uid);
+        psmsg_get_u32(&v, PSF_NP, &np);
+        psmsg_get_u32(&v, PSF_WAITED_MS, &waited);
+        char user[32];
+        user_name(uid, user, sizeof user);
+        if (json) {
+            printf("%s{\"queued\":%" PRIu32 ",\"uid\":%" PRIu32 ",\"user\":", k++ ? "," : "", place,
+                   uid);
+            json_str(user);
+            printf(",\"tasks\":%" PRIu32 ",\"state\":\"queued\",\"waited_ms\":%" PRIu32 "}", np,
+                   waited);
+        } else {
+            char what[32];
+            snprintf(what, sizeof what, "(queued %" PRIu32 ")", place);
+            printf("%-16s %-16s %-10s %6" PRIu32 " %6s %4s %-8s %5.1fs\n", what, "-", user, np, "-",
+                   "-", "queued", waited / 1000.0);
+        }
     }
     if (json) printf("]}\n");
     psi_tasklist_free(&l);

@@ -12,6 +12,8 @@
 #    answer on its own): queued too, psrun says so at once, and its output reaches the files;
 #  - E is queued, then its psrun is ended (SIGTERM): its spawn leaves the queue and no rank
 #    of it ever starts;
+#  - psstat jobs (and --json) shows the matrix: A and B in rows 0 and 1, one running and one
+#    frozen, each with its share of the quanta, and the queue (C and D, place and wait);
 #  - a job larger than the nodes even alone (3 ranks on 2 CPUs) is refused at once with the
 #    reason, not queued.
 # Everything started is ended by pid (cluster.sh's trap); waits are bounded polls.
@@ -73,6 +75,27 @@ kill -TERM "$E"
 wait "$E" 2>/dev/null
 wait_until 5000 gone 17
 check "$N: ... its psrun ended: it left the queue" $? ""
+# psstat jobs shows the matrix: A and B in rows 0 and 1, one running, one frozen, each with
+# its share of the quanta so far, and this node's queue (C and D)
+"$BIN/psstat" jobs >"$CDIR/st.txt" 2>&1
+"$BIN/psstat" --json jobs >"$CDIR/st.json" 2>&1
+python3 - "$CDIR/st.json" >"$CDIR/st.check" 2>&1 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+g = d["gang"]
+assert g["quantum_ms"] == 100 and g["rows"] == 2 and g["scheduler"] == 0, g
+run = [j for j in d["jobs"] if "row" in j]
+assert sorted(j["row"] for j in run) == [0, 1], run
+assert sorted(j["state"] for j in run) == ["frozen", "running"], run
+assert all(20 <= j["share_pct"] <= 80 for j in run), run
+q = [j for j in d["jobs"] if j.get("state") == "queued"]
+assert [j["queued"] for j in q] == [1, 2] and all(j["tasks"] == 2 for j in q), q
+print("ok")
+PY
+grep -q "^gang scheduling: quantum 100 ms, 2 rows" "$CDIR/st.txt" && grep -q "^ok$" "$CDIR/st.check" &&
+    grep -q "^(queued 2) .* queued " "$CDIR/st.txt"
+check "$N: psstat jobs shows the matrix (rows, states, shares) and the queue, --json too" $? \
+    "$(cat "$CDIR/st.txt" "$CDIR/st.check")"
 # too large even alone: refused at once
 out=$(timeout 10 "$BIN/psrun" -n 3 -- true 2>&1)
 rc=$?
