@@ -158,6 +158,8 @@ struct psrun {
      * and again when it answers (psid declares it down only after its grace) */
     double nodes_at;
     uint32_t nodes_req;    /* a PSM_NODES in flight: its id; 0: none */
+    uint32_t gang_req;     /* a PSM_GANG in flight (the time limit under gang scheduling) */
+    double run_start;      /* when the time limit started: the job was placed */
     uint32_t *unreachable; /* node ids said to be unreachable */
     size_t nunreachable;
     struct lg_routes routes; /* -o/-e: where each rank's output goes */
@@ -1066,6 +1068,51 @@ static void ask_nodes(struct psrun *p)
     psmsg_buf_free(&b);
 }
 
+static void time_limit_reached(struct psrun *p)
+{
+    p->deadline = 0;
+    lg_job_say(&p->job, "time limit of %g s reached: terminating the job", p->o.time_limit);
+    lg_exitagg_add(&p->job.agg, LG_NO_RANK, LG_EXIT_TIMEOUT);
+    end_job(p, SIGTERM);
+}
+
+/* The time limit is due by the clock: with gang scheduling only the time the job ran counts
+ * (its quanta frozen do not, as Slurm's suspended time does not), so psid is asked. */
+static void ask_gang(struct psrun *p)
+{
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_GANG, 0);
+    if (lg_conn_send(&p->conn, &b, 0, &p->gang_req) < 0) p->gang_req = 0;
+    psmsg_buf_free(&b);
+    if (!p->gang_req)
+        time_limit_reached(p);
+    else
+        p->deadline = now() + 2.0; /* no answer by then: the limit as by the clock */
+}
+
+static void on_gang(struct psrun *p, const struct psmsg *m)
+{
+    uint32_t q = 0, quanta = 0, ran = 0;
+    bool found = false;
+    if (m->type == PSM_GANG_REPLY && psmsg_get_u32(&m->body, PSF_QUANTUM_MS, &q) == 0 && q) {
+        size_t pos = 0;
+        struct psmsg_field f;
+        while (!found && psmsg_next(&m->body, &pos, &f)) {
+            struct psmsg_view v = {f.val, f.len};
+            uint64_t job = 0;
+            found = f.tag == PSF_GANG_JOB && psmsg_get_u64(&v, PSF_JOB, &job) == 0 &&
+                    job == p->job.jobid && psmsg_get_u32(&v, PSF_QUANTA, &quanta) == 0 &&
+                    psmsg_get_u32(&v, PSF_RAN, &ran) == 0 && ran <= quanta;
+        }
+    }
+    double t = now(), frozen = found ? (quanta - ran) * (q / 1000.0) : 0;
+    double ran_s = t - p->run_start - frozen;
+    if (ran_s >= p->o.time_limit - 0.001)
+        time_limit_reached(p);
+    else
+        p->deadline = t + (p->o.time_limit - ran_s);
+}
+
 static void read_psid(struct psrun *p)
 {
     for (int round = 0; round < 16; round++) {
@@ -1081,6 +1128,12 @@ static void read_psid(struct psrun *p)
         struct psmsg m;
         int n;
         while ((n = lg_conn_next(&p->conn, &m)) == 1) {
+            if (p->gang_req && m.id == p->gang_req &&
+                (m.type == PSM_GANG_REPLY || m.type == PSM_ERROR)) {
+                p->gang_req = 0;
+                if (p->deadline) on_gang(p, &m);
+                continue;
+            }
             if (m.type == PSM_NODES_REPLY && p->nodes_req && m.id == p->nodes_req) {
                 p->nodes_req = 0;
                 on_nodes(p, &m);
@@ -1152,13 +1205,14 @@ static void check_timers(struct psrun *p)
     if (p->o.time_limit && !p->limit_armed && p->job.spawned) {
         /* the time limit counts from the start, not the time a spawn waited in a queue */
         p->limit_armed = true;
+        p->run_start = t;
         p->deadline = t + p->o.time_limit;
     }
     if (p->deadline && t >= p->deadline) {
-        p->deadline = 0;
-        lg_job_say(&p->job, "time limit of %g s reached: terminating the job", p->o.time_limit);
-        lg_exitagg_add(&p->job.agg, LG_NO_RANK, LG_EXIT_TIMEOUT);
-        end_job(p, SIGTERM);
+        if (p->gang_req || p->conn_lost)
+            time_limit_reached(p); /* psid did not answer in time */
+        else
+            ask_gang(p);
     }
     if (p->kill_at && t >= p->kill_at) {
         p->kill_at = 0;
