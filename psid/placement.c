@@ -23,11 +23,15 @@ static uint32_t room(const struct place_node *p, const struct place_opts *o)
     return r;
 }
 
-/* a is less busy per CPU than b (with extra ranks each): a/b < c/d <=> a*d < c*b */
+/* a is less busy per CPU than b (with extra ranks each): a/b < c/d <=> a*d < c*b; at equal
+ * busyness (a load average above both nodes' tasks: work that is not ours, or all nodes on
+ * one machine) the one with fewer of our tasks per CPU, so that ranks still spread */
 static bool less_busy(const struct place_node *a, uint32_t ea, const struct place_node *b,
                       uint32_t eb)
 {
-    return busy(a, ea) * b->cpus < busy(b, eb) * a->cpus;
+    uint64_t x = busy(a, ea) * b->cpus, y = busy(b, eb) * a->cpus;
+    if (x != y) return x < y;
+    return (uint64_t)(a->used + ea) * b->cpus < (uint64_t)(b->used + eb) * a->cpus;
 }
 
 void place_number(const uint32_t *ids, const uint32_t *count, size_t n, uint32_t np,

@@ -39,6 +39,24 @@ static void test_busy_avoided(void)
     CU_ASSERT_EQUAL(out[1], 6);
 }
 
+/* All nodes share one loaded machine (pslocal) or carry the same outside load, above our
+ * tasks: the ranks still spread by our tasks, not pile onto the first node. */
+static void test_equal_load_spreads(void)
+{
+    struct place_node n[2] = {{0, 4, 2, 50000}, {1, 4, 0, 50000}};
+    uint32_t out[4];
+    char why[128];
+    CU_ASSERT_EQUAL_FATAL(place_ranks(n, 2, 2, 0, false, out, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(out[0], 1); /* node 1 has none of ours yet */
+    CU_ASSERT_EQUAL(out[1], 1);
+    struct place_node m[2] = {{0, 4, 0, 50000}, {1, 4, 0, 50000}};
+    struct place_opts o = {.nmin = 2, .nmax = 2};
+    CU_ASSERT_EQUAL_FATAL(place_job(m, 2, 4, &o, out, why, sizeof why), 0);
+    unsigned on0 = 0;
+    for (int r = 0; r < 4; r++) on0 += out[r] == 0;
+    CU_ASSERT_EQUAL(on0, 2); /* 2 and 2, not 3 and 1 */
+}
+
 static void test_ppn_and_order(void)
 {
     struct place_node n[3] = {{7, 8, 0, 0}, {3, 8, 0, 0}, {9, 8, 0, 0}};
@@ -114,5 +132,5 @@ static void test_exclusive(void)
 }
 
 UNIT_SUITE(placement, UNIT_TEST(test_spread), UNIT_TEST(test_busy_avoided),
-           UNIT_TEST(test_ppn_and_order), UNIT_TEST(test_distribution), UNIT_TEST(test_node_count),
-           UNIT_TEST(test_exclusive))
+           UNIT_TEST(test_equal_load_spreads), UNIT_TEST(test_ppn_and_order),
+           UNIT_TEST(test_distribution), UNIT_TEST(test_node_count), UNIT_TEST(test_exclusive))
