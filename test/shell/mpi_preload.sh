@@ -30,34 +30,9 @@ if [[ ! -x $PP || ! -e $ROOT/build/lib/libpspreload.so ]]; then
 fi
 
 cluster_tmp_up 2 mpi-preload
-# pp_ok FILE: 8 sizes ok and the checksum line
-pp_ok() { [[ $(grep -c '^pp [0-9]* lat_us .* ok$' "$1") == 8 ]] && grep -q '^check .* ok$' "$1"; }
-# run OUT ARGS...: psrun ARGS (bounded to 45 s; the run takes 1-3 s), output in OUT, status
-# in RC; HUNG=1 when every result came and then MPI_Finalize did not return (see above)
-run() {
-    psrun_in 45 "$@"
-    HUNG=0
-    if [[ $RC == 124 ]] && pp_ok "$1"; then
-        HUNG=1
-        echo "note: $name: every result came, then MPI_Finalize did not return in 45 s (UCX's tcp transport, openucx/ucx#8738): counted as done"
-        RC=0
-    fi
-}
-# stat FILE PID-LINE KEY: KEY's value on the n-th line
-stat_of() { sed -n "${2}p" "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$3=//p"; }
-
-run "$TMP/plain" -n 2 -N 2 -x UCX_TLS=tcp,self "$PP" -q
-pp_ok "$TMP/plain"
-check "MPI ping-pong 8 B..4 MiB across 2 nodes without the library (rc $RC)" [ "$RC$?" = 00 ]
-[[ $RC == 0 ]] || tail -20 "$TMP/plain"
-
-run "$TMP/pre" -n 2 -N 2 --preload -x PSP_STATS="$TMP/stats" -x UCX_TLS=tcp,self "$PP" -q
-pp_ok "$TMP/pre"
-check "the same under psrun --preload: every size ok (rc $RC)" [ "$RC$?" = 00 ]
-[[ $RC == 0 ]] || tail -20 "$TMP/pre"
-[[ -n $(grep '^check ' "$TMP/plain") && $(grep '^check ' "$TMP/plain") == $(grep '^check ' "$TMP/pre") ]]
-check "results identical with and without the library (checksum $(grep '^check ' "$TMP/pre" | cut -d' ' -f2))" \
-    [ $? = 0 ]
+# shellcheck source-path=SCRIPTDIR source=lib/mpipp.sh
+. "$(dirname "$0")/lib/mpipp.sh"
+pp_both 45 "across 2 nodes"
 
 if [[ $HUNG == 1 ]]; then # killed: its PSP_STATS lines are not written
     echo "SKIP: $name: PSP_STATS (the run under the library was ended in MPI_Finalize)"
