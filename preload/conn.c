@@ -448,6 +448,8 @@ static void flush_hold_shm(struct conn *c)
     }
 }
 
+static short kernel_poll(const struct conn *c, short events);
+
 /* --- The TCP phase ---
  *
  * A connection starts on its kernel socket, whatever the library decides for it: connect
@@ -661,7 +663,17 @@ void conn_accepted(uint32_t tag, int err, const struct neg_peer *p)
         if (p && p->shm_ring) shm_refuse(p->shm_fds, false, false);
         return;
     }
-    conn_answer(c, err, p, err == ENOENT ? PSP_R_NO_LIBRARY : neg_reason(err));
+    /* ENOENT: no request came for it. The connector has no library, or its connection
+     * ended before it asked (short): UCX's tcp transport, connecting both ways at once,
+     * closes the duplicate a few ms after its handshake, and an acceptor that outlived it
+     * was counted "no_library" although both ends run under the library. The peer's end on
+     * the kernel socket (or our own close: a zombie's socket is gone) tells the two apart. */
+    enum psp_reason why = neg_reason(err);
+    if (err == ENOENT)
+        why = c->zombie || (kernel_poll(c, POLLRDHUP) & (POLLRDHUP | POLLHUP | POLLERR))
+                  ? PSP_R_SHORT
+                  : PSP_R_NO_LIBRARY;
+    conn_answer(c, err, p, why);
 }
 
 /* CS_PLAIN: a queue by age (every one waits PSP_UPGRADE_US from its start, so the order of

@@ -56,7 +56,7 @@ LANES=${CHECK_JOBS:-$(nproc)}
 ((LANES > 4)) && LANES=4
 ((LANES < 1)) && LANES=1
 SOLO=" psid_spawnflood psid_stress psid_busy psid_grace make_targets rdp-tests preload_flood preload_burst psid_plhostile "
-LONG=" preload_semantics preload_same demo psid_spawnflood psid_stress mpi_preload "
+LONG=" preload_semantics preload_same demo psid_spawnflood psid_stress "
 declare -A HINT=(
     [style/shellcheck]=37 [netns/preload]=37 [shell/preload_same_programs]=36
     [shell/preload_errors]=35 [shell/psrun]=31 [shell/preload_nc]=25 [shell/psrun_scale]=23
