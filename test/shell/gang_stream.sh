@@ -12,7 +12,9 @@
 #    its messages (no storm at the thaw);
 #  - the streams were frozen while under way: their receivers' progress shows at least 3
 #    pauses of 40 ms or more.
-# Everything started is ended by pid (cluster.sh's trap); waits are bounded polls.
+# GANG_STREAM_BYTES, GANG_STREAM_Q and GANG_STREAM_RATE change the size, the quantum and the
+# pace (bench/gang.sh runs 1 GB at 20 ms). Everything started is ended by pid (cluster.sh's
+# trap); waits are bounded polls.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
 # shellcheck source-path=SCRIPTDIR source=lib/gang.sh
@@ -22,7 +24,8 @@ LIB=$TOP/build/lib/libpspreload.so
 ST=$TOP/build/test/tools/plstream
 require_built "$N" "$LIB" "$ST"
 BYTES=${GANG_STREAM_BYTES:-300000000}
-gang_cluster "$N" 2 50
+RATE=${GANG_STREAM_RATE:-100} # MB/s while it runs
+gang_cluster "$N" 2 "${GANG_STREAM_Q:-50}"
 P1=$(free_port 2)
 P2=$((P1 + 1))
 
@@ -37,8 +40,8 @@ case \$PSI_RANK in
     until up $P1 && up $P2; do
         n=\$((n + 1)); [ \$n -gt 400 ] && exit 3; sleep 0.05
     done
-    PSP_STATS=$CDIR/r.c.stats $ST connect 127.0.0.2 $P1 send $BYTES --rate 100 --progress $CDIR/r.c.prog >$CDIR/r.c.out 2>&1 &
-    PSP_STATS=$CDIR/s.c.stats $ST connect 127.0.0.1 $P2 send $BYTES --rate 100 --progress $CDIR/s.c.prog >$CDIR/s.c.out 2>&1
+    PSP_STATS=$CDIR/r.c.stats $ST connect 127.0.0.2 $P1 send $BYTES --rate $RATE --progress $CDIR/r.c.prog >$CDIR/r.c.out 2>&1 &
+    PSP_STATS=$CDIR/s.c.stats $ST connect 127.0.0.1 $P2 send $BYTES --rate $RATE --progress $CDIR/s.c.prog >$CDIR/s.c.out 2>&1
     wait ;;
 1) exec env PSP_STATS=$CDIR/s.s.stats $ST listen 127.0.0.1 $P2 recv 0 --progress $CDIR/s.s.prog >$CDIR/s.s.out 2>&1 ;;
 2) exec env PSP_STATS=$CDIR/r.s.stats $ST listen 127.0.0.2 $P1 recv 0 --progress $CDIR/r.s.prog >$CDIR/r.s.out 2>&1 ;;
@@ -51,7 +54,7 @@ B=$GJOB
 "$BIN/psrun" -n 4 -N 2 --ppn 2 --preload -x PSP_SYNC=1 -- "$CDIR/stream.sh" >"$CDIR/S.out" 2>&1 &
 S=$!
 STRAY+=("$S")
-wait_until 120000 eval '! kill -0 "$S" 2>/dev/null'
+wait_until $((120000 + 3 * BYTES / RATE / 1000)) eval '! kill -0 "$S" 2>/dev/null'
 check "$N: the streaming job ends" $? "$(cat "$CDIR/S.out")"
 wait "$S"
 rc=$?

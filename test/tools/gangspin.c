@@ -1,13 +1,16 @@
 /*
  * gangspin.c - a CPU-bound task for the gang scheduling tests (test/shell/gang_*.sh):
  *
- *   gangspin FILE SECONDS    spin for SECONDS of wall time; after every ~2 ms of its own CPU
- *                            time append "MS" (CLOCK_REALTIME milliseconds) to FILE, so that
- *                            FILE shows when the task made progress (a frozen task writes
- *                            nothing). Prints "pid PID" first.
+ *   gangspin [--cpu] FILE SECONDS   spin for SECONDS of wall time (--cpu: until the task's
+ *                            own CPU time reaches SECONDS: a fixed amount of work, for
+ *                            makespans); after every ~2 ms of its own CPU time append "MS"
+ *                            (CLOCK_REALTIME milliseconds) to FILE, so that FILE shows when
+ *                            the task made progress (a frozen task writes nothing). Prints
+ *                            "pid PID" first.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,8 +23,13 @@ static long long ns_of(clockid_t c)
 
 int main(int argc, char **argv)
 {
+    int cpu_mode = argc == 4 && strcmp(argv[1], "--cpu") == 0;
+    if (cpu_mode) {
+        argv++;
+        argc--;
+    }
     if (argc != 3) {
-        fprintf(stderr, "usage: gangspin FILE SECONDS\n");
+        fprintf(stderr, "usage: gangspin [--cpu] FILE SECONDS\n");
         return 2;
     }
     FILE *f = fopen(argv[1], "a");
@@ -32,10 +40,11 @@ int main(int argc, char **argv)
     setvbuf(f, NULL, _IOLBF, 0);
     printf("pid %ld\n", (long)getpid());
     fflush(stdout);
-    long long end = ns_of(CLOCK_MONOTONIC) + atoll(argv[2]) * 1000000000LL;
+    clockid_t clk = cpu_mode ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC;
+    long long end = ns_of(clk) + (long long)(atof(argv[2]) * 1e9);
     long long next = ns_of(CLOCK_PROCESS_CPUTIME_ID) + 2000000;
     volatile unsigned long x = 0;
-    while (ns_of(CLOCK_MONOTONIC) < end) {
+    while (ns_of(clk) < end) {
         for (int i = 0; i < 20000; i++) x += (unsigned long)i;
         long long cpu = ns_of(CLOCK_PROCESS_CPUTIME_ID);
         if (cpu >= next) {
