@@ -83,6 +83,7 @@ enum conf_key_id {
     CK_DONE_JOBS,
     CK_USER,
     CK_ROOT_JOBS,
+    CK_CGROUPS,
     CK_NODES,
     CK_PMI,
     CK_PMI_TREE_WIDTH,

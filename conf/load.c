@@ -58,6 +58,7 @@ void psconf_defaults(struct psconf *c)
     c->done_jobs = 100;
     strcpy(c->user, "pscluster");
     c->root_jobs = 1;
+    c->cgroups = 1;
     c->client_idle_s = 300;
     c->pmi_tree_width = 16;
     c->pmi_max_kvs_bytes = 64u << 20;

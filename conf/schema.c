@@ -258,6 +258,7 @@ static const struct conf_key psid_keys[] = {
     UINT_KEY("done_jobs", CK_DONE_JOBS, 0, 100000, done_jobs),
     STR_KEY("user", CK_USER, set_user),
     BOOL_KEY("root_jobs", CK_ROOT_JOBS, root_jobs),
+    BOOL_KEY("cgroups", CK_CGROUPS, cgroups),
     {0},
 };
 

@@ -78,6 +78,8 @@ struct psconf {
     unsigned done_jobs;         /* records of ended jobs kept (psstat jobs --done); 0: none */
     char user[PSCONF_NAME_MAX]; /* the engine's identity when psid starts as root */
     unsigned root_jobs;         /* 1: tasks may run as root */
+    unsigned cgroups;           /* 1: a cgroup per job where psid may make one; 0: process
+                                 * groups only (Slurm's proctrack/pgid) */
     unsigned client_idle_s;     /* a client that sends nothing and holds nothing: closed
                                  * after this long; 0: never */
 

@@ -167,8 +167,11 @@ int main(int argc, char **argv)
     }
     if (rdplink_start(&d) < 0 || membership_start(&d) < 0 || clients_start(&d) < 0) goto out;
     const char *sock = clients_socket_path(&d);
-    d.cgroups = cgroup_open(d.loop, sock); /* NULL: process groups only */
-    binding_init(&d);                      /* the node's CPUs, before the sandbox */
+    /* NULL: process groups only (psid.cgroups = false, or no writable cgroup2) */
+    d.cgroups = d.conf.cgroups ? cgroup_open(d.loop, sock) : NULL;
+    if (!d.conf.cgroups)
+        log_notice("tasks are tracked by process group only (psid.cgroups = false)");
+    binding_init(&d); /* the node's CPUs, before the sandbox */
     if (privsep_prepare(&d, err, sizeof err) < 0) {
         log_err("%s", err);
         goto out;

@@ -1111,6 +1111,8 @@ static void test_example(void)
         CU_ASSERT_EQUAL(c.max_tasks_uid, d.max_tasks_uid);
         CU_ASSERT_STRING_EQUAL(c.user, d.user);
         CU_ASSERT_EQUAL(c.root_jobs, d.root_jobs);
+        CU_ASSERT_EQUAL(c.cgroups, d.cgroups);
+        CU_ASSERT_EQUAL(c.done_jobs, d.done_jobs);
         CU_ASSERT_EQUAL(c.pmi_tree_width, d.pmi_tree_width);
         CU_ASSERT_EQUAL(c.pmi_max_kvs_bytes, d.pmi_max_kvs_bytes);
         CU_ASSERT_EQUAL(c.pmi_max_kvs_keys, d.pmi_max_kvs_keys);
