@@ -43,20 +43,17 @@ void pl_ask_expired(struct pt_entry *e)
 
 void pl_pend_done(struct preload *pl, struct pl_pend *p)
 {
-    for (struct pl_pend **pp = &pl->pends; *pp; pp = &(*pp)->next)
-        if (*pp == p) {
-            *pp = p->next;
-            break;
-        }
-    pl->npends--;
-    loop_timer_cancel(p->d->loop, p->timer);
+    (void)pl;
+    ptable_del(&p->pe);
     free(p);
 }
 
-static void pend_expired(void *ctx)
+/* Connections waiting for their outcome are in struct preload's pends (ptable.h), by the
+ * connection (pl_conn_key), as the other psid's claims and expiries name it: PL_WAIT_MAX in
+ * all, PL_WAIT_UID per connector's uid but root's, each until PL_KEEP_NS and two answers. */
+void pl_pend_expired(struct pt_entry *e)
 {
-    struct pl_pend *p = ctx;
-    p->timer = 0;
+    struct pl_pend *p = PL_PEND(e);
     pl_outcome(p->d, p->c, p->conn, ETIMEDOUT, "no outcome from the listener's psid", NULL, NULL);
     pl_pend_done(p->d->preload, p);
 }
@@ -221,7 +218,7 @@ void pl_connect(struct psid *d, struct preload *pl, struct client *c, const stru
     if (!err && (!pn || pn->state != PSNODE_UP)) {
         err = EHOSTDOWN;
         why = "node is down";
-    } else if (!err && pl->npends >= PL_WAIT_MAX) {
+    } else if (!err && !ptable_room(&pl->pends, client_uid(c))) {
         err = ENOBUFS;
         why = "too many connections waiting";
     } else if (!err && !ptable_room(&pl->asks, client_uid(c))) {
@@ -274,6 +271,7 @@ void pl_d_connect_reply(struct psid *d, struct preload *pl, uint32_t from, const
     if (!a) return; /* expired, or forged */
     psmsg_get_u32(&m->body, PSF_ERRNO, &err);
     struct pl_pend *p = !err && a->c ? calloc(1, sizeof *p) : NULL;
+    int full = 0; /* (room was checked when it asked; others may have taken it since) */
     if (p) {
         *p = (struct pl_pend){.node = from,
                               .conn = a->conn,
@@ -281,20 +279,38 @@ void pl_d_connect_reply(struct psid *d, struct preload *pl, uint32_t from, const
                               .dport = a->dport,
                               .cookie = a->cookie,
                               .c = a->c,
-                              .d = d,
-                              .next = pl->pends};
-        pl->pends = p;
-        pl->npends++;
-        p->timer = loop_timer(d->loop, loop_now() + PL_KEEP_NS + 2 * PL_ANSWER_NS, pend_expired, p);
+                              .d = d};
+        if (ptable_add(&pl->pends, &p->pe, pl_conn_key(&pl->pends, from, p->sport, p->dport),
+                       client_uid(a->c), loop_now() + PL_KEEP_NS + 2 * PL_ANSWER_NS) < 0) {
+            free(p);
+            p = NULL;
+            full = ENOBUFS;
+        }
+    }
+    if (p) {
         pl_reply(a->c, a->client_id, 0, NULL);
         if (a->probe_req) claim_pend(d, pl, from, a->probe_req, p, &a->acceptor);
     } else {
         char why[128] = "refused by the listener's psid";
-        psmsg_get_str(&m->body, PSF_TEXT, why, sizeof why);
-        pl_refuse(d, a->c, a->client_id, a->conn, err ? (int)err : ENOMEM, why);
+        if (full)
+            snprintf(why, sizeof why, "too many connections waiting");
+        else
+            psmsg_get_str(&m->body, PSF_TEXT, why, sizeof why);
+        pl_refuse(d, a->c, a->client_id, a->conn, full ? full : err ? (int)err : ENOMEM, why);
         if (a->probe_req) claim_answer(d, from, a->probe_req, ENOENT);
     }
     pl_ask_done(pl, a);
+}
+
+/* The newest connection (node, sport, dport) waiting for its outcome, or NULL. */
+static struct pl_pend *pend_of(struct preload *pl, uint32_t node, uint16_t sport, uint16_t dport)
+{
+    for (struct pt_entry *e = ptable_find(&pl->pends, pl_conn_key(&pl->pends, node, sport, dport));
+         e; e = ptable_find_next(e)) {
+        struct pl_pend *p = PL_PEND(e);
+        if (p->node == node && p->sport == sport && p->dport == dport) return p;
+    }
+    return NULL;
 }
 
 static struct pl_pend *pend_find(struct preload *pl, uint32_t node, const struct psmsg *m)
@@ -302,9 +318,7 @@ static struct pl_pend *pend_find(struct preload *pl, uint32_t node, const struct
     uint16_t sport, dport;
     if (pl_get_port(m, PSF_SRC_PORT, &sport) < 0 || pl_get_port(m, PSF_PORT, &dport) < 0)
         return NULL;
-    for (struct pl_pend *p = pl->pends; p; p = p->next)
-        if (p->node == node && p->sport == sport && p->dport == dport) return p;
-    return NULL;
+    return pend_of(pl, node, sport, dport);
 }
 
 /* A process on the listener's node took the connection: is it still the connector's
@@ -334,11 +348,10 @@ static bool probe_match(struct psid *d, struct preload *pl, uint32_t from, uint3
             return true;
         }
     }
-    for (const struct pl_pend *p = pl->pends; p; p = p->next)
-        if (p->node == from && p->sport == sport && p->dport == dport) {
-            claim_answer(d, from, req, EAGAIN);
-            return true;
-        }
+    if (pend_of(pl, from, sport, dport)) {
+        claim_answer(d, from, req, EAGAIN);
+        return true;
+    }
     return false;
 }
 

@@ -111,10 +111,10 @@ struct pl_pend { /* connector's side: a connection waiting for its outcome */
     uint16_t sport, dport;
     uint64_t cookie; /* the connector's socket */
     struct client *c;
-    uint64_t timer;
     struct psid *d;
-    struct pl_pend *next;
+    struct pt_entry pe; /* in struct preload's pends, by pl_conn_key(node, sport, dport) */
 };
+#define PL_PEND(e) PT_OWNER(e, struct pl_pend, pe)
 
 struct pl_acc { /* an accepted socket a claim passed, as the kernel says it is */
     struct sockinfo si;
@@ -178,11 +178,11 @@ struct preload {
     } pokes[PL_POKE_UIDS];
     struct pl_local *locals;
     struct pl_wait *waits;
-    unsigned nwaits, npends, nclaims;
-    unsigned nsame;     /* of the waits, same-node ones */
-    unsigned nforeign;  /* endpoints in other network namespaces (shm_only) */
-    struct ptable asks; /* of struct pl_ask */
-    struct pl_pend *pends;
+    unsigned nwaits, nclaims;
+    unsigned nsame;      /* of the waits, same-node ones */
+    unsigned nforeign;   /* endpoints in other network namespaces (shm_only) */
+    struct ptable asks;  /* of struct pl_ask */
+    struct ptable pends; /* of struct pl_pend */
     struct pl_claim *claims;
     struct ptable lates; /* of struct pl_late: claims looked at again after this pass */
     struct pl_recheck *rechecks;
@@ -218,6 +218,7 @@ struct pl_late {
 
 /* preload.c: replies, endpoints, the sockets clients pass, addresses */
 struct preload *pl_state(struct psid *d);
+uint64_t pl_conn_key(const struct ptable *t, uint32_t node, uint16_t sport, uint16_t dport);
 void pl_put_peer(struct psid *d, struct psmsg_buf *b, const struct pl_ep *me,
                  const struct pl_ep *peer);
 void pl_reply(struct client *c, uint32_t id, int err, const char *why);
@@ -263,6 +264,7 @@ void pl_refuse(struct psid *d, struct client *c, uint32_t id, uint32_t conn, int
 void pl_ask_done(struct preload *pl, struct pl_ask *a);
 void pl_ask_expired(struct pt_entry *e);
 void pl_pend_done(struct preload *pl, struct pl_pend *p);
+void pl_pend_expired(struct pt_entry *e);
 void pl_connect(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m);
 void pl_d_connect_reply(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m);
 void pl_recheck_done(struct preload *pl, struct pl_recheck *r);

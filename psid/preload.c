@@ -51,25 +51,45 @@
 static int passed(struct client *c, int want, struct sockinfo *si, int *fd, const char **why);
 static size_t endpoint_clients(struct psid *d, struct client ***out);
 
+/* struct preload's tables (ptable.h): each PL_WAIT_MAX entries, PL_WAIT_UID per uid but
+ * root's, each entry expiring by its table's function. */
+static const struct {
+    size_t off;
+    void (*expire)(struct pt_entry *e);
+} pl_tables[] = {
+    {offsetof(struct preload, asks), pl_ask_expired},
+    {offsetof(struct preload, pends), pl_pend_expired},
+    {offsetof(struct preload, lates), pl_late_expire},
+    {offsetof(struct preload, tombs), pl_tomb_expire},
+};
+#define PL_NTABLES      (sizeof pl_tables / sizeof pl_tables[0])
+#define PL_TABLE(pl, i) ((struct ptable *)((char *)(pl) + pl_tables[i].off))
+
 struct preload *pl_state(struct psid *d)
 {
-    if (!d->preload && (d->preload = calloc(1, sizeof *d->preload))) {
-        d->preload->netns = sockinfo_own_netns();
-        struct preload *pl = d->preload;
-        bool tombs =
-            ptable_init(&pl->tombs, d->loop, PL_WAIT_MAX, PL_WAIT_UID, pl_tomb_expire) == 0;
-        bool asks = ptable_init(&pl->asks, d->loop, PL_WAIT_MAX, PL_WAIT_UID, pl_ask_expired) == 0;
-        bool lates =
-            ptable_init(&pl->lates, d->loop, PL_WAIT_MAX, PL_WAIT_UID, pl_late_expire) == 0;
-        if (!tombs || !asks || !lates || !(pl->query = plquery_new(d, endpoint_clients))) {
-            if (tombs) ptable_fini(&pl->tombs);
-            if (asks) ptable_fini(&pl->asks);
-            if (lates) ptable_fini(&pl->lates);
-            free(d->preload);
-            d->preload = NULL;
-        }
+    if (d->preload || !(d->preload = calloc(1, sizeof *d->preload))) return d->preload;
+    struct preload *pl = d->preload;
+    pl->netns = sockinfo_own_netns();
+    size_t i = 0;
+    while (i < PL_NTABLES && ptable_init(PL_TABLE(pl, i), d->loop, PL_WAIT_MAX, PL_WAIT_UID,
+                                         pl_tables[i].expire) == 0)
+        i++;
+    if (i < PL_NTABLES || !(pl->query = plquery_new(d, endpoint_clients))) {
+        while (i--) ptable_fini(PL_TABLE(pl, i));
+        free(pl);
+        d->preload = NULL;
     }
     return d->preload;
+}
+
+/* A connection's key in table t: the other node and the connector's and listener's ports. */
+uint64_t pl_conn_key(const struct ptable *t, uint32_t node, uint16_t sport, uint16_t dport)
+{
+    struct {
+        uint32_t node;
+        uint16_t sport, dport;
+    } k = {node, sport, dport};
+    return ptable_key(t, &k, sizeof k);
 }
 
 /* Whether network namespace netns, of socket fd, is one psid serves: its own, or one made
@@ -550,9 +570,9 @@ void preload_client_gone(struct psid *d, struct client *c)
     for (struct pt_entry *e = pl->lates.all; e; e = e->next)
         if (PL_LATE(e)->c == c) PL_LATE(e)->c = NULL;
     plquery_client_gone(pl->query, c);
-    for (struct pl_pend *p = pl->pends, *next; p; p = next) {
-        next = p->next;
-        if (p->c == c) pl_pend_done(pl, p);
+    for (struct pt_entry *e = pl->pends.all, *next; e; e = next) {
+        next = e->next;
+        if (PL_PEND(e)->c == c) pl_pend_done(pl, PL_PEND(e));
     }
     for (struct pl_wait *w = pl->waits; w; w = w->next) {
         if (w->same && w->cc == c) w->cc = NULL; /* its claim finds the connector gone */
@@ -616,8 +636,9 @@ void preload_node_lost(struct psid *d, uint32_t node)
         pl_refuse(d, a->c, a->client_id, a->conn, EHOSTDOWN, "the listener's node was lost");
         pl_ask_done(pl, a);
     }
-    for (struct pl_pend *p = pl->pends, *next; p; p = next) {
-        next = p->next;
+    for (struct pt_entry *e = pl->pends.all, *next; e; e = next) {
+        next = e->next;
+        struct pl_pend *p = PL_PEND(e);
         if (p->node != node) continue;
         pl_outcome(d, p->c, p->conn, EHOSTDOWN, "the listener's node was lost", NULL, NULL);
         pl_pend_done(pl, p);
@@ -640,23 +661,16 @@ void preload_free(struct psid *d)
     if (!pl) return;
     if (pl->parked_timer) loop_timer_cancel(d->loop, pl->parked_timer);
     while (pl->asks.all) pl_ask_done(pl, PL_ASK(pl->asks.all));
-    ptable_fini(&pl->asks);
-    while (pl->pends) pl_pend_done(pl, pl->pends);
+    while (pl->pends.all) pl_pend_done(pl, PL_PEND(pl->pends.all));
     while (pl->claims) pl_claim_done(pl, pl->claims);
     while (pl->lates.all) pl_late_done(pl, PL_LATE(pl->lates.all));
-    ptable_fini(&pl->lates);
     while (pl->rechecks) pl_recheck_done(pl, pl->rechecks);
     while (pl->closed) {
         struct pl_closed *k = pl->closed;
         pl->closed = k->next;
         free(k);
     }
-    while (pl->tombs.all) {
-        struct pl_tomb *t = PT_OWNER(pl->tombs.all, struct pl_tomb, pe);
-        ptable_del(&t->pe);
-        free(t);
-    }
-    ptable_fini(&pl->tombs);
+    while (pl->tombs.all) pl_tomb_expire(pl->tombs.all);
     plquery_free(pl->query);
     while (pl->waits) {
         struct pl_wait *w = pl->waits;
@@ -669,6 +683,7 @@ void preload_free(struct psid *d)
         free(l->lis);
         free(l);
     }
+    for (size_t i = 0; i < PL_NTABLES; i++) ptable_fini(PL_TABLE(pl, i));
     free(pl);
     d->preload = NULL;
 }
