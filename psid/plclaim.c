@@ -20,20 +20,19 @@ const char *pl_tomb_text(int err)
 
 void pl_claim_done(struct preload *pl, struct pl_claim *k)
 {
-    for (struct pl_claim **pp = &pl->claims; *pp; pp = &(*pp)->next)
-        if (*pp == k) {
-            *pp = k->next;
-            break;
-        }
-    pl->nclaims--;
-    loop_timer_cancel(k->d->loop, k->timer);
+    (void)pl;
+    ptable_del(&k->pe);
+    ptable_del(&k->pk);
     free(k);
 }
 
-static void claim_expired(void *ctx)
+/* Claims in flight are in struct preload's claims (ptable.h), by req, as the connector's
+ * psid answers them: PL_WAIT_MAX in all, PL_WAIT_UID per acceptor's uid but root's, each
+ * until PL_ANSWER_NS; the probes among them in its probes too, by the accepted socket's
+ * cookie, which a socket's next claim is looked up by (pl_claim_waits). */
+void pl_claim_expired(struct pt_entry *e)
 {
-    struct pl_claim *k = ctx;
-    k->timer = 0;
+    struct pl_claim *k = PL_CLAIM(e);
     if (k->c) pl_acc_reply(k->c, k->client_id, ENOENT, "the connector's psid did not answer");
     if (k->probe) tomb_add(k->d->preload, k->w.node, &k->a.si, k->acceptor.uid, ENOENT);
     pl_claim_done(k->d->preload, k);
@@ -189,18 +188,24 @@ void pl_accept(struct psid *d, struct preload *pl, struct client *c, const struc
     pl_claim_try(d, pl, c, tag, can != 0, &a, CLAIM_FIRST);
 }
 
-static uint64_t late_key(const struct preload *pl, uint64_t cookie)
+/* A socket's key in table t: its cookie. */
+static uint64_t cookie_key(const struct ptable *t, uint64_t cookie)
 {
-    return ptable_key(&pl->lates, &cookie, sizeof cookie);
+    return ptable_key(t, &cookie, sizeof cookie);
 }
 
 bool pl_claim_waits(const struct preload *pl, uint64_t cookie)
 {
-    for (struct pt_entry *e = cookie ? ptable_find(&pl->lates, late_key(pl, cookie)) : NULL; e;
-         e = ptable_find_next(e))
+    for (struct pt_entry *e = cookie ? ptable_find(&pl->lates, cookie_key(&pl->lates, cookie))
+                                     : NULL;
+         e; e = ptable_find_next(e))
         if (PL_LATE(e)->c && PL_LATE(e)->a.si.cookie == cookie) return true;
-    for (const struct pl_claim *k = pl->claims; cookie && k; k = k->next)
+    for (struct pt_entry *e = cookie ? ptable_find(&pl->probes, cookie_key(&pl->probes, cookie))
+                                     : NULL;
+         e; e = ptable_find_next(e)) {
+        const struct pl_claim *k = PT_OWNER(e, struct pl_claim, pk);
         if (k->c && k->probe && k->a.si.cookie == cookie) return true;
+    }
     return false;
 }
 
@@ -311,14 +316,18 @@ int pl_tomb_take(struct preload *pl, uint32_t node, const struct sockaddr_storag
     return 0;
 }
 
-/* Claim k (filled in) goes in the table, with its deadline, and to the connector's psid:
- * a claim of its wait, or a probe whether its request exists (k->probe). */
-static void claim_send(struct psid *d, struct preload *pl, struct pl_claim *k)
+/* Claim k (filled in) goes in the tables, with its deadline, and to the connector's psid:
+ * a claim of its wait, or a probe whether its request exists (k->probe). 0, or -1 when
+ * there is no room (the caller checked ptable_room; k is not added then). */
+static int claim_send(struct psid *d, struct preload *pl, struct pl_claim *k)
 {
-    k->next = pl->claims;
-    pl->claims = k;
-    pl->nclaims++;
-    k->timer = loop_timer(d->loop, loop_now() + PL_ANSWER_NS, claim_expired, k);
+    if (ptable_add(&pl->claims, &k->pe, k->req, k->acceptor.uid, loop_now() + PL_ANSWER_NS) < 0)
+        return -1;
+    if (k->probe && ptable_add(&pl->probes, &k->pk, cookie_key(&pl->probes, k->a.si.cookie),
+                               k->acceptor.uid, 0) < 0) {
+        ptable_del(&k->pe);
+        return -1;
+    }
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_PL_CLAIM, 0);
     psmsg_put_u32(&b, PSF_REQ, k->req);
@@ -328,6 +337,7 @@ static void claim_send(struct psid *d, struct preload *pl, struct pl_claim *k)
     pl_put_ep(&b, &k->acceptor);
     psid_send(d, k->w.node, &b);
     psmsg_buf_free(&b);
+    return 0;
 }
 
 /* A claim that found no wait, of a connection from another node's address: the connector
@@ -343,7 +353,7 @@ bool pl_probe_claim(struct psid *d, struct preload *pl, struct client *c, uint32
     sockinfo_addr_text(&a->si.peer, t);
     const struct psconf_node *n = pl_node_by_text(d, t);
     struct psid_node *pn = n && n != d->self ? psid_node(d, n->id) : NULL;
-    if (!pn || pn->state != PSNODE_UP || pl->nclaims >= PL_WAIT_MAX) return false;
+    if (!pn || pn->state != PSNODE_UP || !ptable_room(&pl->claims, client_uid(c))) return false;
     /* the connector's psid may take it at once: the acceptor must be of the accepted
      * socket's user (the listener's), as the wait would have checked */
     if (a->owner != pl_local_of(pl, c)->ep.uid) return false;
@@ -360,8 +370,9 @@ bool pl_probe_claim(struct psid *d, struct preload *pl, struct client *c, uint32
                            .can = can,
                            .a = *a,
                            .d = d};
-    claim_send(d, pl, k);
-    return true;
+    if (claim_send(d, pl, k) == 0) return true;
+    free(k);
+    return false;
 }
 
 void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
@@ -406,7 +417,7 @@ void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t
                                   .until = may || tuple ? loop_now() + PL_LATE_NS : 0,
                                   .d = d};
             /* looked at again after this pass of the loop (room was checked above) */
-            if (ptable_add(&pl->lates, &t->pe, late_key(pl, a->si.cookie), client_uid(c),
+            if (ptable_add(&pl->lates, &t->pe, cookie_key(&pl->lates, a->si.cookie), client_uid(c),
                            loop_now()) == 0)
                 return;
             free(t);
@@ -429,7 +440,7 @@ void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t
         pl_acc_reply(c, id, ENOENT, "no RDP in the acceptor's network namespace");
         return;
     }
-    struct pl_claim *k = pl->nclaims < PL_WAIT_MAX ? calloc(1, sizeof *k) : NULL;
+    struct pl_claim *k = ptable_room(&pl->claims, l->ep.uid) ? calloc(1, sizeof *k) : NULL;
     if (!k) {
         pl_acc_reply(c, id, ENOBUFS, "too many accepts in flight");
         return;
@@ -438,16 +449,21 @@ void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t
     *k = (struct pl_claim){
         .req = ++d->next_req, .client_id = id, .c = c, .acceptor = l->ep, .w = *w, .d = d};
     free(w);
-    claim_send(d, pl, k);
+    if (claim_send(d, pl, k) < 0) { /* (room was checked above): TCP on both sides */
+        pl_expired_msg(d, &k->w, ENOBUFS);
+        pl_acc_reply(c, id, ENOBUFS, "too many accepts in flight");
+        free(k);
+    }
 }
 
 void pl_d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)
 {
     uint32_t req, err = EPROTO;
     if (psmsg_get_u32(&m->body, PSF_REQ, &req) < 0) return;
-    struct pl_claim *k = pl->claims;
-    while (k && (k->req != req || k->w.node != from)) k = k->next;
-    if (!k) return;
+    struct pl_claim *k = NULL;
+    for (struct pt_entry *e = ptable_find(&pl->claims, req); e && !k; e = ptable_find_next(e))
+        if (PL_CLAIM(e)->w.node == from) k = PL_CLAIM(e);
+    if (!k) return; /* expired, or forged */
     psmsg_get_u32(&m->body, PSF_ERRNO, &err);
     if (k->probe) {
         /* its PSM_D_PL_CONNECT came before this answer: 0, the connector's psid made the
@@ -458,6 +474,7 @@ void pl_d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, const s
             k->w = *w;
             free(w);
             k->probe = false; /* an answered claim now */
+            ptable_del(&k->pk);
         } else {
             if (err != EAGAIN) tomb_add(pl, k->w.node, &k->a.si, k->acceptor.uid, ENOENT);
             if (err == 0) log_warn("preload: a connection claimed by probe has no wait here");

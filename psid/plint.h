@@ -129,10 +129,11 @@ struct pl_claim { /* listener's side: an accept waiting for the connector's psid
     bool probe;       /* no wait yet: only asks whether the connector's request exists */
     bool can;         /* a probe: the acceptor could take a same-node channel */
     struct pl_acc a;  /* a probe: the acceptor's socket, to claim again */
-    uint64_t timer;
     struct psid *d;
-    struct pl_claim *next;
+    struct pt_entry pe; /* in struct preload's claims, by req, until PL_ANSWER_NS */
+    struct pt_entry pk; /* a probe: in struct preload's probes, by a's cookie */
 };
+#define PL_CLAIM(e) PT_OWNER(e, struct pl_claim, pe)
 
 struct pl_recheck { /* connector's side: a probe that found nothing, looked at again */
     uint32_t from, req;
@@ -178,13 +179,14 @@ struct preload {
     } pokes[PL_POKE_UIDS];
     struct pl_local *locals;
     struct pl_wait *waits;
-    unsigned nwaits, nclaims;
-    unsigned nsame;      /* of the waits, same-node ones */
-    unsigned nforeign;   /* endpoints in other network namespaces (shm_only) */
-    struct ptable asks;  /* of struct pl_ask */
-    struct ptable pends; /* of struct pl_pend */
-    struct pl_claim *claims;
-    struct ptable lates; /* of struct pl_late: claims looked at again after this pass */
+    unsigned nwaits;
+    unsigned nsame;       /* of the waits, same-node ones */
+    unsigned nforeign;    /* endpoints in other network namespaces (shm_only) */
+    struct ptable asks;   /* of struct pl_ask */
+    struct ptable pends;  /* of struct pl_pend */
+    struct ptable claims; /* of struct pl_claim, by req */
+    struct ptable probes; /* the claims that are probes, by their socket's cookie */
+    struct ptable lates;  /* of struct pl_late: claims looked at again after this pass */
     struct pl_recheck *rechecks;
     unsigned nrechecks;
     struct ptable tombs; /* of struct pl_tomb */
@@ -276,6 +278,7 @@ void pl_d_expired(struct psid *d, struct preload *pl, uint32_t from, const struc
 const char *pl_tomb_text(int err);
 void pl_tomb_expire(struct pt_entry *e);
 void pl_claim_done(struct preload *pl, struct pl_claim *k);
+void pl_claim_expired(struct pt_entry *e);
 void pl_decline(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m);
 void pl_accept(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m);
 bool pl_claim_waits(const struct preload *pl, uint64_t cookie);

@@ -59,6 +59,8 @@ static const struct {
 } pl_tables[] = {
     {offsetof(struct preload, asks), pl_ask_expired},
     {offsetof(struct preload, pends), pl_pend_expired},
+    {offsetof(struct preload, claims), pl_claim_expired},
+    {offsetof(struct preload, probes), NULL}, /* (no deadline: its claim's) */
     {offsetof(struct preload, lates), pl_late_expire},
     {offsetof(struct preload, tombs), pl_tomb_expire},
 };
@@ -565,8 +567,8 @@ void preload_client_gone(struct psid *d, struct client *c)
     if (!pl) return;
     for (struct pt_entry *e = pl->asks.all; e; e = e->next)
         if (PL_ASK(e)->c == c) PL_ASK(e)->c = NULL;
-    for (struct pl_claim *k = pl->claims; k; k = k->next)
-        if (k->c == c) k->c = NULL;
+    for (struct pt_entry *e = pl->claims.all; e; e = e->next)
+        if (PL_CLAIM(e)->c == c) PL_CLAIM(e)->c = NULL;
     for (struct pt_entry *e = pl->lates.all; e; e = e->next)
         if (PL_LATE(e)->c == c) PL_LATE(e)->c = NULL;
     plquery_client_gone(pl->query, c);
@@ -643,8 +645,9 @@ void preload_node_lost(struct psid *d, uint32_t node)
         pl_outcome(d, p->c, p->conn, EHOSTDOWN, "the listener's node was lost", NULL, NULL);
         pl_pend_done(pl, p);
     }
-    for (struct pl_claim *k = pl->claims, *next; k; k = next) {
-        next = k->next;
+    for (struct pt_entry *e = pl->claims.all, *next; e; e = next) {
+        next = e->next;
+        struct pl_claim *k = PL_CLAIM(e);
         if (k->w.node != node) continue;
         if (k->c) pl_acc_reply(k->c, k->client_id, ENOENT, "the connector's node was lost");
         pl_claim_done(pl, k);
@@ -662,7 +665,7 @@ void preload_free(struct psid *d)
     if (pl->parked_timer) loop_timer_cancel(d->loop, pl->parked_timer);
     while (pl->asks.all) pl_ask_done(pl, PL_ASK(pl->asks.all));
     while (pl->pends.all) pl_pend_done(pl, PL_PEND(pl->pends.all));
-    while (pl->claims) pl_claim_done(pl, pl->claims);
+    while (pl->claims.all) pl_claim_done(pl, PL_CLAIM(pl->claims.all));
     while (pl->lates.all) pl_late_done(pl, PL_LATE(pl->lates.all));
     while (pl->rechecks) pl_recheck_done(pl, pl->rechecks);
     while (pl->closed) {
