@@ -9,7 +9,7 @@
 #include "plint.h"
 
 static void claim_answer(struct psid *d, uint32_t to, uint32_t req, int err);
-static void rechecks_take(struct psid *d, struct preload *pl, const struct pl_ask *a);
+static void rechecks_take(struct preload *pl, const struct pl_ask *a);
 static void claim_pend(struct psid *d, struct preload *pl, uint32_t from, uint32_t req,
                        struct pl_pend *p, const struct pl_ep *acceptor);
 
@@ -248,7 +248,7 @@ void pl_connect(struct psid *d, struct preload *pl, struct client *c, const stru
         pl_refuse(d, c, m->id, conn, ENOBUFS, "too many connections asking the listener's psid");
         return;
     }
-    rechecks_take(d, pl, a);
+    rechecks_take(pl, a);
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_PL_CONNECT, 0);
     psmsg_put_u32(&b, PSF_REQ, a->req);
@@ -357,31 +357,33 @@ static bool probe_match(struct psid *d, struct preload *pl, uint32_t from, uint3
 
 void pl_recheck_done(struct preload *pl, struct pl_recheck *r)
 {
-    for (struct pl_recheck **pp = &pl->rechecks; *pp; pp = &(*pp)->next)
-        if (*pp == r) {
-            *pp = r->next;
-            break;
-        }
-    pl->nrechecks--;
-    loop_timer_cancel(r->d->loop, r->timer);
+    (void)pl;
+    ptable_del(&r->pe);
     free(r);
 }
 
-/* After one pass of the loop: the connector's request may have been among the messages
- * read in the same pass as the probe (it wrote it right after its SYN went out). */
-static void recheck_again(void *ctx)
+/* Probes held for their request are in struct preload's rechecks (ptable.h), by the
+ * connection (pl_conn_key), as the request that takes one names it: PL_WAIT_MAX in all,
+ * PL_WAIT_UID per acceptor's uid but root's. Each is looked at again after the pass of the
+ * loop it came in (the connector's request may have been among the messages read in the
+ * same pass: it wrote it right after its SYN went out), then at its deadline, or when its
+ * request comes (rechecks_take). */
+static void recheck_again(struct pl_recheck *r)
 {
-    struct pl_recheck *r = ctx;
-    r->timer = 0;
     struct preload *pl = r->d->preload;
     bool found = probe_match(r->d, pl, r->from, r->req, r->sport, r->dport, &r->acceptor);
     uint64_t now = loop_now();
     if (!found && now < r->until) { /* its request may still come: rechecks_take */
-        r->timer = loop_timer(r->d->loop, r->until, recheck_again, r);
+        ptable_rearm(&r->pe, r->until);
         return;
     }
     if (!found) claim_answer(r->d, r->from, r->req, ENOENT);
     pl_recheck_done(pl, r);
+}
+
+void pl_recheck_expired(struct pt_entry *e)
+{
+    recheck_again(PL_RECHECK(e));
 }
 
 /* Whether the socket (sport -> from's dport) is here, of a user with an endpoint open: a
@@ -405,16 +407,19 @@ static bool probe_may_come(struct psid *d, struct preload *pl, uint32_t from, ui
 
 /* A request was asked (a): a probe held for it (the acceptor's claim came first) is
  * answered now, when the other psid's yes comes (probe_match). */
-static void rechecks_take(struct psid *d, struct preload *pl, const struct pl_ask *a)
+static void rechecks_take(struct preload *pl, const struct pl_ask *a)
 {
-    for (struct pl_recheck *r = pl->rechecks; r; r = r->next)
+    for (struct pt_entry *e =
+             ptable_find(&pl->rechecks, pl_conn_key(&pl->rechecks, a->node, a->sport, a->dport));
+         e; e = ptable_find_next(e)) {
+        struct pl_recheck *r = PL_RECHECK(e);
         if (r->from == a->node && r->sport == a->sport && r->dport == a->dport) {
-            loop_timer_cancel(d->loop, r->timer);
-            r->timer = 0;
+            ptable_rearm(&r->pe, 0);
             r->until = 0;
             recheck_again(r);
             return;
         }
+    }
 }
 
 static void d_probe(struct psid *d, struct preload *pl, uint32_t from, uint32_t req,
@@ -428,24 +433,19 @@ static void d_probe(struct psid *d, struct preload *pl, uint32_t from, uint32_t 
         return;
     }
     if (probe_match(d, pl, from, req, sport, dport, &acceptor)) return;
-    struct pl_recheck *r = pl->nrechecks < PL_WAIT_MAX ? calloc(1, sizeof *r) : NULL;
-    if (!r) {
-        claim_answer(d, from, req, ENOENT);
-        return;
+    struct pl_recheck *r = ptable_room(&pl->rechecks, acceptor.uid) ? calloc(1, sizeof *r) : NULL;
+    if (r) {
+        *r = (struct pl_recheck){
+            .from = from, .req = req, .sport = sport, .dport = dport, .acceptor = acceptor, .d = d};
+        /* after one pass at least (the request may be among this pass's messages); longer
+         * when a process under the library may still send it */
+        if (probe_may_come(d, pl, from, sport, dport)) r->until = loop_now() + PL_LATE_NS;
+        if (ptable_add(&pl->rechecks, &r->pe, pl_conn_key(&pl->rechecks, from, sport, dport),
+                       acceptor.uid, loop_now()) == 0)
+            return;
+        free(r);
     }
-    *r = (struct pl_recheck){.from = from,
-                             .req = req,
-                             .sport = sport,
-                             .dport = dport,
-                             .acceptor = acceptor,
-                             .d = d,
-                             .next = pl->rechecks};
-    /* after one pass at least (the request may be among this pass's messages); longer when
-     * a process under the library may still send it */
-    if (probe_may_come(d, pl, from, sport, dport)) r->until = loop_now() + PL_LATE_NS;
-    pl->rechecks = r;
-    pl->nrechecks++;
-    r->timer = loop_timer(d->loop, loop_now(), recheck_again, r);
+    claim_answer(d, from, req, ENOENT);
 }
 
 void pl_d_claim(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)

@@ -140,10 +140,10 @@ struct pl_recheck { /* connector's side: a probe that found nothing, looked at a
     uint16_t sport, dport;
     struct pl_ep acceptor;
     uint64_t until; /* looked at each ms until then: the socket's user has an endpoint */
-    uint64_t timer;
     struct psid *d;
-    struct pl_recheck *next;
+    struct pt_entry pe; /* in struct preload's rechecks, by pl_conn_key(from, sport, dport) */
 };
+#define PL_RECHECK(e) PT_OWNER(e, struct pl_recheck, pe)
 
 struct pl_closed { /* listener's side: a listener (in psid's namespace) that closed lately */
     struct sockaddr_storage addr; /* its address and port */
@@ -180,16 +180,15 @@ struct preload {
     struct pl_local *locals;
     struct pl_wait *waits;
     unsigned nwaits;
-    unsigned nsame;       /* of the waits, same-node ones */
-    unsigned nforeign;    /* endpoints in other network namespaces (shm_only) */
-    struct ptable asks;   /* of struct pl_ask */
-    struct ptable pends;  /* of struct pl_pend */
-    struct ptable claims; /* of struct pl_claim, by req */
-    struct ptable probes; /* the claims that are probes, by their socket's cookie */
-    struct ptable lates;  /* of struct pl_late: claims looked at again after this pass */
-    struct pl_recheck *rechecks;
-    unsigned nrechecks;
-    struct ptable tombs; /* of struct pl_tomb */
+    unsigned nsame;         /* of the waits, same-node ones */
+    unsigned nforeign;      /* endpoints in other network namespaces (shm_only) */
+    struct ptable asks;     /* of struct pl_ask */
+    struct ptable pends;    /* of struct pl_pend */
+    struct ptable claims;   /* of struct pl_claim, by req */
+    struct ptable probes;   /* the claims that are probes, by their socket's cookie */
+    struct ptable lates;    /* of struct pl_late: claims looked at again after this pass */
+    struct ptable rechecks; /* of struct pl_recheck */
+    struct ptable tombs;    /* of struct pl_tomb */
     struct pl_closed *closed;
     unsigned nclosed;
     uint64_t parked_timer; /* parked claims made again (preload_client_drained) */
@@ -270,6 +269,7 @@ void pl_pend_expired(struct pt_entry *e);
 void pl_connect(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m);
 void pl_d_connect_reply(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m);
 void pl_recheck_done(struct preload *pl, struct pl_recheck *r);
+void pl_recheck_expired(struct pt_entry *e);
 void pl_d_claim(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m);
 const char *pl_expired_text(int err);
 void pl_d_expired(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m);

@@ -62,6 +62,7 @@ static const struct {
     {offsetof(struct preload, claims), pl_claim_expired},
     {offsetof(struct preload, probes), NULL}, /* (no deadline: its claim's) */
     {offsetof(struct preload, lates), pl_late_expire},
+    {offsetof(struct preload, rechecks), pl_recheck_expired},
     {offsetof(struct preload, tombs), pl_tomb_expire},
 };
 #define PL_NTABLES      (sizeof pl_tables / sizeof pl_tables[0])
@@ -652,9 +653,9 @@ void preload_node_lost(struct psid *d, uint32_t node)
         if (k->c) pl_acc_reply(k->c, k->client_id, ENOENT, "the connector's node was lost");
         pl_claim_done(pl, k);
     }
-    for (struct pl_recheck *r = pl->rechecks, *next; r; r = next) {
-        next = r->next;
-        if (r->from == node) pl_recheck_done(pl, r);
+    for (struct pt_entry *e = pl->rechecks.all, *next; e; e = next) {
+        next = e->next;
+        if (PL_RECHECK(e)->from == node) pl_recheck_done(pl, PL_RECHECK(e));
     }
 }
 
@@ -667,7 +668,7 @@ void preload_free(struct psid *d)
     while (pl->pends.all) pl_pend_done(pl, PL_PEND(pl->pends.all));
     while (pl->claims.all) pl_claim_done(pl, PL_CLAIM(pl->claims.all));
     while (pl->lates.all) pl_late_done(pl, PL_LATE(pl->lates.all));
-    while (pl->rechecks) pl_recheck_done(pl, pl->rechecks);
+    while (pl->rechecks.all) pl_recheck_done(pl, PL_RECHECK(pl->rechecks.all));
     while (pl->closed) {
         struct pl_closed *k = pl->closed;
         pl->closed = k->next;
