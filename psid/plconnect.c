@@ -27,12 +27,14 @@ void pl_ask_done(struct preload *pl, struct pl_ask *a)
 {
     (void)pl;
     ptable_del(&a->pe);
+    ptable_del(&a->pc);
     free(a);
 }
 
-/* Requests asking another psid are in struct preload's asks (ptable.h): PL_WAIT_MAX in all,
- * PL_WAIT_UID of them per uid but root's (each is answered or expires within PL_ANSWER_NS,
- * but a client may ask faster). */
+/* Requests asking another psid are in struct preload's asks (ptable.h) by req, as its
+ * answer names them, and in its askconns by the connection (pl_conn_key), as a probe does:
+ * PL_WAIT_MAX in all, PL_WAIT_UID of them per uid but root's (each is answered or expires
+ * within PL_ANSWER_NS, but a client may ask faster). */
 void pl_ask_expired(struct pt_entry *e)
 {
     struct pl_ask *a = PL_ASK(e);
@@ -243,8 +245,13 @@ void pl_connect(struct psid *d, struct preload *pl, struct client *c, const stru
                          .cookie = si.cookie,
                          .c = c,
                          .d = d};
-    if (ptable_add(&pl->asks, &a->pe, a->req, client_uid(c), loop_now() + PL_ANSWER_NS) < 0) {
-        free(a); /* (room was checked above) */
+    bool added =
+        ptable_add(&pl->asks, &a->pe, a->req, client_uid(c), loop_now() + PL_ANSWER_NS) == 0;
+    if (!added ||
+        ptable_add(&pl->askconns, &a->pc, pl_conn_key(&pl->askconns, a->node, a->sport, a->dport),
+                   client_uid(c), 0) < 0) {
+        ptable_del(&a->pe); /* (room was checked above; the two hold the same entries) */
+        free(a);
         pl_refuse(d, c, m->id, conn, ENOBUFS, "too many connections asking the listener's psid");
         return;
     }
@@ -340,8 +347,10 @@ static void claim_answer(struct psid *d, uint32_t to, uint32_t req, int err)
 static bool probe_match(struct psid *d, struct preload *pl, uint32_t from, uint32_t req,
                         uint16_t sport, uint16_t dport, const struct pl_ep *acceptor)
 {
-    for (struct pt_entry *e = pl->asks.all; e; e = e->next) {
-        struct pl_ask *a = PL_ASK(e);
+    for (struct pt_entry *e =
+             ptable_find(&pl->askconns, pl_conn_key(&pl->askconns, from, sport, dport));
+         e; e = ptable_find_next(e)) {
+        struct pl_ask *a = PT_OWNER(e, struct pl_ask, pc);
         if (a->node == from && a->sport == sport && a->dport == dport && !a->probe_req) {
             a->probe_req = req;
             a->acceptor = *acceptor;

@@ -103,6 +103,7 @@ struct pl_ask { /* connector's side: a PSM_PL_CONNECT waiting for the other psid
     struct client *c;
     struct psid *d;
     struct pt_entry pe; /* in struct preload's asks, by req, until PL_ANSWER_NS */
+    struct pt_entry pc; /* in its askconns, by pl_conn_key(node, sport, dport) */
 };
 #define PL_ASK(e) PT_OWNER(e, struct pl_ask, pe)
 
@@ -182,7 +183,8 @@ struct preload {
     unsigned nwaits;
     unsigned nsame;         /* of the waits, same-node ones */
     unsigned nforeign;      /* endpoints in other network namespaces (shm_only) */
-    struct ptable asks;     /* of struct pl_ask */
+    struct ptable asks;     /* of struct pl_ask, by req */
+    struct ptable askconns; /* the same asks, by connection (a probe looks them up so) */
     struct ptable pends;    /* of struct pl_pend */
     struct ptable claims;   /* of struct pl_claim, by req */
     struct ptable probes;   /* the claims that are probes, by their socket's cookie */

@@ -58,6 +58,7 @@ static const struct {
     void (*expire)(struct pt_entry *e);
 } pl_tables[] = {
     {offsetof(struct preload, asks), pl_ask_expired},
+    {offsetof(struct preload, askconns), NULL}, /* (no deadline: its ask's) */
     {offsetof(struct preload, pends), pl_pend_expired},
     {offsetof(struct preload, claims), pl_claim_expired},
     {offsetof(struct preload, probes), NULL}, /* (no deadline: its claim's) */
