@@ -150,8 +150,9 @@ struct pl_closed { /* listener's side: a listener (in psid's namespace) that clo
     struct sockaddr_storage addr; /* its address and port */
     uint32_t uid;
     uint64_t until;
-    struct pl_closed *next;
+    struct pt_entry pe; /* in struct preload's closed, by closed_key, until `until` */
 };
+#define PL_CLOSED(e) PT_OWNER(e, struct pl_closed, pe)
 
 struct pl_tomb {   /* listener's side: a connection its acceptor took on TCP before the
                     * connector's request came: that request is refused when it comes */
@@ -191,10 +192,9 @@ struct preload {
     struct ptable lates;    /* of struct pl_late: claims looked at again after this pass */
     struct ptable rechecks; /* of struct pl_recheck */
     struct ptable tombs;    /* of struct pl_tomb */
-    struct pl_closed *closed;
-    unsigned nclosed;
-    uint64_t parked_timer; /* parked claims made again (preload_client_drained) */
-    char boot[37];         /* the boot's id (ep_incarnation) */
+    struct ptable closed;   /* of struct pl_closed */
+    uint64_t parked_timer;  /* parked claims made again (preload_client_drained) */
+    char boot[37];          /* the boot's id (ep_incarnation) */
     bool boot_read;
 };
 
@@ -254,6 +254,7 @@ void pl_wait_expired(void *ctx);
 struct pl_local *pl_port_listener(struct preload *pl, uint64_t netns, bool other_ns,
                                   const struct sockaddr_storage *dst, uint32_t cuid, int *err,
                                   const char **why);
+void pl_closed_expire(struct pt_entry *e);
 bool pl_closed_owner(struct preload *pl, const struct sockaddr_storage *me,
                      const struct sockaddr_storage *them, uint32_t cuid, uint32_t *luid);
 void pl_d_connect(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m);

@@ -85,27 +85,73 @@ bool pl_takes(const struct sockaddr_storage *la, const struct sockaddr_storage *
     return *exact || sockinfo_wildcard(la);
 }
 
+/* A listener address's key in struct preload's closed: its port, and its address as text
+ * (IPv4 as itself, also when mapped into IPv6), or "*" for the wildcard (wild): a
+ * connection to an address is taken by the entries of that address and of the wildcard
+ * (pl_takes), two look-ups. */
+static uint64_t closed_key(const struct ptable *t, const struct sockaddr_storage *addr, bool wild)
+{
+    struct {
+        uint16_t port;
+        char addr[INET6_ADDRSTRLEN];
+    } k;
+    memset(&k, 0, sizeof k);
+    k.port = sockinfo_port(addr);
+    if (wild)
+        k.addr[0] = '*';
+    else
+        sockinfo_addr_text(addr, k.addr);
+    return ptable_key(t, &k, sizeof k);
+}
+
+void pl_closed_expire(struct pt_entry *e)
+{
+    ptable_del(e);
+    free(PL_CLOSED(e));
+}
+
 /* A listener closed: a connection it accepted just before may still be announced (the
- * connector's request follows its SYN); see closed_took. Bounded; old ones go first. */
+ * connector's request follows its SYN); see pl_closed_owner. In struct preload's closed
+ * (ptable.h), for PL_ANSWER_NS: PL_WAIT_MAX in all, PL_WAIT_UID per listener's uid but
+ * root's; the same listener closed again replaces its entry. */
 static void closed_add(struct preload *pl, const struct sockaddr_storage *addr, uint32_t uid)
 {
-    uint64_t now = loop_now();
-    for (struct pl_closed **pp = &pl->closed; *pp;) {
-        struct pl_closed *k = *pp;
-        if (k->until > now && !(sockinfo_same(&k->addr, addr) && k->uid == uid)) {
-            pp = &k->next;
-            continue;
-        }
-        *pp = k->next;
-        free(k);
-        pl->nclosed--;
+    for (struct pt_entry *
+             e = ptable_find(&pl->closed, closed_key(&pl->closed, addr, sockinfo_wildcard(addr))),
+            *next;
+         e; e = next) {
+        next = ptable_find_next(e);
+        if (sockinfo_same(&PL_CLOSED(e)->addr, addr) && PL_CLOSED(e)->uid == uid)
+            pl_closed_expire(e);
     }
-    struct pl_closed *k = pl->nclosed < PL_WAIT_MAX ? calloc(1, sizeof *k) : NULL;
+    struct pl_closed *k = ptable_room(&pl->closed, uid) ? calloc(1, sizeof *k) : NULL;
     if (!k) return;
-    *k = (struct pl_closed){
-        .addr = *addr, .uid = uid, .until = now + PL_ANSWER_NS, .next = pl->closed};
-    pl->closed = k;
-    pl->nclosed++;
+    *k = (struct pl_closed){.addr = *addr, .uid = uid, .until = loop_now() + PL_ANSWER_NS};
+    if (ptable_add(&pl->closed, &k->pe, closed_key(&pl->closed, addr, sockinfo_wildcard(addr)), uid,
+                   k->until) < 0)
+        free(k);
+}
+
+/* The newest listener closed lately, of uid (UINT32_MAX: anybody's), that took connections
+ * to local: of local's address, or of the wildcard (the newer; the exact one if both are
+ * as new). */
+static const struct pl_closed *closed_taking(const struct preload *pl,
+                                             const struct sockaddr_storage *local, uint32_t uid)
+{
+    const struct pl_closed *found = NULL;
+    uint64_t now = loop_now();
+    for (int wild = 0; wild < 2; wild++)
+        for (struct pt_entry *e = ptable_find(&pl->closed, closed_key(&pl->closed, local, wild)); e;
+             e = ptable_find_next(e)) {
+            const struct pl_closed *k = PL_CLOSED(e);
+            bool exact;
+            if (k->until <= now || (uid != UINT32_MAX && k->uid != uid) ||
+                !pl_takes(&k->addr, local, &exact))
+                continue;
+            if (!found || k->until > found->until) found = k;
+            break; /* (a bucket's entries are newest first) */
+        }
+    return found;
 }
 
 /* Whether an acceptor's socket (local, peer) is the other end of w's connector's: the
@@ -229,10 +275,7 @@ struct pl_local *pl_port_listener(struct preload *pl, uint64_t netns, bool other
 bool pl_closed_owner(struct preload *pl, const struct sockaddr_storage *me,
                      const struct sockaddr_storage *them, uint32_t cuid, uint32_t *luid)
 {
-    uint64_t now = loop_now();
-    const struct pl_closed *k = pl->closed;
-    bool exact;
-    while (k && (!pl_takes(&k->addr, me, &exact) || k->until <= now)) k = k->next;
+    const struct pl_closed *k = closed_taking(pl, me, UINT32_MAX);
     if (!k || pl->nwaits >= PL_WAIT_MAX || over_share(pl, k->uid, cuid)) return false;
     uint32_t uid = UINT32_MAX;
     if (sockinfo_diag(me, them, 0, NULL, NULL, &uid) < 0 || uid != k->uid) return false;
@@ -367,8 +410,5 @@ bool pl_user_listens(const struct preload *pl, uint64_t netns, uint32_t uid,
         if (l->ep.uid == uid && l->netns == netns)
             for (unsigned i = 0; i < l->nlis; i++)
                 if (pl_takes(&l->lis[i].addr, local, &exact)) return true;
-    uint64_t now = loop_now();
-    for (const struct pl_closed *k = pl->closed; netns == pl->netns && k; k = k->next)
-        if (k->uid == uid && k->until > now && pl_takes(&k->addr, local, &exact)) return true;
-    return false;
+    return netns == pl->netns && closed_taking(pl, local, uid);
 }

@@ -65,6 +65,7 @@ static const struct {
     {offsetof(struct preload, lates), pl_late_expire},
     {offsetof(struct preload, rechecks), pl_recheck_expired},
     {offsetof(struct preload, tombs), pl_tomb_expire},
+    {offsetof(struct preload, closed), pl_closed_expire},
 };
 #define PL_NTABLES      (sizeof pl_tables / sizeof pl_tables[0])
 #define PL_TABLE(pl, i) ((struct ptable *)((char *)(pl) + pl_tables[i].off))
@@ -670,11 +671,7 @@ void preload_free(struct psid *d)
     while (pl->claims.all) pl_claim_done(pl, PL_CLAIM(pl->claims.all));
     while (pl->lates.all) pl_late_done(pl, PL_LATE(pl->lates.all));
     while (pl->rechecks.all) pl_recheck_done(pl, PL_RECHECK(pl->rechecks.all));
-    while (pl->closed) {
-        struct pl_closed *k = pl->closed;
-        pl->closed = k->next;
-        free(k);
-    }
+    while (pl->closed.all) pl_closed_expire(pl->closed.all);
     while (pl->tombs.all) pl_tomb_expire(pl->tombs.all);
     plquery_free(pl->query);
     while (pl->waits) {
