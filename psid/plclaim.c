@@ -150,8 +150,9 @@ static void parked_again(void *ctx)
     struct psid *d = ctx;
     struct preload *pl = d->preload;
     pl->parked_timer = 0;
-    for (struct pl_wait *w = pl->waits, *next; w; w = next) {
-        next = w->next;
+    for (struct pt_entry *e = pl->waits.all, *next; e; e = next) {
+        next = e->next;
+        struct pl_wait *w = PL_WAIT(e);
         if (!w->parked || !w->pc) continue;
         w->parked = false;
         accept_same(d, pl, w->pc, w->ptag, true, w); /* parks it again if still full */
@@ -188,19 +189,13 @@ void pl_accept(struct psid *d, struct preload *pl, struct client *c, const struc
     pl_claim_try(d, pl, c, tag, can != 0, &a, CLAIM_FIRST);
 }
 
-/* A socket's key in table t: its cookie. */
-static uint64_t cookie_key(const struct ptable *t, uint64_t cookie)
-{
-    return ptable_key(t, &cookie, sizeof cookie);
-}
-
 bool pl_claim_waits(const struct preload *pl, uint64_t cookie)
 {
-    for (struct pt_entry *e = cookie ? ptable_find(&pl->lates, cookie_key(&pl->lates, cookie))
+    for (struct pt_entry *e = cookie ? ptable_find(&pl->lates, pl_cookie_key(&pl->lates, cookie))
                                      : NULL;
          e; e = ptable_find_next(e))
         if (PL_LATE(e)->c && PL_LATE(e)->a.si.cookie == cookie) return true;
-    for (struct pt_entry *e = cookie ? ptable_find(&pl->probes, cookie_key(&pl->probes, cookie))
+    for (struct pt_entry *e = cookie ? ptable_find(&pl->probes, pl_cookie_key(&pl->probes, cookie))
                                      : NULL;
          e; e = ptable_find_next(e)) {
         const struct pl_claim *k = PT_OWNER(e, struct pl_claim, pk);
@@ -253,25 +248,6 @@ void pl_lates_take(struct preload *pl, const struct pl_wait *w)
     }
 }
 
-/* A tombstone's key: the connector's node and both ends' addresses and ports (IPv4 as
- * itself, also when the socket has it mapped into IPv6), under the table's SipHash key. */
-static uint64_t tomb_key(const struct ptable *t, uint32_t node,
-                         const struct sockaddr_storage *local, const struct sockaddr_storage *peer)
-{
-    struct {
-        uint32_t node;
-        uint16_t lport, pport;
-        char laddr[INET6_ADDRSTRLEN], paddr[INET6_ADDRSTRLEN];
-    } k;
-    memset(&k, 0, sizeof k);
-    k.node = node;
-    k.lport = sockinfo_port(local);
-    k.pport = sockinfo_port(peer);
-    sockinfo_addr_text(local, k.laddr);
-    sockinfo_addr_text(peer, k.paddr);
-    return ptable_key(t, &k, sizeof k);
-}
-
 void pl_tomb_expire(struct pt_entry *e)
 {
     ptable_del(e);
@@ -293,7 +269,7 @@ static void tomb_add(struct preload *pl, uint32_t node, const struct sockinfo *a
     if (!t) return;
     *t = (struct pl_tomb){
         .node = node, .uid = uid, .local = acc->local, .peer = acc->peer, .err = err};
-    if (ptable_add(&pl->tombs, &t->pe, tomb_key(&pl->tombs, node, &acc->local, &acc->peer), uid,
+    if (ptable_add(&pl->tombs, &t->pe, pl_tuple_key(&pl->tombs, node, &acc->local, &acc->peer), uid,
                    loop_now() + 2 * PL_ANSWER_NS) < 0)
         free(t);
 }
@@ -303,8 +279,8 @@ static void tomb_add(struct preload *pl, uint32_t node, const struct sockinfo *a
 int pl_tomb_take(struct preload *pl, uint32_t node, const struct sockaddr_storage *local,
                  const struct sockaddr_storage *peer, uint32_t uid)
 {
-    for (struct pt_entry *e = ptable_find(&pl->tombs, tomb_key(&pl->tombs, node, local, peer)); e;
-         e = ptable_find_next(e)) {
+    for (struct pt_entry *e = ptable_find(&pl->tombs, pl_tuple_key(&pl->tombs, node, local, peer));
+         e; e = ptable_find_next(e)) {
         struct pl_tomb *t = PT_OWNER(e, struct pl_tomb, pe);
         if (t->node != node || t->uid != uid || !sockinfo_same(&t->local, local) ||
             !sockinfo_same(&t->peer, peer))
@@ -323,7 +299,7 @@ static int claim_send(struct psid *d, struct preload *pl, struct pl_claim *k)
 {
     if (ptable_add(&pl->claims, &k->pe, k->req, k->acceptor.uid, loop_now() + PL_ANSWER_NS) < 0)
         return -1;
-    if (k->probe && ptable_add(&pl->probes, &k->pk, cookie_key(&pl->probes, k->a.si.cookie),
+    if (k->probe && ptable_add(&pl->probes, &k->pk, pl_cookie_key(&pl->probes, k->a.si.cookie),
                                k->acceptor.uid, 0) < 0) {
         ptable_del(&k->pe);
         return -1;
@@ -417,8 +393,8 @@ void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t
                                   .until = may || tuple ? loop_now() + PL_LATE_NS : 0,
                                   .d = d};
             /* looked at again after this pass of the loop (room was checked above) */
-            if (ptable_add(&pl->lates, &t->pe, cookie_key(&pl->lates, a->si.cookie), client_uid(c),
-                           loop_now()) == 0)
+            if (ptable_add(&pl->lates, &t->pe, pl_cookie_key(&pl->lates, a->si.cookie),
+                           client_uid(c), loop_now()) == 0)
                 return;
             free(t);
         }

@@ -107,9 +107,16 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
         err = tomb;
         why = pl_tomb_text(tomb);
     }
+    /* the waits of this 4-tuple in a namespace, by the connector's addresses (conwaits) */
     bool ambiguous = false;
-    for (struct pl_wait *o = pl->waits, *next; !err && tuple && o; o = next) {
-        next = o->next;
+    for (struct pt_entry *
+             e = !err && tuple ? ptable_find(&pl->conwaits, pl_tuple_key(&pl->conwaits, d->self->id,
+                                                                         &si->local, &si->peer))
+                               : NULL,
+            *next;
+         e; e = next) {
+        next = ptable_find_next(e);
+        struct pl_wait *o = PT_OWNER(e, struct pl_wait, ce);
         if (!o->same || !o->tuple || o->cookie == si->cookie ||
             !pl_mirrors(o, &si->peer, &si->local))
             continue;
@@ -131,36 +138,40 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
         err = ENOMEM;
         why = "out of memory";
     }
+    if (!err) { /* the socket asked again: its older wait goes */
+        for (struct pt_entry *e = ptable_find(&pl->waits, pl_cookie_key(&pl->waits, si->cookie)),
+                             *next;
+             e; e = next) {
+            next = ptable_find_next(e);
+            if (PL_WAIT(e)->same && PL_WAIT(e)->cookie == si->cookie) {
+                pl_wait_unlink(pl, PL_WAIT(e));
+                free(PL_WAIT(e));
+            }
+        }
+        *w = (struct pl_wait){.node = d->self->id,
+                              .dport = sockinfo_port(dst),
+                              .conn = conn,
+                              .connector = l->ep,
+                              .uid = luid,
+                              .d = d,
+                              .same = true,
+                              .cc = c,
+                              .cookie = si->cookie,
+                              .netns = si->netns,
+                              .ring = ring,
+                              .tuple = tuple,
+                              .clocal = si->local,
+                              .cpeer = si->peer};
+        if (pl_wait_add(pl, w) < 0) { /* (room was checked: pl_port_listener, closed_owner) */
+            free(w);
+            err = ENOBUFS;
+            why = "too many connections waiting for an accept";
+        }
+    }
     if (err) {
         pl_refuse(d, c, m->id, conn, err, why);
         return;
     }
-    for (struct pl_wait *o = pl->waits, *next; o; o = next) { /* the socket asked again */
-        next = o->next;
-        if (o->same && o->cookie == si->cookie) {
-            pl_wait_unlink(pl, o);
-            free(o);
-        }
-    }
-    *w = (struct pl_wait){.node = d->self->id,
-                          .dport = sockinfo_port(dst),
-                          .conn = conn,
-                          .connector = l->ep,
-                          .uid = luid,
-                          .d = d,
-                          .next = pl->waits,
-                          .same = true,
-                          .cc = c,
-                          .cookie = si->cookie,
-                          .netns = si->netns,
-                          .ring = ring,
-                          .tuple = tuple,
-                          .clocal = si->local,
-                          .cpeer = si->peer};
-    w->timer = loop_timer(d->loop, loop_now() + PL_KEEP_NS, pl_wait_expired, w);
-    pl->waits = w;
-    pl->nwaits++;
-    pl->nsame++;
     pl_reply(c, m->id, 0, NULL);
     pl_lates_take(pl, w); /* its acceptor's claim, if it came first */
 }

@@ -71,9 +71,7 @@ struct pl_wait {           /* listener's side: a connection registered before it
     uint32_t conn;         /* the connector's id for it */
     struct pl_ep connector;
     uint32_t uid; /* the listener's: processes of this uid may claim it */
-    uint64_t timer;
     struct psid *d;
-    struct pl_wait *next;
     /* same node: the connector is a client of ours (NULL once gone), its socket's cookie
      * and network namespace, the ring size it wished */
     bool same;
@@ -90,7 +88,12 @@ struct pl_wait {           /* listener's side: a connection registered before it
     bool parked;
     struct client *pc;
     uint32_t ptag;
+    /* in struct preload's waits (same: by its cookie, else by pl_conn_key(node, sport,
+     * dport); the listener's uid; until PL_KEEP_NS), and in its conwaits (a tuple: by the
+     * connector's addresses, pl_tuple_key; the connector's uid) */
+    struct pt_entry pe, ce;
 };
+#define PL_WAIT(e) PT_OWNER(e, struct pl_wait, pe)
 
 struct pl_ask { /* connector's side: a PSM_PL_CONNECT waiting for the other psid */
     uint32_t req, client_id, node, conn;
@@ -160,7 +163,7 @@ struct pl_tomb {   /* listener's side: a connection its acceptor took on TCP bef
     uint32_t uid;  /* the acceptor's: a tomb refuses only a request to its user's listener */
     struct sockaddr_storage local, peer; /* the accepted socket's addresses and ports */
     int err; /* the refusal: ENOENT (taken on TCP), ENOBUFS (the acceptor is at a limit) */
-    struct pt_entry pe; /* in struct preload's tombs, by tomb_key, until 2 PL_ANSWER_NS */
+    struct pt_entry pe; /* in struct preload's tombs, by pl_tuple_key, until 2 PL_ANSWER_NS */
 };
 
 #define PL_NETNS_SEEN 64u /* network namespaces other than psid's, and whether served */
@@ -180,8 +183,8 @@ struct preload {
         uint64_t sec;
     } pokes[PL_POKE_UIDS];
     struct pl_local *locals;
-    struct pl_wait *waits;
-    unsigned nwaits;
+    struct ptable waits;    /* of struct pl_wait */
+    struct ptable conwaits; /* the same waits, per connector (its uid, its 4-tuple) */
     unsigned nsame;         /* of the waits, same-node ones */
     unsigned nforeign;      /* endpoints in other network namespaces (shm_only) */
     struct ptable asks;     /* of struct pl_ask, by req */
@@ -222,6 +225,9 @@ struct pl_late {
 /* preload.c: replies, endpoints, the sockets clients pass, addresses */
 struct preload *pl_state(struct psid *d);
 uint64_t pl_conn_key(const struct ptable *t, uint32_t node, uint16_t sport, uint16_t dport);
+uint64_t pl_cookie_key(const struct ptable *t, uint64_t cookie);
+uint64_t pl_tuple_key(const struct ptable *t, uint32_t node, const struct sockaddr_storage *local,
+                      const struct sockaddr_storage *peer);
 void pl_put_peer(struct psid *d, struct psmsg_buf *b, const struct pl_ep *me,
                  const struct pl_ep *peer);
 void pl_reply(struct client *c, uint32_t id, int err, const char *why);
@@ -249,8 +255,9 @@ bool pl_takes(const struct sockaddr_storage *la, const struct sockaddr_storage *
 bool pl_mirrors(const struct pl_wait *w, const struct sockaddr_storage *local,
                 const struct sockaddr_storage *peer);
 void pl_expired_msg(struct psid *d, const struct pl_wait *w, int err);
+int pl_wait_add(struct preload *pl, struct pl_wait *w);
 void pl_wait_unlink(struct preload *pl, struct pl_wait *w);
-void pl_wait_expired(void *ctx);
+void pl_wait_expired(struct pt_entry *e);
 struct pl_local *pl_port_listener(struct preload *pl, uint64_t netns, bool other_ns,
                                   const struct sockaddr_storage *dst, uint32_t cuid, int *err,
                                   const char **why);

@@ -57,6 +57,8 @@ static const struct {
     size_t off;
     void (*expire)(struct pt_entry *e);
 } pl_tables[] = {
+    {offsetof(struct preload, waits), pl_wait_expired},
+    {offsetof(struct preload, conwaits), NULL}, /* (no deadline: its wait's) */
     {offsetof(struct preload, asks), pl_ask_expired},
     {offsetof(struct preload, askconns), NULL}, /* (no deadline: its ask's) */
     {offsetof(struct preload, pends), pl_pend_expired},
@@ -94,6 +96,31 @@ uint64_t pl_conn_key(const struct ptable *t, uint32_t node, uint16_t sport, uint
         uint32_t node;
         uint16_t sport, dport;
     } k = {node, sport, dport};
+    return ptable_key(t, &k, sizeof k);
+}
+
+/* A socket's key in table t: its cookie. */
+uint64_t pl_cookie_key(const struct ptable *t, uint64_t cookie)
+{
+    return ptable_key(t, &cookie, sizeof cookie);
+}
+
+/* A connection's key in table t: the connector's node and both ends' addresses and ports
+ * (IPv4 as itself, also when the socket has it mapped into IPv6, as sockinfo_same). */
+uint64_t pl_tuple_key(const struct ptable *t, uint32_t node, const struct sockaddr_storage *local,
+                      const struct sockaddr_storage *peer)
+{
+    struct {
+        uint32_t node;
+        uint16_t lport, pport;
+        char laddr[INET6_ADDRSTRLEN], paddr[INET6_ADDRSTRLEN];
+    } k;
+    memset(&k, 0, sizeof k);
+    k.node = node;
+    k.lport = sockinfo_port(local);
+    k.pport = sockinfo_port(peer);
+    sockinfo_addr_text(local, k.laddr);
+    sockinfo_addr_text(peer, k.paddr);
     return ptable_key(t, &k, sizeof k);
 }
 
@@ -579,7 +606,8 @@ void preload_client_gone(struct psid *d, struct client *c)
         next = e->next;
         if (PL_PEND(e)->c == c) pl_pend_done(pl, PL_PEND(e));
     }
-    for (struct pl_wait *w = pl->waits; w; w = w->next) {
+    for (struct pt_entry *e = pl->waits.all; e; e = e->next) {
+        struct pl_wait *w = PL_WAIT(e);
         if (w->same && w->cc == c) w->cc = NULL; /* its claim finds the connector gone */
         if (w->pc == c) { /* a parked claim of a gone acceptor: unclaimed again */
             w->pc = NULL;
@@ -594,8 +622,9 @@ void preload_client_gone(struct psid *d, struct client *c)
             /* its ports are gone: connections waiting for them go TCP at once, unless
              * another process of the same user listens there too (a prefork server's
              * children hold the listening socket) */
-            for (struct pl_wait *w = pl->waits, *next; w; w = next) {
-                next = w->next;
+            for (struct pt_entry *e = pl->waits.all, *next; e; e = next) {
+                next = e->next;
+                struct pl_wait *w = PL_WAIT(e);
                 bool ours = false, other = false;
                 for (unsigned i = 0; i < l->nlis; i++)
                     ours |= sockinfo_port(&l->lis[i].addr) == w->dport;
@@ -627,8 +656,9 @@ void preload_node_lost(struct psid *d, uint32_t node)
         client_send(l->c, &b);
         psmsg_buf_free(&b);
     }
-    for (struct pl_wait *w = pl->waits, *next; w; w = next) {
-        next = w->next;
+    for (struct pt_entry *e = pl->waits.all, *next; e; e = next) {
+        next = e->next;
+        struct pl_wait *w = PL_WAIT(e);
         if (w->node == node) {
             pl_wait_unlink(pl, w);
             free(w);
@@ -674,8 +704,8 @@ void preload_free(struct psid *d)
     while (pl->closed.all) pl_closed_expire(pl->closed.all);
     while (pl->tombs.all) pl_tomb_expire(pl->tombs.all);
     plquery_free(pl->query);
-    while (pl->waits) {
-        struct pl_wait *w = pl->waits;
+    while (pl->waits.all) {
+        struct pl_wait *w = PL_WAIT(pl->waits.all);
         pl_wait_unlink(pl, w);
         free(w);
     }
