@@ -6,6 +6,8 @@
  * or its deadline) or probes the connector's psid; one that waited for nothing leaves a
  * tombstone (pl_tomb: the whole connection and the acceptor's user) that refuses the
  * request should it come later. PSM_PL_DECLINE: an accepted socket that stays on TCP.
+ * Claims in flight (and their probes), late claims and tombstones are ptables of struct
+ * preload (ptable.h).
  */
 #include "plint.h"
 
@@ -208,6 +210,7 @@ void pl_late_done(struct preload *pl, struct pl_late *t)
 {
     (void)pl;
     ptable_del(&t->pe);
+    ptable_del(&t->pc);
     free(t);
 }
 
@@ -232,20 +235,42 @@ void pl_late_expire(struct pt_entry *e)
     late_again(PL_LATE(e));
 }
 
+/* Late claim t (filled in) goes in lates, looked at again after this pass of the loop, and,
+ * with a connector to be found by (a cookie, or addresses), in latecons. 0, or -1 (no room;
+ * the caller checked ptable_room). */
+static int late_add(struct preload *pl, struct pl_late *t, uint32_t uid)
+{
+    if (ptable_add(&pl->lates, &t->pe, pl_cookie_key(&pl->lates, t->a.si.cookie), uid, loop_now()) <
+        0)
+        return -1;
+    if (!t->cookie && !t->tuple) return 0;
+    uint64_t k = t->cookie ? pl_cookie_key(&pl->latecons, t->cookie)
+                           : pl_tuple_key(&pl->latecons, t->d->self->id, &t->a.si.peer,
+                                          &t->a.si.local); /* (the connector's, mirrored) */
+    if (ptable_add(&pl->latecons, &t->pc, k, uid, 0) == 0) return 0;
+    ptable_del(&t->pe);
+    return -1;
+}
+
 /* A same-node request came (w): a claim that came first (a late one of that socket, or of
- * the mirrored addresses in another namespace) goes on now. */
+ * the mirrored addresses in another namespace) goes on now: looked up in latecons by w's
+ * cookie, then by w's addresses. */
 void pl_lates_take(struct preload *pl, const struct pl_wait *w)
 {
-    for (struct pt_entry *e = pl->lates.all; e; e = e->next) {
-        struct pl_late *t = PL_LATE(e);
-        if (t->c && ((t->cookie && t->cookie == w->cookie) ||
-                     (t->tuple && w->tuple && pl_mirrors(w, &t->a.si.local, &t->a.si.peer)))) {
-            ptable_rearm(&t->pe, 0);
-            t->until = 0;
-            late_again(t);
-            return;
+    for (int i = 0; i < 1 + w->tuple; i++)
+        for (struct pt_entry *e = ptable_find(
+                 &pl->latecons, i ? pl_tuple_key(&pl->latecons, w->node, &w->clocal, &w->cpeer)
+                                  : pl_cookie_key(&pl->latecons, w->cookie));
+             e; e = ptable_find_next(e)) {
+            struct pl_late *t = PT_OWNER(e, struct pl_late, pc);
+            if (t->c && ((t->cookie && t->cookie == w->cookie) ||
+                         (t->tuple && w->tuple && pl_mirrors(w, &t->a.si.local, &t->a.si.peer)))) {
+                ptable_rearm(&t->pe, 0);
+                t->until = 0;
+                late_again(t);
+                return;
+            }
         }
-    }
 }
 
 void pl_tomb_expire(struct pt_entry *e)
@@ -392,10 +417,7 @@ void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t
                                   .tuple = tuple,
                                   .until = may || tuple ? loop_now() + PL_LATE_NS : 0,
                                   .d = d};
-            /* looked at again after this pass of the loop (room was checked above) */
-            if (ptable_add(&pl->lates, &t->pe, pl_cookie_key(&pl->lates, a->si.cookie),
-                           client_uid(c), loop_now()) == 0)
-                return;
+            if (late_add(pl, t, client_uid(c)) == 0) return;
             free(t);
         }
     }

@@ -1,7 +1,9 @@
 /*
  * plint.h - what the files of psid's preload negotiation share (preload.c, pllisten.c,
- * plconnect.c, plclaim.c): the tables of struct preload and the functions one side calls on
- * another. Not a public header: the rest of psid sees preload.h and the module table.
+ * plconnect.c, plclaim.c): the tables of struct preload (the pending ones are ptables,
+ * ptable.h: each record embeds its entry, one per table it is in, and PL_<KIND>(e) is the
+ * record of an entry), their keys, and the functions one side calls on another. Not a
+ * public header: the rest of psid sees preload.h and the module table.
  */
 #ifndef PSCLUSTER_PSID_PLINT_H
 #define PSCLUSTER_PSID_PLINT_H
@@ -193,6 +195,7 @@ struct preload {
     struct ptable claims;   /* of struct pl_claim, by req */
     struct ptable probes;   /* the claims that are probes, by their socket's cookie */
     struct ptable lates;    /* of struct pl_late: claims looked at again after this pass */
+    struct ptable latecons; /* the same, by the connector (its cookie, or its 4-tuple) */
     struct ptable rechecks; /* of struct pl_recheck */
     struct ptable tombs;    /* of struct pl_tomb */
     struct ptable closed;   /* of struct pl_closed */
@@ -219,6 +222,9 @@ struct pl_late {
     bool tuple; /* no such socket in our namespace: the connector may be in another one */
     struct psid *d;
     struct pt_entry pe; /* in struct preload's lates, by the accepted socket's cookie */
+    /* with a cookie or a tuple, in its latecons: by that cookie, or by the connector's
+     * addresses (the accepted socket's mirrored, pl_tuple_key), as its request finds it */
+    struct pt_entry pc;
 };
 #define PL_LATE(e) PT_OWNER(e, struct pl_late, pe)
 

@@ -40,11 +40,18 @@
  * (listeners, and connections waiting for their acceptor), plconnect.c (the connector's
  * side), plclaim.c (the acceptor's claims, late claims, tombstones); plint.h has the tables
  * they share.
- * Every table is bounded: listeners per endpoint (PSI_PL_LISTENS), connections waiting
- * (PL_WAIT_MAX in total on each side, a quarter of it per listener's and per connector's
- * uid but root's), requests asking another psid, claims waiting for their requests and
- * tombstones (PL_WAIT_MAX each, PL_WAIT_UID per uid but root's), claims in flight
- * (PL_WAIT_MAX), namespaces remembered (PL_NETNS_SEEN).
+ * Every table is bounded: listeners per endpoint (PSI_PL_LISTENS), namespaces remembered
+ * (PL_NETNS_SEEN), and what is pending, each kind in a ptable of struct preload (ptable.h:
+ * found by its key in O(1), counted per uid in O(1), a deadline on the loop; the entry in
+ * its record; pl_tables), PL_WAIT_MAX entries each and PL_WAIT_UID per uid but root's:
+ * connections waiting for their acceptor (waits, by cookie or connection, per listener's
+ * uid; conwaits, the same per connector's uid, by 4-tuple), requests asking another psid
+ * (asks by req, askconns by connection), connections waiting for their outcome (pends),
+ * claims in flight (claims by req; probes, those that are, by cookie), claims waiting for
+ * their requests (lates by the accepted socket, latecons by the connector), probes held for theirs
+ * (rechecks), tombstones (tombs), listeners closed lately (closed, by address and port). No message
+ * walks a table: only a node or a client gone, an endpoint closed, and a drained client's parked
+ * claims do.
  */
 #include "plint.h"
 
@@ -65,6 +72,7 @@ static const struct {
     {offsetof(struct preload, claims), pl_claim_expired},
     {offsetof(struct preload, probes), NULL}, /* (no deadline: its claim's) */
     {offsetof(struct preload, lates), pl_late_expire},
+    {offsetof(struct preload, latecons), NULL}, /* (no deadline: its late's) */
     {offsetof(struct preload, rechecks), pl_recheck_expired},
     {offsetof(struct preload, tombs), pl_tomb_expire},
     {offsetof(struct preload, closed), pl_closed_expire},
