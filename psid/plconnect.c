@@ -4,7 +4,9 @@
  * the connection waits here for its acceptor) or to another node (pl_ask until its psid
  * answers, then pl_pend until the outcome); the other psid's claims and probes of a
  * connection made here (PSM_D_PL_CLAIM), answered after sock_diag says the connector's
- * socket is still the one registered.
+ * socket is still the one registered; a probe that finds no request is held for it
+ * (pl_recheck). Asks, pends and rechecks are ptables of struct preload (ptable.h), the
+ * latter two by the connection (pl_conn_key), as the other psid's messages name it.
  */
 #include "plint.h"
 

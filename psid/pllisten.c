@@ -3,7 +3,8 @@
  * listening sockets endpoints register (PSM_PL_LISTEN), those closed lately, which listener
  * takes a connection to an address and port (port_listener, with each user's share), and
  * the connections waiting for their acceptor (pl_wait): a connector's request from another
- * node (PSM_D_PL_CONNECT) kept until a claim takes it or it expires.
+ * node (PSM_D_PL_CONNECT) kept until a claim takes it or it expires. Waits and closed
+ * listeners are ptables of struct preload (ptable.h; pl_wait_add, closed_add say by what).
  */
 #include "plint.h"
 
