@@ -281,13 +281,15 @@ void pl_put_ep(struct psmsg_buf *b, const struct pl_ep *e)
     psmsg_put_u32(b, PSF_UDP_PORT, e->udp_port);
 }
 
+/* Another psid's endpoint from its message; -1 if malformed (a uid of UINT32_MAX is none:
+ * no process has it, and a ptable counts it as a free slot). */
 int pl_get_ep(const struct psmsg *m, uint32_t node, struct pl_ep *e)
 {
     uint32_t id, port;
     *e = (struct pl_ep){.node = node};
     if (psmsg_get_u32(&m->body, PSF_ENDPOINT, &id) < 0 || id == 0 || id > 0xffff ||
         psmsg_get_u64(&m->body, PSF_INCARNATION, &e->inc) < 0 ||
-        psmsg_get_u32(&m->body, PSF_UID, &e->uid) < 0 ||
+        psmsg_get_u32(&m->body, PSF_UID, &e->uid) < 0 || e->uid == UINT32_MAX ||
         psmsg_get_u32(&m->body, PSF_UDP_PORT, &port) < 0 || port == 0 || port > 0xffff)
         return -1;
     e->id = (uint16_t)id;
