@@ -6,6 +6,8 @@
  * or its deadline) or probes the connector's psid; one that waited for nothing leaves a
  * tombstone (pl_tomb: the whole connection and the acceptor's user) that refuses the
  * request should it come later. PSM_PL_DECLINE: an accepted socket that stays on TCP.
+ * Claims in flight (and their probes), late claims and tombstones are ptables of struct
+ * preload (ptable.h).
  */
 #include "plint.h"
 
@@ -20,20 +22,19 @@ const char *pl_tomb_text(int err)
 
 void pl_claim_done(struct preload *pl, struct pl_claim *k)
 {
-    for (struct pl_claim **pp = &pl->claims; *pp; pp = &(*pp)->next)
-        if (*pp == k) {
-            *pp = k->next;
-            break;
-        }
-    pl->nclaims--;
-    loop_timer_cancel(k->d->loop, k->timer);
+    (void)pl;
+    ptable_del(&k->pe);
+    ptable_del(&k->pk);
     free(k);
 }
 
-static void claim_expired(void *ctx)
+/* Claims in flight are in struct preload's claims (ptable.h), by req, as the connector's
+ * psid answers them: PL_WAIT_MAX in all, PL_WAIT_UID per acceptor's uid but root's, each
+ * until PL_ANSWER_NS; the probes among them in its probes too, by the accepted socket's
+ * cookie, which a socket's next claim is looked up by (pl_claim_waits). */
+void pl_claim_expired(struct pt_entry *e)
 {
-    struct pl_claim *k = ctx;
-    k->timer = 0;
+    struct pl_claim *k = PL_CLAIM(e);
     if (k->c) pl_acc_reply(k->c, k->client_id, ENOENT, "the connector's psid did not answer");
     if (k->probe) tomb_add(k->d->preload, k->w.node, &k->a.si, k->acceptor.uid, ENOENT);
     pl_claim_done(k->d->preload, k);
@@ -151,8 +152,9 @@ static void parked_again(void *ctx)
     struct psid *d = ctx;
     struct preload *pl = d->preload;
     pl->parked_timer = 0;
-    for (struct pl_wait *w = pl->waits, *next; w; w = next) {
-        next = w->next;
+    for (struct pt_entry *e = pl->waits.all, *next; e; e = next) {
+        next = e->next;
+        struct pl_wait *w = PL_WAIT(e);
         if (!w->parked || !w->pc) continue;
         w->parked = false;
         accept_same(d, pl, w->pc, w->ptag, true, w); /* parks it again if still full */
@@ -189,18 +191,18 @@ void pl_accept(struct psid *d, struct preload *pl, struct client *c, const struc
     pl_claim_try(d, pl, c, tag, can != 0, &a, CLAIM_FIRST);
 }
 
-static uint64_t late_key(const struct preload *pl, uint64_t cookie)
-{
-    return ptable_key(&pl->lates, &cookie, sizeof cookie);
-}
-
 bool pl_claim_waits(const struct preload *pl, uint64_t cookie)
 {
-    for (struct pt_entry *e = cookie ? ptable_find(&pl->lates, late_key(pl, cookie)) : NULL; e;
-         e = ptable_find_next(e))
+    for (struct pt_entry *e = cookie ? ptable_find(&pl->lates, pl_cookie_key(&pl->lates, cookie))
+                                     : NULL;
+         e; e = ptable_find_next(e))
         if (PL_LATE(e)->c && PL_LATE(e)->a.si.cookie == cookie) return true;
-    for (const struct pl_claim *k = pl->claims; cookie && k; k = k->next)
+    for (struct pt_entry *e = cookie ? ptable_find(&pl->probes, pl_cookie_key(&pl->probes, cookie))
+                                     : NULL;
+         e; e = ptable_find_next(e)) {
+        const struct pl_claim *k = PT_OWNER(e, struct pl_claim, pk);
         if (k->c && k->probe && k->a.si.cookie == cookie) return true;
+    }
     return false;
 }
 
@@ -208,6 +210,7 @@ void pl_late_done(struct preload *pl, struct pl_late *t)
 {
     (void)pl;
     ptable_del(&t->pe);
+    ptable_del(&t->pc);
     free(t);
 }
 
@@ -232,39 +235,42 @@ void pl_late_expire(struct pt_entry *e)
     late_again(PL_LATE(e));
 }
 
-/* A same-node request came (w): a claim that came first (a late one of that socket, or of
- * the mirrored addresses in another namespace) goes on now. */
-void pl_lates_take(struct preload *pl, const struct pl_wait *w)
+/* Late claim t (filled in) goes in lates, looked at again after this pass of the loop, and,
+ * with a connector to be found by (a cookie, or addresses), in latecons. 0, or -1 (no room;
+ * the caller checked ptable_room). */
+static int late_add(struct preload *pl, struct pl_late *t, uint32_t uid)
 {
-    for (struct pt_entry *e = pl->lates.all; e; e = e->next) {
-        struct pl_late *t = PL_LATE(e);
-        if (t->c && ((t->cookie && t->cookie == w->cookie) ||
-                     (t->tuple && w->tuple && pl_mirrors(w, &t->a.si.local, &t->a.si.peer)))) {
-            ptable_rearm(&t->pe, 0);
-            t->until = 0;
-            late_again(t);
-            return;
-        }
-    }
+    if (ptable_add(&pl->lates, &t->pe, pl_cookie_key(&pl->lates, t->a.si.cookie), uid, loop_now()) <
+        0)
+        return -1;
+    if (!t->cookie && !t->tuple) return 0;
+    uint64_t k = t->cookie ? pl_cookie_key(&pl->latecons, t->cookie)
+                           : pl_tuple_key(&pl->latecons, t->d->self->id, &t->a.si.peer,
+                                          &t->a.si.local); /* (the connector's, mirrored) */
+    if (ptable_add(&pl->latecons, &t->pc, k, uid, 0) == 0) return 0;
+    ptable_del(&t->pe);
+    return -1;
 }
 
-/* A tombstone's key: the connector's node and both ends' addresses and ports (IPv4 as
- * itself, also when the socket has it mapped into IPv6), under the table's SipHash key. */
-static uint64_t tomb_key(const struct ptable *t, uint32_t node,
-                         const struct sockaddr_storage *local, const struct sockaddr_storage *peer)
+/* A same-node request came (w): a claim that came first (a late one of that socket, or of
+ * the mirrored addresses in another namespace) goes on now: looked up in latecons by w's
+ * cookie, then by w's addresses. */
+void pl_lates_take(struct preload *pl, const struct pl_wait *w)
 {
-    struct {
-        uint32_t node;
-        uint16_t lport, pport;
-        char laddr[INET6_ADDRSTRLEN], paddr[INET6_ADDRSTRLEN];
-    } k;
-    memset(&k, 0, sizeof k);
-    k.node = node;
-    k.lport = sockinfo_port(local);
-    k.pport = sockinfo_port(peer);
-    sockinfo_addr_text(local, k.laddr);
-    sockinfo_addr_text(peer, k.paddr);
-    return ptable_key(t, &k, sizeof k);
+    for (int i = 0; i < 1 + w->tuple; i++)
+        for (struct pt_entry *e = ptable_find(
+                 &pl->latecons, i ? pl_tuple_key(&pl->latecons, w->node, &w->clocal, &w->cpeer)
+                                  : pl_cookie_key(&pl->latecons, w->cookie));
+             e; e = ptable_find_next(e)) {
+            struct pl_late *t = PT_OWNER(e, struct pl_late, pc);
+            if (t->c && ((t->cookie && t->cookie == w->cookie) ||
+                         (t->tuple && w->tuple && pl_mirrors(w, &t->a.si.local, &t->a.si.peer)))) {
+                ptable_rearm(&t->pe, 0);
+                t->until = 0;
+                late_again(t);
+                return;
+            }
+        }
 }
 
 void pl_tomb_expire(struct pt_entry *e)
@@ -288,7 +294,7 @@ static void tomb_add(struct preload *pl, uint32_t node, const struct sockinfo *a
     if (!t) return;
     *t = (struct pl_tomb){
         .node = node, .uid = uid, .local = acc->local, .peer = acc->peer, .err = err};
-    if (ptable_add(&pl->tombs, &t->pe, tomb_key(&pl->tombs, node, &acc->local, &acc->peer), uid,
+    if (ptable_add(&pl->tombs, &t->pe, pl_tuple_key(&pl->tombs, node, &acc->local, &acc->peer), uid,
                    loop_now() + 2 * PL_ANSWER_NS) < 0)
         free(t);
 }
@@ -298,8 +304,8 @@ static void tomb_add(struct preload *pl, uint32_t node, const struct sockinfo *a
 int pl_tomb_take(struct preload *pl, uint32_t node, const struct sockaddr_storage *local,
                  const struct sockaddr_storage *peer, uint32_t uid)
 {
-    for (struct pt_entry *e = ptable_find(&pl->tombs, tomb_key(&pl->tombs, node, local, peer)); e;
-         e = ptable_find_next(e)) {
+    for (struct pt_entry *e = ptable_find(&pl->tombs, pl_tuple_key(&pl->tombs, node, local, peer));
+         e; e = ptable_find_next(e)) {
         struct pl_tomb *t = PT_OWNER(e, struct pl_tomb, pe);
         if (t->node != node || t->uid != uid || !sockinfo_same(&t->local, local) ||
             !sockinfo_same(&t->peer, peer))
@@ -311,14 +317,18 @@ int pl_tomb_take(struct preload *pl, uint32_t node, const struct sockaddr_storag
     return 0;
 }
 
-/* Claim k (filled in) goes in the table, with its deadline, and to the connector's psid:
- * a claim of its wait, or a probe whether its request exists (k->probe). */
-static void claim_send(struct psid *d, struct preload *pl, struct pl_claim *k)
+/* Claim k (filled in) goes in the tables, with its deadline, and to the connector's psid:
+ * a claim of its wait, or a probe whether its request exists (k->probe). 0, or -1 when
+ * there is no room (the caller checked ptable_room; k is not added then). */
+static int claim_send(struct psid *d, struct preload *pl, struct pl_claim *k)
 {
-    k->next = pl->claims;
-    pl->claims = k;
-    pl->nclaims++;
-    k->timer = loop_timer(d->loop, loop_now() + PL_ANSWER_NS, claim_expired, k);
+    if (ptable_add(&pl->claims, &k->pe, k->req, k->acceptor.uid, loop_now() + PL_ANSWER_NS) < 0)
+        return -1;
+    if (k->probe && ptable_add(&pl->probes, &k->pk, pl_cookie_key(&pl->probes, k->a.si.cookie),
+                               k->acceptor.uid, 0) < 0) {
+        ptable_del(&k->pe);
+        return -1;
+    }
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_PL_CLAIM, 0);
     psmsg_put_u32(&b, PSF_REQ, k->req);
@@ -328,6 +338,7 @@ static void claim_send(struct psid *d, struct preload *pl, struct pl_claim *k)
     pl_put_ep(&b, &k->acceptor);
     psid_send(d, k->w.node, &b);
     psmsg_buf_free(&b);
+    return 0;
 }
 
 /* A claim that found no wait, of a connection from another node's address: the connector
@@ -343,7 +354,7 @@ bool pl_probe_claim(struct psid *d, struct preload *pl, struct client *c, uint32
     sockinfo_addr_text(&a->si.peer, t);
     const struct psconf_node *n = pl_node_by_text(d, t);
     struct psid_node *pn = n && n != d->self ? psid_node(d, n->id) : NULL;
-    if (!pn || pn->state != PSNODE_UP || pl->nclaims >= PL_WAIT_MAX) return false;
+    if (!pn || pn->state != PSNODE_UP || !ptable_room(&pl->claims, client_uid(c))) return false;
     /* the connector's psid may take it at once: the acceptor must be of the accepted
      * socket's user (the listener's), as the wait would have checked */
     if (a->owner != pl_local_of(pl, c)->ep.uid) return false;
@@ -360,8 +371,9 @@ bool pl_probe_claim(struct psid *d, struct preload *pl, struct client *c, uint32
                            .can = can,
                            .a = *a,
                            .d = d};
-    claim_send(d, pl, k);
-    return true;
+    if (claim_send(d, pl, k) == 0) return true;
+    free(k);
+    return false;
 }
 
 void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t id, bool can,
@@ -405,10 +417,7 @@ void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t
                                   .tuple = tuple,
                                   .until = may || tuple ? loop_now() + PL_LATE_NS : 0,
                                   .d = d};
-            /* looked at again after this pass of the loop (room was checked above) */
-            if (ptable_add(&pl->lates, &t->pe, late_key(pl, a->si.cookie), client_uid(c),
-                           loop_now()) == 0)
-                return;
+            if (late_add(pl, t, client_uid(c)) == 0) return;
             free(t);
         }
     }
@@ -429,7 +438,7 @@ void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t
         pl_acc_reply(c, id, ENOENT, "no RDP in the acceptor's network namespace");
         return;
     }
-    struct pl_claim *k = pl->nclaims < PL_WAIT_MAX ? calloc(1, sizeof *k) : NULL;
+    struct pl_claim *k = ptable_room(&pl->claims, l->ep.uid) ? calloc(1, sizeof *k) : NULL;
     if (!k) {
         pl_acc_reply(c, id, ENOBUFS, "too many accepts in flight");
         return;
@@ -438,16 +447,21 @@ void pl_claim_try(struct psid *d, struct preload *pl, struct client *c, uint32_t
     *k = (struct pl_claim){
         .req = ++d->next_req, .client_id = id, .c = c, .acceptor = l->ep, .w = *w, .d = d};
     free(w);
-    claim_send(d, pl, k);
+    if (claim_send(d, pl, k) < 0) { /* (room was checked above): TCP on both sides */
+        pl_expired_msg(d, &k->w, ENOBUFS);
+        pl_acc_reply(c, id, ENOBUFS, "too many accepts in flight");
+        free(k);
+    }
 }
 
 void pl_d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)
 {
     uint32_t req, err = EPROTO;
     if (psmsg_get_u32(&m->body, PSF_REQ, &req) < 0) return;
-    struct pl_claim *k = pl->claims;
-    while (k && (k->req != req || k->w.node != from)) k = k->next;
-    if (!k) return;
+    struct pl_claim *k = NULL;
+    for (struct pt_entry *e = ptable_find(&pl->claims, req); e && !k; e = ptable_find_next(e))
+        if (PL_CLAIM(e)->w.node == from) k = PL_CLAIM(e);
+    if (!k) return; /* expired, or forged */
     psmsg_get_u32(&m->body, PSF_ERRNO, &err);
     if (k->probe) {
         /* its PSM_D_PL_CONNECT came before this answer: 0, the connector's psid made the
@@ -458,6 +472,7 @@ void pl_d_claim_reply(struct psid *d, struct preload *pl, uint32_t from, const s
             k->w = *w;
             free(w);
             k->probe = false; /* an answered claim now */
+            ptable_del(&k->pk);
         } else {
             if (err != EAGAIN) tomb_add(pl, k->w.node, &k->a.si, k->acceptor.uid, ENOENT);
             if (err == 0) log_warn("preload: a connection claimed by probe has no wait here");

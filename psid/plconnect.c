@@ -4,12 +4,14 @@
  * the connection waits here for its acceptor) or to another node (pl_ask until its psid
  * answers, then pl_pend until the outcome); the other psid's claims and probes of a
  * connection made here (PSM_D_PL_CLAIM), answered after sock_diag says the connector's
- * socket is still the one registered.
+ * socket is still the one registered; a probe that finds no request is held for it
+ * (pl_recheck). Asks, pends and rechecks are ptables of struct preload (ptable.h), the
+ * latter two by the connection (pl_conn_key), as the other psid's messages name it.
  */
 #include "plint.h"
 
 static void claim_answer(struct psid *d, uint32_t to, uint32_t req, int err);
-static void rechecks_take(struct psid *d, struct preload *pl, const struct pl_ask *a);
+static void rechecks_take(struct preload *pl, const struct pl_ask *a);
 static void claim_pend(struct psid *d, struct preload *pl, uint32_t from, uint32_t req,
                        struct pl_pend *p, const struct pl_ep *acceptor);
 
@@ -27,12 +29,14 @@ void pl_ask_done(struct preload *pl, struct pl_ask *a)
 {
     (void)pl;
     ptable_del(&a->pe);
+    ptable_del(&a->pc);
     free(a);
 }
 
-/* Requests asking another psid are in struct preload's asks (ptable.h): PL_WAIT_MAX in all,
- * PL_WAIT_UID of them per uid but root's (each is answered or expires within PL_ANSWER_NS,
- * but a client may ask faster). */
+/* Requests asking another psid are in struct preload's asks (ptable.h) by req, as its
+ * answer names them, and in its askconns by the connection (pl_conn_key), as a probe does:
+ * PL_WAIT_MAX in all, PL_WAIT_UID of them per uid but root's (each is answered or expires
+ * within PL_ANSWER_NS, but a client may ask faster). */
 void pl_ask_expired(struct pt_entry *e)
 {
     struct pl_ask *a = PL_ASK(e);
@@ -43,20 +47,17 @@ void pl_ask_expired(struct pt_entry *e)
 
 void pl_pend_done(struct preload *pl, struct pl_pend *p)
 {
-    for (struct pl_pend **pp = &pl->pends; *pp; pp = &(*pp)->next)
-        if (*pp == p) {
-            *pp = p->next;
-            break;
-        }
-    pl->npends--;
-    loop_timer_cancel(p->d->loop, p->timer);
+    (void)pl;
+    ptable_del(&p->pe);
     free(p);
 }
 
-static void pend_expired(void *ctx)
+/* Connections waiting for their outcome are in struct preload's pends (ptable.h), by the
+ * connection (pl_conn_key), as the other psid's claims and expiries name it: PL_WAIT_MAX in
+ * all, PL_WAIT_UID per connector's uid but root's, each until PL_KEEP_NS and two answers. */
+void pl_pend_expired(struct pt_entry *e)
 {
-    struct pl_pend *p = ctx;
-    p->timer = 0;
+    struct pl_pend *p = PL_PEND(e);
     pl_outcome(p->d, p->c, p->conn, ETIMEDOUT, "no outcome from the listener's psid", NULL, NULL);
     pl_pend_done(p->d->preload, p);
 }
@@ -108,9 +109,16 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
         err = tomb;
         why = pl_tomb_text(tomb);
     }
+    /* the waits of this 4-tuple in a namespace, by the connector's addresses (conwaits) */
     bool ambiguous = false;
-    for (struct pl_wait *o = pl->waits, *next; !err && tuple && o; o = next) {
-        next = o->next;
+    for (struct pt_entry *
+             e = !err && tuple ? ptable_find(&pl->conwaits, pl_tuple_key(&pl->conwaits, d->self->id,
+                                                                         &si->local, &si->peer))
+                               : NULL,
+            *next;
+         e; e = next) {
+        next = ptable_find_next(e);
+        struct pl_wait *o = PT_OWNER(e, struct pl_wait, ce);
         if (!o->same || !o->tuple || o->cookie == si->cookie ||
             !pl_mirrors(o, &si->peer, &si->local))
             continue;
@@ -132,36 +140,40 @@ static void connect_same(struct psid *d, struct preload *pl, struct client *c,
         err = ENOMEM;
         why = "out of memory";
     }
+    if (!err) { /* the socket asked again: its older wait goes */
+        for (struct pt_entry *e = ptable_find(&pl->waits, pl_cookie_key(&pl->waits, si->cookie)),
+                             *next;
+             e; e = next) {
+            next = ptable_find_next(e);
+            if (PL_WAIT(e)->same && PL_WAIT(e)->cookie == si->cookie) {
+                pl_wait_unlink(pl, PL_WAIT(e));
+                free(PL_WAIT(e));
+            }
+        }
+        *w = (struct pl_wait){.node = d->self->id,
+                              .dport = sockinfo_port(dst),
+                              .conn = conn,
+                              .connector = l->ep,
+                              .uid = luid,
+                              .d = d,
+                              .same = true,
+                              .cc = c,
+                              .cookie = si->cookie,
+                              .netns = si->netns,
+                              .ring = ring,
+                              .tuple = tuple,
+                              .clocal = si->local,
+                              .cpeer = si->peer};
+        if (pl_wait_add(pl, w) < 0) { /* (room was checked: pl_port_listener, closed_owner) */
+            free(w);
+            err = ENOBUFS;
+            why = "too many connections waiting for an accept";
+        }
+    }
     if (err) {
         pl_refuse(d, c, m->id, conn, err, why);
         return;
     }
-    for (struct pl_wait *o = pl->waits, *next; o; o = next) { /* the socket asked again */
-        next = o->next;
-        if (o->same && o->cookie == si->cookie) {
-            pl_wait_unlink(pl, o);
-            free(o);
-        }
-    }
-    *w = (struct pl_wait){.node = d->self->id,
-                          .dport = sockinfo_port(dst),
-                          .conn = conn,
-                          .connector = l->ep,
-                          .uid = luid,
-                          .d = d,
-                          .next = pl->waits,
-                          .same = true,
-                          .cc = c,
-                          .cookie = si->cookie,
-                          .netns = si->netns,
-                          .ring = ring,
-                          .tuple = tuple,
-                          .clocal = si->local,
-                          .cpeer = si->peer};
-    w->timer = loop_timer(d->loop, loop_now() + PL_KEEP_NS, pl_wait_expired, w);
-    pl->waits = w;
-    pl->nwaits++;
-    pl->nsame++;
     pl_reply(c, m->id, 0, NULL);
     pl_lates_take(pl, w); /* its acceptor's claim, if it came first */
 }
@@ -221,7 +233,7 @@ void pl_connect(struct psid *d, struct preload *pl, struct client *c, const stru
     if (!err && (!pn || pn->state != PSNODE_UP)) {
         err = EHOSTDOWN;
         why = "node is down";
-    } else if (!err && pl->npends >= PL_WAIT_MAX) {
+    } else if (!err && !ptable_room(&pl->pends, client_uid(c))) {
         err = ENOBUFS;
         why = "too many connections waiting";
     } else if (!err && !ptable_room(&pl->asks, client_uid(c))) {
@@ -246,12 +258,17 @@ void pl_connect(struct psid *d, struct preload *pl, struct client *c, const stru
                          .cookie = si.cookie,
                          .c = c,
                          .d = d};
-    if (ptable_add(&pl->asks, &a->pe, a->req, client_uid(c), loop_now() + PL_ANSWER_NS) < 0) {
-        free(a); /* (room was checked above) */
+    bool added =
+        ptable_add(&pl->asks, &a->pe, a->req, client_uid(c), loop_now() + PL_ANSWER_NS) == 0;
+    if (!added ||
+        ptable_add(&pl->askconns, &a->pc, pl_conn_key(&pl->askconns, a->node, a->sport, a->dport),
+                   client_uid(c), 0) < 0) {
+        ptable_del(&a->pe); /* (room was checked above; the two hold the same entries) */
+        free(a);
         pl_refuse(d, c, m->id, conn, ENOBUFS, "too many connections asking the listener's psid");
         return;
     }
-    rechecks_take(d, pl, a);
+    rechecks_take(pl, a);
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_PL_CONNECT, 0);
     psmsg_put_u32(&b, PSF_REQ, a->req);
@@ -274,6 +291,7 @@ void pl_d_connect_reply(struct psid *d, struct preload *pl, uint32_t from, const
     if (!a) return; /* expired, or forged */
     psmsg_get_u32(&m->body, PSF_ERRNO, &err);
     struct pl_pend *p = !err && a->c ? calloc(1, sizeof *p) : NULL;
+    int full = 0; /* (room was checked when it asked; others may have taken it since) */
     if (p) {
         *p = (struct pl_pend){.node = from,
                               .conn = a->conn,
@@ -281,20 +299,38 @@ void pl_d_connect_reply(struct psid *d, struct preload *pl, uint32_t from, const
                               .dport = a->dport,
                               .cookie = a->cookie,
                               .c = a->c,
-                              .d = d,
-                              .next = pl->pends};
-        pl->pends = p;
-        pl->npends++;
-        p->timer = loop_timer(d->loop, loop_now() + PL_KEEP_NS + 2 * PL_ANSWER_NS, pend_expired, p);
+                              .d = d};
+        if (ptable_add(&pl->pends, &p->pe, pl_conn_key(&pl->pends, from, p->sport, p->dport),
+                       client_uid(a->c), loop_now() + PL_KEEP_NS + 2 * PL_ANSWER_NS) < 0) {
+            free(p);
+            p = NULL;
+            full = ENOBUFS;
+        }
+    }
+    if (p) {
         pl_reply(a->c, a->client_id, 0, NULL);
         if (a->probe_req) claim_pend(d, pl, from, a->probe_req, p, &a->acceptor);
     } else {
         char why[128] = "refused by the listener's psid";
-        psmsg_get_str(&m->body, PSF_TEXT, why, sizeof why);
-        pl_refuse(d, a->c, a->client_id, a->conn, err ? (int)err : ENOMEM, why);
+        if (full)
+            snprintf(why, sizeof why, "too many connections waiting");
+        else
+            psmsg_get_str(&m->body, PSF_TEXT, why, sizeof why);
+        pl_refuse(d, a->c, a->client_id, a->conn, full ? full : err ? (int)err : ENOMEM, why);
         if (a->probe_req) claim_answer(d, from, a->probe_req, ENOENT);
     }
     pl_ask_done(pl, a);
+}
+
+/* The newest connection (node, sport, dport) waiting for its outcome, or NULL. */
+static struct pl_pend *pend_of(struct preload *pl, uint32_t node, uint16_t sport, uint16_t dport)
+{
+    for (struct pt_entry *e = ptable_find(&pl->pends, pl_conn_key(&pl->pends, node, sport, dport));
+         e; e = ptable_find_next(e)) {
+        struct pl_pend *p = PL_PEND(e);
+        if (p->node == node && p->sport == sport && p->dport == dport) return p;
+    }
+    return NULL;
 }
 
 static struct pl_pend *pend_find(struct preload *pl, uint32_t node, const struct psmsg *m)
@@ -302,9 +338,7 @@ static struct pl_pend *pend_find(struct preload *pl, uint32_t node, const struct
     uint16_t sport, dport;
     if (pl_get_port(m, PSF_SRC_PORT, &sport) < 0 || pl_get_port(m, PSF_PORT, &dport) < 0)
         return NULL;
-    for (struct pl_pend *p = pl->pends; p; p = p->next)
-        if (p->node == node && p->sport == sport && p->dport == dport) return p;
-    return NULL;
+    return pend_of(pl, node, sport, dport);
 }
 
 /* A process on the listener's node took the connection: is it still the connector's
@@ -326,49 +360,52 @@ static void claim_answer(struct psid *d, uint32_t to, uint32_t req, int err)
 static bool probe_match(struct psid *d, struct preload *pl, uint32_t from, uint32_t req,
                         uint16_t sport, uint16_t dport, const struct pl_ep *acceptor)
 {
-    for (struct pt_entry *e = pl->asks.all; e; e = e->next) {
-        struct pl_ask *a = PL_ASK(e);
+    for (struct pt_entry *e =
+             ptable_find(&pl->askconns, pl_conn_key(&pl->askconns, from, sport, dport));
+         e; e = ptable_find_next(e)) {
+        struct pl_ask *a = PT_OWNER(e, struct pl_ask, pc);
         if (a->node == from && a->sport == sport && a->dport == dport && !a->probe_req) {
             a->probe_req = req;
             a->acceptor = *acceptor;
             return true;
         }
     }
-    for (const struct pl_pend *p = pl->pends; p; p = p->next)
-        if (p->node == from && p->sport == sport && p->dport == dport) {
-            claim_answer(d, from, req, EAGAIN);
-            return true;
-        }
+    if (pend_of(pl, from, sport, dport)) {
+        claim_answer(d, from, req, EAGAIN);
+        return true;
+    }
     return false;
 }
 
 void pl_recheck_done(struct preload *pl, struct pl_recheck *r)
 {
-    for (struct pl_recheck **pp = &pl->rechecks; *pp; pp = &(*pp)->next)
-        if (*pp == r) {
-            *pp = r->next;
-            break;
-        }
-    pl->nrechecks--;
-    loop_timer_cancel(r->d->loop, r->timer);
+    (void)pl;
+    ptable_del(&r->pe);
     free(r);
 }
 
-/* After one pass of the loop: the connector's request may have been among the messages
- * read in the same pass as the probe (it wrote it right after its SYN went out). */
-static void recheck_again(void *ctx)
+/* Probes held for their request are in struct preload's rechecks (ptable.h), by the
+ * connection (pl_conn_key), as the request that takes one names it: PL_WAIT_MAX in all,
+ * PL_WAIT_UID per acceptor's uid but root's. Each is looked at again after the pass of the
+ * loop it came in (the connector's request may have been among the messages read in the
+ * same pass: it wrote it right after its SYN went out), then at its deadline, or when its
+ * request comes (rechecks_take). */
+static void recheck_again(struct pl_recheck *r)
 {
-    struct pl_recheck *r = ctx;
-    r->timer = 0;
     struct preload *pl = r->d->preload;
     bool found = probe_match(r->d, pl, r->from, r->req, r->sport, r->dport, &r->acceptor);
     uint64_t now = loop_now();
     if (!found && now < r->until) { /* its request may still come: rechecks_take */
-        r->timer = loop_timer(r->d->loop, r->until, recheck_again, r);
+        ptable_rearm(&r->pe, r->until);
         return;
     }
     if (!found) claim_answer(r->d, r->from, r->req, ENOENT);
     pl_recheck_done(pl, r);
+}
+
+void pl_recheck_expired(struct pt_entry *e)
+{
+    recheck_again(PL_RECHECK(e));
 }
 
 /* Whether the socket (sport -> from's dport) is here, of a user with an endpoint open: a
@@ -392,16 +429,19 @@ static bool probe_may_come(struct psid *d, struct preload *pl, uint32_t from, ui
 
 /* A request was asked (a): a probe held for it (the acceptor's claim came first) is
  * answered now, when the other psid's yes comes (probe_match). */
-static void rechecks_take(struct psid *d, struct preload *pl, const struct pl_ask *a)
+static void rechecks_take(struct preload *pl, const struct pl_ask *a)
 {
-    for (struct pl_recheck *r = pl->rechecks; r; r = r->next)
+    for (struct pt_entry *e =
+             ptable_find(&pl->rechecks, pl_conn_key(&pl->rechecks, a->node, a->sport, a->dport));
+         e; e = ptable_find_next(e)) {
+        struct pl_recheck *r = PL_RECHECK(e);
         if (r->from == a->node && r->sport == a->sport && r->dport == a->dport) {
-            loop_timer_cancel(d->loop, r->timer);
-            r->timer = 0;
+            ptable_rearm(&r->pe, 0);
             r->until = 0;
             recheck_again(r);
             return;
         }
+    }
 }
 
 static void d_probe(struct psid *d, struct preload *pl, uint32_t from, uint32_t req,
@@ -415,24 +455,19 @@ static void d_probe(struct psid *d, struct preload *pl, uint32_t from, uint32_t 
         return;
     }
     if (probe_match(d, pl, from, req, sport, dport, &acceptor)) return;
-    struct pl_recheck *r = pl->nrechecks < PL_WAIT_MAX ? calloc(1, sizeof *r) : NULL;
-    if (!r) {
-        claim_answer(d, from, req, ENOENT);
-        return;
+    struct pl_recheck *r = ptable_room(&pl->rechecks, acceptor.uid) ? calloc(1, sizeof *r) : NULL;
+    if (r) {
+        *r = (struct pl_recheck){
+            .from = from, .req = req, .sport = sport, .dport = dport, .acceptor = acceptor, .d = d};
+        /* after one pass at least (the request may be among this pass's messages); longer
+         * when a process under the library may still send it */
+        if (probe_may_come(d, pl, from, sport, dport)) r->until = loop_now() + PL_LATE_NS;
+        if (ptable_add(&pl->rechecks, &r->pe, pl_conn_key(&pl->rechecks, from, sport, dport),
+                       acceptor.uid, loop_now()) == 0)
+            return;
+        free(r);
     }
-    *r = (struct pl_recheck){.from = from,
-                             .req = req,
-                             .sport = sport,
-                             .dport = dport,
-                             .acceptor = acceptor,
-                             .d = d,
-                             .next = pl->rechecks};
-    /* after one pass at least (the request may be among this pass's messages); longer when
-     * a process under the library may still send it */
-    if (probe_may_come(d, pl, from, sport, dport)) r->until = loop_now() + PL_LATE_NS;
-    pl->rechecks = r;
-    pl->nrechecks++;
-    r->timer = loop_timer(d->loop, loop_now(), recheck_again, r);
+    claim_answer(d, from, req, ENOENT);
 }
 
 void pl_d_claim(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m)

@@ -1,7 +1,9 @@
 /*
  * plint.h - what the files of psid's preload negotiation share (preload.c, pllisten.c,
- * plconnect.c, plclaim.c): the tables of struct preload and the functions one side calls on
- * another. Not a public header: the rest of psid sees preload.h and the module table.
+ * plconnect.c, plclaim.c): the tables of struct preload (the pending ones are ptables,
+ * ptable.h: each record embeds its entry, one per table it is in, and PL_<KIND>(e) is the
+ * record of an entry), their keys, and the functions one side calls on another. Not a
+ * public header: the rest of psid sees preload.h and the module table.
  */
 #ifndef PSCLUSTER_PSID_PLINT_H
 #define PSCLUSTER_PSID_PLINT_H
@@ -71,9 +73,7 @@ struct pl_wait {           /* listener's side: a connection registered before it
     uint32_t conn;         /* the connector's id for it */
     struct pl_ep connector;
     uint32_t uid; /* the listener's: processes of this uid may claim it */
-    uint64_t timer;
     struct psid *d;
-    struct pl_wait *next;
     /* same node: the connector is a client of ours (NULL once gone), its socket's cookie
      * and network namespace, the ring size it wished */
     bool same;
@@ -90,7 +90,12 @@ struct pl_wait {           /* listener's side: a connection registered before it
     bool parked;
     struct client *pc;
     uint32_t ptag;
+    /* in struct preload's waits (same: by its cookie, else by pl_conn_key(node, sport,
+     * dport); the listener's uid; until PL_KEEP_NS), and in its conwaits (a tuple: by the
+     * connector's addresses, pl_tuple_key; the connector's uid) */
+    struct pt_entry pe, ce;
 };
+#define PL_WAIT(e) PT_OWNER(e, struct pl_wait, pe)
 
 struct pl_ask { /* connector's side: a PSM_PL_CONNECT waiting for the other psid */
     uint32_t req, client_id, node, conn;
@@ -103,6 +108,7 @@ struct pl_ask { /* connector's side: a PSM_PL_CONNECT waiting for the other psid
     struct client *c;
     struct psid *d;
     struct pt_entry pe; /* in struct preload's asks, by req, until PL_ANSWER_NS */
+    struct pt_entry pc; /* in its askconns, by pl_conn_key(node, sport, dport) */
 };
 #define PL_ASK(e) PT_OWNER(e, struct pl_ask, pe)
 
@@ -111,10 +117,10 @@ struct pl_pend { /* connector's side: a connection waiting for its outcome */
     uint16_t sport, dport;
     uint64_t cookie; /* the connector's socket */
     struct client *c;
-    uint64_t timer;
     struct psid *d;
-    struct pl_pend *next;
+    struct pt_entry pe; /* in struct preload's pends, by pl_conn_key(node, sport, dport) */
 };
+#define PL_PEND(e) PT_OWNER(e, struct pl_pend, pe)
 
 struct pl_acc { /* an accepted socket a claim passed, as the kernel says it is */
     struct sockinfo si;
@@ -129,27 +135,29 @@ struct pl_claim { /* listener's side: an accept waiting for the connector's psid
     bool probe;       /* no wait yet: only asks whether the connector's request exists */
     bool can;         /* a probe: the acceptor could take a same-node channel */
     struct pl_acc a;  /* a probe: the acceptor's socket, to claim again */
-    uint64_t timer;
     struct psid *d;
-    struct pl_claim *next;
+    struct pt_entry pe; /* in struct preload's claims, by req, until PL_ANSWER_NS */
+    struct pt_entry pk; /* a probe: in struct preload's probes, by a's cookie */
 };
+#define PL_CLAIM(e) PT_OWNER(e, struct pl_claim, pe)
 
 struct pl_recheck { /* connector's side: a probe that found nothing, looked at again */
     uint32_t from, req;
     uint16_t sport, dport;
     struct pl_ep acceptor;
     uint64_t until; /* looked at each ms until then: the socket's user has an endpoint */
-    uint64_t timer;
     struct psid *d;
-    struct pl_recheck *next;
+    struct pt_entry pe; /* in struct preload's rechecks, by pl_conn_key(from, sport, dport) */
 };
+#define PL_RECHECK(e) PT_OWNER(e, struct pl_recheck, pe)
 
 struct pl_closed { /* listener's side: a listener (in psid's namespace) that closed lately */
     struct sockaddr_storage addr; /* its address and port */
     uint32_t uid;
     uint64_t until;
-    struct pl_closed *next;
+    struct pt_entry pe; /* in struct preload's closed, by closed_key, until `until` */
 };
+#define PL_CLOSED(e) PT_OWNER(e, struct pl_closed, pe)
 
 struct pl_tomb {   /* listener's side: a connection its acceptor took on TCP before the
                     * connector's request came: that request is refused when it comes */
@@ -157,7 +165,7 @@ struct pl_tomb {   /* listener's side: a connection its acceptor took on TCP bef
     uint32_t uid;  /* the acceptor's: a tomb refuses only a request to its user's listener */
     struct sockaddr_storage local, peer; /* the accepted socket's addresses and ports */
     int err; /* the refusal: ENOENT (taken on TCP), ENOBUFS (the acceptor is at a limit) */
-    struct pt_entry pe; /* in struct preload's tombs, by tomb_key, until 2 PL_ANSWER_NS */
+    struct pt_entry pe; /* in struct preload's tombs, by pl_tuple_key, until 2 PL_ANSWER_NS */
 };
 
 #define PL_NETNS_SEEN 64u /* network namespaces other than psid's, and whether served */
@@ -177,21 +185,22 @@ struct preload {
         uint64_t sec;
     } pokes[PL_POKE_UIDS];
     struct pl_local *locals;
-    struct pl_wait *waits;
-    unsigned nwaits, npends, nclaims;
-    unsigned nsame;     /* of the waits, same-node ones */
-    unsigned nforeign;  /* endpoints in other network namespaces (shm_only) */
-    struct ptable asks; /* of struct pl_ask */
-    struct pl_pend *pends;
-    struct pl_claim *claims;
-    struct ptable lates; /* of struct pl_late: claims looked at again after this pass */
-    struct pl_recheck *rechecks;
-    unsigned nrechecks;
-    struct ptable tombs; /* of struct pl_tomb */
-    struct pl_closed *closed;
-    unsigned nclosed;
-    uint64_t parked_timer; /* parked claims made again (preload_client_drained) */
-    char boot[37];         /* the boot's id (ep_incarnation) */
+    struct ptable waits;    /* of struct pl_wait */
+    struct ptable conwaits; /* the same waits, per connector (its uid, its 4-tuple) */
+    unsigned nsame;         /* of the waits, same-node ones */
+    unsigned nforeign;      /* endpoints in other network namespaces (shm_only) */
+    struct ptable asks;     /* of struct pl_ask, by req */
+    struct ptable askconns; /* the same asks, by connection (a probe looks them up so) */
+    struct ptable pends;    /* of struct pl_pend */
+    struct ptable claims;   /* of struct pl_claim, by req */
+    struct ptable probes;   /* the claims that are probes, by their socket's cookie */
+    struct ptable lates;    /* of struct pl_late: claims looked at again after this pass */
+    struct ptable latecons; /* the same, by the connector (its cookie, or its 4-tuple) */
+    struct ptable rechecks; /* of struct pl_recheck */
+    struct ptable tombs;    /* of struct pl_tomb */
+    struct ptable closed;   /* of struct pl_closed */
+    uint64_t parked_timer;  /* parked claims made again (preload_client_drained) */
+    char boot[37];          /* the boot's id (ep_incarnation) */
     bool boot_read;
 };
 
@@ -213,11 +222,18 @@ struct pl_late {
     bool tuple; /* no such socket in our namespace: the connector may be in another one */
     struct psid *d;
     struct pt_entry pe; /* in struct preload's lates, by the accepted socket's cookie */
+    /* with a cookie or a tuple, in its latecons: by that cookie, or by the connector's
+     * addresses (the accepted socket's mirrored, pl_tuple_key), as its request finds it */
+    struct pt_entry pc;
 };
 #define PL_LATE(e) PT_OWNER(e, struct pl_late, pe)
 
 /* preload.c: replies, endpoints, the sockets clients pass, addresses */
 struct preload *pl_state(struct psid *d);
+uint64_t pl_conn_key(const struct ptable *t, uint32_t node, uint16_t sport, uint16_t dport);
+uint64_t pl_cookie_key(const struct ptable *t, uint64_t cookie);
+uint64_t pl_tuple_key(const struct ptable *t, uint32_t node, const struct sockaddr_storage *local,
+                      const struct sockaddr_storage *peer);
 void pl_put_peer(struct psid *d, struct psmsg_buf *b, const struct pl_ep *me,
                  const struct pl_ep *peer);
 void pl_reply(struct client *c, uint32_t id, int err, const char *why);
@@ -245,11 +261,13 @@ bool pl_takes(const struct sockaddr_storage *la, const struct sockaddr_storage *
 bool pl_mirrors(const struct pl_wait *w, const struct sockaddr_storage *local,
                 const struct sockaddr_storage *peer);
 void pl_expired_msg(struct psid *d, const struct pl_wait *w, int err);
+int pl_wait_add(struct preload *pl, struct pl_wait *w);
 void pl_wait_unlink(struct preload *pl, struct pl_wait *w);
-void pl_wait_expired(void *ctx);
+void pl_wait_expired(struct pt_entry *e);
 struct pl_local *pl_port_listener(struct preload *pl, uint64_t netns, bool other_ns,
                                   const struct sockaddr_storage *dst, uint32_t cuid, int *err,
                                   const char **why);
+void pl_closed_expire(struct pt_entry *e);
 bool pl_closed_owner(struct preload *pl, const struct sockaddr_storage *me,
                      const struct sockaddr_storage *them, uint32_t cuid, uint32_t *luid);
 void pl_d_connect(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m);
@@ -263,9 +281,11 @@ void pl_refuse(struct psid *d, struct client *c, uint32_t id, uint32_t conn, int
 void pl_ask_done(struct preload *pl, struct pl_ask *a);
 void pl_ask_expired(struct pt_entry *e);
 void pl_pend_done(struct preload *pl, struct pl_pend *p);
+void pl_pend_expired(struct pt_entry *e);
 void pl_connect(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m);
 void pl_d_connect_reply(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m);
 void pl_recheck_done(struct preload *pl, struct pl_recheck *r);
+void pl_recheck_expired(struct pt_entry *e);
 void pl_d_claim(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m);
 const char *pl_expired_text(int err);
 void pl_d_expired(struct psid *d, struct preload *pl, uint32_t from, const struct psmsg *m);
@@ -274,6 +294,7 @@ void pl_d_expired(struct psid *d, struct preload *pl, uint32_t from, const struc
 const char *pl_tomb_text(int err);
 void pl_tomb_expire(struct pt_entry *e);
 void pl_claim_done(struct preload *pl, struct pl_claim *k);
+void pl_claim_expired(struct pt_entry *e);
 void pl_decline(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m);
 void pl_accept(struct psid *d, struct preload *pl, struct client *c, const struct psmsg *m);
 bool pl_claim_waits(const struct preload *pl, uint64_t cookie);

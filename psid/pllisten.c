@@ -3,7 +3,8 @@
  * listening sockets endpoints register (PSM_PL_LISTEN), those closed lately, which listener
  * takes a connection to an address and port (port_listener, with each user's share), and
  * the connections waiting for their acceptor (pl_wait): a connector's request from another
- * node (PSM_D_PL_CONNECT) kept until a claim takes it or it expires.
+ * node (PSM_D_PL_CONNECT) kept until a claim takes it or it expires. Waits and closed
+ * listeners are ptables of struct preload (ptable.h; pl_wait_add, closed_add say by what).
  */
 #include "plint.h"
 
@@ -85,27 +86,73 @@ bool pl_takes(const struct sockaddr_storage *la, const struct sockaddr_storage *
     return *exact || sockinfo_wildcard(la);
 }
 
+/* A listener address's key in struct preload's closed: its port, and its address as text
+ * (IPv4 as itself, also when mapped into IPv6), or "*" for the wildcard (wild): a
+ * connection to an address is taken by the entries of that address and of the wildcard
+ * (pl_takes), two look-ups. */
+static uint64_t closed_key(const struct ptable *t, const struct sockaddr_storage *addr, bool wild)
+{
+    struct {
+        uint16_t port;
+        char addr[INET6_ADDRSTRLEN];
+    } k;
+    memset(&k, 0, sizeof k);
+    k.port = sockinfo_port(addr);
+    if (wild)
+        k.addr[0] = '*';
+    else
+        sockinfo_addr_text(addr, k.addr);
+    return ptable_key(t, &k, sizeof k);
+}
+
+void pl_closed_expire(struct pt_entry *e)
+{
+    ptable_del(e);
+    free(PL_CLOSED(e));
+}
+
 /* A listener closed: a connection it accepted just before may still be announced (the
- * connector's request follows its SYN); see closed_took. Bounded; old ones go first. */
+ * connector's request follows its SYN); see pl_closed_owner. In struct preload's closed
+ * (ptable.h), for PL_ANSWER_NS: PL_WAIT_MAX in all, PL_WAIT_UID per listener's uid but
+ * root's; the same listener closed again replaces its entry. */
 static void closed_add(struct preload *pl, const struct sockaddr_storage *addr, uint32_t uid)
 {
-    uint64_t now = loop_now();
-    for (struct pl_closed **pp = &pl->closed; *pp;) {
-        struct pl_closed *k = *pp;
-        if (k->until > now && !(sockinfo_same(&k->addr, addr) && k->uid == uid)) {
-            pp = &k->next;
-            continue;
-        }
-        *pp = k->next;
-        free(k);
-        pl->nclosed--;
+    for (struct pt_entry *
+             e = ptable_find(&pl->closed, closed_key(&pl->closed, addr, sockinfo_wildcard(addr))),
+            *next;
+         e; e = next) {
+        next = ptable_find_next(e);
+        if (sockinfo_same(&PL_CLOSED(e)->addr, addr) && PL_CLOSED(e)->uid == uid)
+            pl_closed_expire(e);
     }
-    struct pl_closed *k = pl->nclosed < PL_WAIT_MAX ? calloc(1, sizeof *k) : NULL;
+    struct pl_closed *k = ptable_room(&pl->closed, uid) ? calloc(1, sizeof *k) : NULL;
     if (!k) return;
-    *k = (struct pl_closed){
-        .addr = *addr, .uid = uid, .until = now + PL_ANSWER_NS, .next = pl->closed};
-    pl->closed = k;
-    pl->nclosed++;
+    *k = (struct pl_closed){.addr = *addr, .uid = uid, .until = loop_now() + PL_ANSWER_NS};
+    if (ptable_add(&pl->closed, &k->pe, closed_key(&pl->closed, addr, sockinfo_wildcard(addr)), uid,
+                   k->until) < 0)
+        free(k);
+}
+
+/* The newest listener closed lately, of uid (UINT32_MAX: anybody's), that took connections
+ * to local: of local's address, or of the wildcard (the newer; the exact one if both are
+ * as new). */
+static const struct pl_closed *closed_taking(const struct preload *pl,
+                                             const struct sockaddr_storage *local, uint32_t uid)
+{
+    const struct pl_closed *found = NULL;
+    uint64_t now = loop_now();
+    for (int wild = 0; wild < 2; wild++)
+        for (struct pt_entry *e = ptable_find(&pl->closed, closed_key(&pl->closed, local, wild)); e;
+             e = ptable_find_next(e)) {
+            const struct pl_closed *k = PL_CLOSED(e);
+            bool exact;
+            if (k->until <= now || (uid != UINT32_MAX && k->uid != uid) ||
+                !pl_takes(&k->addr, local, &exact))
+                continue;
+            if (!found || k->until > found->until) found = k;
+            break; /* (a bucket's entries are newest first) */
+        }
+    return found;
 }
 
 /* Whether an acceptor's socket (local, peer) is the other end of w's connector's: the
@@ -131,47 +178,56 @@ void pl_expired_msg(struct psid *d, const struct pl_wait *w, int err)
     psmsg_buf_free(&b);
 }
 
-void pl_wait_unlink(struct preload *pl, struct pl_wait *w)
+/* Connections waiting for their acceptor are in struct preload's waits (ptable.h): a
+ * same-node one by its connector's cookie (pl_wait_of asks sock_diag for it; the socket
+ * asking again replaces it), another node's by pl_conn_key (its PSM_D_PL_CONNECT, a claim,
+ * and the same 4-tuple asking again name it so); PL_WAIT_MAX in all, PL_WAIT_UID per
+ * listener's uid but root's, each until PL_KEEP_NS. The same waits are in its conwaits,
+ * which counts them per connector's uid (PL_WAIT_UID but root's) and finds a same-node
+ * connector by its addresses (pl_tuple_key: in another network namespace psid serves,
+ * where sock_diag cannot look). 0, or -1 (ENOBUFS: w is not added). */
+int pl_wait_add(struct preload *pl, struct pl_wait *w)
 {
-    for (struct pl_wait **pp = &pl->waits; *pp; pp = &(*pp)->next)
-        if (*pp == w) {
-            *pp = w->next;
-            break;
-        }
-    pl->nwaits--;
-    if (w->same) pl->nsame--;
-    loop_timer_cancel(w->d->loop, w->timer);
-    w->timer = 0;
+    uint64_t k = w->same ? pl_cookie_key(&pl->waits, w->cookie)
+                         : pl_conn_key(&pl->waits, w->node, w->sport, w->dport);
+    uint64_t kc = w->same && w->tuple ? pl_tuple_key(&pl->conwaits, w->node, &w->clocal, &w->cpeer)
+                                      : k; /* (never looked up by it) */
+    if (ptable_add(&pl->waits, &w->pe, k, w->uid, loop_now() + PL_KEEP_NS) < 0) return -1;
+    if (ptable_add(&pl->conwaits, &w->ce, kc, w->connector.uid, 0) < 0) {
+        ptable_del(&w->pe);
+        return -1;
+    }
+    pl->nsame += w->same;
+    return 0;
 }
 
-void pl_wait_expired(void *ctx)
+void pl_wait_unlink(struct preload *pl, struct pl_wait *w)
 {
-    struct pl_wait *w = ctx;
-    w->timer = 0;
+    ptable_del(&w->pe);
+    ptable_del(&w->ce);
+    if (w->same) pl->nsame--;
+}
+
+void pl_wait_expired(struct pt_entry *e)
+{
+    struct pl_wait *w = PL_WAIT(e);
     if (w->parked) { /* its ends never had room for the channel: TCP, for a limit */
         if (w->pc) pl_acc_reply(w->pc, w->ptag, ENOBUFS, "no room to pass the channel in time");
         pl_outcome(w->d, w->cc, w->conn, ENOBUFS, "no room to pass the channel in time", NULL,
                    NULL);
-        pl_wait_unlink(w->d->preload, w);
-        free(w);
-        return;
+    } else {
+        pl_expired_msg(w->d, w, ETIMEDOUT);
     }
-    pl_expired_msg(w->d, w, ETIMEDOUT);
     pl_wait_unlink(w->d->preload, w);
     free(w);
 }
 
 /* Whether a wait for listener uid luid from connector uid cuid would pass either's share
- * (PL_WAIT_UID; root has none): one user's connections that are never accepted, to its own
- * listeners or to others', cannot fill the table for everybody. */
+ * (PL_WAIT_UID; root has none), or the bound: one user's connections that are never
+ * accepted, to its own listeners or to others', cannot fill the table for everybody. */
 static bool over_share(const struct preload *pl, uint32_t luid, uint32_t cuid)
 {
-    unsigned nl = 0, nc = 0;
-    for (const struct pl_wait *w = pl->waits; w; w = w->next) {
-        nl += w->uid == luid;
-        nc += w->connector.uid == cuid;
-    }
-    return (luid != 0 && nl >= PL_WAIT_UID) || (cuid != 0 && nc >= PL_WAIT_UID);
+    return !ptable_room(&pl->waits, luid) || !ptable_room(&pl->conwaits, cuid);
 }
 
 /* The process under the library that listens where a connection to dst goes: in network
@@ -207,7 +263,7 @@ struct pl_local *pl_port_listener(struct preload *pl, uint64_t netns, bool other
         *why = found ? "listeners of several users" : "listener not registered";
         return NULL;
     }
-    if (pl->nwaits >= PL_WAIT_MAX) {
+    if (pl->waits.n >= PL_WAIT_MAX) {
         *err = ENOBUFS;
         *why = "too many connections waiting for an accept";
         return NULL;
@@ -229,11 +285,8 @@ struct pl_local *pl_port_listener(struct preload *pl, uint64_t netns, bool other
 bool pl_closed_owner(struct preload *pl, const struct sockaddr_storage *me,
                      const struct sockaddr_storage *them, uint32_t cuid, uint32_t *luid)
 {
-    uint64_t now = loop_now();
-    const struct pl_closed *k = pl->closed;
-    bool exact;
-    while (k && (!pl_takes(&k->addr, me, &exact) || k->until <= now)) k = k->next;
-    if (!k || pl->nwaits >= PL_WAIT_MAX || over_share(pl, k->uid, cuid)) return false;
+    const struct pl_closed *k = closed_taking(pl, me, UINT32_MAX);
+    if (!k || over_share(pl, k->uid, cuid)) return false;
     uint32_t uid = UINT32_MAX;
     if (sockinfo_diag(me, them, 0, NULL, NULL, &uid) < 0 || uid != k->uid) return false;
     *luid = uid;
@@ -293,9 +346,13 @@ void pl_d_connect(struct psid *d, struct preload *pl, uint32_t from, const struc
     }
     if (w) {
         /* a connection of the same 4-tuple that was never taken is replaced */
-        for (struct pl_wait *o = pl->waits, *next; o; o = next) {
-            next = o->next;
-            if (o->node == from && o->sport == sport && o->dport == port) {
+        for (struct pt_entry *
+                 e = ptable_find(&pl->waits, pl_conn_key(&pl->waits, from, sport, port)),
+                *next;
+             e; e = next) {
+            next = ptable_find_next(e);
+            struct pl_wait *o = PL_WAIT(e);
+            if (!o->same && o->node == from && o->sport == sport && o->dport == port) {
                 pl_wait_unlink(pl, o);
                 free(o);
             }
@@ -306,11 +363,12 @@ void pl_d_connect(struct psid *d, struct preload *pl, uint32_t from, const struc
                               .conn = conn,
                               .connector = cep,
                               .uid = luid,
-                              .d = d,
-                              .next = pl->waits};
-        w->timer = loop_timer(d->loop, loop_now() + PL_KEEP_NS, pl_wait_expired, w);
-        pl->waits = w;
-        pl->nwaits++;
+                              .d = d};
+        if (pl_wait_add(pl, w) < 0) { /* (room was checked: pl_port_listener, closed_took) */
+            free(w);
+            err = ENOBUFS;
+            why = "too many connections waiting for an accept";
+        }
     }
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_PL_CONNECT_REPLY, 0);
@@ -331,17 +389,24 @@ struct pl_wait *pl_wait_of(struct psid *d, struct preload *pl, const struct sock
          * mirrored 4-tuple, known by the cookie it registered */
         uint64_t ck = 0;
         if (a->netns == pl->netns && sockinfo_diag(&a->peer, &a->local, 0, &ck, NULL, NULL) == 0)
-            for (struct pl_wait *w = pl->waits; w; w = w->next)
+            for (struct pt_entry *e = ptable_find(&pl->waits, pl_cookie_key(&pl->waits, ck)); e;
+                 e = ptable_find_next(e)) {
+                struct pl_wait *w = PL_WAIT(e);
                 if (w->same && w->netns == pl->netns && w->cookie == ck && w->dport == dport)
                     return w;
+            }
         /* a namespace psid serves on one side at least (a container on this node), where
          * sock_diag cannot look: the connector's addresses mirror the acceptor's, in
          * exactly one wait (both namespaces are root's: nobody makes a look-alike there) */
-        for (struct pl_wait *w = pl->waits; w; w = w->next)
+        for (struct pt_entry *e = ptable_find(
+                 &pl->conwaits, pl_tuple_key(&pl->conwaits, d->self->id, &a->peer, &a->local));
+             e; e = ptable_find_next(e)) {
+            struct pl_wait *w = PT_OWNER(e, struct pl_wait, ce);
             if (w->same && w->tuple && !w->ambiguous && w->dport == dport &&
                 (w->netns != pl->netns || a->netns != pl->netns) &&
                 pl_mirrors(w, &a->local, &a->peer))
                 return w;
+        }
     }
     /* another node's connector: the accepted socket is in psid's namespace, on the node's
      * address (v4-mapped counts as IPv4) */
@@ -349,10 +414,13 @@ struct pl_wait *pl_wait_of(struct psid *d, struct preload *pl, const struct sock
     if (a->netns != pl->netns || strcmp(t, d->self->addr_str)) return NULL;
     sockinfo_addr_text(&a->peer, t);
     const struct psconf_node *n = pl_node_by_text(d, t);
-    struct pl_wait *w = pl->waits;
-    while (n && w && (w->same || w->node != n->id || w->sport != sport || w->dport != dport))
-        w = w->next;
-    return n ? w : NULL;
+    for (struct pt_entry *e =
+             n ? ptable_find(&pl->waits, pl_conn_key(&pl->waits, n->id, sport, dport)) : NULL;
+         e; e = ptable_find_next(e)) {
+        struct pl_wait *w = PL_WAIT(e);
+        if (!w->same && w->node == n->id && w->sport == sport && w->dport == dport) return w;
+    }
+    return NULL;
 }
 
 /* The acceptor's socket a: the connection it is, and its outcome to both. */
@@ -367,8 +435,5 @@ bool pl_user_listens(const struct preload *pl, uint64_t netns, uint32_t uid,
         if (l->ep.uid == uid && l->netns == netns)
             for (unsigned i = 0; i < l->nlis; i++)
                 if (pl_takes(&l->lis[i].addr, local, &exact)) return true;
-    uint64_t now = loop_now();
-    for (const struct pl_closed *k = pl->closed; netns == pl->netns && k; k = k->next)
-        if (k->uid == uid && k->until > now && pl_takes(&k->addr, local, &exact)) return true;
-    return false;
+    return netns == pl->netns && closed_taking(pl, local, uid);
 }

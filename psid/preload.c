@@ -40,36 +40,96 @@
  * (listeners, and connections waiting for their acceptor), plconnect.c (the connector's
  * side), plclaim.c (the acceptor's claims, late claims, tombstones); plint.h has the tables
  * they share.
- * Every table is bounded: listeners per endpoint (PSI_PL_LISTENS), connections waiting
- * (PL_WAIT_MAX in total on each side, a quarter of it per listener's and per connector's
- * uid but root's), requests asking another psid, claims waiting for their requests and
- * tombstones (PL_WAIT_MAX each, PL_WAIT_UID per uid but root's), claims in flight
- * (PL_WAIT_MAX), namespaces remembered (PL_NETNS_SEEN).
+ * Every table is bounded: listeners per endpoint (PSI_PL_LISTENS), namespaces remembered
+ * (PL_NETNS_SEEN), and what is pending, each kind in a ptable of struct preload (ptable.h:
+ * found by its key in O(1), counted per uid in O(1), a deadline on the loop; the entry in
+ * its record; pl_tables), PL_WAIT_MAX entries each and PL_WAIT_UID per uid but root's:
+ * connections waiting for their acceptor (waits, by cookie or connection, per listener's
+ * uid; conwaits, the same per connector's uid, by 4-tuple), requests asking another psid
+ * (asks by req, askconns by connection), connections waiting for their outcome (pends),
+ * claims in flight (claims by req; probes, those that are, by cookie), claims waiting for
+ * their requests (lates by the accepted socket, latecons by the connector), probes held for theirs
+ * (rechecks), tombstones (tombs), listeners closed lately (closed, by address and port). No message
+ * walks a table: only a node or a client gone, an endpoint closed, and a drained client's parked
+ * claims do.
  */
 #include "plint.h"
 
 static int passed(struct client *c, int want, struct sockinfo *si, int *fd, const char **why);
 static size_t endpoint_clients(struct psid *d, struct client ***out);
 
+/* struct preload's tables (ptable.h): each PL_WAIT_MAX entries, PL_WAIT_UID per uid but
+ * root's, each entry expiring by its table's function. */
+static const struct {
+    size_t off;
+    void (*expire)(struct pt_entry *e);
+} pl_tables[] = {
+    {offsetof(struct preload, waits), pl_wait_expired},
+    {offsetof(struct preload, conwaits), NULL}, /* (no deadline: its wait's) */
+    {offsetof(struct preload, asks), pl_ask_expired},
+    {offsetof(struct preload, askconns), NULL}, /* (no deadline: its ask's) */
+    {offsetof(struct preload, pends), pl_pend_expired},
+    {offsetof(struct preload, claims), pl_claim_expired},
+    {offsetof(struct preload, probes), NULL}, /* (no deadline: its claim's) */
+    {offsetof(struct preload, lates), pl_late_expire},
+    {offsetof(struct preload, latecons), NULL}, /* (no deadline: its late's) */
+    {offsetof(struct preload, rechecks), pl_recheck_expired},
+    {offsetof(struct preload, tombs), pl_tomb_expire},
+    {offsetof(struct preload, closed), pl_closed_expire},
+};
+#define PL_NTABLES      (sizeof pl_tables / sizeof pl_tables[0])
+#define PL_TABLE(pl, i) ((struct ptable *)((char *)(pl) + pl_tables[i].off))
+
 struct preload *pl_state(struct psid *d)
 {
-    if (!d->preload && (d->preload = calloc(1, sizeof *d->preload))) {
-        d->preload->netns = sockinfo_own_netns();
-        struct preload *pl = d->preload;
-        bool tombs =
-            ptable_init(&pl->tombs, d->loop, PL_WAIT_MAX, PL_WAIT_UID, pl_tomb_expire) == 0;
-        bool asks = ptable_init(&pl->asks, d->loop, PL_WAIT_MAX, PL_WAIT_UID, pl_ask_expired) == 0;
-        bool lates =
-            ptable_init(&pl->lates, d->loop, PL_WAIT_MAX, PL_WAIT_UID, pl_late_expire) == 0;
-        if (!tombs || !asks || !lates || !(pl->query = plquery_new(d, endpoint_clients))) {
-            if (tombs) ptable_fini(&pl->tombs);
-            if (asks) ptable_fini(&pl->asks);
-            if (lates) ptable_fini(&pl->lates);
-            free(d->preload);
-            d->preload = NULL;
-        }
+    if (d->preload || !(d->preload = calloc(1, sizeof *d->preload))) return d->preload;
+    struct preload *pl = d->preload;
+    pl->netns = sockinfo_own_netns();
+    size_t i = 0;
+    while (i < PL_NTABLES && ptable_init(PL_TABLE(pl, i), d->loop, PL_WAIT_MAX, PL_WAIT_UID,
+                                         pl_tables[i].expire) == 0)
+        i++;
+    if (i < PL_NTABLES || !(pl->query = plquery_new(d, endpoint_clients))) {
+        while (i--) ptable_fini(PL_TABLE(pl, i));
+        free(pl);
+        d->preload = NULL;
     }
     return d->preload;
+}
+
+/* A connection's key in table t: the other node and the connector's and listener's ports. */
+uint64_t pl_conn_key(const struct ptable *t, uint32_t node, uint16_t sport, uint16_t dport)
+{
+    struct {
+        uint32_t node;
+        uint16_t sport, dport;
+    } k = {node, sport, dport};
+    return ptable_key(t, &k, sizeof k);
+}
+
+/* A socket's key in table t: its cookie. */
+uint64_t pl_cookie_key(const struct ptable *t, uint64_t cookie)
+{
+    return ptable_key(t, &cookie, sizeof cookie);
+}
+
+/* A connection's key in table t: the connector's node and both ends' addresses and ports
+ * (IPv4 as itself, also when the socket has it mapped into IPv6, as sockinfo_same). */
+uint64_t pl_tuple_key(const struct ptable *t, uint32_t node, const struct sockaddr_storage *local,
+                      const struct sockaddr_storage *peer)
+{
+    struct {
+        uint32_t node;
+        uint16_t lport, pport;
+        char laddr[INET6_ADDRSTRLEN], paddr[INET6_ADDRSTRLEN];
+    } k;
+    memset(&k, 0, sizeof k);
+    k.node = node;
+    k.lport = sockinfo_port(local);
+    k.pport = sockinfo_port(peer);
+    sockinfo_addr_text(local, k.laddr);
+    sockinfo_addr_text(peer, k.paddr);
+    return ptable_key(t, &k, sizeof k);
 }
 
 /* Whether network namespace netns, of socket fd, is one psid serves: its own, or one made
@@ -221,13 +281,15 @@ void pl_put_ep(struct psmsg_buf *b, const struct pl_ep *e)
     psmsg_put_u32(b, PSF_UDP_PORT, e->udp_port);
 }
 
+/* Another psid's endpoint from its message; -1 if malformed (a uid of UINT32_MAX is none:
+ * no process has it, and a ptable counts it as a free slot). */
 int pl_get_ep(const struct psmsg *m, uint32_t node, struct pl_ep *e)
 {
     uint32_t id, port;
     *e = (struct pl_ep){.node = node};
     if (psmsg_get_u32(&m->body, PSF_ENDPOINT, &id) < 0 || id == 0 || id > 0xffff ||
         psmsg_get_u64(&m->body, PSF_INCARNATION, &e->inc) < 0 ||
-        psmsg_get_u32(&m->body, PSF_UID, &e->uid) < 0 ||
+        psmsg_get_u32(&m->body, PSF_UID, &e->uid) < 0 || e->uid == UINT32_MAX ||
         psmsg_get_u32(&m->body, PSF_UDP_PORT, &port) < 0 || port == 0 || port > 0xffff)
         return -1;
     e->id = (uint16_t)id;
@@ -545,16 +607,17 @@ void preload_client_gone(struct psid *d, struct client *c)
     if (!pl) return;
     for (struct pt_entry *e = pl->asks.all; e; e = e->next)
         if (PL_ASK(e)->c == c) PL_ASK(e)->c = NULL;
-    for (struct pl_claim *k = pl->claims; k; k = k->next)
-        if (k->c == c) k->c = NULL;
+    for (struct pt_entry *e = pl->claims.all; e; e = e->next)
+        if (PL_CLAIM(e)->c == c) PL_CLAIM(e)->c = NULL;
     for (struct pt_entry *e = pl->lates.all; e; e = e->next)
         if (PL_LATE(e)->c == c) PL_LATE(e)->c = NULL;
     plquery_client_gone(pl->query, c);
-    for (struct pl_pend *p = pl->pends, *next; p; p = next) {
-        next = p->next;
-        if (p->c == c) pl_pend_done(pl, p);
+    for (struct pt_entry *e = pl->pends.all, *next; e; e = next) {
+        next = e->next;
+        if (PL_PEND(e)->c == c) pl_pend_done(pl, PL_PEND(e));
     }
-    for (struct pl_wait *w = pl->waits; w; w = w->next) {
+    for (struct pt_entry *e = pl->waits.all; e; e = e->next) {
+        struct pl_wait *w = PL_WAIT(e);
         if (w->same && w->cc == c) w->cc = NULL; /* its claim finds the connector gone */
         if (w->pc == c) { /* a parked claim of a gone acceptor: unclaimed again */
             w->pc = NULL;
@@ -569,8 +632,9 @@ void preload_client_gone(struct psid *d, struct client *c)
             /* its ports are gone: connections waiting for them go TCP at once, unless
              * another process of the same user listens there too (a prefork server's
              * children hold the listening socket) */
-            for (struct pl_wait *w = pl->waits, *next; w; w = next) {
-                next = w->next;
+            for (struct pt_entry *e = pl->waits.all, *next; e; e = next) {
+                next = e->next;
+                struct pl_wait *w = PL_WAIT(e);
                 bool ours = false, other = false;
                 for (unsigned i = 0; i < l->nlis; i++)
                     ours |= sockinfo_port(&l->lis[i].addr) == w->dport;
@@ -602,8 +666,9 @@ void preload_node_lost(struct psid *d, uint32_t node)
         client_send(l->c, &b);
         psmsg_buf_free(&b);
     }
-    for (struct pl_wait *w = pl->waits, *next; w; w = next) {
-        next = w->next;
+    for (struct pt_entry *e = pl->waits.all, *next; e; e = next) {
+        next = e->next;
+        struct pl_wait *w = PL_WAIT(e);
         if (w->node == node) {
             pl_wait_unlink(pl, w);
             free(w);
@@ -616,21 +681,23 @@ void preload_node_lost(struct psid *d, uint32_t node)
         pl_refuse(d, a->c, a->client_id, a->conn, EHOSTDOWN, "the listener's node was lost");
         pl_ask_done(pl, a);
     }
-    for (struct pl_pend *p = pl->pends, *next; p; p = next) {
-        next = p->next;
+    for (struct pt_entry *e = pl->pends.all, *next; e; e = next) {
+        next = e->next;
+        struct pl_pend *p = PL_PEND(e);
         if (p->node != node) continue;
         pl_outcome(d, p->c, p->conn, EHOSTDOWN, "the listener's node was lost", NULL, NULL);
         pl_pend_done(pl, p);
     }
-    for (struct pl_claim *k = pl->claims, *next; k; k = next) {
-        next = k->next;
+    for (struct pt_entry *e = pl->claims.all, *next; e; e = next) {
+        next = e->next;
+        struct pl_claim *k = PL_CLAIM(e);
         if (k->w.node != node) continue;
         if (k->c) pl_acc_reply(k->c, k->client_id, ENOENT, "the connector's node was lost");
         pl_claim_done(pl, k);
     }
-    for (struct pl_recheck *r = pl->rechecks, *next; r; r = next) {
-        next = r->next;
-        if (r->from == node) pl_recheck_done(pl, r);
+    for (struct pt_entry *e = pl->rechecks.all, *next; e; e = next) {
+        next = e->next;
+        if (PL_RECHECK(e)->from == node) pl_recheck_done(pl, PL_RECHECK(e));
     }
 }
 
@@ -640,26 +707,15 @@ void preload_free(struct psid *d)
     if (!pl) return;
     if (pl->parked_timer) loop_timer_cancel(d->loop, pl->parked_timer);
     while (pl->asks.all) pl_ask_done(pl, PL_ASK(pl->asks.all));
-    ptable_fini(&pl->asks);
-    while (pl->pends) pl_pend_done(pl, pl->pends);
-    while (pl->claims) pl_claim_done(pl, pl->claims);
+    while (pl->pends.all) pl_pend_done(pl, PL_PEND(pl->pends.all));
+    while (pl->claims.all) pl_claim_done(pl, PL_CLAIM(pl->claims.all));
     while (pl->lates.all) pl_late_done(pl, PL_LATE(pl->lates.all));
-    ptable_fini(&pl->lates);
-    while (pl->rechecks) pl_recheck_done(pl, pl->rechecks);
-    while (pl->closed) {
-        struct pl_closed *k = pl->closed;
-        pl->closed = k->next;
-        free(k);
-    }
-    while (pl->tombs.all) {
-        struct pl_tomb *t = PT_OWNER(pl->tombs.all, struct pl_tomb, pe);
-        ptable_del(&t->pe);
-        free(t);
-    }
-    ptable_fini(&pl->tombs);
+    while (pl->rechecks.all) pl_recheck_done(pl, PL_RECHECK(pl->rechecks.all));
+    while (pl->closed.all) pl_closed_expire(pl->closed.all);
+    while (pl->tombs.all) pl_tomb_expire(pl->tombs.all);
     plquery_free(pl->query);
-    while (pl->waits) {
-        struct pl_wait *w = pl->waits;
+    while (pl->waits.all) {
+        struct pl_wait *w = PL_WAIT(pl->waits.all);
         pl_wait_unlink(pl, w);
         free(w);
     }
@@ -669,6 +725,7 @@ void preload_free(struct psid *d)
         free(l->lis);
         free(l);
     }
+    for (size_t i = 0; i < PL_NTABLES; i++) ptable_fini(PL_TABLE(pl, i));
     free(pl);
     d->preload = NULL;
 }
