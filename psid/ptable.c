@@ -111,6 +111,10 @@ static void expired(void *ctx)
 
 int ptable_add(struct ptable *t, struct pt_entry *e, uint64_t key, uint32_t uid, uint64_t deadline)
 {
+    if (uid == UID_FREE) { /* the free slot's mark: no entry may claim it */
+        errno = EINVAL;
+        return -1;
+    }
     if (!ptable_room(t, uid)) {
         errno = ENOBUFS;
         return -1;

@@ -52,7 +52,8 @@ uint64_t ptable_key(const struct ptable *t, const void *bytes, size_t len);
 /* Whether one more entry of uid fits. */
 bool ptable_room(const struct ptable *t, uint32_t uid);
 /* Adds e (key, uid; deadline on the loop's clock, 0: none). 0, or -1 with errno ENOBUFS
- * when a bound is reached (e is not added). */
+ * when a bound is reached, EINVAL for uid UINT32_MAX (no process has it; the table's mark
+ * of a free count slot) (e is not added). */
 int ptable_add(struct ptable *t, struct pt_entry *e, uint64_t key, uint32_t uid, uint64_t deadline);
 /* Removes e and cancels its timer (nothing else: its record stays its owner's). */
 void ptable_del(struct pt_entry *e);

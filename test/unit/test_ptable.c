@@ -38,6 +38,8 @@ static void test_ptable_bounds(void)
     CU_ASSERT_EQUAL(ptable_add(&t, &r[3].e, 8, 1000, 0), -1); /* its uid's share */
     CU_ASSERT_EQUAL(errno, ENOBUFS);
     CU_ASSERT_EQUAL(ptable_of_uid(&t, 1000), 3);
+    CU_ASSERT_EQUAL(ptable_add(&t, &r[3].e, 9, UINT32_MAX, 0), -1); /* no such uid */
+    CU_ASSERT_EQUAL(errno, EINVAL);
     CU_ASSERT_PTR_EQUAL(ptable_find(&t, k), &r[1].e); /* newest first */
     CU_ASSERT_PTR_EQUAL(ptable_find_next(&r[1].e), &r[0].e);
     CU_ASSERT_PTR_NULL(ptable_find_next(&r[0].e));
