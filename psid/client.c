@@ -43,6 +43,7 @@
  * lists: the send changes nothing but that client's queue, and the client stays valid
  * memory until the walk is over.
  */
+#include "clientint.h"
 #include "daemon.h"
 #include "fdflight.h"
 #include "module.h"
@@ -74,53 +75,6 @@
 #define IN_BUDGET (64u << 20)
 
 #define HOOK_ROUNDS 16 /* of writes, resumed requests and reaping in one before-wait hook */
-
-#define CLIENT_FDS      4  /* descriptors passed and not yet taken by their message */
-#define CLIENT_OUT_SETS 64 /* messages with descriptors queued for a client, not yet sent */
-
-/* Descriptors to pass with the byte at stream offset at (the first of their message). */
-struct out_fds {
-    uint64_t at;
-    unsigned n;
-    int fds[CLIENT_OUT_FDS];
-};
-
-struct client {
-    struct psid *d;
-    int fd;
-    struct ucred cred;
-    int pidfd; /* the client process, for notification signals (never a recycled pid) */
-    uint8_t *in;
-    size_t inlen, incap;
-    uint8_t *out;
-    size_t outlen, outoff, outcap;
-    uint64_t out_pos;     /* stream offset of out[0] */
-    struct out_fds *ofds; /* by offset: CLIENT_OUT_SETS once allocated */
-    unsigned nofds;
-    bool closing;     /* close once the output is flushed */
-    bool sets_full;   /* a module found no room for descriptors: tell it when there is */
-    bool in_dispatch; /* handling its requests */
-    bool dead;        /* connection over; freed by clients_reap */
-    bool want_write;  /* on the list of clients with output queued since the hook ran */
-    bool held;        /* on the list of clients with requests held back behind replies */
-    /* descriptors in flight (fdflight.h): queued in ofds, and sent since its socket was last
-     * seen with nothing unread; fl_waiting: room was refused for them; fl_blocked: the
-     * kernel refused a send (its count of psid's descriptors in flight is full) */
-    unsigned fl_queued, fl_sent;
-    bool fl_waiting, fl_blocked;
-    uint64_t active; /* loop_now() of its last request */
-    /* descriptors passed with SCM_RIGHTS, each with the stream offset of the byte it came
-     * with (the last byte of its read: the kernel ends a read after a passed descriptor),
-     * which is the first byte of the message it belongs to (psi_call_fd) */
-    int fds[CLIENT_FDS];
-    uint64_t fd_at[CLIENT_FDS];
-    unsigned nfds;
-    uint64_t in_pos; /* stream offset of in[0] */
-    uint64_t msg_at; /* stream offset of the message being handled */
-    struct client *next;
-    struct client *next_dead;
-    struct client *next_write, *next_held;
-};
 
 static void fl_arm(struct psid *d);
 static struct fdflight *fl_of(const struct client *c);
@@ -178,31 +132,6 @@ int client_take_fd(struct client *c)
     return -1;
 }
 
-struct clients {
-    int lfd;
-    char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-    struct client *list;
-    struct client *dead;   /* marked by client_kill, not yet reaped */
-    struct client *writes; /* output queued, to be written by the hook (want_write) */
-    struct client *held;   /* requests held back behind unread replies (hold) */
-    uint64_t again;        /* a timer due at once: the hook had more to do */
-    unsigned n;
-    size_t in_total;        /* request buffers of all clients (IN_BUDGET) */
-    struct uid_count *uids; /* connections per uid (not root) */
-    struct fdflight *fl;    /* descriptors passed and not yet taken (fdflight.h) */
-    uint64_t fl_timer;      /* looks again while room was refused or a send was */
-    size_t nuids, capuids;
-    int spare_fd;       /* /dev/null, given up to accept and refuse when out of fds */
-    uint64_t fd_warned; /* loop_now() of the last "out of descriptors" line */
-    uint64_t idle_timer;
-};
-
-struct uid_count {
-    uint32_t uid;
-    unsigned n;
-    bool warned; /* over the limit, logged once until it drops under again */
-};
-
 static struct uid_count *uid_slot(struct clients *cs, uint32_t uid, bool add)
 {
     for (size_t i = 0; i < cs->nuids; i++)
@@ -227,7 +156,7 @@ static void uid_release(struct clients *cs, uint32_t uid)
 }
 
 /* The connection is over: no more reading or sending. Freed later by clients_reap. */
-static void client_kill(struct client *c)
+void client_kill(struct client *c)
 {
     if (c->dead) return;
     c->dead = true;
@@ -276,7 +205,7 @@ static void client_free(struct client *c)
     free(c);
 }
 
-static void clients_reap(void *ctx)
+void clients_reap(void *ctx)
 {
     struct psid *d = ctx;
     struct clients *cs = d->clients;
@@ -359,7 +288,7 @@ static ssize_t send_fds(struct client *c, const struct out_fds *o)
 /* Write what waits, as far as the socket takes it; a closing client is closed once all is
  * written. Never handles a request: one held back behind the replies is left to the hook.
  * Returns false if the client was closed. */
-static bool flush_out(struct client *c)
+bool client_flush_out(struct client *c)
 {
     if (c->dead) return false;
     if (c->fl_blocked) { /* the timer tries again (fl_tick) */
@@ -461,8 +390,6 @@ static void reply_error(struct client *c, uint32_t id, int err, const char *text
     queue_reply(c, &b);
     psmsg_buf_free(&b);
 }
-
-static bool flush_out(struct client *c);
 
 /* A message for the client (job events, answers that came from other nodes): queued, and
  * written by the loop's before-wait hook. Nothing else runs. */
@@ -824,7 +751,7 @@ static ssize_t recv_fds(struct client *c)
 static void on_client(void *ctx, uint32_t events)
 {
     struct client *c = ctx;
-    if (c->dead || (events & EPOLLOUT && !flush_out(c))) return;
+    if (c->dead || (events & EPOLLOUT && !client_flush_out(c))) return;
     /* requests held back while it did not read its replies are resumed by the hook */
     if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || !reading(c)) return;
     for (;;) {
@@ -840,7 +767,7 @@ static void on_client(void *ctx, uint32_t events)
         process_input(c);
         if (c->closing || c->dead || !reading(c)) break;
     }
-    flush_out(c);
+    client_flush_out(c);
 }
 
 static void again(void *ctx)
@@ -861,7 +788,7 @@ static bool held_ready(const struct clients *cs)
  * back behind unread replies are resumed where the client takes its replies again; dead
  * clients are freed. Each step may give the others more to do: up to HOOK_ROUNDS rounds,
  * and if work is left the loop is kept from sleeping (a timer due at once). */
-static void clients_before_wait(void *ctx)
+void clients_before_wait(void *ctx)
 {
     struct psid *d = ctx;
     struct clients *cs = d->clients;
@@ -872,7 +799,7 @@ static void clients_before_wait(void *ctx)
         for (; c; c = next) {
             next = c->next_write;
             c->want_write = false;
-            flush_out(c);
+            client_flush_out(c);
         }
         c = cs->held;
         cs->held = NULL;
@@ -952,7 +879,7 @@ static int admit(struct psid *d, int fd, const struct ucred *cr)
     return 0;
 }
 
-static void on_accept(void *ctx, uint32_t events)
+void clients_on_accept(void *ctx, uint32_t events)
 {
     struct psid *d = ctx;
     (void)events;
@@ -1086,7 +1013,7 @@ int clients_start(struct psid *d)
     cs->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (cs->lfd < 0 || bind(cs->lfd, (struct sockaddr *)&a, sizeof a) < 0 ||
         chmod(cs->path, 0666) < 0 || listen(cs->lfd, 128) < 0 ||
-        loop_fd(d->loop, cs->lfd, EPOLLIN, on_accept, d) < 0) {
+        loop_fd(d->loop, cs->lfd, EPOLLIN, clients_on_accept, d) < 0) {
         log_err("client socket %s: %s", cs->path, strerror(errno));
         return -1;
     }

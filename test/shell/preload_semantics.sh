@@ -12,7 +12,8 @@
 # (1000 connections in one process), fork (accept, then a child serves), crash (the peer
 # dies of SIGKILL: EOF or reset, no hang), compute (the peer computes after writing: its
 # bytes still arrive at once), sendfile (sendfile, and splice from a file through a pipe),
-# closeall (the program closes descriptors 3..1023 but its socket: the library's survive),
+# closeall (the program closes every descriptor below the soft limit but its socket, as
+# daemons do, reaching the library's own in the top quarter: they survive),
 # v6mapped (an AF_INET6 listener on :: takes an IPv4 client), reuseport (two SO_REUSEPORT
 # listeners in one process), relisten (listener closed, the port listened on anew), vectors
 # (readv/writev, sendmsg/recvmsg with several iovecs, sendmmsg/recvmmsg, empty reads,
@@ -80,6 +81,7 @@ SCEN=${PRELOAD_SCENARIOS:-echo halfclose peek poll epoll sigpipe linger0 nonbloc
 ASYNC=${PRELOAD_ASYNC-echo peek epoll bulk cork fork_unread upgrade upwrite}
 PORT=$(free_port $((3 * $(wc -w <<<"$SCEN"))))
 
+served() { [ -z "$(ss -Htn state established state close-wait "sport = :$1" 2>/dev/null)" ]; }
 # run TAG PORT MODE SCENARIO LIB: one server and one client; transcripts in $CDIR/TAG.*;
 # LIB: no, yes (PSP_SYNC=1), async (the library without PSP_SYNC)
 run() {
@@ -94,7 +96,9 @@ run() {
     env PSID_SOCKET="$CDIR/psid-0.sock" "${env[@]}" timeout 30 "$SEM" client "$SRV_ADDR" "$port" \
         "$scen" >"$CDIR/$tag.cli" 2>&1
     echo "exit $?" >>"$CDIR/$tag.cli"
-    sleep 0.2 # the server's last lines
+    # the server's last lines: it is done with its connections when none of them on its
+    # port is still established or waiting for its close (a forked child's neither)
+    wait_until 3000 served "$port"
     kill "$s" 2>/dev/null
     wait "$s" 2>/dev/null
 }

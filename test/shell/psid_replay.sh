@@ -30,7 +30,8 @@ port=$(sed -n 's/^rdp = { port = \([0-9]*\);.*/\1/p' "$CDIR/psid.conf")
 "$UR" capture -p "$port" -T syn -n 2 -t 10 "$CDIR/syn.cap" >"$CDIR/capture.out" 2>&1 &
 cap=$!
 PIDS+=("$cap")
-sleep 0.3 # the capture socket is bound (AF_PACKET sees only what comes after)
+# the capture socket is bound (AF_PACKET sees only what comes after)
+wait_line "$CDIR/capture.out" '^capturing' 3000 || fail "replay: the capture started" "$(cat "$CDIR/capture.out")"
 kill_node 1
 start_node 1
 all_up 8000

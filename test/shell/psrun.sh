@@ -155,18 +155,34 @@ got=$(timeout 30 "$PSRUN" -n 4 -i all -w 1-2 --overbook md5sum <"$CDIR/rand" 2>&
 check "stdin: 5 MB to all of 4 ranks" $? "got: $got"
 
 # ---- flow control
-rm -f "$CDIR/marker"
-(timeout 30 "$PSRUN" -n 1 -w 2 sh -c "head -c 50000000 /dev/zero; echo done >'$CDIR/marker'" </dev/null |
-    (sleep 3; wc -c >"$CDIR/count")) &
+# The task writes 500 blocks of 100 kB and counts them in a file; psrun's reader takes
+# nothing until told. With flow control the count stops far below 500 (a pipe, psrun's
+# window and psid's 256 KiB hold about a megabyte); without it the task writes all of it
+# into psrun's memory. Then the reader takes everything: nothing lost.
+rm -f "$CDIR/progress" "$CDIR/go"
+(timeout 60 "$PSRUN" -n 1 -w 2 sh -c "i=0; while [ \$i -lt 500 ]; do head -c 100000 /dev/zero; i=\$((i + 1)); echo \$i >'$CDIR/progress'; done" </dev/null |
+    (until [ -e "$CDIR/go" ]; do sleep 0.05; done; wc -c >"$CDIR/count")) &
 fcpid=$!
 PIDS+=("$fcpid")
-sleep 2
-blocked=0
-[ -e "$CDIR/marker" ] || blocked=1
+blocks() { cat "$CDIR/progress" 2>/dev/null || echo 0; }
+last=-1
+# the count has not moved for 1 s, or it reached the end
+stalled() {
+    local now
+    now=$(blocks)
+    [ "$now" = 500 ] && return 0
+    if [ "$now" = "$last" ] && [ $(($(now_ms) - since)) -ge 1000 ]; then return 0; fi
+    [ "$now" != "$last" ] && last=$now since=$(now_ms)
+    return 1
+}
+since=$(now_ms)
+wait_until 30000 stalled
+held=$(blocks)
+touch "$CDIR/go"
 wait "$fcpid"
-[ "$blocked" = 1 ] && [ "$(cat "$CDIR/count")" = 50000000 ] && [ -e "$CDIR/marker" ]
-check "flow control: a reader that stops blocks the task; nothing lost" $? \
-    "blocked=$blocked count=$(cat "$CDIR/count" 2>/dev/null)"
+[ "$held" -gt 0 ] && [ "$held" -lt 100 ] && [ "$(cat "$CDIR/count")" = 50000000 ] && [ "$(blocks)" = 500 ]
+check "flow control: a reader that stops blocks the task ($held of 500 blocks written); nothing lost" $? \
+    "held $held count=$(cat "$CDIR/count" 2>/dev/null)"
 
 t0=$(now_ms)
 got=$( (timeout 20 "$PSRUN" -n 2 yes 2>/dev/null </dev/null; echo $? >"$CDIR/rc") | head -n 1)

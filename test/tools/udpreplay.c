@@ -7,7 +7,7 @@
  *     as root (AF_PACKET): the first N (default 8) UDP datagrams to port PORT on lo whose
  *     payload is an RDP packet of that type (default syn), within SECONDS (default 10),
  *     as IP packets into FILE (each a 4-byte big-endian length, then the packet).
- *     Prints "captured C".
+ *     Prints "capturing" once bound (what comes after is seen), then "captured C".
  *   udpreplay send [-c COUNT] FILE
  *     as root (IPPROTO_RAW): each recorded packet COUNT times (default 1). "sent S".
  */
@@ -56,6 +56,8 @@ static int capture(unsigned port, int type, int want, double seconds, const char
         printf("capture failed: %s\n", strerror(errno));
         return 1;
     }
+    printf("capturing\n"); /* bound: every packet from now on is seen */
+    fflush(stdout);
     static uint8_t buf[MAXPKT];
     int got = 0;
     double end = now() + seconds;

@@ -6,15 +6,21 @@
  * duplicates are closed once sent or when the client goes; past CLIENT_OUT_SETS messages
  * waiting with descriptors, nothing more is queued.
  *
- * client.c is compiled into this file (its functions stay the ones libpsidcore.a would
- * give, which the linker then does not take from the archive) so that the tests reach its
- * client structure: the accept callback, the queue, the dispatch flag.
+ * The tests reach client.c's structures through its seam header (psid/clientint.h): the
+ * accept callback, the queue, the dispatch flag; the code is libpsidcore.a's.
  */
-#include "../../psid/client.c"
+#include "../../psid/clientint.h"
+#include "../../psid/fdflight.h"
 #include "psi.h"
+#include "psloop.h"
 #include "unit.h"
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct fixture {
     struct psid d;
@@ -47,7 +53,7 @@ static void up(struct fixture *f)
     CU_ASSERT_EQUAL_FATAL(connect(fd, (struct sockaddr *)&a, alen), 0);
     psi_open_fd(&f->psi, fd);
     loop_set_before_wait(f->d.loop, clients_before_wait, &f->d);
-    on_accept(&f->d, EPOLLIN);
+    clients_on_accept(&f->d, EPOLLIN);
     f->c = cs->list;
     CU_ASSERT_PTR_NOT_NULL_FATAL(f->c);
 }
@@ -114,7 +120,7 @@ static void test_send_fds(void)
     int dups[3] = {f.c->ofds[0].fds[0], f.c->ofds[0].fds[1], f.c->ofds[1].fds[0]};
     CU_ASSERT_TRUE(fcntl(dups[0], F_GETFD) & FD_CLOEXEC);
     f.c->in_dispatch = false;
-    CU_ASSERT_TRUE(flush_out(f.c));
+    CU_ASSERT_TRUE(client_flush_out(f.c));
     CU_ASSERT_EQUAL(f.c->nofds, 0);
     for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(fcntl(dups[i], F_GETFD), -1);
     CU_ASSERT_EQUAL(next_dead(&f), 1);
@@ -210,7 +216,7 @@ static void test_send_fds_limits(void)
     CU_ASSERT_EQUAL(f.c->outlen, queued);
     CU_ASSERT_EQUAL(send_dead(f.c, CLIENT_OUT_SETS + 1, 0, NULL, 0), 0);
     f.c->in_dispatch = false;
-    CU_ASSERT_TRUE(flush_out(f.c));
+    CU_ASSERT_TRUE(client_flush_out(f.c));
     for (uint64_t i = 0; i < CLIENT_OUT_SETS; i++) {
         CU_ASSERT_EQUAL_FATAL(next_dead(&f), i + 1);
         for (uint64_t k = 0; k < 1 + i % 2; k++) {
@@ -271,7 +277,7 @@ static void test_send_fds_pair(void)
     CU_ASSERT_EQUAL(f.c->nofds, CLIENT_OUT_SETS - 1);
     CU_ASSERT_TRUE(f.c->sets_full);
     f.c->in_dispatch = false;
-    CU_ASSERT_TRUE(flush_out(f.c));
+    CU_ASSERT_TRUE(client_flush_out(f.c));
     for (uint64_t i = 0; i < CLIENT_OUT_SETS - 1; i++) {
         CU_ASSERT_EQUAL_FATAL(next_dead(&f), i + 1);
         close(psi_take_fd(&f.psi));
@@ -281,7 +287,7 @@ static void test_send_fds_pair(void)
     CU_ASSERT_EQUAL(client_send_fds_pair(f.c, &a, p, 2, f.c, &b, q, 2), 0);
     CU_ASSERT_EQUAL(f.c->nofds, 2);
     f.c->in_dispatch = false;
-    CU_ASSERT_TRUE(flush_out(f.c));
+    CU_ASSERT_TRUE(client_flush_out(f.c));
     CU_ASSERT_EQUAL(next_dead(&f), 1000);
     int x = psi_take_fd(&f.psi), y = psi_take_fd(&f.psi);
     CU_ASSERT_EQUAL(psi_take_fd(&f.psi), -1);
@@ -322,14 +328,14 @@ static void test_send_fds_flight(void)
     for (unsigned i = 0; i < 4 * FDFLIGHT_CLIENT && r == 0; i++) {
         r = send_dead(f.c, i + 1, 0, p, 2);
         if (r == 0) sent++;
-        if (f.c->nofds > CLIENT_OUT_SETS / 2) CU_ASSERT_TRUE(flush_out(f.c)); /* unread */
+        if (f.c->nofds > CLIENT_OUT_SETS / 2) CU_ASSERT_TRUE(client_flush_out(f.c)); /* unread */
     }
     CU_ASSERT_EQUAL(r, -1);
     CU_ASSERT_EQUAL(errno, ENOBUFS);
     CU_ASSERT_EQUAL(sent, lim / 2);
     CU_ASSERT_FALSE(client_fds_room(f.c, 64));
     CU_ASSERT_TRUE(f.c->fl_waiting);
-    CU_ASSERT_TRUE(flush_out(f.c));
+    CU_ASSERT_TRUE(client_flush_out(f.c));
     CU_ASSERT_EQUAL(f.c->nofds, 0);
     for (unsigned i = 0; i < sent; i++) { /* the client reads (and closes) all of it */
         CU_ASSERT_EQUAL(next_dead(&f), i + 1);
@@ -340,11 +346,11 @@ static void test_send_fds_flight(void)
     /* the kernel refuses a send: the client stays, its set waits and goes later */
     CU_ASSERT_EQUAL(send_dead(f.c, 9999, 0, p, 2), 0);
     f.c->fl_blocked = true;
-    CU_ASSERT_TRUE(flush_out(f.c));
+    CU_ASSERT_TRUE(client_flush_out(f.c));
     CU_ASSERT_FALSE(f.c->dead);
     CU_ASSERT_EQUAL(f.c->nofds, 1);
     f.c->fl_blocked = false;
-    CU_ASSERT_TRUE(flush_out(f.c));
+    CU_ASSERT_TRUE(client_flush_out(f.c));
     CU_ASSERT_EQUAL(next_dead(&f), 9999);
     close(p[0]);
     close(p[1]);

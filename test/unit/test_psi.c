@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -235,6 +237,19 @@ static void test_dead_parse(void)
 }
 
 /* Send byte p[0] alone with descriptors fds[0..n) (SCM_RIGHTS), as psid does. */
+/* Whether the peer read everything sent on fd (a UNIX stream socket: SIOCOUTQ is what it
+ * has not taken yet) within 5 s. */
+static bool drained(int fd)
+{
+    for (int i = 0; i < 5000; i++) {
+        int q = 0;
+        if (ioctl(fd, SIOCOUTQ, &q) < 0) return false;
+        if (q == 0) return true;
+        usleep(1000);
+    }
+    return false;
+}
+
 static void send_first(int fd, const uint8_t *p, const int *fds, unsigned n)
 {
     union {
@@ -330,10 +345,12 @@ static void test_reply_fds_in_pieces(void)
     if (pid == 0) {
         struct psmsg_buf b;
         build(&b, PSM_NODES_REPLY, 1, 0);
+        /* each piece is read before the next is written (the socket's unread bytes, as
+         * the kernel counts them, back to 0), so that the reply does come in pieces */
         send_first(srv, b.data, p, 2);
-        usleep(20000);
+        if (!drained(srv)) _exit(2);
         if (write(srv, b.data + 1, 6) != 6) _exit(1);
-        usleep(20000);
+        if (!drained(srv)) _exit(2);
         if (write(srv, b.data + 7, b.len - 7) != (ssize_t)b.len - 7) _exit(1);
         _exit(0);
     }
