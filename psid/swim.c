@@ -287,6 +287,15 @@ static void apply(struct swim *s, const struct swim_upd *upd, uint64_t now)
     struct member *m = &s->m[upd->member];
     struct swim_upd cur = *upd;
     const struct swim_upd *u = &cur;
+    /* a verdict by a member that never heard from this one, which we have heard: its probes
+     * may have run before the member started (a cluster starting); see for ourselves */
+    if (!upd->boot && m->boot && upd->state == SWIM_DEAD && upd->member != s->c.self) {
+        if (m->state != SWIM_DEAD && !m->verify && s->nverify < VERIFY_MAX) {
+            m->verify = true;
+            s->verify[s->nverify++] = upd->member;
+        }
+        return;
+    }
     if (!cur.boot) cur.boot = m->boot;
     if (u->member == s->c.self) { /* refute: only we raise our incarnation */
         if (u->state == SWIM_ALIVE || u->boot != m->boot) return;
