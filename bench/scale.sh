@@ -20,8 +20,7 @@
 #
 # usage: bench/scale.sh [--help]
 # env:   SIZES ("16 64 128"), MODES ("unicast swim"), SECS (10), SETTLE (3), KILLS (10;
-#        0: no detection rows), GRACE_CHECK (1: the rows' logs must show no node declared
-#        unreachable before the kills), KEEP (set: keep each row's directory and logs)
+#        0: no detection rows), KEEP (set: keep each row's directory and logs)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
