@@ -34,6 +34,8 @@ const char *psconf_hb_mode_name(enum psconf_hb_mode m)
         return "multicast";
     case PSCONF_HB_UNICAST:
         return "unicast";
+    case PSCONF_HB_SWIM:
+        return "swim";
     }
     return "unknown";
 }

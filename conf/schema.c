@@ -177,8 +177,10 @@ static int set_hb_mode(struct conf_ctx *x, void *base, const char *key, const ch
         c->hb_mode = PSCONF_HB_MULTICAST;
     else if (strcmp(val, "unicast") == 0)
         c->hb_mode = PSCONF_HB_UNICAST;
+    else if (strcmp(val, "swim") == 0)
+        c->hb_mode = PSCONF_HB_SWIM;
     else
-        return conf_error_at(x, w, key, "\"%s\" is not a mode (multicast, unicast)", val);
+        return conf_error_at(x, w, key, "\"%s\" is not a mode (multicast, unicast, swim)", val);
     return 0;
 }
 

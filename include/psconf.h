@@ -28,7 +28,8 @@ struct rdp_config; /* include/rdp.h */
 #define PSCONF_MAX_NODE_ID     65535
 #define PSCONF_FINGERPRINT_LEN 17 /* 16 hex digits + NUL */
 
-enum psconf_hb_mode { PSCONF_HB_MULTICAST, PSCONF_HB_UNICAST };
+/* swim: SWIM probing and gossip (psid/swim.c, docs/swim.md) instead of heartbeats to all */
+enum psconf_hb_mode { PSCONF_HB_MULTICAST, PSCONF_HB_UNICAST, PSCONF_HB_SWIM };
 
 enum psconf_log_level {
     PSCONF_LOG_ERROR,

@@ -103,6 +103,8 @@ struct binding;
 struct doneq;
 struct gang;
 
+struct swim; /* swim.h */
+
 struct psid {
     struct psconf conf;
     const struct psconf_node *self;
@@ -113,8 +115,12 @@ struct psid {
     int hb_fd;
     bool hb_multicast;
     uint64_t hb_seq;
-    uint64_t hb_next;   /* when the next heartbeat is due */
-    uint8_t hb_key[32]; /* derived from the cluster key (hbwire.h) */
+    uint64_t hb_next;                   /* when the next heartbeat is due */
+    uint64_t hb_sent, hb_recv;          /* membership packets, every mode (logged at leave) */
+    uint64_t hb_start;                  /* loop_now() at membership_start */
+    struct swim *swim;                  /* heartbeat.mode "swim": the SWIM state machine (swim.c) */
+    uint64_t swim_timer, swim_timer_at; /* the loop timer for swim_tick, when it is set */
+    uint8_t hb_key[32];                 /* derived from the cluster key (hbwire.h) */
     uint8_t pl_key[32]; /* the preload's pair keys are derived from it (preload_key) */
     uint64_t hb_drops[HB_DROP__COUNT]; /* heartbeats dropped, by reason (membership.c) */
     uint64_t rdp_silent_ns;            /* RDP unanswered this long: unreachable (rdplink.c) */

@@ -23,6 +23,17 @@
  * A tick that runs late because this daemon itself was stopped or blocked judges no
  * heartbeat silence: the others were not silent, we were not listening.
  *
+ * In heartbeat.mode "swim" no heartbeats go out: swim.c (docs/swim.md) probes one node per
+ * interval on the heartbeat socket, and its verdicts drive the same states. Its packets are
+ * MACed under the SWIM key (a subkey of the heartbeat key's KDF context) and checked against
+ * a per-sender replay window; the sender's configured address is checked here first, and
+ * every drop is counted in hb_drops like a heartbeat's. A dead verdict makes the node
+ * unreachable (down after the grace, or at once when the node itself said it leaves), a
+ * new boot (psid's incarnation) makes the old one down at once, a refutation or a packet
+ * of a live member makes it up again. Load, task count and CPUs ride in the 16-byte info
+ * of every SWIM packet (the heartbeat's bytes 24..39), so they cost no packet; each node
+ * hears them from any other about every n/2 intervals, and task counts also come by RDP.
+ *
  * Going down drops the RDP connection, so that its pending messages are reported
  * undeliverable and a returning node gets a fresh connection. Every message between two
  * daemons about their jobs travels on that one connection, so the rule that keeps a job
@@ -36,6 +47,8 @@
 #include "daemon.h"
 #include "module.h"
 #include "hbwire.h"
+#include "bebytes.h"
+#include "swim.h"
 #include "log.h"
 #include "psmsg.h"
 
@@ -44,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sodium.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -165,6 +179,7 @@ static void send_beat(struct psid *d, enum hb_type type)
     if (d->hb_multicast) {
         struct sockaddr_in to = d->conf.hb_group;
         to.sin_port = htons((uint16_t)d->conf.hb_port);
+        d->hb_sent++;
         if (sendto(d->hb_fd, pkt, sizeof pkt, 0, (struct sockaddr *)&to, sizeof to) < 0)
             log_debug("heartbeat to the group: %s", strerror(errno));
         return;
@@ -176,11 +191,25 @@ static void send_beat(struct psid *d, enum hb_type type)
         memcpy(&to, &n->addr, sizeof to);
         to.sin_port = htons((uint16_t)d->conf.hb_port);
         /* errors (a node not running yet: ECONNREFUSED) are what heartbeats detect */
+        d->hb_sent++;
         (void)sendto(d->hb_fd, pkt, sizeof pkt, MSG_DONTWAIT, (struct sockaddr *)&to, sizeof to);
     }
 }
 
 static void tick(void *ctx);
+
+/* What every SWIM packet carries of us: the heartbeat's load, tasks, cpus, task epoch. */
+static void swim_info(struct psid *d)
+{
+    struct psid_node *me = psid_node(d, d->self->id);
+    uint8_t info[SWIM_INFO];
+    me->load_milli = load_milli();
+    be_put32(info, me->load_milli);
+    be_put32(info + 4, me->tasks);
+    be_put32(info + 8, d->self->cpus);
+    be_put32(info + 12, d->task_epoch);
+    swim_set_info(d->swim, info);
+}
 
 /* Whether RDP has had messages waiting for node n, unanswered, for longer than its own
  * configured bound (the time after which it used to give up). */
@@ -209,9 +238,14 @@ static void check_nodes(struct psid *d, uint64_t now, bool late)
             n->rdp_progress = now;
             continue;
         }
-        bool silent = now - n->last_heard > limit, rdp = rdp_silent(d, n, now);
+        /* swim: silent is SWIM's dead verdict (swim_change makes it unreachable at once) */
+        bool silent = d->swim ? swim_member_state(d->swim, (uint32_t)i) == SWIM_DEAD
+                              : now - n->last_heard > limit;
+        bool rdp = rdp_silent(d, n, now);
         if (n->state == PSNODE_UP && (silent || rdp))
-            set_unreachable(d, n, silent ? "no heartbeat" : "RDP unanswered", !silent, now);
+            set_unreachable(
+                d, n, silent ? (d->swim ? "SWIM dead verdict" : "no heartbeat") : "RDP unanswered",
+                !silent, now);
         else if (n->state == PSNODE_UNREACHABLE && !silent && !rdp)
             set_up(d, n);
         else if (n->state == PSNODE_UNREACHABLE && now - n->unreachable_since >= grace)
@@ -223,7 +257,10 @@ static void tick(void *ctx)
 {
     struct psid *d = ctx;
     if (d->stopping) return;
-    send_beat(d, HB_BEAT);
+    if (d->swim)
+        swim_info(d);
+    else
+        send_beat(d, HB_BEAT);
     uint64_t now = loop_now();
     bool late = now > d->hb_next && now - d->hb_next > interval_ns(d) * d->conf.hb_dead_limit / 2;
     if (late)
@@ -306,12 +343,16 @@ static void accept_beat(struct psid *d, const struct hb *h, const struct sockadd
     if (n->state != PSNODE_UNREACHABLE || !n->unreachable_rdp) set_up(d, n);
 }
 
+static void swim_recv_one(struct psid *d, const uint8_t *buf, size_t len,
+                          const struct sockaddr_in *from);
+static void swim_arm(struct psid *d);
+
 static void on_hb_readable(void *ctx, uint32_t events)
 {
     struct psid *d = ctx;
     (void)events;
     for (int i = 0; i < 256; i++) {
-        uint8_t buf[HB_LEN + 1];
+        uint8_t buf[SWIM_MAX_PKT + 1];
         struct sockaddr_in from;
         socklen_t fl = sizeof from;
         ssize_t r =
@@ -322,6 +363,11 @@ static void on_hb_readable(void *ctx, uint32_t events)
             log_warn("heartbeat socket: %s", strerror(errno));
             return;
         }
+        d->hb_recv++;
+        if (d->swim) {
+            swim_recv_one(d, buf, (size_t)r, &from);
+            continue;
+        }
         struct hb h;
         const char *why;
         if (hb_decode(buf, (size_t)r, &h, d->hb_key, &why) < 0) {
@@ -330,6 +376,155 @@ static void on_hb_readable(void *ctx, uint32_t events)
         }
         accept_beat(d, &h, &from);
     }
+}
+
+/* ---- heartbeat.mode "swim" ---- */
+
+static void swim_send(void *ctx, uint32_t to, const uint8_t *pkt, size_t len)
+{
+    struct psid *d = ctx;
+    struct sockaddr_in a;
+    memcpy(&a, &d->conf.nodes[to].addr, sizeof a);
+    a.sin_port = htons((uint16_t)d->conf.hb_port);
+    d->hb_sent++;
+    /* errors (a node not running: ECONNREFUSED) are what the probes detect */
+    (void)sendto(d->hb_fd, pkt, len, MSG_DONTWAIT, (struct sockaddr *)&a, sizeof a);
+}
+
+/* SWIM holds member n alive (or suspect) at boot: the node is up at that incarnation,
+ * unless RDP's silence made it unreachable (then up again when RDP answers, check_nodes). */
+static void swim_node_up(struct psid *d, struct psid_node *n, uint64_t boot)
+{
+    if (!boot) return;
+    if (n->incarnation != boot) {
+        n->incarnation = boot;
+        n->task_epoch = 0;
+        n->hello_due = false; /* a new incarnation holds no connection of ours */
+    }
+    if (n->state != PSNODE_UNREACHABLE || !n->unreachable_rdp) set_up(d, n);
+}
+
+static void swim_change(void *ctx, uint32_t m, enum swim_state from, enum swim_state to,
+                        bool restarted)
+{
+    struct psid *d = ctx;
+    struct psid_node *n = &d->nodes[m];
+    uint64_t boot = swim_member_boot(d->swim, m);
+    if (restarted) { /* authenticated evidence: the old incarnation is gone */
+        set_down(d, n, "restarted", true);
+        log_info("node %u restarted (incarnation %llu)", n->conf->id, (unsigned long long)boot);
+        n->incarnation = 0; /* swim_node_up takes the new one */
+    }
+    if (to == SWIM_DEAD) {
+        if (swim_member_by(d->swim, m) == m)
+            set_down(d, n, "left", true);
+        else
+            set_unreachable(d, n, "SWIM dead verdict (probes unanswered, suspicion not refuted)",
+                            false, loop_now());
+        return;
+    }
+    /* suspicions stay with the few members whose probes failed (docs/swim.md): worth a line */
+    if (to == SWIM_SUSPECT && from == SWIM_ALIVE)
+        log_info("node %u (%s) suspected", n->conf->id, n->conf->name);
+    if (to == SWIM_ALIVE && from == SWIM_SUSPECT)
+        log_info("node %u (%s): suspicion refuted", n->conf->id, n->conf->name);
+    if (from == SWIM_DEAD || restarted) swim_node_up(d, n, boot);
+}
+
+static void swim_heard(void *ctx, uint32_t m, uint64_t boot, const uint8_t info[SWIM_INFO])
+{
+    struct psid *d = ctx;
+    struct psid_node *n = &d->nodes[m];
+    if (boot != swim_member_boot(d->swim, m)) return; /* an older boot's last word */
+    n->last_heard = loop_now();
+    n->load_milli = be_get32(info);
+    n->cpus = be_get32(info + 8);
+    if (swim_member_state(d->swim, m) == SWIM_DEAD) return; /* it refutes first */
+    swim_node_up(d, n, boot);
+    membership_tasks(d, n->conf->id, be_get32(info + 4), be_get32(info + 12));
+}
+
+static void swim_timer(void *ctx)
+{
+    struct psid *d = ctx;
+    d->swim_timer = 0;
+    if (d->stopping || !d->swim) return;
+    swim_tick(d->swim, loop_now());
+    swim_arm(d);
+}
+
+/* The timer at swim_next, moved earlier when a packet made something due sooner. */
+static void swim_arm(struct psid *d)
+{
+    uint64_t at = swim_next(d->swim);
+    if (d->swim_timer && at >= d->swim_timer_at) return;
+    if (d->swim_timer) loop_timer_cancel(d->loop, d->swim_timer);
+    d->swim_timer_at = at;
+    d->swim_timer = loop_timer(d->loop, at, swim_timer, d);
+}
+
+static void swim_recv_one(struct psid *d, const uint8_t *buf, size_t len,
+                          const struct sockaddr_in *from)
+{
+    /* the claimed sender's address first (the MAC is swim_recv's): a member number outside
+     * the configuration, or ourselves, is swim_recv's "member" drop */
+    if (len >= 8 && buf[0] == SWIM_VERSION) {
+        uint32_t m = be_get32(buf + 4);
+        if (m < d->conf.nnodes && &d->conf.nodes[m] != d->self &&
+            !membership_addr_ok(&d->nodes[m], from)) {
+            drop(d, HB_DROP_ADDRESS, from, NULL);
+            return;
+        }
+    }
+    struct swim_stats before = *swim_stats(d->swim);
+    if (swim_recv(d->swim, buf, len, loop_now()) == 0) {
+        swim_arm(d);
+        return;
+    }
+    static const enum hb_drop map[SWIM_DROP__COUNT] = {
+        [SWIM_DROP_MALFORMED] = HB_DROP_MALFORMED,
+        [SWIM_DROP_MAC] = HB_DROP_MAC,
+        [SWIM_DROP_MEMBER] = HB_DROP_UNKNOWN,
+        [SWIM_DROP_STALE] = HB_DROP_STALE,
+    };
+    const struct swim_stats *after = swim_stats(d->swim);
+    for (int k = 0; k < SWIM_DROP__COUNT; k++) {
+        if (after->drops[k] == before.drops[k]) continue;
+        if (map[k] == HB_DROP_STALE) { /* a replay, as accept_beat counts it */
+            d->hb_drops[HB_DROP_STALE]++;
+            log_debug("SWIM packet dropped: stale (replayed or of an older boot)");
+        } else {
+            drop(d, map[k], from, swim_drop_name((enum swim_drop)k));
+        }
+    }
+}
+
+static int swim_start(struct psid *d)
+{
+    uint32_t self = (uint32_t)(d->self - d->conf.nodes);
+    struct swim_config c;
+    uint64_t period = interval_ns(d);
+    swim_config_default(&c, (uint32_t)d->conf.nnodes, self);
+    c.period_ns = period;
+    c.ack_timeout_ns = period * 3 / 10;
+    /* a suspicion ends in a verdict after 3 intervals with enough confirmations, after
+     * dead_limit intervals with none (the heartbeats' bound) */
+    c.suspect_min_ns = 3 * period;
+    c.suspect_max_ns = (uint64_t)d->conf.hb_dead_limit * period;
+    uint8_t key[32];
+    swim_key_derive(d->conf.key, key);
+    uint64_t seed;
+    randombytes_buf(&seed, sizeof seed);
+    static const struct swim_io io = {
+        .send = swim_send, .change = swim_change, .heard = swim_heard};
+    d->swim = swim_new(&c, key, d->incarnation, seed, &io, d, loop_now());
+    sodium_memzero(key, sizeof key);
+    if (!d->swim) return -1;
+    swim_info(d);
+    /* everyone hears our boot now, and we theirs from the acks (n - 1 packets, once) */
+    swim_announce(d->swim);
+    swim_arm(d);
+    return 0;
 }
 
 static int open_unicast(struct psid *d)
@@ -389,6 +584,8 @@ int membership_start(struct psid *d)
 
     d->hb_multicast = d->conf.hb_mode == PSCONF_HB_MULTICAST;
     d->hb_fd = -1;
+    d->swim = NULL;
+    d->swim_timer = 0;
     if (d->hb_multicast) {
         d->hb_fd = open_multicast(d);
         if (d->hb_fd < 0) {
@@ -402,6 +599,20 @@ int membership_start(struct psid *d)
         return -1;
     }
     if (loop_fd(d->loop, d->hb_fd, EPOLLIN, on_hb_readable, d) < 0) return -1;
+    d->hb_start = loop_now();
+    if (d->conf.hb_mode == PSCONF_HB_SWIM) {
+        if (swim_start(d) < 0) {
+            log_err("SWIM membership: out of memory");
+            return -1;
+        }
+        log_info("SWIM membership: a probe every %u ms, suspicion %u..%u ms, down after %u ms "
+                 "unreachable",
+                 d->conf.hb_interval_ms, 3 * d->conf.hb_interval_ms,
+                 d->conf.hb_dead_limit * d->conf.hb_interval_ms, d->conf.hb_down_grace_ms);
+        d->hb_next = loop_now();
+        tick(d);
+        return 0;
+    }
     log_info("heartbeats every %u ms (%s), unreachable after %u silent intervals, down after "
              "%u ms unreachable",
              d->conf.hb_interval_ms, d->hb_multicast ? "multicast" : "unicast",
@@ -414,7 +625,19 @@ int membership_start(struct psid *d)
 void membership_leave(struct psid *d)
 {
     if (d->hb_fd < 0) return;
-    send_beat(d, HB_LEAVING);
+    if (d->swim) {
+        swim_leave(d->swim); /* our own verdict, flooded: the others see us down at once */
+        if (d->swim_timer) loop_timer_cancel(d->loop, d->swim_timer);
+        d->swim_timer = 0;
+    } else {
+        send_beat(d, HB_LEAVING);
+    }
+    double secs = (double)(loop_now() - d->hb_start) / 1e9;
+    log_notice("membership (%s): %llu packets sent, %llu received in %.1f s",
+               psconf_hb_mode_name(d->conf.hb_mode), (unsigned long long)d->hb_sent,
+               (unsigned long long)d->hb_recv, secs);
+    swim_free(d->swim);
+    d->swim = NULL;
     loop_fd_del(d->loop, d->hb_fd);
     close(d->hb_fd);
     d->hb_fd = -1;

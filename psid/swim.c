@@ -35,6 +35,7 @@ size_t swim_encode(uint8_t out[SWIM_MAX_PKT], const struct swim_pkt *p, const ui
     be_put32(out + 24, p->inc);
     be_put32(out + 28, p->target);
     be_put32(out + 32, p->probe);
+    memcpy(out + 40, p->info, SWIM_INFO);
     for (unsigned i = 0; i < nu; i++) {
         uint8_t *u = out + SWIM_HDR + SWIM_UPD * i;
         be_put32(u, p->upd[i].member);
@@ -68,6 +69,7 @@ int swim_decode(const uint8_t *b, size_t n, struct swim_pkt *p, const uint8_t ke
     p->inc = be_get32(b + 24);
     p->target = be_get32(b + 28);
     p->probe = be_get32(b + 32);
+    memcpy(p->info, b + 40, SWIM_INFO);
     for (unsigned i = 0; i < p->nupd; i++) {
         const uint8_t *u = b + SWIM_HDR + SWIM_UPD * i;
         if (u[4] < SWIM_ALIVE || u[4] > SWIM_DEAD) return *why = "state", -1;
@@ -121,6 +123,7 @@ struct swim {
     struct swim_io io;
     void *ctx;
     uint64_t rng, seq, due, last_call;
+    uint8_t info[SWIM_INFO];
     struct member *m;
     uint32_t *order, norder, pos;
     uint32_t *bq, nbq;     /* members with an update to spread */
@@ -219,6 +222,7 @@ static void send_pkt(struct swim *s, uint32_t to, uint8_t type, uint32_t target,
                          .inc = s->m[s->c.self].inc,
                          .target = target,
                          .probe = probe};
+    memcpy(p.info, s->info, SWIM_INFO);
     piggyback(s, to, &p);
     uint8_t buf[SWIM_MAX_PKT];
     size_t len = swim_encode(buf, &p, s->key);
@@ -283,6 +287,15 @@ static void apply(struct swim *s, const struct swim_upd *upd, uint64_t now)
     struct member *m = &s->m[upd->member];
     struct swim_upd cur = *upd;
     const struct swim_upd *u = &cur;
+    /* a verdict by a member that never heard from this one, which we have heard: its probes
+     * may have run before the member started (a cluster starting); see for ourselves */
+    if (!upd->boot && m->boot && upd->state == SWIM_DEAD && upd->member != s->c.self) {
+        if (m->state != SWIM_DEAD && !m->verify && s->nverify < VERIFY_MAX) {
+            m->verify = true;
+            s->verify[s->nverify++] = upd->member;
+        }
+        return;
+    }
     if (!cur.boot) cur.boot = m->boot;
     if (u->member == s->c.self) { /* refute: only we raise our incarnation */
         if (u->state == SWIM_ALIVE || u->boot != m->boot) return;
@@ -643,6 +656,7 @@ int swim_recv(struct swim *s, const uint8_t *buf, size_t len, uint64_t now)
         .member = p.sender, .state = SWIM_ALIVE, .inc = p.inc, .by = p.sender, .boot = p.boot};
     apply(s, &self_upd, now);
     for (unsigned i = 0; i < p.nupd; i++) apply(s, &p.upd[i], now);
+    if (s->io.heard) s->io.heard(s->ctx, p.sender, p.boot, p.info);
     /* it holds us suspect or dead: it hears our incarnation from us (our packet's header) */
     if (s->told) {
         s->told = false;
@@ -682,6 +696,32 @@ int swim_recv(struct swim *s, const uint8_t *buf, size_t len, uint64_t now)
     }
     s->due = swim_next(s);
     return 0;
+}
+
+void swim_set_info(struct swim *s, const uint8_t info[SWIM_INFO])
+{
+    memcpy(s->info, info, SWIM_INFO);
+}
+
+void swim_announce(struct swim *s)
+{
+    for (uint32_t i = 0; i < s->c.n; i++)
+        if (i != s->c.self) send_pkt(s, i, SWIM_PING, i, 0);
+}
+
+void swim_leave(struct swim *s)
+{
+    struct member *me = &s->m[s->c.self];
+    me->state = SWIM_DEAD;
+    me->by = s->c.self;
+    enqueue(s, s->c.self);
+    s->urgent = true;
+    push(s, UINT32_MAX);
+}
+
+uint32_t swim_member_by(const struct swim *s, uint32_t m)
+{
+    return m < s->c.n ? s->m[m].by : 0;
 }
 
 enum swim_state swim_member_state(const struct swim *s, uint32_t m)

@@ -9,7 +9,7 @@
  * incarnation, CLOCK_REALTIME ns at start) and an incarnation counter inc, raised only by
  * the member itself to refute a suspicion; (boot, inc) orders what is said about it.
  *
- * Packet (big-endian), 56 + 24 x nupd bytes, nupd <= SWIM_MAX_UPD:
+ * Packet (big-endian), 72 + 24 x nupd bytes, nupd <= SWIM_MAX_UPD:
  *
  *   off size field
  *     0    1 version (0x53, 'S': never a heartbeat's version 2)
@@ -24,7 +24,9 @@
  *             member to probe; gossip: 0
  *    32    4 probe number (the prober's; an ack carries the ping's)
  *    36    4 reserved (0)
- *    40   24 x nupd: member u32, state u8 (1 alive, 2 suspect, 3 dead), 3 x 0, inc u32,
+ *    40   16 info: the sender's own data, opaque to SWIM (psid: its load and task count,
+ *             membership.c), handed to the receiver's heard callback
+ *    56   24 x nupd: member u32, state u8 (1 alive, 2 suspect, 3 dead), 3 x 0, inc u32,
  *             by u32 (who suspects, for Lifeguard's confirmations), boot u64 (0: not
  *             known to the sender yet; the update is about the current boot)
  *  last   16 MAC: BLAKE2b-128 keyed with the SWIM key over everything before it
@@ -40,7 +42,8 @@
 #include <stdint.h>
 
 #define SWIM_VERSION 0x53
-#define SWIM_HDR     40
+#define SWIM_HDR     56
+#define SWIM_INFO    16
 #define SWIM_UPD     24
 #define SWIM_MAC     16
 #define SWIM_MAX_UPD 8
@@ -60,6 +63,7 @@ struct swim_pkt {
     uint8_t type, nupd;
     uint32_t sender, inc, target, probe;
     uint64_t boot, seq;
+    uint8_t info[SWIM_INFO];
     struct swim_upd upd[SWIM_MAX_UPD];
 };
 
@@ -95,6 +99,9 @@ struct swim_io {
      * gone: down at once) */
     void (*change)(void *ctx, uint32_t member, enum swim_state from, enum swim_state to,
                    bool restarted);
+    /* optional: an authentic, fresh packet came from member itself (after what it says was
+     * applied), with its boot and the info it sends (swim_set_info) */
+    void (*heard)(void *ctx, uint32_t member, uint64_t boot, const uint8_t info[SWIM_INFO]);
 };
 
 enum swim_drop {
@@ -123,6 +130,15 @@ int swim_recv(struct swim *s, const uint8_t *buf, size_t len, uint64_t now);
 /* The caller was stopped or blocked until now: silence over that time says nothing of the
  * others, so probes in flight are forgotten and suspicions started by us restart. */
 void swim_resync(struct swim *s, uint64_t now);
+/* The info every packet from now on carries (zeros until set). */
+void swim_set_info(struct swim *s, const uint8_t info[SWIM_INFO]);
+/* Ping every other member once (at start: each learns our boot, and we theirs from the acks,
+ * at once rather than when the round robins come to us; n - 1 packets, once). */
+void swim_announce(struct swim *s);
+/* We leave: our own dead verdict, by us, pushed to fanout + 1 members, who flood it. */
+void swim_leave(struct swim *s);
+/* Who made the member's current verdict (for a dead member: itself when it left). */
+uint32_t swim_member_by(const struct swim *s, uint32_t m);
 enum swim_state swim_member_state(const struct swim *s, uint32_t m);
 uint32_t swim_member_inc(const struct swim *s, uint32_t m);
 uint64_t swim_member_boot(const struct swim *s, uint32_t m);

@@ -87,7 +87,10 @@ void pl_write_config(struct pl_up *u)
     /* a virtual cluster's killed daemon is seen down 2 s after it is unreachable, not after
      * the 10 s a real cluster waits for a stopped or cut-off node */
     fprintf(f, "heartbeat = {\n  mode = \"%s\";\n  port = %u;\n  down_grace_ms = 2000;\n};\n",
-            u->o->netns ? "multicast" : "unicast", u->port + 1);
+            u->o->membership ? u->o->membership
+            : u->o->netns    ? "multicast"
+                             : "unicast",
+            u->port + 1);
     /* '%' in DIR must not become a socket_fmt escape */
     char sock[PATH_MAX * 2];
     size_t k = 0;

@@ -18,7 +18,7 @@
 
 static const char usage_text[] =
     "usage: pslocal up [-n NODES] [--cpus K] [--netns [--mtu M]] --dir DIR [--log-level L]\n"
-    "                  [--port P] [--timeout S] [--gang MS [--mpl K]]\n"
+    "                  [--port P] [--timeout S] [--gang MS [--mpl K]] [--membership M]\n"
     "       pslocal down --dir DIR [--purge]\n"
     "       pslocal status --dir DIR\n"
     "       pslocal env --dir DIR\n"
@@ -45,6 +45,9 @@ static const char help_text[] =
     "        --gang MS       gang scheduling with a quantum of MS milliseconds\n"
     "                        (gang.quantum_ms; default 0: off)\n"
     "        --mpl K         with --gang: rows of the matrix (gang.mpl, default 2)\n"
+    "        --membership M  heartbeat.mode: unicast, multicast or swim (SWIM probing, whose\n"
+    "                        packets per daemon do not grow with NODES); default: unicast\n"
+    "                        on loopback, multicast with --netns\n"
     "down    stop the daemons (SIGTERM, SIGKILL after 3 s), remove namespaces, bridge,\n"
     "        sockets, pid and state files; --purge also logs, config and key\n"
     "status  one line per node: id name address pid running|stopped (exit 3 if any stopped)\n"
@@ -90,17 +93,12 @@ struct optdef {
 };
 
 static const struct optdef optdefs[] = {
-    {"nodes", 'n', true, C_UP},
-    {"cpus", 0, true, C_UP},
-    {"netns", 0, false, C_UP},
-    {"log-level", 0, true, C_UP},
-    {"port", 0, true, C_UP},
-    {"timeout", 0, true, C_UP},
-    {"mtu", 0, true, C_UP},
-    {"gang", 0, true, C_UP},
-    {"mpl", 0, true, C_UP},
-    {"purge", 0, false, C_DOWN},
-    {"dir", 'd', true, C_UP | C_DOWN | C_STATUS | C_ENV | C_EXEC},
+    {"nodes", 'n', true, C_UP},  {"cpus", 0, true, C_UP},
+    {"netns", 0, false, C_UP},   {"log-level", 0, true, C_UP},
+    {"port", 0, true, C_UP},     {"timeout", 0, true, C_UP},
+    {"mtu", 0, true, C_UP},      {"gang", 0, true, C_UP},
+    {"mpl", 0, true, C_UP},      {"membership", 0, true, C_UP},
+    {"purge", 0, false, C_DOWN}, {"dir", 'd', true, C_UP | C_DOWN | C_STATUS | C_ENV | C_EXEC},
     {"help", 'h', false, ~0u},
 };
 
@@ -140,6 +138,10 @@ static void set_opt(struct pl_opts *o, const struct optdef *d, const char *val)
             pl_usage_error("--gang: need milliseconds 0..3600000, got '%s'", val);
     } else if (!strcmp(name, "mpl")) {
         if (!pl_parse_uint(val, 1, 64, &o->mpl)) pl_usage_error("--mpl: need 1..64, got '%s'", val);
+    } else if (!strcmp(name, "membership")) {
+        if (strcmp(val, "unicast") && strcmp(val, "multicast") && strcmp(val, "swim"))
+            pl_usage_error("--membership: unicast, multicast or swim, not '%s'", val);
+        o->membership = val;
     } else if (!strcmp(name, "netns")) {
         o->netns = true;
     } else if (!strcmp(name, "purge")) {

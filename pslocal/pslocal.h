@@ -58,6 +58,7 @@ struct pl_opts {
     unsigned gang_ms, mpl; /* gang.quantum_ms (0: off) and gang.mpl (0: the default) */
     bool netns, purge, have_port;
     const char *log_level;
+    const char *membership; /* heartbeat.mode; NULL: multicast with --netns, else unicast */
     double timeout;
     const char *node; /* exec */
     char **argv;      /* exec: CMD ARGS..., NULL-terminated */

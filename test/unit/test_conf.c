@@ -607,8 +607,25 @@ static void test_err_values(void)
     expect_err(&t, 1, "cluster", "may only hold", "cluster = \"a/b\";\n" KEYREL NODE0);
     expect_err(&t, 1, "log_level", "\"verbose\" is not a log level",
                "log_level = \"verbose\";\n" KEYREL NODE0);
-    expect_err(&t, 2, "heartbeat.mode", "\"broadcast\" is not a mode",
+    expect_err(&t, 2, "heartbeat.mode", "\"broadcast\" is not a mode (multicast, unicast, swim)",
                KEYREL "heartbeat = { mode = \"broadcast\"; };\n" NODE0);
+    expect_err(&t, 2, "heartbeat.mode", "\"SWIM\" is not a mode",
+               KEYREL "heartbeat = { mode = \"SWIM\"; };\n" NODE0);
+    {
+        /* swim needs no multicast group, whatever group says */
+        struct psconf c;
+        char err[512];
+        int rc =
+            load_text(&t, KEYREL "heartbeat = { mode = \"swim\"; group = \"10.1.1.1\"; };\n" NODE0,
+                      &c, err, sizeof err);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc == 0) {
+            CU_ASSERT_EQUAL(c.hb_mode, PSCONF_HB_SWIM);
+            psconf_free(&c);
+        } else {
+            fprintf(stderr, "\n  %s\n", err);
+        }
+    }
     expect_err(&t, 2, "heartbeat.group", "\"239.1.1\" is not an IPv4 address",
                KEYREL "heartbeat = { group = \"239.1.1\"; };\n" NODE0);
     expect_err(&t, 1, "key_file", "empty path", "key_file = \"\";\n" NODE0);
@@ -904,6 +921,7 @@ static void test_names(void)
     CU_ASSERT_STRING_EQUAL(psconf_log_level_name((enum psconf_log_level)99), "unknown");
     CU_ASSERT_STRING_EQUAL(psconf_hb_mode_name(PSCONF_HB_MULTICAST), "multicast");
     CU_ASSERT_STRING_EQUAL(psconf_hb_mode_name(PSCONF_HB_UNICAST), "unicast");
+    CU_ASSERT_STRING_EQUAL(psconf_hb_mode_name(PSCONF_HB_SWIM), "swim");
 }
 
 static void test_fingerprint(void)

@@ -115,15 +115,22 @@ static void test_swim_key(void)
     struct swim_pkt p = sample(), d;
     p.nupd = 0;
     size_t len = swim_encode(buf, &p, sk);
-    CU_ASSERT_EQUAL(len, HB_LEN); /* same length as a heartbeat: the version tells */
+    CU_ASSERT_EQUAL(len, SWIM_HDR + SWIM_MAC);
     struct hb h;
     const char *why = NULL;
     CU_ASSERT_EQUAL(hb_decode(buf, len, &h, sk, &why), -1);
+    CU_ASSERT_STRING_EQUAL(why, "length");
+    /* cut to a heartbeat's length, the version tells */
+    CU_ASSERT_EQUAL(hb_decode(buf, HB_LEN, &h, sk, &why), -1);
     CU_ASSERT_STRING_EQUAL(why, "version");
     CU_ASSERT_EQUAL(swim_decode(buf, len, &d, hk, &why), -1);
     CU_ASSERT_STRING_EQUAL(why, "mac");
+    memset(buf, 0, sizeof buf);
     hb_encode(buf, &(struct hb){.type = HB_BEAT, .node = 1, .incarnation = 2, .seq = 3}, sk);
     CU_ASSERT_EQUAL(swim_decode(buf, HB_LEN, &d, sk, &why), -1);
+    CU_ASSERT_STRING_EQUAL(why, "length");
+    /* padded to a SWIM packet's length, the version tells */
+    CU_ASSERT_EQUAL(swim_decode(buf, SWIM_HDR + SWIM_MAC, &d, sk, &why), -1);
     CU_ASSERT_STRING_EQUAL(why, "version");
 }
 
@@ -384,6 +391,91 @@ static void test_swim_pause(void)
     swimnet_free(w);
 }
 
+struct heard_cap {
+    uint32_t n, member;
+    uint64_t boot;
+    uint8_t info[SWIM_INFO];
+    uint32_t dead_member, dead_by, ndead;
+};
+
+static void hc_send(void *ctx, uint32_t to, const uint8_t *pkt, size_t len)
+{
+    (void)ctx, (void)to, (void)pkt, (void)len;
+}
+
+static void hc_heard(void *ctx, uint32_t member, uint64_t boot, const uint8_t info[SWIM_INFO])
+{
+    struct heard_cap *h = ctx;
+    h->n++;
+    h->member = member;
+    h->boot = boot;
+    memcpy(h->info, info, SWIM_INFO);
+}
+
+static struct swim *hc_swim;
+static void hc_change(void *ctx, uint32_t member, enum swim_state from, enum swim_state to,
+                      bool restarted)
+{
+    struct heard_cap *h = ctx;
+    (void)from, (void)restarted;
+    if (to != SWIM_DEAD) return;
+    h->ndead++;
+    h->dead_member = member;
+    h->dead_by = swim_member_by(hc_swim, member);
+}
+
+/* The sender's info rides on every packet and reaches the heard callback with its boot;
+ * a replayed packet is not heard again. swim_announce pings every other member once;
+ * swim_leave's packets make the receiver hold the leaver dead by its own verdict. */
+static void test_swim_info_leave(void)
+{
+    struct capture cap = {0};
+    struct heard_cap hc = {0};
+    struct swim_io io = {.send = cap_send, .change = cap_change};
+    struct swim_io hio = {.send = hc_send, .change = hc_change, .heard = hc_heard};
+    struct swim_config c;
+    swim_config_default(&c, 4, 1);
+    struct swim *a = swim_new(&c, key, 77, 1, &io, &cap, 0);
+    swim_config_default(&c, 4, 2);
+    struct swim *b = hc_swim = swim_new(&c, key, 88, 2, &hio, &hc, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    uint8_t info[SWIM_INFO];
+    for (int i = 0; i < SWIM_INFO; i++) info[i] = (uint8_t)(0xa0 + i);
+    swim_set_info(a, info);
+    swim_announce(a);
+    CU_ASSERT_EQUAL(cap.n, 3); /* members 0, 2, 3 */
+    CU_ASSERT_EQUAL(cap.to, 3);
+    struct swim_pkt p;
+    const char *why;
+    CU_ASSERT_EQUAL_FATAL(swim_decode(cap.pkt, cap.len, &p, key, &why), 0);
+    CU_ASSERT_EQUAL(p.type, SWIM_PING);
+    CU_ASSERT_EQUAL(memcmp(p.info, info, SWIM_INFO), 0);
+    /* the same kind of packet to member 2 */
+    p.target = 2; /* seq 3 as sent to member 3: b has not seen it */
+    uint8_t buf[SWIM_MAX_PKT];
+    size_t len = swim_encode(buf, &p, key);
+    CU_ASSERT_EQUAL(swim_recv(b, buf, len, 1), 0);
+    CU_ASSERT_EQUAL(hc.n, 1);
+    CU_ASSERT_EQUAL(hc.member, 1);
+    CU_ASSERT_EQUAL(hc.boot, 77);
+    CU_ASSERT_EQUAL(memcmp(hc.info, info, SWIM_INFO), 0);
+    CU_ASSERT_EQUAL(swim_recv(b, buf, len, 2), -1); /* a replay is not heard */
+    CU_ASSERT_EQUAL(hc.n, 1);
+    /* a leaves: its packets say it is dead by its own verdict */
+    cap.n = 0;
+    swim_leave(a);
+    CU_ASSERT(cap.n >= 1);
+    CU_ASSERT_EQUAL_FATAL(swim_decode(cap.pkt, cap.len, &p, key, &why), 0);
+    CU_ASSERT_EQUAL(swim_recv(b, cap.pkt, cap.len, 3), 0);
+    CU_ASSERT_EQUAL(hc.ndead, 1);
+    CU_ASSERT_EQUAL(hc.dead_member, 1);
+    CU_ASSERT_EQUAL(hc.dead_by, 1);
+    CU_ASSERT_EQUAL(swim_member_state(b, 1), SWIM_DEAD);
+    swim_free(a);
+    swim_free(b);
+}
+
 UNIT_SUITE(swim, UNIT_TEST(test_swim_wire), UNIT_TEST(test_swim_key), UNIT_TEST(test_swim_drops),
            UNIT_TEST(test_swim_refute), UNIT_TEST(test_swim_verify), UNIT_TEST(test_swim_classic),
-           UNIT_TEST(test_swim_kill), UNIT_TEST(test_swim_pause))
+           UNIT_TEST(test_swim_kill), UNIT_TEST(test_swim_pause), UNIT_TEST(test_swim_info_leave))

@@ -4,7 +4,8 @@
 #                           $PSID_CONF_EXTRA: more keys of the psid group (limits);
 #                           $PSID_DOWN_GRACE_MS: heartbeat.down_grace_ms (default 0: a silent
 #                           node is down as soon as it is unreachable, as the tests of "down"
-#                           expect; psid_grace.sh tests the grace); $PSID_HB_EXTRA: more keys
+#                           expect; psid_grace.sh tests the grace); $PSID_HB_MODE:
+#                           heartbeat.mode (default unicast; psid_swim.sh: swim); $PSID_HB_EXTRA: more keys
 #                           of the heartbeat group; $PSID_CONF_TOP: more top-level lines
 #                           (a gang group); $PSID_CPUS: each node's cpus (default 2)
 #   start_node I / kill_node I [SIG]   one daemon, by the pid we recorded ($PSID_BIN, default
@@ -170,7 +171,7 @@ cluster_up() { # cluster_up N [extra rdp/heartbeat lines]
         echo "key_file = \"$CDIR/key\";"
         echo "log_level = \"info\";"
         echo "rdp = { port = $port; mtu = 65536; };"
-        echo "heartbeat = { mode = \"unicast\"; port = $((port + 1)); down_grace_ms = ${PSID_DOWN_GRACE_MS:-0}; ${PSID_HB_EXTRA:-} };"
+        echo "heartbeat = { mode = \"${PSID_HB_MODE:-unicast}\"; port = $((port + 1)); down_grace_ms = ${PSID_DOWN_GRACE_MS:-0}; ${PSID_HB_EXTRA:-} };"
         echo "psid = { socket = \"$CDIR/psid-%n.sock\"; kill_delay_ms = 1000; ${PSID_CONF_EXTRA:-} };"
         echo "${PSID_CONF_TOP:-}"
         echo "nodes = ("
