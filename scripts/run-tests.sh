@@ -50,13 +50,13 @@ want() { [[ $STEPS == *"$1"* ]]; } # want LETTER: whether that kind of suite run
 SAN_ENV=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
 
 # The pool's lanes. SOLO: run alone, first (matched by the first word of the name). LONG:
-# make soak's (scripts/soak.sh), not make check's. HINT: seconds a suite took on this 2-CPU machine, to start the long ones first
+# make soak's (scripts/soak.sh), not make check's (a namespace test as netns/NAME). HINT: seconds a suite took on this 2-CPU machine, to start the long ones first
 # when build/check-times (written at the end of every run) is not there yet.
 LANES=${CHECK_JOBS:-$(nproc)}
 ((LANES > 4)) && LANES=4
 ((LANES < 1)) && LANES=1
 SOLO=" psid_spawnflood psid_stress psid_busy psid_grace psid_swim make_targets rdp-tests preload_flood preload_burst psid_plhostile "
-LONG=" preload_semantics preload_same demo psid_spawnflood psid_stress "
+LONG=" preload_semantics preload_same demo psid_spawnflood psid_stress netns/mpi_preload "
 declare -A HINT=(
     [style/shellcheck]=37 [netns/preload]=37 [shell/preload_same_programs]=36
     [shell/preload_errors]=35 [shell/psrun]=31 [shell/preload_nc]=25 [shell/psrun_scale]=23
@@ -269,8 +269,14 @@ queue_netns() {
         return
     fi
     for sc in "${scripts[@]}"; do
-        [[ -z ${ONLY:-} || " $ONLY " == *" $(basename "$sc" .sh) "* ]] || continue
-        queue "netns/$(basename "$sc" .sh)" netns "$sc"
+        local b
+        b=$(basename "$sc" .sh)
+        if [[ -n ${ONLY:-} ]]; then
+            [[ " $ONLY " == *" $b "* || " $ONLY " == *" netns/$b "* ]] || continue
+        elif [[ $LONG == *" netns/$b "* && ${SOAK:-0} != 1 ]]; then
+            continue
+        fi
+        queue "netns/$b" netns "$sc"
     done
 }
 netns_done() {
