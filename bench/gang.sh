@@ -28,7 +28,8 @@
 # usage: bench/gang.sh [--help]
 # env:   PARTS ("switch overhead cosched preempt"), SWITCH_NODES ("4 8 16"), SWITCH_Q (100),
 #        SWITCH_S (6), WORK_S (4), COSCHED_S (4), PREEMPT_BYTES (1000000000), PREEMPT_Q (20),
-#        PREEMPT_RATE (40: MB/s while it runs, so that 1 GB takes about a minute)
+#        PREEMPT_RATE (40: MB/s while it runs, so that 1 GB takes about a minute),
+#        COSCHED_WHERE ("node nodes")
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -220,7 +221,7 @@ if [[ " $PARTS " == *" cosched "* ]]; then
     echo
     echo "| where | one job alone: R (round trips/s) | both, no gang: sum / R | both, gang 50 ms: sum / R | both, gang 20 ms: sum / R |"
     echo "|---|---:|---:|---:|---:|"
-    for where in node nodes; do
+    for where in ${COSCHED_WHERE:-node nodes}; do
         # rank 0 (the server) on node 0 at 127.0.0.1; rank 1 on node 0 or on node 1
         if [[ $where == node ]]; then
             cl=(-n 1 --cpus 2) place=(-w 0) label="one node of 2 CPUs (shared memory)"
