@@ -9,17 +9,19 @@
  * against the CPUs online. It is sampled at most every SAMPLE_NS (1 ms) per process, by
  * whichever thread asks when the last sample is older than that (one at a time: the others
  * keep the mode they find), with one pread of a descriptor kept open (hidden, close-on-exec,
- * opened at the first sample; a process that cannot open it keeps today's spinning): a few
- * microseconds a millisecond at most, and nothing while nothing waits.
+ * shared with a fork's children): a few microseconds a millisecond at most, and nothing
+ * while nothing waits. The descriptor is opened with the library's others, when its
+ * endpoint is made (psp_spin_init), not at the first sample: a program that counts its
+ * descriptors around its waits would see it come (plsem threadfds). A process that cannot
+ * open it spins as before.
  *
- * Under PSP_STATS the samples, the waits that did not spin because of the rule, and the
- * spins that yielded are counted (spin_samples, spin_slept, spin_yielded).
+ * Under PSP_STATS the samples and the spins not done because of the rule are counted
+ * (spin_samples, spin_skipped).
  */
 #include "psp.h"
 #include "spinrule.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <unistd.h>
 
 #define SAMPLE_NS 1000000ull
@@ -32,22 +34,25 @@ static struct {
     int mode;      /* enum spin_mode */
 } co;
 
+void psp_spin_init(void)
+{
+    if (co.fd || !(psp.busy_poll_us || (!psp.shm_off && psp.shm_spin_ns))) return;
+    int fd = psp_hide(open("/proc/loadavg", O_RDONLY | O_CLOEXEC));
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    co.ncpu = n > 0 ? (unsigned)n : 0;
+    co.fd = fd < 0 ? -1 : fd + 1;
+}
+
 static void sample(void)
 {
-    if (co.fd == 0) {
-        int fd = psp_hide(open("/proc/loadavg", O_RDONLY | O_CLOEXEC));
-        co.fd = fd < 0 ? -1 : fd + 1;
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        co.ncpu = n > 0 ? (unsigned)n : 0;
-    }
-    if (co.fd < 0) return;
+    if (co.fd <= 0) return;
     char b[128];
     ssize_t n = pread(co.fd - 1, b, sizeof b, 0);
     if (n <= 0) return;
     __atomic_fetch_add(&psp.spin_samples, 1, __ATOMIC_RELAXED);
     unsigned runnable = spin_runnable(b, (size_t)n);
-    int m = (int)spin_rule((enum spin_mode)__atomic_load_n(&co.mode, __ATOMIC_RELAXED),
-                           runnable, co.ncpu);
+    int m = (int)spin_rule((enum spin_mode)__atomic_load_n(&co.mode, __ATOMIC_RELAXED), runnable,
+                           co.ncpu);
     __atomic_store_n(&co.mode, m, __ATOMIC_RELAXED);
 }
 
@@ -61,14 +66,6 @@ int psp_spin_mode(void)
         __atomic_store_n(&co.sampling, 0, __ATOMIC_RELEASE);
     }
     return __atomic_load_n(&co.mode, __ATOMIC_RELAXED);
-}
-
-void psp_spin_look(int mode)
-{
-    if (mode == SPIN_YIELD)
-        sched_yield();
-    else
-        __builtin_ia32_pause();
 }
 
 void psp_spin_fork_child(void)
@@ -86,14 +83,4 @@ uint64_t psp_busy_until(void)
         return 0;
     }
     return rdp_now_ns() + psp.busy_poll_us * 1000ull;
-}
-
-bool psp_busy_spin(uint64_t busy)
-{
-    if (!busy || rdp_now_ns() >= busy) return false;
-    if (__atomic_load_n(&co.mode, __ATOMIC_RELAXED) == SPIN_YIELD) {
-        sched_yield();
-        __atomic_fetch_add(&psp.spin_yielded, 1, __ATOMIC_RELAXED);
-    }
-    return true;
 }

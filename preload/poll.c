@@ -335,7 +335,7 @@ static int poll_any_in(struct pollfd *fds, nfds_t n, int timeout, const sigset_t
             int64_t left = (int64_t)(deadline - now_ms());
             wait = left > 0 ? (int)left : 0;
         }
-        if (wait && psp_busy_spin(busy)) wait = 0;
+        if (busy && wait && rdp_now_ns() < busy) wait = 0;
         kp[nk] = (struct pollfd){.fd = wfd, .events = POLLIN};
         /* and the RDP socket: its datagrams are taken by this thread (wait.c) */
         kp[nk + 1] = (struct pollfd){.fd = psp.rdp ? rdp_fd(psp.rdp) : -1, .events = POLLIN};
@@ -849,12 +849,11 @@ static int lazy_spin(int epfd, struct epoll_event *ev, int max, unsigned mine)
     }
     unsigned budget = spin_budget(&sp);
     if (!budget) return 0;
-    if (mode == SPIN_YIELD) __atomic_fetch_add(&psp.spin_yielded, 1, __ATOMIC_RELAXED);
     uint64_t end = rdp_now_ns() + budget;
     int k = 0;
     for (bool over = false; !k && !over && nlazy;) {
         pthread_mutex_unlock(&psp.lock);
-        for (int i = 0; i < (mode == SPIN_YIELD ? 1 : 64); i++) psp_spin_look(mode);
+        for (int i = 0; i < 64; i++) __builtin_ia32_pause();
         over = rdp_now_ns() >= end;
         pthread_mutex_lock(&psp.lock);
         k = nlazy ? lazy_scan(epfd, ev, max, &mine) : 0;
@@ -1302,7 +1301,7 @@ static int ep_wait_in(int epfd, struct epoll_event *ev, int max, int timeout, co
     uint64_t busy = PEEK(nregs) ? psp_busy_until() : 0; /* PSP_BUSY_POLL */
     for (;;) {
         int wait = timeout;
-        if (wait && psp_busy_spin(busy)) wait = 0;
+        if (busy && wait && rdp_now_ns() < busy) wait = 0;
         /* the lazy connections first: what they have is reported without a doorbell, with
          * the kernel's events that are there; a wait that finds none there arms them all,
          * and one that may sleep is counted */

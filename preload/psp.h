@@ -300,8 +300,8 @@ struct psp {
     uint64_t shm_conns, shm_tx, shm_rx, shm_tx_msgs;
     uint64_t shm_bells; /* doorbells rung: wake-ups of a sleeping peer */
     /* the spin rule (cosched.c; PSP_STATS, atomic): samples of the node's load, spins not
-     * done because it was oversubscribed, spins that yielded at each look */
-    uint64_t spin_samples, spin_skipped, spin_yielded;
+     * done because it was oversubscribed */
+    uint64_t spin_samples, spin_skipped;
     uint32_t pokes[8]; /* pids for psid to poke, sent by the progress thread (0: free) */
 };
 extern struct psp psp;
@@ -661,13 +661,10 @@ int wait_fd(void); /* the calling thread's eventfd that wakers write to */
 /* PSP_BUSY_POLL: until when a wait may spin before sleeping (rdp_now_ns), 0: no spin (none
  * asked for, or the spin rule says sleep) */
 uint64_t psp_busy_until(void);
-/* Whether a busy poll until BUSY (psp_busy_until's) goes on: a look without sleeping, after a
- * sched_yield when the spin rule says so */
-bool psp_busy_spin(uint64_t busy);
 /* The spin rule's mode now (enum spin_mode, spinrule.h; cosched.c samples the node's load
- * at most every millisecond), and one look of a spin in that mode (a pause, or a yield) */
+ * at most every millisecond) */
 int psp_spin_mode(void);
-void psp_spin_look(int mode);
+void psp_spin_init(void); /* with the endpoint's descriptors: the load's (if a spin may come) */
 void psp_spin_fork_child(void);
 void waiters_add(struct conn **cs, int n, struct waiter *w, int fd);
 void waiters_del(struct conn **cs, int n, struct waiter *w);

@@ -494,17 +494,14 @@ bool shm_spin(struct conn *c, bool data)
     fdt_ref(c); /* c and s stay while we spin (conn_timers, shm_free) */
     pthread_mutex_unlock(&psp.lock);
     uint64_t t0 = rdp_now_ns(), end = t0 + budget;
-    /* yielding, each look costs a system call: the clock is read at each */
-    unsigned every = mode == SPIN_YIELD ? 0 : 63;
-    if (mode == SPIN_YIELD) __atomic_fetch_add(&psp.spin_yielded, 1, __ATOMIC_RELAXED);
     bool ok = false;
     for (unsigned i = 0;; i++) {
         if (spin_ready(s, data)) {
             ok = true;
             break;
         }
-        psp_spin_look(mode);
-        if ((i & every) == every && rdp_now_ns() >= end) break;
+        __builtin_ia32_pause();
+        if ((i & 63) == 63 && rdp_now_ns() >= end) break;
     }
     pthread_mutex_lock(&psp.lock);
     s->pins--;

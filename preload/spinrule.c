@@ -6,8 +6,8 @@
 enum spin_mode spin_rule(enum spin_mode cur, unsigned runnable, unsigned ncpu)
 {
     if (!runnable || !ncpu) return cur;
-    if (runnable > ncpu) return cur == SPIN_FULL ? SPIN_YIELD : SPIN_SLEEP;
-    return cur == SPIN_SLEEP ? SPIN_YIELD : SPIN_FULL;
+    if (runnable > ncpu) return cur == SPIN_FULL ? SPIN_DOUBT : SPIN_SLEEP;
+    return cur == SPIN_SLEEP ? SPIN_DOUBT : SPIN_FULL;
 }
 
 unsigned spin_runnable(const char *text, size_t len)

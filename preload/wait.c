@@ -25,7 +25,7 @@
  * an answer arriving meanwhile costs no wake-up. Signals during the spin run their handlers
  * and the spin goes on, as after SA_RESTART (the sleep after it behaves as described).
  * The spin rule (cosched.c) may forbid the spin (an oversubscribed node: psp_busy_until says
- * 0) or make it yield the CPU at each look (psp_busy_spin).
+ * 0).
  */
 #include "psp.h"
 
@@ -288,7 +288,7 @@ static int progress_wait(int fd, int timeout_ms, struct conn **cs, int n, struct
     int r = -1, wait = timeout_ms;
     uint64_t busy = psp_busy_until(); /* PSP_BUSY_POLL: look without sleeping until then */
     for (;;) {
-        bool spin = psp_busy_spin(busy);
+        bool spin = busy && rdp_now_ns() < busy;
         int p = sleep_poll(st, pf, (nfds_t)(4 + n), spin ? 0 : wait);
         if (p < 0 && errno == EINTR && timeout_ms < 0 && signals_all_restart()) continue;
         if (p < 0) break;

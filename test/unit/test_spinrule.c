@@ -28,32 +28,32 @@ static void test_spinrule_idle(void)
 static void test_spinrule_oversubscribed(void)
 {
     /* four CPU-bound spinners beside a pair on 2 CPUs: 5 or 6 runnable. The first sample
-     * yields, the second sleeps, and it stays asleep */
+     * doubts, the second sleeps, and it stays asleep */
     const unsigned load[] = {6, 5, 6, 6, 5};
-    CU_ASSERT_EQUAL(spin_rule(SPIN_FULL, 6, 2), SPIN_YIELD);
+    CU_ASSERT_EQUAL(spin_rule(SPIN_FULL, 6, 2), SPIN_DOUBT);
     CU_ASSERT_EQUAL(after(SPIN_FULL, 2, load, 2), SPIN_SLEEP);
     CU_ASSERT_EQUAL(after(SPIN_FULL, 2, load, 5), SPIN_SLEEP);
-    CU_ASSERT_EQUAL(spin_rule(SPIN_FULL, 3, 2), SPIN_YIELD); /* one more than the CPUs */
+    CU_ASSERT_EQUAL(spin_rule(SPIN_FULL, 3, 2), SPIN_DOUBT); /* one more than the CPUs */
     CU_ASSERT_EQUAL(spin_rule(SPIN_SLEEP, 3, 2), SPIN_SLEEP);
-    CU_ASSERT_EQUAL(spin_rule(SPIN_FULL, 2, 1), SPIN_YIELD); /* a pair on one CPU */
+    CU_ASSERT_EQUAL(spin_rule(SPIN_FULL, 2, 1), SPIN_DOUBT); /* a pair on one CPU */
 }
 
 static void test_spinrule_hysteresis(void)
 {
-    /* the load goes: two samples back to the full spin, one gives the yielding spin */
+    /* the load goes: two samples back to the full spin, one only to the doubt */
     const unsigned back[] = {1, 2};
-    CU_ASSERT_EQUAL(spin_rule(SPIN_SLEEP, 1, 2), SPIN_YIELD);
+    CU_ASSERT_EQUAL(spin_rule(SPIN_SLEEP, 1, 2), SPIN_DOUBT);
     CU_ASSERT_EQUAL(after(SPIN_SLEEP, 2, back, 2), SPIN_FULL);
-    /* one thread that woke for a moment: a yielding spin, then the full one again */
+    /* one thread that woke for a moment: a doubt, then the full spin again */
     const unsigned blip[] = {3, 2};
-    CU_ASSERT_EQUAL(after(SPIN_FULL, 2, blip, 1), SPIN_YIELD);
+    CU_ASSERT_EQUAL(after(SPIN_FULL, 2, blip, 1), SPIN_DOUBT);
     CU_ASSERT_EQUAL(after(SPIN_FULL, 2, blip, 2), SPIN_FULL);
     /* a load that comes and goes at every sample: from the full spin it never sleeps,
-     * from the yielding one it never spins in full */
+     * from the doubt it never spins in full */
     const unsigned flap[] = {3, 2, 3, 2, 3, 2, 3};
     for (int n = 1; n <= 7; n++) {
-        CU_ASSERT_EQUAL(after(SPIN_FULL, 2, flap, n), n % 2 ? SPIN_YIELD : SPIN_FULL);
-        CU_ASSERT_EQUAL(after(SPIN_YIELD, 2, flap, n), n % 2 ? SPIN_SLEEP : SPIN_YIELD);
+        CU_ASSERT_EQUAL(after(SPIN_FULL, 2, flap, n), n % 2 ? SPIN_DOUBT : SPIN_FULL);
+        CU_ASSERT_EQUAL(after(SPIN_DOUBT, 2, flap, n), n % 2 ? SPIN_SLEEP : SPIN_DOUBT);
     }
 }
 
