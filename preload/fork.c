@@ -78,6 +78,7 @@ void fork_child(void)
     }
     pending[0] = pending[1] = -1;
     pthread_mutex_init(&ask_lock, NULL);
+    psp_spin_fork_child();
 }
 
 int fork_ask_switch(struct conn *c)

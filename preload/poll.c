@@ -27,6 +27,7 @@
  * nobody while the program is awake (see "Lazy arming" below).
  */
 #include "psp.h"
+#include "spinrule.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -840,7 +841,13 @@ static int lazy_spin(int epfd, struct epoll_event *ev, int max, unsigned mine)
         sp.ns = psp.shm_spin_ns;
         init = true;
     }
-    unsigned budget = mine ? spin_budget(&sp) : 0;
+    if (!mine) return 0;
+    int mode = psp_spin_mode(); /* an oversubscribed node: sleep at once (cosched.c) */
+    if (mode == SPIN_SLEEP) {
+        __atomic_fetch_add(&psp.spin_skipped, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    unsigned budget = spin_budget(&sp);
     if (!budget) return 0;
     uint64_t end = rdp_now_ns() + budget;
     int k = 0;

@@ -299,7 +299,10 @@ struct psp {
     unsigned shm_ring, shm_spin_ns;
     uint64_t shm_conns, shm_tx, shm_rx, shm_tx_msgs;
     uint64_t shm_bells; /* doorbells rung: wake-ups of a sleeping peer */
-    uint32_t pokes[8];  /* pids for psid to poke, sent by the progress thread (0: free) */
+    /* the spin rule (cosched.c; PSP_STATS, atomic): samples of the node's load, spins not
+     * done because it was oversubscribed */
+    uint64_t spin_samples, spin_skipped;
+    uint32_t pokes[8]; /* pids for psid to poke, sent by the progress thread (0: free) */
 };
 extern struct psp psp;
 
@@ -655,8 +658,14 @@ void psp_sleep_cancelled(void *cleanup);
 /* rdp_process for a program thread (under psp.lock), and re-arm the timer if need be */
 void psp_rdp_process(void);
 int wait_fd(void); /* the calling thread's eventfd that wakers write to */
-/* PSP_BUSY_POLL: until when a wait may spin before sleeping (rdp_now_ns), 0: no spin */
+/* PSP_BUSY_POLL: until when a wait may spin before sleeping (rdp_now_ns), 0: no spin (none
+ * asked for, or the spin rule says sleep) */
 uint64_t psp_busy_until(void);
+/* The spin rule's mode now (enum spin_mode, spinrule.h; cosched.c samples the node's load
+ * at most every millisecond) */
+int psp_spin_mode(void);
+void psp_spin_init(void); /* with the endpoint's descriptors: the load's (if a spin may come) */
+void psp_spin_fork_child(void);
 void waiters_add(struct conn **cs, int n, struct waiter *w, int fd);
 void waiters_del(struct conn **cs, int n, struct waiter *w);
 

@@ -23,7 +23,9 @@
  * within microseconds, sooner than a sleep and a wake-up. The spin adapts per connection:
  * it doubles (up to PSP_SHM_SPIN microseconds, 20 by default, or PSP_BUSY_POLL's) when the
  * bytes came within it and halves after four misses in a row, so an idle connection costs
- * nothing; a shrunk spin tries its whole budget every 16th wait (shm_spin).
+ * nothing; a shrunk spin tries its whole budget every 16th wait (shm_spin). No spin at all
+ * while the node has more runnable threads than CPUs (the spin rule, cosched.c): there the
+ * spinner would hold the CPU its peer waits for.
  *
  * Everything the other process writes to the mapping is untrusted input: a head or tail
  * out of bounds resets the connection, and no length read from the mapping decides a copy
@@ -34,6 +36,7 @@
  */
 #include "psp.h"
 #include "psshm.h"
+#include "spinrule.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -481,6 +484,11 @@ bool shm_spin(struct conn *c, bool data)
 {
     struct shm_chan *s = c->shm;
     if (!s || !s->spin.ns) return false;
+    int mode = psp_spin_mode(); /* an oversubscribed node: sleep at once (cosched.c) */
+    if (mode == SPIN_SLEEP) {
+        __atomic_fetch_add(&psp.spin_skipped, 1, __ATOMIC_RELAXED);
+        return false;
+    }
     unsigned budget = spin_budget(&s->spin);
     s->pins++;
     fdt_ref(c); /* c and s stay while we spin (conn_timers, shm_free) */

@@ -231,7 +231,7 @@ void psp_print_stats(void)
             if (i != RDP_DROP_DUPLICATE) dropped += rs.drops[i]; /* duplicates are normal */
         bad_mac = rs.drops[RDP_DROP_MAC];
     }
-    char line[800]; /* (the counters as of one moment: under the lock) */
+    char line[1024]; /* (the counters as of one moment: under the lock) */
     int n = snprintf(
         line, sizeof line,
         "pspreload: pid=%d accelerated=%llu tcp=%llu not_cluster=%llu "
@@ -240,7 +240,7 @@ void psp_print_stats(void)
         "tcp_rx_bytes=%llu rdp_tx_msgs=%llu rdp_rx_msgs=%llu tcp_tx_msgs=%llu tcp_rx_msgs=%llu "
         "rdp_dropped=%llu rdp_bad_mac=%llu bad_msgs=%llu switched=%llu shm=%llu "
         "shm_tx_bytes=%llu shm_rx_bytes=%llu shm_tx_msgs=%llu rdp_retransmits=%llu "
-        "shm_bells=%llu rdp_sleeps=%llu\n",
+        "shm_bells=%llu rdp_sleeps=%llu spin_samples=%llu spin_skipped=%llu\n",
         (int)getpid(), (unsigned long long)psp.accelerated, (unsigned long long)tcp,
         (unsigned long long)psp.stats_tcp[PSP_R_NOT_CLUSTER],
         (unsigned long long)psp.stats_tcp[PSP_R_NO_LIBRARY],
@@ -259,7 +259,9 @@ void psp_print_stats(void)
         (unsigned long long)psp.shm_tx, (unsigned long long)psp.shm_rx,
         (unsigned long long)psp.shm_tx_msgs, (unsigned long long)retrans,
         (unsigned long long)__atomic_load_n(&psp.shm_bells, __ATOMIC_RELAXED),
-        (unsigned long long)psp.rdp_sleeps);
+        (unsigned long long)psp.rdp_sleeps,
+        (unsigned long long)__atomic_load_n(&psp.spin_samples, __ATOMIC_RELAXED),
+        (unsigned long long)__atomic_load_n(&psp.spin_skipped, __ATOMIC_RELAXED));
     pthread_mutex_unlock(&psp.lock);
     if (n <= 0) return;
     if (!strcmp(psp.stats, "1")) {
@@ -734,6 +736,7 @@ int psp_endpoint(void)
     psp.wakefd = psp_hide(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     psp.deaf_tfd = psp_hide(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
     if (psp.epfd < 0 || psp.timerfd < 0 || psp.wakefd < 0 || psp.deaf_tfd < 0) goto fail;
+    psp_spin_init();
     struct epoll_event ev = {.events = EPOLLIN};
     ev.data.u64 = TAG_RDP;
     ev.events = EPOLLIN | EPOLLET; /* rdp_process reads all; a waiting thread may take it */
@@ -826,6 +829,7 @@ static void atfork_child(void)
         psp.accelerated = psp.rdp_tx = psp.rdp_rx = psp.tcp_tx = psp.tcp_rx = 0;
         psp.rdp_tx_msgs = psp.rdp_rx_msgs = psp.tcp_tx_msgs = psp.tcp_rx_msgs = 0;
         psp.shm_conns = psp.shm_tx = psp.shm_rx = psp.shm_tx_msgs = psp.shm_bells = 0;
+        psp.spin_samples = psp.spin_skipped = 0;
         memset(psp.stats_tcp, 0, sizeof psp.stats_tcp);
         if (psp.psi_open) { /* the parent's: the child opens its own when it needs one */
             fdt_close_hidden(psi_fd(&psp.psi));

@@ -24,6 +24,8 @@
  * thread looks for its datagrams and its wake-up without sleeping for that long, so that
  * an answer arriving meanwhile costs no wake-up. Signals during the spin run their handlers
  * and the spin goes on, as after SA_RESTART (the sleep after it behaves as described).
+ * The spin rule (cosched.c) may forbid the spin (an oversubscribed node: psp_busy_until says
+ * 0).
  */
 #include "psp.h"
 
@@ -433,11 +435,6 @@ void psp_rdp_process(void)
         if (direct_mine->kicked) kick();
     }
     if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
-}
-
-uint64_t psp_busy_until(void)
-{
-    return psp.busy_poll_us ? rdp_now_ns() + psp.busy_poll_us * 1000ull : 0;
 }
 
 int wait_conns(struct conn **cs, int n, int timeout_ms)

@@ -55,7 +55,7 @@ SAN_ENV=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stackt
 LANES=${CHECK_JOBS:-$(nproc)}
 ((LANES > 4)) && LANES=4
 ((LANES < 1)) && LANES=1
-SOLO=" psid_spawnflood psid_stress psid_busy psid_grace psid_swim make_targets rdp-tests preload_flood preload_burst psid_plhostile "
+SOLO=" psid_spawnflood psid_stress psid_busy psid_grace psid_swim make_targets rdp-tests preload_flood preload_burst psid_plhostile preload_cosched "
 LONG=" preload_semantics preload_same demo psid_spawnflood psid_stress netns/mpi_preload "
 declare -A HINT=(
     [style/shellcheck]=37 [netns/preload]=37 [shell/preload_same_programs]=36
