@@ -160,7 +160,7 @@ check "stdin: 5 MB to all of 4 ranks" $? "got: $got"
 # window and psid's 256 KiB hold about a megabyte); without it the task writes all of it
 # into psrun's memory. Then the reader takes everything: nothing lost.
 rm -f "$CDIR/progress" "$CDIR/go"
-(timeout 60 "$PSRUN" -n 1 -w 2 sh -c "i=0; while [ \$i -lt 500 ]; do head -c 100000 /dev/zero; i=\$((i + 1)); echo \$i >'$CDIR/progress'; done" </dev/null |
+( (timeout 120 "$PSRUN" -n 1 -w 2 sh -c "i=0; while [ \$i -lt 500 ]; do head -c 100000 /dev/zero; i=\$((i + 1)); echo \$i >'$CDIR/progress'; done" </dev/null; echo $? >"$CDIR/fcrc") |
     (until [ -e "$CDIR/go" ]; do sleep 0.05; done; wc -c >"$CDIR/count")) &
 fcpid=$!
 PIDS+=("$fcpid")
@@ -182,7 +182,7 @@ touch "$CDIR/go"
 wait "$fcpid"
 [ "$held" -gt 0 ] && [ "$held" -lt 100 ] && [ "$(cat "$CDIR/count")" = 50000000 ] && [ "$(blocks)" = 500 ]
 check "flow control: a reader that stops blocks the task ($held of 500 blocks written); nothing lost" $? \
-    "held $held count=$(cat "$CDIR/count" 2>/dev/null)"
+    "held $held, count $(cat "$CDIR/count" 2>/dev/null), blocks $(blocks), psrun rc $(cat "$CDIR/fcrc" 2>/dev/null)"
 
 t0=$(now_ms)
 got=$( (timeout 20 "$PSRUN" -n 2 yes 2>/dev/null </dev/null; echo $? >"$CDIR/rc") | head -n 1)
