@@ -16,12 +16,16 @@
  * open it spins as before.
  *
  * Under PSP_STATS the samples and the spins not done because of the rule are counted
- * (spin_samples, spin_skipped).
+ * (spin_samples, spin_skipped). PSP_SPIN_RULE=always turns the rule off (Onload's
+ * EF_POLL_USEC spins regardless): for processes pinned to cores of their own, where other
+ * threads on the node take nothing from them, and for measurements of something else.
  */
 #include "psp.h"
 #include "spinrule.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define SAMPLE_NS 1000000ull
@@ -37,6 +41,11 @@ static struct {
 void psp_spin_init(void)
 {
     if (co.fd || !(psp.busy_poll_us || (!psp.shm_off && psp.shm_spin_ns))) return;
+    const char *rule = getenv("PSP_SPIN_RULE"); /* "always": spin whatever the node's load */
+    if (rule && strcmp(rule, "always") == 0) {
+        co.fd = -1; /* no sample: the mode stays spin, as for a process that cannot read */
+        return;
+    }
     int fd = psp_hide(open("/proc/loadavg", O_RDONLY | O_CLOEXEC));
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     co.ncpu = n > 0 ? (unsigned)n : 0;
