@@ -6,6 +6,7 @@
 #    and answers go to itself, no network: counted apart) and received at most k start
 #    answers from them (its log's per-job message count); exits still come per rank;
 #  - a job of 2 ranks per node over the tree: statuses per rank;
+#  - an MPI job (PMI plan through the tree; fence and Allreduce);
 #  - a rank that cannot start below the tree: psrun fails, naming it, the others still run;
 #  - a node of the tree (1, with 3 and 4 and 7 below it) killed while the launch waits on a
 #    slow start below it: psrun fails with a message naming it, within a bound, no hang.
@@ -54,6 +55,22 @@ line=$(counts 2)
 got=$(echo "$line" | sed -n 's/.* \([0-9]*\) start answers received.*/\1/p')
 [ -n "$got" ] && [ "$got" -le $K ] && pass "tree: 16 ranks, $got start answers at the home" ||
     fail "tree: 16 ranks count" "$line"
+
+# an MPI job over the tree: each node's PMI plan (mode and mapping common, its fence
+# parent and children its own) arrives through the tree; the fence and Allreduce work
+MPI=$TOP/build/test/mpi
+if [ -x "$MPI/mpi_hello" ]; then
+    out=$(timeout 60 "$PSRUN" -n 16 --ppn 2 "$MPI/mpi_hello" 2>&1)
+    rc=$?
+    ok=1
+    for r in $(seq 0 15); do
+        echo "$out" | grep -q "^hello $r of 16 on " && echo "$out" | grep -q "^sum $r 136 ok$" || ok=0
+    done
+    [ $rc = 0 ] && [ $ok = 1 ] && pass "tree: an MPI job of 16 ranks on 8 nodes: hello and Allreduce right" ||
+        fail "tree: MPI over the tree" "rc=$rc $out"
+else
+    echo "SKIP: tree: MPI job (build/test/mpi not built)"
+fi
 
 # a rank that cannot start, below the tree (node 7, place 7: under 3, under 1)
 out=$(timeout 30 "$PSRUN" -N 8 --ppn 1 sh -c '[ "$PSI_NODE" = 7 ] && exec /nonexistent/x; echo ok' 2>&1)
