@@ -157,11 +157,14 @@ static void job_free(struct job *j)
     free(j->held);
     free(j->held_creds);
     pmi_plan_free(&j->held_plan);
-    if (j->n_spawn || j->n_self)
+    if (j->n_spawn || j->n_self) {
+        char how[48] = "flat";
+        if (j->tree_k) snprintf(how, sizeof how, "launch tree of width %u", j->tree_k);
         log_info("job %u:%d: home messages: %u spawn sent, %u start answers received, %u exits "
-                 "received (with other nodes; %u of its own ranks; %s %u)",
+                 "received (with other nodes; %u more with itself for its own ranks; %s)",
                  PSTID_NODE(j->id), PSTID_PID(j->id), j->n_spawn, j->n_start, j->n_exit, j->n_self,
-                 j->tree_k ? "launch tree of width" : "flat", j->tree_k ? j->tree_k : 0);
+                 how);
+    }
     free(j->tree_order);
     free(j->tree_pos);
     free(j);
