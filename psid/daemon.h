@@ -323,6 +323,8 @@ void spawnq_free(struct psid *d);
  * tree is combined into this node's answer to its parent: true if it was taken. */
 bool spawntree_result(struct psid *d, uint64_t job, uint32_t rank, uint64_t tid, int err,
                       const char *why, const char *cpus);
+/* The job's client is gone (PSM_D_JOB_GONE): nobody waits for its start answers. */
+void spawntree_job_gone(struct psid *d, uint64_t job);
 /* The home's part (jobs.c): a child's PSM_D_STARTED for a job of this node's. */
 void jobs_tree_started(struct psid *d, uint32_t from, const struct psmsg *m);
 

@@ -13,8 +13,9 @@
  * A child lost meanwhile (membership's node-lost hook) is answered for: its subtree's
  * missing ranks fail with EHOSTDOWN naming it, so that the launch fails cleanly and never
  * hangs. A parent lost: the answers go to the home directly. The home lost: the job is
- * forgotten (the spawn queue drops its ranks). Bounds: TREE_JOBS_MAX jobs, each dropped
- * after TREE_TTL_NS if its answers never all come (a job ended meanwhile); its state is
+ * forgotten (the spawn queue drops its ranks), and so is a job whose client is gone
+ * (PSM_D_JOB_GONE). Bounds: TREE_JOBS_MAX jobs, each dropped after TREE_TTL_NS if its
+ * answers never all come (a job ended meanwhile); its state is
  * the ranks of its subtree, which the message that brought it held. A malformed or
  * forged message is dropped and counted (d->tree_dropped), and so is an answer for a rank
  * that is not the sender's subtree's, or answered already.
@@ -155,6 +156,12 @@ bool spawntree_result(struct psid *d, uint64_t job, uint32_t rank, uint64_t tid,
     }
     answer(d, t, tr, &s);
     return true;
+}
+
+void spawntree_job_gone(struct psid *d, uint64_t job)
+{
+    struct tjob *t = tjob_find(d, job);
+    if (t) tjob_free(d, t);
 }
 
 static int by_rank(const void *a, const void *b)

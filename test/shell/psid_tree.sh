@@ -8,8 +8,10 @@
 #  - a job of 2 ranks per node over the tree: statuses per rank;
 #  - an MPI job (PMI plan through the tree; fence and Allreduce);
 #  - a rank that cannot start below the tree: psrun fails, naming it, the others still run;
-#  - a node of the tree (1, with 3 and 4 and 7 below it) killed while the launch waits on a
-#    slow start below it: psrun fails with a message naming it, within a bound, no hang.
+#  - a node of the tree dies mid-launch (stopped before, killed while the launch waits on
+#    it): node 3, an inner node's child (its parent answers for it), then node 2, the
+#    home's child (the home answers for its subtree): psrun fails with a message naming
+#    it, within a bound, no hang, and no task is left.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
 source "$(dirname "$0")/lib/cluster.sh"
 PSRUN=$BIN/psrun
@@ -96,4 +98,24 @@ out=$(cat "$CDIR/lost.out")
     [ $ms -lt 30000 ] &&
     pass "tree: node 3 killed mid-launch: psrun fails in $ms ms, rank 7 below it names it" ||
     fail "tree: node lost mid-launch" "rc=$rc ms=$ms $out"
-idle 5000 || fail "tree: every task gone after the failed launch" "$("$BIN/psstat" tasks 2>&1 | head)"
+idle 8000 || fail "tree: every task gone after the failed launch" "$("$BIN/psstat" tasks 2>&1 | head)"
+
+# the home's own child dies mid-launch: node 2 (places 5 and 6 below it) stopped, then
+# killed; the home answers for 5 and 6 itself (7 nodes left: 0, 1, 2, 4..7 up, 3 down)
+wait_state 0 3 down 15000 >/dev/null || true
+kill -STOP "${PIDS[2]}"
+t0=$(now_ms)
+timeout 60 "$PSRUN" -w 0,1,2,4,5,6,7 --ppn 1 -n 7 sleep 30 >"$CDIR/lost2.out" 2>&1 &
+RPID=$!
+STRAY+=("$RPID")
+sleep 0.3
+kill_node 2
+wait $RPID
+rc=$?
+ms=$(($(now_ms) - t0))
+out=$(cat "$CDIR/lost2.out")
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && echo "$out" | grep -q "node 2 (n2) of the launch tree was lost" &&
+    [ $ms -lt 30000 ] &&
+    pass "tree: the home's child 2 killed mid-launch: psrun fails in $ms ms, naming it" ||
+    fail "tree: home's child lost mid-launch" "rc=$rc ms=$ms $out"
+idle 8000 || fail "tree: every task gone after the second failed launch" "$("$BIN/psstat" tasks 2>&1 | head)"
