@@ -34,12 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     size_t pos = 0;
-    struct psmsg_field f;
-    while (psmsg_next(&m.body, &pos, &f)) {
-        if (f.tag != PSF_START) continue;
-        struct psmsg_view rec = psmsg_record(&f);
-        static struct tree_start s, s2;
-        if (tree_start_decode(&rec, &s, &why) < 0) continue;
+    static struct tree_start s, s2;
+    for (int rc; (rc = tree_start_next(&m.body, &pos, &s, &why)) != 0;) {
+        if (rc < 0) continue;
         struct psmsg_buf b = {0};
         psmsg_begin(&b, PSM_D_STARTED, 0);
         tree_start_put(&b, &s);

@@ -194,6 +194,17 @@ static void f_shorttid(struct psmsg_buf *b)
     psmsg_put_u32(b, PSF_TID, 5); /* a u32 where a u64 belongs */
 }
 
+/* the answers tree_start_next reads from body: good ones into *n, malformed into *bad */
+static void count_starts(const struct psmsg_view *body, size_t *n, size_t *bad)
+{
+    struct tree_start d;
+    const char *why;
+    size_t pos = 0;
+    int rc;
+    *n = *bad = 0;
+    while ((rc = tree_start_next(body, &pos, &d, &why)) != 0) *(rc > 0 ? n : bad) += 1;
+}
+
 static void test_start(void)
 {
     struct tree_start s = {.rank = 7, .node = 3, .ok = true, .tid = 0x300001234ull}, d;
@@ -224,7 +235,27 @@ static void test_start(void)
         }
     }
     CU_ASSERT_EQUAL(n, 2);
+    /* the same through the iterator, a malformed record between them skipped with why */
+    size_t bad = 0;
+    count_starts(&m.body, &n, &bad);
+    CU_ASSERT_EQUAL(n, 2);
+    CU_ASSERT_EQUAL(bad, 0);
     psmsg_buf_free(&b);
+    psmsg_begin(&b, PSM_D_STARTED, 0);
+    tree_start_put(&b, &s);
+    psmsg_record_begin(&b, PSF_START);
+    psmsg_put_u32(&b, PSF_RANK, 1); /* no node */
+    psmsg_record_end(&b);
+    tree_start_put(&b, &e);
+    CU_ASSERT_EQUAL_FATAL(psmsg_end(&b), 0);
+    CU_ASSERT_EQUAL_FATAL(psmsg_parse(b.data, b.len, &m), 0);
+    count_starts(&m.body, &n, &bad);
+    CU_ASSERT_EQUAL(n, 2);
+    CU_ASSERT_EQUAL(bad, 1);
+    psmsg_buf_free(&b);
+    char text[200];
+    tree_lost_text(text, sizeof text, 3, NULL);
+    CU_ASSERT(strstr(text, "node 3 (?) of the launch tree was lost") != NULL);
     CU_ASSERT_EQUAL(start_decode(f_norank, &d, &why), -1);
     CU_ASSERT_EQUAL(start_decode(f_neither, &d, &why), -1);
     CU_ASSERT_EQUAL(start_decode(f_errno0, &d, &why), -1);
