@@ -58,6 +58,14 @@ struct spawntree {
     size_t n;
 };
 
+static void tjob_free_unlinked(struct tjob *t)
+{
+    free(t->ranks);
+    free(t->kids);
+    psmsg_buf_free(&t->out);
+    free(t);
+}
+
 static void tjob_free(struct psid *d, struct tjob *t)
 {
     struct spawntree *st = d->tree;
@@ -67,10 +75,7 @@ static void tjob_free(struct psid *d, struct tjob *t)
             st->n--;
             break;
         }
-    free(t->ranks);
-    free(t->kids);
-    psmsg_buf_free(&t->out);
-    free(t);
+    tjob_free_unlinked(t);
 }
 
 static struct tjob *tjob_find(struct psid *d, uint64_t job)
@@ -177,8 +182,13 @@ static void dropped(struct psid *d, uint32_t from, const char *what, const char 
              (unsigned long long)d->tree_dropped);
 }
 
-/* The job's state from its decoded spawn: ranks sorted, each with its child. */
-static struct tjob *tjob_make(uint32_t from, const struct tree_spawn *ts, const char **why)
+/* The job's state from its decoded spawn: ranks sorted, each with its child; kid_of[i]:
+ * part i's child (an index in t->kids; KID_SELF for part 0). The children are the parts
+ * right after the receiver's (places are sorted, and a child's place is below every other
+ * descendant's), so each part's is found by climbing and a binary search: O(parts x
+ * (depth + log k)) for any message, forged ones too. */
+static struct tjob *tjob_make(uint32_t from, const struct tree_spawn *ts, uint32_t *kid_of,
+                              const char **why)
 {
     size_t n = 0;
     for (size_t i = 0; i < ts->n; i++) n += ts->parts[i].nranks;
@@ -198,13 +208,26 @@ static struct tjob *tjob_make(uint32_t from, const struct tree_spawn *ts, const 
         if (i > 0) {
             uint64_t q = ts->parts[i].pos; /* up to p0's child */
             while ((q - 1) / k != p0) q = (q - 1) / k;
-            uint32_t node = 0;
-            for (size_t j = 1; j < ts->n; j++)
-                if (ts->parts[j].pos == q) node = ts->parts[j].node;
-            for (kid = 0; kid < t->nkids && t->kids[kid] != node; kid++) {
+            if (q == ts->parts[i].pos) { /* a child itself: the next kid */
+                kid = (uint32_t)t->nkids;
+                t->kids[t->nkids++] = ts->parts[i].node;
+            } else { /* among the children, parts 1 .. nkids (decode: its parent is a part) */
+                size_t lo = 1, hi = t->nkids + 1;
+                while (lo < hi) {
+                    size_t mid = lo + (hi - lo) / 2;
+                    if (ts->parts[mid].pos < q)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                if (lo > t->nkids || ts->parts[lo].pos != q) {
+                    *why = "a part whose child of the receiver is missing";
+                    goto fail;
+                }
+                kid = (uint32_t)(lo - 1);
             }
-            if (kid == t->nkids) t->kids[t->nkids++] = node;
         }
+        kid_of[i] = kid;
         size_t pos = 0;
         struct psmsg_field f;
         while (psmsg_next(&ts->parts[i].rec, &pos, &f)) {
@@ -263,18 +286,32 @@ static void spawn_tree(struct psid *d, uint32_t from, const struct psmsg *m)
         dropped(d, from, "a spawn", "too many launch-tree jobs in flight here");
         goto out;
     }
-    struct tjob *t = tjob_make(from, &ts, &why);
+    uint32_t *kid_of = calloc(ts.n, sizeof *kid_of), *order = calloc(ts.n, sizeof *order);
+    size_t *first = NULL;
+    struct tjob *t = kid_of && order ? tjob_make(from, &ts, kid_of, &why) : NULL;
+    if (t && !(first = calloc(t->nkids + 1, sizeof *first))) {
+        tjob_free_unlinked(t);
+        t = NULL;
+        why = "out of memory";
+    }
     if (!t) {
-        dropped(d, from, "a spawn", why);
+        dropped(d, from, "a spawn", kid_of && order ? why : "out of memory");
+        free(kid_of);
+        free(order);
         goto out;
     }
+    /* the parts by child, in place order within each (a counting sort) */
+    for (size_t i = 1; i < ts.n; i++) first[kid_of[i] + 1]++;
+    for (size_t c = 1; c <= t->nkids; c++) first[c] += first[c - 1];
+    for (size_t i = 1; i < ts.n; i++) order[first[kid_of[i]]++] = (uint32_t)i;
+    for (size_t c = t->nkids; c > 0; c--) first[c] = first[c - 1];
+    first[0] = 0;
     t->next = d->tree->head;
     d->tree->head = t;
     d->tree->n++;
     /* each child's subtree, forwarded: the common fields and its parts as they came */
-    uint32_t p0 = ts.parts[0].pos;
-    for (size_t i = 1; i < ts.n; i++) {
-        if ((ts.parts[i].pos - 1) / ts.width != p0) continue;
+    size_t nkids = t->nkids;
+    for (size_t c = 0; c < nkids; c++) {
         struct psmsg_buf b = {0};
         psmsg_begin(&b, PSM_D_SPAWN_TREE, 0);
         size_t pos = 0;
@@ -282,10 +319,10 @@ static void spawn_tree(struct psid *d, uint32_t from, const struct psmsg *m)
         while (psmsg_next(&m->body, &pos, &f))
             if (tree_common_field(f.tag)) psmsg_put_bytes(&b, f.tag, f.val, f.len);
         psmsg_put_u32(&b, PSF_TREE_WIDTH, ts.width);
-        for (size_t j = i; j < ts.n; j++)
-            if (tree_under(ts.parts[j].pos, ts.parts[i].pos, ts.width))
-                psmsg_put_bytes(&b, PSF_PART, ts.parts[j].rec.p, ts.parts[j].rec.len);
-        uint32_t node = ts.parts[i].node;
+        size_t end = c + 1 < nkids ? first[c + 1] : ts.n - 1;
+        for (size_t x = first[c]; x < end; x++)
+            psmsg_put_bytes(&b, PSF_PART, ts.parts[order[x]].rec.p, ts.parts[order[x]].rec.len);
+        uint32_t node = t->kids[c];
         struct psid_node *pn = psid_node(d, node);
         int rc = pn && pn->state == PSNODE_UP ? psid_send(d, node, &b) : -1;
         psmsg_buf_free(&b);
@@ -293,11 +330,13 @@ static void spawn_tree(struct psid *d, uint32_t from, const struct psmsg *m)
             char text[200];
             snprintf(text, sizeof text, "node %u (%s) of the launch tree cannot be reached", node,
                      pn ? pn->conf->name : "?");
-            uint32_t kid = 0;
-            while (kid < t->nkids && t->kids[kid] != node) kid++;
-            fail_kid(d, t, kid, EHOSTDOWN, text); /* never completes: this node's part waits */
+            fail_kid(d, t, (uint32_t)c, EHOSTDOWN,
+                     text); /* never completes: this node's part waits */
         }
     }
+    free(kid_of);
+    free(order);
+    free(first);
     /* this node's own part: a PSM_D_SPAWN from the home, into the spawn queue */
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_SPAWN, 0);
