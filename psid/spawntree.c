@@ -212,15 +212,8 @@ static struct tjob *tjob_make(uint32_t from, const struct tree_spawn *ts, uint32
                 kid = (uint32_t)t->nkids;
                 t->kids[t->nkids++] = ts->parts[i].node;
             } else { /* among the children, parts 1 .. nkids (decode: its parent is a part) */
-                size_t lo = 1, hi = t->nkids + 1;
-                while (lo < hi) {
-                    size_t mid = lo + (hi - lo) / 2;
-                    if (ts->parts[mid].pos < q)
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
-                if (lo > t->nkids || ts->parts[lo].pos != q) {
+                size_t lo = tree_part_find(ts->parts, 1, t->nkids + 1, (uint32_t)q);
+                if (lo == t->nkids + 1) {
                     *why = "a part whose child of the receiver is missing";
                     goto fail;
                 }

@@ -21,6 +21,19 @@ bool tree_common_field(uint16_t tag)
     return tag != PSF_PART && tag != PSF_TREE_WIDTH;
 }
 
+size_t tree_part_find(const struct tree_part *parts, size_t lo, size_t hi, uint32_t pos)
+{
+    size_t end = hi;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (parts[mid].pos < pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < end && parts[lo].pos == pos ? lo : end;
+}
+
 void tree_spawn_free(struct tree_spawn *t)
 {
     free(t->parts);
@@ -73,15 +86,7 @@ int tree_spawn_decode(const struct psmsg_view *body, uint32_t self, struct tree_
     /* connected: every part's parent is a part too (parts are sorted: a binary search) */
     for (size_t i = 1; i < t->n; i++) {
         uint32_t up = (t->parts[i].pos - 1) / t->width;
-        size_t lo = 0, hi = i;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (t->parts[mid].pos < up)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo >= i || t->parts[lo].pos != up)
+        if (tree_part_find(t->parts, 0, i, up) == i)
             return fail(t, why, "a part whose parent is missing");
     }
     if (t->parts[0].node != self) return fail(t, why, "its first part is not the receiver's");

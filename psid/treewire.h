@@ -35,6 +35,9 @@ struct tree_spawn {
     size_t n;
 };
 
+/* The index of the part at place pos among parts[lo..hi) (sorted by place), or hi. */
+size_t tree_part_find(const struct tree_part *parts, size_t lo, size_t hi, uint32_t pos);
+
 /* Decode a PSM_D_SPAWN_TREE body for node self: 0, or -1 with why (t then holds nothing).
  * It must have a job, a width in 1..TREE_WIDTH_MAX, 1..TREE_PARTS_MAX parts, each with a
  * node, a place >= 1 and at least one rank, in strictly increasing places, the first

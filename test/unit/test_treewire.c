@@ -85,6 +85,11 @@ static void test_spawn_decode(void)
     CU_ASSERT_EQUAL(t.parts[0].node, 11);
     CU_ASSERT_EQUAL(t.parts[0].nranks, 2);
     CU_ASSERT_EQUAL(t.parts[3].pos, 7);
+    CU_ASSERT_EQUAL(tree_part_find(t.parts, 0, 4, 4), 2);
+    CU_ASSERT_EQUAL(tree_part_find(t.parts, 0, 4, 7), 3);
+    CU_ASSERT_EQUAL(tree_part_find(t.parts, 0, 4, 5), 4); /* none */
+    CU_ASSERT_EQUAL(tree_part_find(t.parts, 1, 3, 1), 3); /* outside [1, 3) */
+    CU_ASSERT_EQUAL(tree_part_find(t.parts, 2, 2, 4), 2); /* empty */
     /* the local spawn: the common fields and the part's own, not its node or place */
     struct psmsg_buf l = {0};
     psmsg_begin(&l, PSM_D_SPAWN, 0);
