@@ -81,6 +81,7 @@ enum conf_key_id {
     CK_CLIENT_IDLE,
     CK_MAX_TASKS_UID,
     CK_DONE_JOBS,
+    CK_TREE_WIDTH,
     CK_USER,
     CK_ROOT_JOBS,
     CK_CGROUPS,

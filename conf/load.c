@@ -56,6 +56,7 @@ void psconf_defaults(struct psconf *c)
     c->max_clients_uid = 256;
     c->max_tasks_uid = 1024;
     c->done_jobs = 100;
+    c->tree_width = 32;
     strcpy(c->user, "pscluster");
     c->root_jobs = 1;
     c->cgroups = 1;

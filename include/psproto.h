@@ -23,7 +23,10 @@
  *   then, all with the SPAWN request's id, in this order per rank:
  *   psid   -> PSM_RANK {PSF_RANK, PSF_NODE_ID, PSF_TID}            rank started, or
  *             PSM_RANK {PSF_RANK, PSF_NODE_ID, PSF_ERRNO, PSF_TEXT} rank failed to start
- *             (PSF_ERRNO ENOENT: program not found, EACCES: not executable, ...)
+ *             (PSF_ERRNO ENOENT: program not found, EACCES: not executable, ...;
+ *             EHOSTDOWN: a node of the launch tree above its node was lost during the
+ *             launch, so whether it started is unknown: a client ends the job, as for a
+ *             lost node)
  *   psid   -> PSM_IO {PSF_RANK, PSF_STREAM (1 stdout, 2 stderr), PSF_DATA} output, in
  *             order per rank and stream; an empty PSF_DATA is end of that stream
  *   client -> PSM_IO_ACK {PSF_RANK, PSF_BYTES}: output consumed; a rank's node stops
@@ -295,6 +298,15 @@ enum psm_type {
     /* every node -> the scheduler: the jobs it has tasks of, (PSF_JOB, PSF_N tasks)... in
      * pairs; sent when its task table changed, the scheduler changed, and once a second */
     PSM_D_GANG_REPORT = 0x101a,
+    /* the launch tree (psid/spawntree.c, docs/psid-design.md): parent -> child, the spawn
+     * of the child's subtree: PSM_D_SPAWN's common fields once (PSF_REQ, PSF_JOB, PSF_UID,
+     * PSF_GID, PSF_SIZE, argv..., [PSF_PMI, PSF_PMI_MAP]), PSF_TREE_WIDTH, and a PSF_PART
+     * record per node of the subtree, the child's first, in increasing PSF_TREE_POS */
+    PSM_D_SPAWN_TREE = 0x101b,
+    /* child -> parent (or the home, its parent lost): {PSF_JOB, PSF_START records...} the
+     * start answers of ranks of the child's subtree; one once all have answered, or more
+     * when they would not fit one message */
+    PSM_D_STARTED = 0x101c,
 };
 
 /* The gang switch record (psid/gangwire.c), the PSF_DATA of PSM_D_GANG_SWITCH: fixed
@@ -460,6 +472,8 @@ enum psf_tag {
     PSF_QUANTA = 150,     /* u32: switches a job was in the matrix for */
     PSF_RAN = 151,        /* u32: of them, those its row ran */
     PSF_WAITED_MS = 152,  /* u32: a queued spawn waited so long */
+    PSF_TREE_POS = 153,   /* u32 (PSF_PART): the node's place in the launch tree, 1.. */
+    PSF_TREE_WIDTH = 154, /* u32 (PSM_D_SPAWN_TREE): children per node, psid.tree_width */
 
     PSF_NODE = 0x8001,   /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002,   /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */
@@ -479,6 +493,12 @@ enum psf_tag {
     /* record (PSM_GANG_REPLY): a spawn in this node's queue: PSF_N (its place), PSF_UID, PSF_NP,
      * PSF_WAITED_MS */
     PSF_GANG_QUEUED = 0x8009,
+    /* record (PSM_D_SPAWN_TREE): one node's part of the spawn: PSF_NODE_ID, PSF_TREE_POS,
+     * PSF_RANK..., PSF_NODE_INDEX, PSF_CRED, [PSF_PMI_PARENT, PSF_PMI_CHILD...] */
+    PSF_PART = 0x800a,
+    /* record (PSM_D_STARTED): a rank's start: PSF_RANK, PSF_NODE_ID and PSF_TID
+     * [PSF_CPU_LIST], or PSF_ERRNO, PSF_TEXT */
+    PSF_START = 0x800b,
 };
 
 enum psdist { /* PSF_DIST: srun's -m */

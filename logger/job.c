@@ -257,6 +257,8 @@ static void on_rank_msg(struct lg_job *j, const struct psmsg *m)
         else
             snprintf(how, sizeof how, "%s: %s", text, reason);
         rank_failed(j, rank, lg_spawn_code((int)err), how);
+        /* a node of the launch tree above it was lost (psid/spawntree.c): as a lost node */
+        if (err == EHOSTDOWN) j->lost++;
         if (j->cfg.mpi && j->mpi_active) mpi_fatal(j, "rank %" PRIu32 " could not start", rank);
         return;
     }

@@ -129,6 +129,8 @@ struct psid {
     bool stopping;
     struct backlog *backlog; /* per node: daemon messages waiting for RDP's queue */
     struct spawnq *spawnq;   /* spawn requests whose ranks wait to start (spawnq.c) */
+    struct spawntree *tree;  /* launch-tree jobs whose subtree's answers are awaited here */
+    uint64_t tree_dropped;   /* launch-tree messages dropped: malformed or forged */
     uint64_t excl_job;       /* the job that asked for this node alone (--exclusive); 0: none */
     struct cgroups *cgroups; /* a cgroup per job (cgroup.c); NULL: process groups only */
     struct privcall *priv;   /* the pair to the privileged child (privcall.c) */
@@ -317,6 +319,14 @@ void spawnq_request(struct psid *d, uint32_t from, const struct psmsg *m); /* PS
 void spawnq_drop_job(struct psid *d, uint64_t job, uint32_t uid);
 void spawnq_drop_home(struct psid *d, uint32_t node);
 void spawnq_free(struct psid *d);
+/* The launch tree (spawntree.c): a rank's start answer for a job whose spawn came down the
+ * tree is combined into this node's answer to its parent: true if it was taken. */
+bool spawntree_result(struct psid *d, uint64_t job, uint32_t rank, uint64_t tid, int err,
+                      const char *why, const char *cpus);
+/* The job's client is gone (PSM_D_JOB_GONE): nobody waits for its start answers. */
+void spawntree_job_gone(struct psid *d, uint64_t job);
+/* The home's part (jobs.c): a child's PSM_D_STARTED for a job of this node's. */
+void jobs_tree_started(struct psid *d, uint32_t from, const struct psmsg *m);
 
 /* pmi.c: the PMI server of MPI jobs, a rank's node's part (pmi.h, docs/pmi.md). A job's
  * PSM_D_SPAWN with PSF_PMI: its state here for its nlocal ranks queued; 0, or -1 (ENOMEM:

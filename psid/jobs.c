@@ -23,6 +23,7 @@
 #include "../logger/outfile.h"
 #include "bebytes.h"
 #include "psmsg.h"
+#include "treewire.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -85,6 +86,16 @@ struct job {
     uint32_t gid;
     uint8_t (*held_creds)[SPAWNCRED_LEN];
     struct pmi_plan held_plan; /* and its PMI plan (pmihome.c) */
+    /* the launch tree (spawntree.c), if the job went down one: its width (0: sent to each
+     * node), place -> node (place 0 the home), node (configured index) -> place or -1 */
+    uint32_t tree_k;
+    uint32_t *tree_order;
+    size_t tree_n;
+    int32_t *tree_pos;
+    /* the home's messages for it with other nodes: spawns sent, start answers and exits
+     * received; and those of its own ranks (to and from itself, no network) */
+    uint32_t n_spawn, n_start, n_exit, n_self;
+    bool tree_failed; /* ranks failed for a lost subtree: some may run all the same */
     struct job *next;
 };
 
@@ -146,6 +157,16 @@ static void job_free(struct job *j)
     free(j->held);
     free(j->held_creds);
     pmi_plan_free(&j->held_plan);
+    if (j->n_spawn || j->n_self) {
+        char how[48] = "flat";
+        if (j->tree_k) snprintf(how, sizeof how, "launch tree of width %u", j->tree_k);
+        log_info("job %u:%d: home messages: %u spawn sent, %u start answers received, %u exits "
+                 "received (with other nodes; %u more with itself for its own ranks; %s)",
+                 PSTID_NODE(j->id), PSTID_PID(j->id), j->n_spawn, j->n_start, j->n_exit, j->n_self,
+                 how);
+    }
+    free(j->tree_order);
+    free(j->tree_pos);
     free(j);
 }
 
@@ -386,7 +407,151 @@ static void send_spawn(struct psid *d, uint32_t node, void *arg)
     if (cn) psmsg_put_bytes(&b, PSF_CRED, fo->creds[cn - fo->conf->nodes], SPAWNCRED_LEN);
     pmi_plan_put(fo->pmi, node, &b);
     if (psid_send(d, node, &b) < 0) log_warn("spawn on node %u: %s", node, strerror(errno));
+    if (node == d->self->id)
+        j->n_self++;
+    else
+        j->n_spawn++;
     psmsg_buf_free(&b);
+}
+
+static void rank_failed(struct job *j, uint32_t r, uint32_t node, uint32_t err, const char *text);
+
+/* The place of a node in the job's launch tree, -1 if none. */
+static int32_t tree_place(const struct job *j, uint32_t node)
+{
+    const struct psconf_node *cn = psconf_node_by_id(&j->d->conf, node);
+    return cn && j->tree_pos ? j->tree_pos[cn - j->d->conf.nodes] : -1;
+}
+
+/* The ranks still pending in the subtree of place p (without p's own when below) fail. */
+static void tree_fail_under(struct job *j, uint32_t p, bool self_too, const char *text)
+{
+    for (uint32_t r = 0; r < j->np; r++) {
+        int32_t q = tree_place(j, j->ranks[r].node);
+        if (j->ranks[r].state != R_PENDING || q <= 0 || (!self_too && (uint32_t)q == p) ||
+            !tree_under((uint32_t)q, p, j->tree_k))
+            continue;
+        rank_failed(j, r, j->ranks[r].node, EHOSTDOWN, text);
+        j->tree_failed = true;
+    }
+}
+
+static void tree_drop(struct job *j)
+{
+    free(j->tree_order);
+    free(j->tree_pos);
+    j->tree_order = NULL;
+    j->tree_pos = NULL;
+    j->tree_k = 0;
+    j->tree_n = 0;
+}
+
+/* The launch tree (spawntree.c): a job on more than psid.tree_width nodes besides the home
+ * is sent to the home's at most k children only, each with its subtree's parts; 0, or -1
+ * when it is flat (or its messages would not fit): then send_spawn goes to each node. */
+static int tree_fan_out(struct psid *d, struct job *j, struct fanout *fo)
+{
+    uint32_t k = d->conf.tree_width ? d->conf.tree_width : 1, self = d->self->id;
+    size_t nn = d->conf.nnodes;
+    j->tree_pos = malloc((nn ? nn : 1) * sizeof *j->tree_pos);
+    j->tree_order = calloc(nn + 1, sizeof *j->tree_order);
+    uint32_t *nidx = calloc(nn + 1, sizeof *nidx), *cnt = calloc(nn + 2, sizeof *cnt),
+             *rk = calloc(j->np, sizeof *rk), home_idx = UINT32_MAX, idx = 0;
+    struct psmsg_buf *bufs = NULL;
+    size_t nkids = 0;
+    int rc = -1;
+    if (!j->tree_pos || !j->tree_order || !nidx || !cnt || !rk) goto out;
+    for (size_t i = 0; i < nn; i++) j->tree_pos[i] = -1;
+    j->tree_order[0] = self;
+    j->tree_n = 1;
+    for (uint32_t r = 0; r < j->np; r++) { /* places in the order of first ranks */
+        const struct psconf_node *cn = psconf_node_by_id(&d->conf, j->ranks[r].node);
+        if (!cn || j->tree_pos[cn - d->conf.nodes] >= 0) continue;
+        if (cn->id == self) {
+            j->tree_pos[cn - d->conf.nodes] = 0;
+            home_idx = idx++;
+            continue;
+        }
+        nidx[j->tree_n] = idx++;
+        j->tree_pos[cn - d->conf.nodes] = (int32_t)j->tree_n;
+        j->tree_order[j->tree_n++] = cn->id;
+    }
+    if (j->tree_n - 1 <= k) goto out; /* flat anyway */
+    j->tree_k = k;
+    /* the ranks by place (a counting sort), rank order kept within each */
+    for (uint32_t r = 0; r < j->np; r++) cnt[tree_place(j, j->ranks[r].node) + 1]++;
+    for (size_t p = 1; p <= j->tree_n; p++) cnt[p] += cnt[p - 1];
+    for (uint32_t r = 0; r < j->np; r++) rk[cnt[tree_place(j, j->ranks[r].node)]++] = r;
+    for (size_t p = j->tree_n; p > 0; p--) cnt[p] = cnt[p - 1]; /* cnt[p]: place p's first */
+    cnt[0] = 0;
+    nkids = j->tree_n - 1 < k ? j->tree_n - 1 : k;
+    if (!(bufs = calloc(nkids, sizeof *bufs))) goto out;
+    for (size_t c = 1; c <= nkids; c++) {
+        struct psmsg_buf *b = &bufs[c - 1];
+        psmsg_begin(b, PSM_D_SPAWN_TREE, 0);
+        psmsg_put_u32(b, PSF_REQ, j->req);
+        psmsg_put_u64(b, PSF_JOB, j->id);
+        psmsg_put_u32(b, PSF_UID, fo->uid);
+        psmsg_put_u32(b, PSF_GID, fo->gid);
+        psmsg_put_u32(b, PSF_SIZE, j->np);
+        size_t pos = 0;
+        struct psmsg_field f;
+        while (psmsg_next(&fo->req->body, &pos, &f))
+            if (copied_to_nodes(f.tag)) psmsg_put_bytes(b, f.tag, f.val, f.len);
+        pmi_plan_put_common(fo->pmi, b);
+        psmsg_put_u32(b, PSF_TREE_WIDTH, k);
+        /* the subtree of c, level by level: places lo..hi, then k*lo+1 .. k*hi+k */
+        for (uint64_t lo = c, hi = c; lo < j->tree_n; lo = lo * k + 1, hi = hi * k + k)
+            for (uint64_t q = lo; q <= hi && q < j->tree_n; q++) {
+                uint32_t node = j->tree_order[q];
+                psmsg_record_begin(b, PSF_PART);
+                psmsg_put_u32(b, PSF_NODE_ID, node);
+                psmsg_put_u32(b, PSF_TREE_POS, (uint32_t)q);
+                for (uint32_t i = cnt[q]; i < cnt[q + 1]; i++) psmsg_put_u32(b, PSF_RANK, rk[i]);
+                psmsg_put_u32(b, PSF_NODE_INDEX, nidx[q]);
+                const struct psconf_node *cn = psconf_node_by_id(fo->conf, node);
+                if (cn)
+                    psmsg_put_bytes(b, PSF_CRED, fo->creds[cn - fo->conf->nodes], SPAWNCRED_LEN);
+                pmi_plan_put_node(fo->pmi, node, b);
+                psmsg_record_end(b);
+            }
+        if (b->err) {
+            log_warn("job %u:%d: its launch tree's messages do not fit (%zu bytes): sent to "
+                     "each node instead",
+                     PSTID_NODE(j->id), PSTID_PID(j->id), b->need);
+            goto out;
+        }
+    }
+    rc = 0;
+    if (home_idx != UINT32_MAX) { /* the home's own ranks, as ever */
+        fo->nodeidx = home_idx;
+        send_spawn(d, self, fo);
+    }
+    for (size_t c = 1; c <= nkids; c++) {
+        uint32_t node = j->tree_order[c];
+        struct psid_node *pn = psid_node(d, node);
+        j->n_spawn++;
+        if (pn && pn->state == PSNODE_UP && psid_send(d, node, &bufs[c - 1]) == 0) continue;
+        char text[200];
+        snprintf(text, sizeof text, "node %u (%s) of the launch tree cannot be reached", node,
+                 pn ? pn->conf->name : "?");
+        tree_fail_under(j, (uint32_t)c, true, text);
+    }
+    log_info("job %u:%d: launch tree of width %u over %zu nodes: %zu spawns sent",
+             PSTID_NODE(j->id), PSTID_PID(j->id), k, j->tree_n, nkids + (home_idx != UINT32_MAX));
+out:
+    for (size_t c = 0; bufs && c < nkids; c++) psmsg_buf_free(&bufs[c]);
+    free(bufs);
+    free(nidx);
+    free(cnt);
+    free(rk);
+    if (rc < 0) tree_drop(j);
+    return rc;
+}
+
+static void fan_out(struct psid *d, struct job *j, struct fanout *fo)
+{
+    if (tree_fan_out(d, j, fo) < 0) jobs_foreach_node(j, send_spawn, fo);
 }
 
 /* Whether the job fits the nodes with nothing else on them: a row of its own. */
@@ -606,7 +771,7 @@ static enum spawn_res spawn_try(struct psid *d, struct client *c, const struct p
     }
     struct fanout fo = {j, m, client_uid(c), client_gid(c), &d->conf, creds, &plan, 0};
     j = NULL;
-    jobs_foreach_node(d->jobs, send_spawn, &fo);
+    fan_out(d, d->jobs, &fo);
 out:
     pmi_plan_free(&plan);
     free(nodes);
@@ -729,6 +894,75 @@ static void rank_done(struct job *j, uint32_t r)
     j->ranks[r].state = R_DONE;
 }
 
+/* A rank started (PSM_RANK to the client). */
+static void rank_started(struct job *j, uint32_t r, uint32_t node, uint64_t tid, const char *cpus)
+{
+    struct psid_node *pn = psid_node(j->d, node);
+    if (pn && pn->inflight) pn->inflight--;
+    j->ranks[r].tid = tid;
+    j->ranks[r].state = R_RUNNING;
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_RANK, j->cid);
+    psmsg_put_u32(&b, PSF_RANK, r);
+    psmsg_put_u32(&b, PSF_NODE_ID, node);
+    psmsg_put_u64(&b, PSF_TID, tid);
+    if (cpus) psmsg_put_str(&b, PSF_CPU_LIST, cpus);
+    to_client(j, &b);
+    psmsg_buf_free(&b);
+}
+
+/* A rank failed to start (PSM_RANK with why to the client). */
+static void rank_failed(struct job *j, uint32_t r, uint32_t node, uint32_t err, const char *text)
+{
+    rank_done(j, r);
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_RANK, j->cid);
+    psmsg_put_u32(&b, PSF_RANK, r);
+    psmsg_put_u32(&b, PSF_NODE_ID, node);
+    psmsg_put_u32(&b, PSF_ERRNO, err);
+    psmsg_put_str(&b, PSF_TEXT, text);
+    to_client(j, &b);
+    psmsg_buf_free(&b);
+}
+
+void jobs_tree_started(struct psid *d, uint32_t from, const struct psmsg *m)
+{
+    uint64_t id = 0;
+    psmsg_get_u64(&m->body, PSF_JOB, &id);
+    struct job *j = jobs_find(d, id);
+    int32_t pf = j && j->tree_k ? tree_place(j, from) : -1;
+    if (pf <= 0) {
+        d->tree_dropped++;
+        log_warn("launch tree: start answers from node %u for job %u:%d dropped: no such job in "
+                 "a launch tree, or the sender is not in it",
+                 from, PSTID_NODE(id), PSTID_PID(id));
+        return;
+    }
+    j->n_start++;
+    size_t pos = 0;
+    struct tree_start s;
+    const char *why;
+    for (int rc; (rc = tree_start_next(&m->body, &pos, &s, &why)) != 0;) {
+        int32_t q = -1;
+        if (rc > 0 && (s.rank >= j->np || j->ranks[s.rank].node != s.node ||
+                       (q = tree_place(j, s.node)) <= 0 ||
+                       !tree_under((uint32_t)q, (uint32_t)pf, j->tree_k))) {
+            rc = -1;
+            why = "not of the sender's subtree";
+        }
+        if (rc < 0) {
+            d->tree_dropped++;
+            log_warn("launch tree: a start answer from node %u dropped: %s", from, why);
+            continue;
+        }
+        if (j->ranks[s.rank].state != R_PENDING) continue; /* its output or end came first */
+        if (s.ok)
+            rank_started(j, s.rank, s.node, s.tid, s.cpus[0] ? s.cpus : NULL);
+        else
+            rank_failed(j, s.rank, s.node, s.err, s.text);
+    }
+}
+
 void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
 {
     uint64_t id, tid = 0;
@@ -746,11 +980,25 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
     if (psmsg_get_u32(&m->body, PSF_TASKS, &ntasks) == 0 &&
         psmsg_get_u32(&m->body, PSF_EPOCH, &epoch) == 0)
         membership_tasks(d, from, ntasks, epoch);
+    /* a rank whose start answer comes up the launch tree: its first output or its end may
+     * come first, straight from its node; the client hears of its start first */
+    if (m->type != PSM_D_RANK && ri->state == R_PENDING && j->tree_k &&
+        psmsg_get_u64(&m->body, PSF_TID, &tid) == 0 && PSTID_NODE(tid) == from)
+        rank_started(j, rank, from, tid, NULL);
+    if (m->type == PSM_D_RANK || m->type == PSM_D_EXIT) {
+        if (from == d->self->id)
+            j->n_self++;
+        else if (m->type == PSM_D_RANK)
+            j->n_start++;
+        else
+            j->n_exit++;
+    }
     struct psmsg_buf b = {0};
     struct psmsg_field f;
     uint32_t u;
     switch (m->type) {
     case PSM_D_RANK:
+        if (ri->state != R_PENDING) return;
         psmsg_begin(&b, PSM_RANK, j->cid);
         psmsg_put_u32(&b, PSF_RANK, rank);
         psmsg_put_u32(&b, PSF_NODE_ID, from);
@@ -982,7 +1230,7 @@ void jobs_client_gone(struct psid *d, struct client *c)
         open |= j->ranks[r].state != R_DONE;
         rank_done(j, r);
     }
-    if (open && !held) {
+    if ((open || j->tree_failed) && !held) {
         log_info("job %u:%d: its client is gone; ending its tasks", PSTID_NODE(j->id),
                  PSTID_PID(j->id));
         jobs_foreach_node(j, send_gone, j);
@@ -992,7 +1240,14 @@ void jobs_client_gone(struct psid *d, struct client *c)
 
 void jobs_node_lost(struct psid *d, uint32_t node)
 {
-    for (struct job *j = d->jobs; j; j = j->next)
+    for (struct job *j = d->jobs; j; j = j->next) {
+        int32_t p = j->tree_k ? tree_place(j, node) : -1;
+        if (p > 0) { /* the ranks below it in the launch tree have nobody to answer for them */
+            struct psid_node *pn = psid_node(d, node);
+            char text[200];
+            tree_lost_text(text, sizeof text, node, pn ? pn->conf->name : NULL);
+            tree_fail_under(j, (uint32_t)p, false, text);
+        }
         for (uint32_t r = 0; r < j->np; r++) {
             if (j->ranks[r].node != node || j->ranks[r].state == R_DONE) continue;
             struct psmsg_buf b = {0};
@@ -1005,6 +1260,7 @@ void jobs_node_lost(struct psid *d, uint32_t node)
             psmsg_buf_free(&b);
             rank_done(j, r);
         }
+    }
     struct psid_node *pn = psid_node(d, node);
     if (pn) pn->inflight = 0;
 }
@@ -1021,7 +1277,7 @@ static void jobs_go(struct psid *d, struct client *c, const struct psmsg *m)
     }
     struct psmsg req = {.type = j->held_type, .id = j->cid, .body = {j->held, j->held_len}};
     struct fanout fo = {j, &req, j->uid, j->gid, &d->conf, j->held_creds, &j->held_plan, 0};
-    jobs_foreach_node(j, send_spawn, &fo);
+    fan_out(d, j, &fo);
     free(j->held);
     free(j->held_creds);
     pmi_plan_free(&j->held_plan);

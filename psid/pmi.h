@@ -101,6 +101,9 @@ int pmi_plan_make(struct psid *d, const struct psmsg *req, const uint32_t *where
                   struct pmi_plan *p);
 /* The PMI fields of the PSM_D_SPAWN for node: mode, parent, children, mapping. */
 void pmi_plan_put(const struct pmi_plan *p, uint32_t node, struct psmsg_buf *b);
+/* Its two halves: what every node gets (mode, mapping), and node's own (parent, children). */
+void pmi_plan_put_common(const struct pmi_plan *p, struct psmsg_buf *b);
+void pmi_plan_put_node(const struct pmi_plan *p, uint32_t node, struct psmsg_buf *b);
 /* The most bytes pmi_plan_put adds to a message. */
 size_t pmi_plan_size(const struct pmi_plan *p);
 void pmi_plan_free(struct pmi_plan *p);

@@ -93,17 +93,28 @@ int pmi_plan_make(struct psid *d, const struct psmsg *req, const uint32_t *where
     return 0;
 }
 
-void pmi_plan_put(const struct pmi_plan *p, uint32_t node, struct psmsg_buf *b)
+void pmi_plan_put_common(const struct pmi_plan *p, struct psmsg_buf *b)
+{
+    if (p->mode == PSPMI_MODE_NONE) return;
+    psmsg_put_u32(b, PSF_PMI, p->mode);
+    if (p->map) psmsg_put_str(b, PSF_PMI_MAP, p->map);
+}
+
+void pmi_plan_put_node(const struct pmi_plan *p, uint32_t node, struct psmsg_buf *b)
 {
     if (p->mode == PSPMI_MODE_NONE) return;
     const struct psconf_node *cn = psconf_node_by_id(p->conf, node);
     if (!cn || p->pos[cn - p->conf->nodes] < 0) return;
     size_t i = (size_t)p->pos[cn - p->conf->nodes], k = p->width;
-    psmsg_put_u32(b, PSF_PMI, p->mode);
     if (i > 0) psmsg_put_u32(b, PSF_PMI_PARENT, p->order[(i - 1) / k]);
     for (size_t c = k * i + 1; c <= k * i + k && c < p->n; c++)
         psmsg_put_u32(b, PSF_PMI_CHILD, p->order[c]);
-    if (p->map) psmsg_put_str(b, PSF_PMI_MAP, p->map);
+}
+
+void pmi_plan_put(const struct pmi_plan *p, uint32_t node, struct psmsg_buf *b)
+{
+    pmi_plan_put_common(p, b);
+    pmi_plan_put_node(p, node, b);
 }
 
 size_t pmi_plan_size(const struct pmi_plan *p)

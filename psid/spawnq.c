@@ -95,6 +95,7 @@ static void req_free(struct spawn_req *r)
 static void reply_rank(struct psid *d, const struct spawn_req *r, uint32_t rank, uint64_t tid,
                        int err, const char *why, const char *cpus)
 {
+    if (spawntree_result(d, r->job, rank, tid, err, why, cpus)) return; /* down the tree */
     struct psmsg_buf b = {0};
     psmsg_begin(&b, PSM_D_RANK, 0);
     psmsg_put_u32(&b, PSF_REQ, r->req);

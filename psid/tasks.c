@@ -626,6 +626,7 @@ void tasks_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
             return;
         struct job_owner jo = {job, uid};
         spawnq_drop_job(d, job, uid);
+        spawntree_job_gone(d, job);
         pmi_job_gone(d, job);
         for_each(d, of_job, end_task, &jo);
         break;

@@ -103,6 +103,7 @@ void pl_write_config(struct pl_up *u)
     char full[PATH_MAX * 2 + 32];
     snprintf(full, sizeof full, "%s/psid-%%n.sock", sock);
     put_cfg_str(f, full);
+    if (u->o->tree_width) fprintf(f, ";\n  tree_width = %u", u->o->tree_width);
     fprintf(f, ";\n};\n");
     if (u->o->gang_ms || u->o->mpl)
         fprintf(f, "gang = {\n  quantum_ms = %u;\n  mpl = %u;\n};\n", u->o->gang_ms,

@@ -19,6 +19,7 @@
 static const char usage_text[] =
     "usage: pslocal up [-n NODES] [--cpus K] [--netns [--mtu M]] --dir DIR [--log-level L]\n"
     "                  [--port P] [--timeout S] [--gang MS [--mpl K]] [--membership M]\n"
+    "                  [--tree-width K]\n"
     "       pslocal down --dir DIR [--purge]\n"
     "       pslocal status --dir DIR\n"
     "       pslocal env --dir DIR\n"
@@ -48,6 +49,8 @@ static const char help_text[] =
     "        --membership M  heartbeat.mode: unicast, multicast or swim (SWIM probing, whose\n"
     "                        packets per daemon do not grow with NODES); default: unicast\n"
     "                        on loopback, multicast with --netns\n"
+    "        --tree-width K  psid.tree_width: children per node of a job's launch tree\n"
+    "                        (default 32; 65536: every job's spawn sent to each node)\n"
     "down    stop the daemons (SIGTERM, SIGKILL after 3 s), remove namespaces, bridge,\n"
     "        sockets, pid and state files; --purge also logs, config and key\n"
     "status  one line per node: id name address pid running|stopped (exit 3 if any stopped)\n"
@@ -93,12 +96,19 @@ struct optdef {
 };
 
 static const struct optdef optdefs[] = {
-    {"nodes", 'n', true, C_UP},  {"cpus", 0, true, C_UP},
-    {"netns", 0, false, C_UP},   {"log-level", 0, true, C_UP},
-    {"port", 0, true, C_UP},     {"timeout", 0, true, C_UP},
-    {"mtu", 0, true, C_UP},      {"gang", 0, true, C_UP},
-    {"mpl", 0, true, C_UP},      {"membership", 0, true, C_UP},
-    {"purge", 0, false, C_DOWN}, {"dir", 'd', true, C_UP | C_DOWN | C_STATUS | C_ENV | C_EXEC},
+    {"nodes", 'n', true, C_UP},
+    {"cpus", 0, true, C_UP},
+    {"netns", 0, false, C_UP},
+    {"log-level", 0, true, C_UP},
+    {"port", 0, true, C_UP},
+    {"timeout", 0, true, C_UP},
+    {"mtu", 0, true, C_UP},
+    {"gang", 0, true, C_UP},
+    {"mpl", 0, true, C_UP},
+    {"membership", 0, true, C_UP},
+    {"tree-width", 0, true, C_UP},
+    {"purge", 0, false, C_DOWN},
+    {"dir", 'd', true, C_UP | C_DOWN | C_STATUS | C_ENV | C_EXEC},
     {"help", 'h', false, ~0u},
 };
 
@@ -136,6 +146,9 @@ static void set_opt(struct pl_opts *o, const struct optdef *d, const char *val)
     } else if (!strcmp(name, "gang")) {
         if (!pl_parse_uint(val, 0, 3600000, &o->gang_ms))
             pl_usage_error("--gang: need milliseconds 0..3600000, got '%s'", val);
+    } else if (!strcmp(name, "tree-width")) {
+        if (!pl_parse_uint(val, 1, 65536, &o->tree_width))
+            pl_usage_error("--tree-width: need 1..65536, got '%s'", val);
     } else if (!strcmp(name, "mpl")) {
         if (!pl_parse_uint(val, 1, 64, &o->mpl)) pl_usage_error("--mpl: need 1..64, got '%s'", val);
     } else if (!strcmp(name, "membership")) {

@@ -55,6 +55,7 @@ struct pl_opts {
     enum pl_cmd cmd;
     const char *dir;
     unsigned nodes, cpus, port, mtu;
+    unsigned tree_width;   /* psid.tree_width (0: the default) */
     unsigned gang_ms, mpl; /* gang.quantum_ms (0: off) and gang.mpl (0: the default) */
     bool netns, purge, have_port;
     const char *log_level;

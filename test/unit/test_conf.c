@@ -472,6 +472,7 @@ static void test_err_ranges(void)
         {"psid", "max_clients_per_uid", 1, 1000000},
         {"psid", "client_idle_s", 0, 86400},
         {"psid", "done_jobs", 0, 100000},
+        {"psid", "tree_width", 1, 65536},
         {"pmi", "tree_width", 1, 4096},
         {"pmi", "max_kvs_bytes", 65536, 1073741824},
         {"pmi", "max_kvs_keys", 16, 100000000},
@@ -1131,6 +1132,7 @@ static void test_example(void)
         CU_ASSERT_EQUAL(c.root_jobs, d.root_jobs);
         CU_ASSERT_EQUAL(c.cgroups, d.cgroups);
         CU_ASSERT_EQUAL(c.done_jobs, d.done_jobs);
+        CU_ASSERT_EQUAL(c.tree_width, d.tree_width);
         CU_ASSERT_EQUAL(c.pmi_tree_width, d.pmi_tree_width);
         CU_ASSERT_EQUAL(c.pmi_max_kvs_bytes, d.pmi_max_kvs_bytes);
         CU_ASSERT_EQUAL(c.pmi_max_kvs_keys, d.pmi_max_kvs_keys);

@@ -1,0 +1,121 @@
+#!/bin/bash
+# psid_tree.sh - the launch tree (psid/spawntree.c) on an 8-node loopback cluster with
+# psid.tree_width 2: node 0 (the home) has children 1 and 2, those 3..6, and 3 has 7.
+#  - a job on all 8 nodes starts and ends: every rank's output and exit status arrive;
+#  - the home sent its spawn to at most k other nodes (its 2 children; its own ranks' spawn
+#    and answers go to itself, no network: counted apart) and received at most k start
+#    answers from them (its log's per-job message count); exits still come per rank;
+#  - a job of 2 ranks per node over the tree: statuses per rank;
+#  - an MPI job (PMI plan through the tree; fence and Allreduce);
+#  - a rank that cannot start below the tree: psrun fails, naming it, the others still run;
+#  - a node of the tree dies mid-launch (stopped before, killed while the launch waits on
+#    it): node 3, an inner node's child (its parent answers for it), then node 2, the
+#    home's child (the home answers for its subtree): psrun fails with a message naming
+#    it, within a bound, no hang, and no task is left.
+# shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
+source "$(dirname "$0")/lib/cluster.sh"
+PSRUN=$BIN/psrun
+K=2
+PSID_CONF_EXTRA="tree_width = $K;" cluster_up 8
+all_up 8000 || {
+    fail "tree: cluster up" "not all up"
+    exit 1
+}
+export PSID_SOCKET=$CDIR/psid-0.sock
+
+# the home's message counts of its last job: "spawn sent S, start answers received A, exits E"
+counts() { # counts N: the Nth job's line of node 0's log
+    grep "home messages:" "$CDIR/psid-0.log" | sed -n "${1}p"
+}
+has_jobs() { [ "$(grep -c "home messages:" "$CDIR/psid-0.log")" -ge "$1" ]; }
+
+out=$(timeout 30 "$PSRUN" -N 8 --ppn 1 -l sh -c 'echo "r$PSI_RANK n$PSI_NODE"; exit $((PSI_RANK + 1))' 2>&1)
+rc=$?
+ok=1
+for r in 0 1 2 3 4 5 6 7; do echo "$out" | grep -q "^$r: r$r n$r$" || ok=0; done
+[ $ok = 1 ] && [ $rc -ne 0 ] && pass "tree: a job on 8 nodes starts down a width-2 tree; every rank's output arrives" ||
+    fail "tree: 8 nodes" "rc=$rc $out"
+wait_until 3000 has_jobs 1 || true
+line=$(counts 1)
+sent=$(echo "$line" | sed -n 's/.* \([0-9]*\) spawn sent.*/\1/p')
+got=$(echo "$line" | sed -n 's/.* \([0-9]*\) start answers received.*/\1/p')
+exits=$(echo "$line" | sed -n 's/.* \([0-9]*\) exits received.*/\1/p')
+[ -n "$sent" ] && [ "$sent" -le $K ] && [ "$got" -le $K ] && [ "$exits" = 7 ] &&
+    echo "$line" | grep -q "launch tree of width $K" &&
+    pass "tree: the home sent $sent spawns and got $got start answers from other nodes (<= k = $K); exits $exits (per rank, direct)" ||
+    fail "tree: home message count" "$line"
+
+# exit statuses per rank, 2 ranks per node (the status of the job: the first failed rank's)
+out=$(timeout 30 "$PSRUN" -n 16 --ppn 2 -l sh -c 'echo "x$PSI_RANK"; [ $PSI_RANK = 9 ] && exit 3; exit 0' 2>&1)
+rc=$?
+ok=1
+for r in $(seq 0 15); do echo "$out" | grep -q "^$r: x$r$" || ok=0; done
+[ $ok = 1 ] && [ $rc = 3 ] && pass "tree: 16 ranks, 2 per node: output of each, rank 9's status 3 is the job's" ||
+    fail "tree: 16 ranks statuses" "rc=$rc $out"
+wait_until 3000 has_jobs 2 || true
+line=$(counts 2)
+got=$(echo "$line" | sed -n 's/.* \([0-9]*\) start answers received.*/\1/p')
+[ -n "$got" ] && [ "$got" -le $K ] && pass "tree: 16 ranks, $got start answers at the home" ||
+    fail "tree: 16 ranks count" "$line"
+
+# an MPI job over the tree: each node's PMI plan (mode and mapping common, its fence
+# parent and children its own) arrives through the tree; the fence and Allreduce work
+MPI=$TOP/build/test/mpi
+if [ -x "$MPI/mpi_hello" ]; then
+    out=$(timeout 60 "$PSRUN" -n 16 --ppn 2 "$MPI/mpi_hello" 2>&1)
+    rc=$?
+    ok=1
+    for r in $(seq 0 15); do
+        echo "$out" | grep -q "^hello $r of 16 on " && echo "$out" | grep -q "^sum $r 136 ok$" || ok=0
+    done
+    [ $rc = 0 ] && [ $ok = 1 ] && pass "tree: an MPI job of 16 ranks on 8 nodes: hello and Allreduce right" ||
+        fail "tree: MPI over the tree" "rc=$rc $out"
+else
+    echo "SKIP: tree: MPI job (build/test/mpi not built)"
+fi
+
+# a rank that cannot start, below the tree (node 7, place 7: under 3, under 1)
+out=$(timeout 30 "$PSRUN" -N 8 --ppn 1 sh -c '[ "$PSI_NODE" = 7 ] && exec /nonexistent/x; echo ok' 2>&1)
+rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q "nonexistent" &&
+    pass "tree: a rank that cannot start on a leaf fails the job with its reason" ||
+    fail "tree: failure on a leaf" "rc=$rc $out"
+
+# a node of the tree dies mid-launch: node 3 (under 1, above 7) is stopped before the
+# launch, so that its answers and 7's cannot come, and killed once the launch waits on it
+kill -STOP "${PIDS[3]}"
+t0=$(now_ms)
+timeout 60 "$PSRUN" -N 8 --ppn 1 sleep 30 >"$CDIR/lost.out" 2>&1 &
+RPID=$!
+STRAY+=("$RPID")
+sleep 0.3
+kill_node 3
+wait $RPID
+rc=$?
+ms=$(($(now_ms) - t0))
+out=$(cat "$CDIR/lost.out")
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && echo "$out" | grep -q "rank 7 .*node 3 (n3) of the launch tree was lost" &&
+    [ $ms -lt 30000 ] &&
+    pass "tree: node 3 killed mid-launch: psrun fails in $ms ms, rank 7 below it names it" ||
+    fail "tree: node lost mid-launch" "rc=$rc ms=$ms $out"
+idle 8000 || fail "tree: every task gone after the failed launch" "$("$BIN/psstat" tasks 2>&1 | head)"
+
+# the home's own child dies mid-launch: node 2 (places 5 and 6 below it) stopped, then
+# killed; the home answers for 5 and 6 itself (7 nodes left: 0, 1, 2, 4..7 up, 3 down)
+wait_state 0 3 down 15000 >/dev/null || true
+kill -STOP "${PIDS[2]}"
+t0=$(now_ms)
+timeout 60 "$PSRUN" -w 0,1,2,4,5,6,7 --ppn 1 -n 7 sleep 30 >"$CDIR/lost2.out" 2>&1 &
+RPID=$!
+STRAY+=("$RPID")
+sleep 0.3
+kill_node 2
+wait $RPID
+rc=$?
+ms=$(($(now_ms) - t0))
+out=$(cat "$CDIR/lost2.out")
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && echo "$out" | grep -q "node 2 (n2) of the launch tree was lost" &&
+    [ $ms -lt 30000 ] &&
+    pass "tree: the home's child 2 killed mid-launch: psrun fails in $ms ms, naming it" ||
+    fail "tree: home's child lost mid-launch" "rc=$rc ms=$ms $out"
+idle 8000 || fail "tree: every task gone after the second failed launch" "$("$BIN/psstat" tasks 2>&1 | head)"
