@@ -114,10 +114,18 @@ check "preload forge: psid refuses the victims' pair key to another uid ($nsteal
     "$(grep -E '^steal-key|^steal accept[^ ]* 0 ' "$CDIR/forge.out" | head -3 | tr '\n' ' ')"
 # ENOENT: a socket of another local address names no waiting connection, and no listener
 # of the claimant's takes it (the listener's uid is checked after that)
-grep -Eq "^steal claim-pending 2 (no such connection negotiated|no listener of this user takes the socket)" \
-    "$CDIR/forge.out"
-check "preload forge: psid refuses root's pending connection to another uid's claim" $? \
-    "$(grep -m1 '^steal claim-pending' "$CDIR/forge.out")"
+# (the look-alike binds root's connector's local port: when another process of a test run
+# in parallel holds that port for a connection of its own without SO_REUSEADDR, which the
+# kernel allows for ephemeral ports to other destinations, the bind fails and nothing was
+# tried; preload_claim.sh's plsteal attacks the same rule)
+if grep -q "^steal claim-pending none Address already in use" "$CDIR/forge.out"; then
+    echo "SKIP: preload forge: the claim of root's pending connection: its local port is held by another process (EADDRINUSE)"
+else
+    grep -Eq "^steal claim-pending 2 (no such connection negotiated|no listener of this user takes the socket)" \
+        "$CDIR/forge.out"
+    check "preload forge: psid refuses root's pending connection to another uid's claim" $? \
+        "$(grep -m1 '^steal claim-pending' "$CDIR/forge.out")"
+fi
 sent=$(sed -n 's/^sent forged \([0-9]*\) garbage \([0-9]*\)$/\1 \2/p' "$CDIR/forge.out")
 [ $rc -eq 0 ] && [ "${sent%% *}" -gt 0 ] 2>/dev/null && [ "${sent##* }" -gt 0 ]
 check "preload forge: another uid sent forged and garbage RDP packets to both victims" $? \
