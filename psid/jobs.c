@@ -554,9 +554,10 @@ static void fan_out(struct psid *d, struct job *j, struct fanout *fo)
     if (tree_fan_out(d, j, fo) < 0) jobs_foreach_node(j, send_spawn, fo);
 }
 
-/* Whether the job fits the nodes with nothing else on them: a row of its own. */
+/* Whether the job fits the nodes with nothing else on them: a row of its own (rows: the
+ * factor the nodes' CPUs were multiplied by for the matrix, taken off here). */
 static bool fits_alone(const struct place_node *nodes, size_t n, uint32_t np,
-                       const struct place_opts *po)
+                       const struct place_opts *po, uint32_t rows)
 {
     struct place_node *empty = calloc(n ? n : 1, sizeof *empty);
     uint32_t *where = calloc(np, sizeof *where);
@@ -564,7 +565,7 @@ static bool fits_alone(const struct place_node *nodes, size_t n, uint32_t np,
     bool fits = false;
     if (empty && where) {
         for (size_t i = 0; i < n; i++)
-            empty[i] = (struct place_node){.id = nodes[i].id, .cpus = nodes[i].cpus};
+            empty[i] = (struct place_node){.id = nodes[i].id, .cpus = nodes[i].cpus / rows};
         fits = place_job(empty, n, np, po, where, why, sizeof why) == 0;
     }
     free(empty);
@@ -656,7 +657,7 @@ static enum spawn_res spawn_try(struct psid *d, struct client *c, const struct p
      * job that fits starts at once, but cannot starve a larger one) */
     bool gang = d->conf.gang_quantum_ms != 0;
     if (gang && !queued && d->jobq.head && loop_now() - d->jobq.head->since_ns >= JOBQ_PASS_NS &&
-        fits_alone(nodes, n, np, &po)) {
+        fits_alone(nodes, n, np, &po, 1)) {
         snprintf(wait_why, wait_whylen,
                  "jobs queued before it wait (the first for over %llu s): it waits behind them",
                  (unsigned long long)(JOBQ_PASS_NS / 1000000000ull));
@@ -667,8 +668,7 @@ static enum spawn_res spawn_try(struct psid *d, struct client *c, const struct p
         for (size_t i = 0; i < n; i++) nodes[i].cpus *= d->conf.gang_mpl;
     if (place_job(nodes, n, np, &po, where, why, sizeof why) < 0) {
         if (gang) {
-            for (size_t i = 0; i < n; i++) nodes[i].cpus /= d->conf.gang_mpl;
-            if (fits_alone(nodes, n, np, &po)) {
+            if (fits_alone(nodes, n, np, &po, d->conf.gang_mpl)) {
                 snprintf(wait_why, wait_whylen,
                          "gang scheduling: it fits no row of the %u of gang.mpl now",
                          d->conf.gang_mpl);
