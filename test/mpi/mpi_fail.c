@@ -6,7 +6,10 @@
  *   abort N    rank 1 calls MPI_Abort(MPI_COMM_WORLD, N) while the others wait in MPI_Barrier
  *   hang       rank 1 prints "waiting" and sleeps (a test kills it); the others wait in
  *              MPI_Barrier
- *   nofinal    rank 1 returns 0 without MPI_Finalize; the others wait in MPI_Barrier
+ *   nofinal    every rank passes one MPI_Barrier (so all have left MPI_Init: a rank gone
+ *              while the others still connect to it in MPI_Init makes UCX abort them,
+ *              which is another failure), then rank 1 returns 0 without MPI_Finalize and
+ *              the others wait in a second MPI_Barrier
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -50,8 +53,10 @@ int main(int argc, char **argv)
         printf("waiting\n");
         fflush(stdout);
         for (;;) pause();
-    } else if (rank == 1 && strcmp(mode, "nofinal") == 0) {
-        return 0;
+    } else if (strcmp(mode, "nofinal") == 0) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 1) return 0;
+        MPI_Barrier(MPI_COMM_WORLD);
     } else {
         MPI_Barrier(MPI_COMM_WORLD);
     }
