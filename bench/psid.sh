@@ -197,7 +197,7 @@ idle() {
     local t0
     t0=$(now_ms)
     while PSID_SOCKET=$CDIR/psid-0.sock timeout 5 "$BIN/psstat" --json nodes 2>/dev/null |
-        grep -q '"tasks":[1-9]'; do
+        grep -q '"cpus_used":[1-9]'; do
         (($(now_ms) - t0 > $1)) && return 1
         sleep 0.01
     done

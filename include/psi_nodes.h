@@ -20,8 +20,8 @@
 struct psi_node {
     uint32_t id, state, cpus; /* state: PSNODE_UP or PSNODE_DOWN */
     uint32_t load;            /* load average times 1000 */
-    uint32_t tasks;
-    uint32_t age_ms; /* since its last heartbeat, if has_age */
+    uint32_t used;            /* CPUs its tasks hold: each task counts its -c (sinfo's allocated) */
+    uint32_t age_ms;          /* since its last heartbeat, if has_age */
     bool has_age;
     char name[64], addr[64];
 };

@@ -347,7 +347,7 @@ enum psf_tag {
     PSF_ADDR = 12,        /* string: numeric address */
     PSF_STATE = 13,       /* u32: enum psnode_state, or enum pstask_state in a PSF_TASK */
     PSF_LOAD = 14,        /* u32: 1-minute load average x 1000 */
-    PSF_TASKS = 15,       /* u32 */
+    PSF_TASKS = 15,       /* u32: a node's CPUs used (its tasks' -c added up) */
     PSF_CPUS = 16,        /* u32 */
     PSF_INCARNATION = 17, /* u64 */
     PSF_AGE_MS = 18,      /* u32: ms since the node was last heard from */

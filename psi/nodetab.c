@@ -35,7 +35,7 @@ int psi_nodetab_parse(const struct psmsg *rep, struct psi_nodetab *t)
         psmsg_get_u32(&v, PSF_STATE, &nd->state);
         psmsg_get_u32(&v, PSF_CPUS, &nd->cpus);
         psmsg_get_u32(&v, PSF_LOAD, &nd->load);
-        psmsg_get_u32(&v, PSF_TASKS, &nd->tasks);
+        psmsg_get_u32(&v, PSF_TASKS, &nd->used);
         nd->has_age = psmsg_get_u32(&v, PSF_AGE_MS, &nd->age_ms) == 0;
         psmsg_get_str(&v, PSF_NAME, nd->name, sizeof nd->name);
         psmsg_get_str(&v, PSF_ADDR, nd->addr, sizeof nd->addr);

@@ -616,7 +616,7 @@ static void handle_nodes(struct client *c, const struct psmsg *m)
         psmsg_put_str(&b, PSF_ADDR, n->conf->addr_str);
         psmsg_put_u32(&b, PSF_STATE, n->state);
         psmsg_put_u32(&b, PSF_LOAD, n->load_milli);
-        psmsg_put_u32(&b, PSF_TASKS, n->tasks);
+        psmsg_put_u32(&b, PSF_TASKS, n->used);
         psmsg_put_u32(&b, PSF_CPUS, n->cpus);
         psmsg_put_u64(&b, PSF_INCARNATION, n->incarnation);
         if (n->conf != d->self && n->last_heard) {

@@ -59,8 +59,9 @@ struct psid_node {
     uint64_t incarnation; /* 0: never heard from */
     uint64_t last_seq;    /* of its heartbeats, against replay */
     uint64_t last_heard;  /* loop_now() of its last heartbeat */
-    uint32_t load_milli, tasks, cpus;
-    uint32_t inflight;   /* ranks placed there whose start is not confirmed yet */
+    uint32_t load_milli, cpus;
+    uint32_t used;       /* CPUs its tasks hold: each task counts its -c (1 without) */
+    uint32_t inflight;   /* CPUs of ranks placed there whose start is not confirmed yet */
     uint32_t task_epoch; /* of the newest task count taken (heartbeat or RDP) */
     /* PSNODE_UNREACHABLE: since when (loop_now()), and whether RDP's silence (not the
      * heartbeats') put it there; down at unreachable_since + heartbeat.down_grace_ms */
@@ -141,6 +142,7 @@ struct psid {
     int exit_code;       /* 1 if the engine stopped on an error */
     struct task **tasks; /* hash table of this node's tasks, by tid */
     size_t ntasks;
+    uint64_t cpus_used;      /* what this node's tasks hold: the sum of their -c */
     struct job *jobs;        /* jobs whose client is on this node */
     uint32_t next_req;       /* numbers daemon requests (PSF_REQ) */
     uint32_t next_job;       /* the next job number (jobs.c new_job_id) */
@@ -240,15 +242,18 @@ int tasks_signal_one(struct psid *d, uint64_t tid, int sig, uint32_t uid);
 int tasks_signal_job(struct psid *d, uint64_t job, int sig, uint32_t uid, uint32_t *count);
 void tasks_append_records(struct psid *d, struct psmsg_buf *b);
 int tasks_uid(struct psid *d, uint64_t tid, uint32_t *uid);
-/* A task the spawn queue started: into the table, its exit and output watched. Its tid, or
- * 0 out of memory (then the task is killed and its descriptors closed). */
+/* A task the spawn queue started: into the table, its exit and output watched; it holds
+ * cpt CPUs of the node in placement (its job's -c). Its tid, or 0 out of memory (then the
+ * task is killed and its descriptors closed). */
 uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32_t rank,
-                   uint32_t home, uint32_t uid, const char *cmd);
+                   uint32_t home, uint32_t uid, uint32_t cpt, const char *cmd);
 size_t tasks_of_uid(struct psid *d, uint32_t uid); /* in the table, exited or not */
 /* Tasks in the table of job (other: of every job but job). */
 size_t tasks_of_job(struct psid *d, uint64_t job, bool other);
-/* fn for every task in the table whose own process has not exited (gang.c). */
-void tasks_each(struct psid *d, void (*fn)(void *ctx, uint64_t job, pid_t pid), void *ctx);
+/* fn for every task in the table whose own process has not exited, with the CPUs it holds
+ * in placement (its -c) (gang.c). */
+void tasks_each(struct psid *d, void (*fn)(void *ctx, uint64_t job, pid_t pid, uint32_t cpt),
+                void *ctx);
 /* The job name (-J) of task tid, for psstat tasks. */
 void tasks_set_name(struct psid *d, uint64_t tid, const char *name);
 /* Task tid is bound to s (binding.c): held until it leaves the table. */
@@ -379,8 +384,8 @@ void membership_leave(struct psid *d);
 void membership_rdp_lost(struct psid *d, uint32_t node, enum rdp_lost_reason why);
 /* Whether node n's tasks count as alive: up or unreachable, not down. */
 bool membership_alive(const struct psid_node *n);
-/* A node's task count, taken only if its epoch is newer than the one we have. */
-void membership_tasks(struct psid *d, uint32_t node, uint32_t tasks, uint32_t epoch);
+/* A node's CPUs used (its tasks' -c added up), taken only if its epoch is newer than ours. */
+void membership_tasks(struct psid *d, uint32_t node, uint32_t used, uint32_t epoch);
 struct psid_node *psid_node(struct psid *d, uint32_t id);
 /* Whether a heartbeat from address `from` may speak for node n (its configured address). */
 bool membership_addr_ok(const struct psid_node *n, const struct sockaddr_in *from);

@@ -136,7 +136,7 @@ static size_t node_index(struct psid *d, uint32_t id)
 
 /* ---- the scheduler ---- */
 
-/* Whether j's tasks fit every node's CPUs next to the other jobs of row; a row without
+/* Whether j's CPUs (its tasks' -c) fit every node's next to the other jobs of row; a row without
  * other jobs takes any job (one that over-commits a node by itself). */
 static bool fits(struct gang *g, const struct sjob *j, uint16_t row)
 {
@@ -284,18 +284,19 @@ static void sched_switch(struct gang *g)
 
 /* ---- every node ---- */
 
-static void collect_one(void *ctx, uint64_t job, pid_t pid)
+/* a job's CPUs on this node: its tasks' -c added up (what fits() counts against CPUs) */
+static void collect_one(void *ctx, uint64_t job, pid_t pid, uint32_t cpt)
 {
     struct collect *c = ctx;
     (void)pid;
     for (size_t i = 0; i < c->n; i++)
         if (c->jobs[i] == job) {
-            c->counts[i]++;
+            c->counts[i] += cpt;
             return;
         }
     if (c->n == GANG_MAX_JOBS) return;
     c->jobs[c->n] = job;
-    c->counts[c->n++] = 1;
+    c->counts[c->n++] = cpt;
 }
 
 static void report(struct gang *g, uint64_t now)
@@ -323,8 +324,9 @@ struct stopctx {
     int sig;
 };
 
-static void signal_one(void *ctx, uint64_t job, pid_t pid)
+static void signal_one(void *ctx, uint64_t job, pid_t pid, uint32_t cpt)
 {
+    (void)cpt;
     struct stopctx *s = ctx;
     if (job == s->job) priv_signal(s->g->d, pid, s->sig, true);
 }
@@ -382,8 +384,9 @@ static void poll_done(void *ctx)
     g->nfrozen = k;
 }
 
-static void apply_one(void *ctx, uint64_t job, pid_t pid)
+static void apply_one(void *ctx, uint64_t job, pid_t pid, uint32_t cpt)
 {
+    (void)cpt;
     struct applyctx *a = ctx;
     struct gang *g = a->g;
     (void)pid;

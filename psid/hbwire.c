@@ -28,7 +28,7 @@ void hb_encode(uint8_t out[HB_LEN], const struct hb *h, const uint8_t key[32])
     be_put64(out + 8, h->incarnation);
     be_put64(out + 16, h->seq);
     be_put32(out + 24, h->load_milli);
-    be_put32(out + 28, h->tasks);
+    be_put32(out + 28, h->used);
     be_put32(out + 32, h->cpus);
     be_put32(out + 36, h->task_epoch);
     hb_mac(out + 40, out, 40, key);
@@ -48,7 +48,7 @@ int hb_decode(const uint8_t *b, size_t n, struct hb *h, const uint8_t key[32], c
     h->incarnation = be_get64(b + 8);
     h->seq = be_get64(b + 16);
     h->load_milli = be_get32(b + 24);
-    h->tasks = be_get32(b + 28);
+    h->used = be_get32(b + 28);
     h->cpus = be_get32(b + 32);
     h->task_epoch = be_get32(b + 36);
     return 0;

@@ -9,7 +9,7 @@
  *     8    8 incarnation (CLOCK_REALTIME ns at the daemon's start)
  *    16    8 seq: increasing within an incarnation (starts at the incarnation)
  *    24    4 1-minute load average x 1000
- *    28    4 tasks
+ *    28    4 CPUs used: what the node's tasks hold (each task counts its -c, 1 without)
  *    32    4 cpus
  *    36    4 task epoch: counts changes of the node's task table (orders task counts
  *             that arrive by heartbeat and by RDP)
@@ -38,7 +38,7 @@ struct hb {
     uint8_t type;
     uint32_t node;
     uint64_t incarnation, seq;
-    uint32_t load_milli, tasks, cpus, task_epoch;
+    uint32_t load_milli, used, cpus, task_epoch;
 };
 
 /* The heartbeat key from the cluster key. */

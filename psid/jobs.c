@@ -73,6 +73,7 @@ struct job {
     struct client *client;
     uint32_t cid; /* the client's SPAWN request id */
     uint32_t np, req;
+    uint32_t cpt; /* the CPUs each rank holds in placement (-c): what inflight counts */
     struct rank_info *ranks;
     /* input the client sent and the ranks acknowledged: the window (PSI_IO_WINDOW) is
      * enforced here, not only trusted to psrun. in_racked: per rank, when every rank takes
@@ -194,7 +195,7 @@ static void jobs_foreach_node(struct job *j, void (*fn)(struct psid *, uint32_t,
 
 static struct place_node place_node_of(const struct psid_node *pn)
 {
-    return (struct place_node){pn->conf->id, pn->cpus, pn->tasks + pn->inflight, pn->load_milli};
+    return (struct place_node){pn->conf->id, pn->cpus, pn->used + pn->inflight, pn->load_milli};
 }
 
 /* The partition: nodes named in the request (each must exist and be up), else all up. */
@@ -707,6 +708,7 @@ static enum spawn_res spawn_try(struct psid *d, struct client *c, const struct p
                       .client = c,
                       .cid = m->id,
                       .np = np,
+                      .cpt = po.cpt,
                       .start_ns = realtime_ns(),
                       .req = ++d->next_req,
                       .ranks = ranks,
@@ -718,7 +720,7 @@ static enum spawn_res spawn_try(struct psid *d, struct client *c, const struct p
         j->in_racked = calloc(np, sizeof *j->in_racked); /* NULL: counted in in_acked */
     for (uint32_t r = 0; r < np; r++) {
         ranks[r] = (struct rank_info){.node = where[r], .state = R_PENDING};
-        psid_node(d, where[r])->inflight++;
+        psid_node(d, where[r])->inflight += j->cpt;
     }
     uint32_t hold = 0;
     psmsg_get_u32(&m->body, PSF_HOLD, &hold);
@@ -885,20 +887,24 @@ static void to_client(struct job *j, struct psmsg_buf *b)
     if (j->client) client_send(j->client, b);
 }
 
+/* A placed rank of j on node is no longer in flight (started, failed or lost): its CPUs
+ * now count in the node's own report, or nowhere. */
+static void inflight_done(struct job *j, uint32_t node)
+{
+    struct psid_node *pn = psid_node(j->d, node);
+    if (pn) pn->inflight = pn->inflight > j->cpt ? pn->inflight - j->cpt : 0;
+}
+
 static void rank_done(struct job *j, uint32_t r)
 {
-    if (j->ranks[r].state == R_PENDING) {
-        struct psid_node *pn = psid_node(j->d, j->ranks[r].node);
-        if (pn && pn->inflight) pn->inflight--;
-    }
+    if (j->ranks[r].state == R_PENDING) inflight_done(j, j->ranks[r].node);
     j->ranks[r].state = R_DONE;
 }
 
 /* A rank started (PSM_RANK to the client). */
 static void rank_started(struct job *j, uint32_t r, uint32_t node, uint64_t tid, const char *cpus)
 {
-    struct psid_node *pn = psid_node(j->d, node);
-    if (pn && pn->inflight) pn->inflight--;
+    inflight_done(j, node);
     j->ranks[r].tid = tid;
     j->ranks[r].state = R_RUNNING;
     struct psmsg_buf b = {0};
@@ -975,11 +981,11 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
      * end, nothing of it counts any more */
     if (j->ranks[rank].state == R_DONE) return;
     struct rank_info *ri = &j->ranks[rank];
-    /* the node's task count as of this report: newer than any heartbeat sent before it */
-    uint32_t ntasks, epoch;
-    if (psmsg_get_u32(&m->body, PSF_TASKS, &ntasks) == 0 &&
+    /* the node's CPUs used as of this report: newer than any heartbeat sent before it */
+    uint32_t used, epoch;
+    if (psmsg_get_u32(&m->body, PSF_TASKS, &used) == 0 &&
         psmsg_get_u32(&m->body, PSF_EPOCH, &epoch) == 0)
-        membership_tasks(d, from, ntasks, epoch);
+        membership_tasks(d, from, used, epoch);
     /* a rank whose start answer comes up the launch tree: its first output or its end may
      * come first, straight from its node; the client hears of its start first */
     if (m->type != PSM_D_RANK && ri->state == R_PENDING && j->tree_k &&
@@ -1003,8 +1009,7 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
         psmsg_put_u32(&b, PSF_RANK, rank);
         psmsg_put_u32(&b, PSF_NODE_ID, from);
         if (psmsg_get_u64(&m->body, PSF_TID, &tid) == 0) {
-            struct psid_node *pn = psid_node(d, from);
-            if (pn && pn->inflight) pn->inflight--;
+            inflight_done(j, from);
             ri->tid = tid;
             ri->state = R_RUNNING;
             psmsg_put_u64(&b, PSF_TID, tid);

@@ -2,7 +2,8 @@
  * membership.c - which nodes are up: heartbeats out, heartbeats in, and declaring nodes
  * unreachable and down.
  *
- * Every interval this daemon sends one heartbeat (node id, incarnation, load, tasks, CPUs):
+ * Every interval this daemon sends one heartbeat (node id, incarnation, load, CPUs its tasks
+ * hold, CPUs):
  * to the multicast group, or to every other node in unicast mode (loopback clusters, or
  * when joining the group fails). A heartbeat counts only under the heartbeat key (derived
  * from the cluster key, hbwire.h) and from the configured address of the node it claims to
@@ -83,7 +84,7 @@ static void set_down(struct psid *d, struct psid_node *n, const char *why, bool 
 {
     if (n->state == PSNODE_DOWN) return;
     n->state = PSNODE_DOWN;
-    n->tasks = n->inflight = 0; /* its tasks are dead to everyone */
+    n->used = n->inflight = 0; /* its tasks are dead to everyone */
     n->hello_due = drop_conn;
     log_notice("node %u (%s) down: %s", n->conf->id, n->conf->name, why);
     if (drop_conn && d->rdp) rdp_disconnect(d->rdp, n->conf->id);
@@ -134,12 +135,12 @@ static void set_up(struct psid *d, struct psid_node *n)
     }
 }
 
-void membership_tasks(struct psid *d, uint32_t node, uint32_t tasks, uint32_t epoch)
+void membership_tasks(struct psid *d, uint32_t node, uint32_t used, uint32_t epoch)
 {
     struct psid_node *n = psid_node(d, node);
     if (!n || n->conf == d->self || epoch <= n->task_epoch) return;
     n->task_epoch = epoch;
-    n->tasks = tasks;
+    n->used = used;
 }
 
 void membership_rdp_lost(struct psid *d, uint32_t node, enum rdp_lost_reason why)
@@ -170,7 +171,7 @@ static void send_beat(struct psid *d, enum hb_type type)
                    .incarnation = d->incarnation,
                    .seq = ++d->hb_seq,
                    .load_milli = load_milli(),
-                   .tasks = me->tasks,
+                   .used = me->used,
                    .cpus = d->self->cpus,
                    .task_epoch = d->task_epoch};
     me->load_milli = h.load_milli;
@@ -198,14 +199,14 @@ static void send_beat(struct psid *d, enum hb_type type)
 
 static void tick(void *ctx);
 
-/* What every SWIM packet carries of us: the heartbeat's load, tasks, cpus, task epoch. */
+/* What every SWIM packet carries of us: the heartbeat's load, CPUs used, CPUs, task epoch. */
 static void swim_info(struct psid *d)
 {
     struct psid_node *me = psid_node(d, d->self->id);
     uint8_t info[SWIM_INFO];
     me->load_milli = load_milli();
     be_put32(info, me->load_milli);
-    be_put32(info + 4, me->tasks);
+    be_put32(info + 4, me->used);
     be_put32(info + 8, d->self->cpus);
     be_put32(info + 12, d->task_epoch);
     swim_set_info(d->swim, info);
@@ -337,7 +338,7 @@ static void accept_beat(struct psid *d, const struct hb *h, const struct sockadd
     }
     n->last_heard = loop_now();
     n->load_milli = h->load_milli;
-    membership_tasks(d, h->node, h->tasks, h->task_epoch);
+    membership_tasks(d, h->node, h->used, h->task_epoch);
     n->cpus = h->cpus;
     /* unreachable for RDP's silence: up again when RDP answers too (check_nodes) */
     if (n->state != PSNODE_UNREACHABLE || !n->unreachable_rdp) set_up(d, n);

@@ -9,7 +9,7 @@
 
 static uint64_t busy(const struct place_node *p, uint32_t extra)
 {
-    uint64_t tasks = (uint64_t)(p->used + extra) * 1000, load = p->load_milli;
+    uint64_t tasks = ((uint64_t)p->used + extra) * 1000, load = p->load_milli;
     return tasks > load ? tasks : load;
 }
 
@@ -23,7 +23,7 @@ static uint32_t room(const struct place_node *p, const struct place_opts *o)
     return r;
 }
 
-/* a is less busy per CPU than b (with extra ranks each): a/b < c/d <=> a*d < c*b; at equal
+/* a is less busy per CPU than b (with extra CPUs used each): a/b < c/d <=> a*d < c*b; at equal
  * busyness (a load average above both nodes' tasks: work that is not ours, or all nodes on
  * one machine) the one with fewer of our tasks per CPU, so that ranks still spread */
 static bool less_busy(const struct place_node *a, uint32_t ea, const struct place_node *b,
@@ -31,7 +31,7 @@ static bool less_busy(const struct place_node *a, uint32_t ea, const struct plac
 {
     uint64_t x = busy(a, ea) * b->cpus, y = busy(b, eb) * a->cpus;
     if (x != y) return x < y;
-    return (uint64_t)(a->used + ea) * b->cpus < (uint64_t)(b->used + eb) * a->cpus;
+    return ((uint64_t)a->used + ea) * b->cpus < ((uint64_t)b->used + eb) * a->cpus;
 }
 
 void place_number(const uint32_t *ids, const uint32_t *count, size_t n, uint32_t np,
@@ -120,14 +120,15 @@ int place_job(const struct place_node *nodes, size_t n, uint32_t np, const struc
     } else {
         for (size_t i = 0; i < n; i++) chosen[i] = true;
     }
-    uint32_t placed = 0;
+    uint32_t placed = 0, cpt = o->cpt ? o->cpt : 1; /* a rank placed adds cpt CPUs of use */
     for (size_t i = 0; i < n; i++) placed += count[i];
     for (uint32_t r = placed; r < np; r++) {
         size_t best = n;
         for (size_t i = 0; i < n; i++) {
             const struct place_node *p = &nodes[i];
             if (!chosen[i] || count[i] >= room(p, o)) continue;
-            if (best == n || less_busy(p, count[i], &nodes[best], count[best])) best = i;
+            if (best == n || less_busy(p, count[i] * cpt, &nodes[best], count[best] * cpt))
+                best = i;
         }
         if (best == n) {
             if (o->exclusive)

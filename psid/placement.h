@@ -12,7 +12,7 @@
 struct place_node {
     uint32_t id;
     uint32_t cpus;
-    uint32_t used;       /* tasks running there plus placements still in flight */
+    uint32_t used;       /* CPUs its tasks hold (each its -c) plus placements in flight */
     uint32_t load_milli; /* 1-minute load average x 1000: work that is not ours */
 };
 
@@ -35,7 +35,7 @@ struct place_opts {
 };
 
 /* Place np ranks on the nodes (in the partition's order of preference): each rank goes to
- * the node with the lowest use per CPU (the larger of its tasks and its load average),
+ * the node with the lowest use per CPU (the larger of its CPUs used and its load average),
  * earlier nodes winning ties; at most ppn ranks per node; without overbook no node gets
  * more ranks than it has free CPUs. With nmin, the fewest of the least busy nodes (at least
  * nmin, at most nmax) that hold the job are taken, each with at least one rank. The ranks

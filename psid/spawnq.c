@@ -195,7 +195,7 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank, uint3
         reply_rank(d, r, rank, 0, err, why, NULL);
         goto out;
     }
-    uint64_t tid = tasks_add(d, &s, r->job, rank, r->home, r->uid, r->argv[0]);
+    uint64_t tid = tasks_add(d, &s, r->job, rank, r->home, r->uid, r->cpt, r->argv[0]);
     if (tid && r->name[0]) tasks_set_name(d, tid, r->name);
     if (tid && bound) tasks_set_cpus(d, tid, &cpus);
     if (!tid) {

@@ -24,7 +24,7 @@
  *             member to probe; gossip: 0
  *    32    4 probe number (the prober's; an ack carries the ping's)
  *    36    4 reserved (0)
- *    40   16 info: the sender's own data, opaque to SWIM (psid: its load and task count,
+ *    40   16 info: the sender's own data, opaque to SWIM (psid: its load and CPUs used,
  *             membership.c), handed to the receiver's heard callback
  *    56   24 x nupd: member u32, state u8 (1 alive, 2 suspect, 3 dead), 3 x 0, inc u32,
  *             by u32 (who suspects, for Lifeguard's confirmations), boot u64 (0: not

@@ -72,6 +72,7 @@ struct task {
     int status;
     uint64_t kill_timer;
     uint64_t linger_timer; /* exited with its output still open (LINGER_NS) */
+    uint32_t cpt;          /* the CPUs it counts for in placement (-c) */
     bool bound;            /* holds cpus (binding.c) */
     struct pscpuset cpus;
     uint64_t started, elapsed; /* loop_now() at its start; ns from it to its exit */
@@ -106,15 +107,16 @@ int tasks_uid(struct psid *d, uint64_t tid, uint32_t *uid)
 static void update_count(struct psid *d)
 {
     struct psid_node *me = psid_node(d, d->self->id);
-    if (me) me->tasks = (uint32_t)d->ntasks;
+    if (me) me->used = d->cpus_used > UINT32_MAX ? UINT32_MAX : (uint32_t)d->cpus_used;
     d->task_epoch++;
 }
 
-/* Our task count and its epoch ride on rank and exit reports, so the home node's view of
- * this node is exact right after a start or an end (heartbeats may lag). */
+/* The CPUs our tasks hold and its epoch ride on rank and exit reports, so the home node's
+ * view of this node is exact right after a start or an end (heartbeats may lag). */
 void tasks_put_count(struct psid *d, struct psmsg_buf *b)
 {
-    psmsg_put_u32(b, PSF_TASKS, (uint32_t)d->ntasks);
+    struct psid_node *me = psid_node(d, d->self->id);
+    psmsg_put_u32(b, PSF_TASKS, me ? me->used : 0);
     psmsg_put_u32(b, PSF_EPOCH, d->task_epoch);
 }
 
@@ -127,6 +129,7 @@ static void task_free(struct task *t)
             break;
         }
     d->ntasks--;
+    d->cpus_used -= t->cpt;
     update_count(d);
     for (int i = 0; i < 2; i++)
         if (t->out[i].fd >= 0) {
@@ -510,7 +513,7 @@ void tasks_append_records(struct psid *d, struct psmsg_buf *b)
 /* ---- tasks started by the spawn queue (spawnq.c) ---- */
 
 uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32_t rank,
-                   uint32_t home, uint32_t uid, const char *cmd)
+                   uint32_t home, uint32_t uid, uint32_t cpt, const char *cmd)
 {
     struct task *t = calloc(1, sizeof *t);
     if (!t || (!d->tasks && !(d->tasks = calloc(NBUCKETS, sizeof *d->tasks)))) {
@@ -528,6 +531,7 @@ uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32
                        .home = home,
                        .pid = s->pid,
                        .uid = uid,
+                       .cpt = cpt ? cpt : 1,
                        .started = loop_now(),
                        .in_fd = s->in_fd};
     snprintf(t->cmd, sizeof t->cmd, "%s", cmd);
@@ -537,6 +541,7 @@ uint64_t tasks_add(struct psid *d, const struct spawned *s, uint64_t job, uint32
     t->next = d->tasks[bk];
     d->tasks[bk] = t;
     d->ntasks++;
+    d->cpus_used += t->cpt;
     update_count(d);
     cgroup_hold(d->cgroups, job, 1);
     cgroup_running(d->cgroups, job, 1);
@@ -553,12 +558,13 @@ size_t tasks_of_job(struct psid *d, uint64_t job, bool other)
     return n;
 }
 
-void tasks_each(struct psid *d, void (*fn)(void *ctx, uint64_t job, pid_t pid), void *ctx)
+void tasks_each(struct psid *d, void (*fn)(void *ctx, uint64_t job, pid_t pid, uint32_t cpt),
+                void *ctx)
 {
     if (!d->tasks) return;
     for (size_t b = 0; b < NBUCKETS; b++)
         for (struct task *t = d->tasks[b]; t; t = t->next)
-            if (!t->exited) fn(ctx, t->job, t->pid);
+            if (!t->exited) fn(ctx, t->job, t->pid, t->cpt);
 }
 
 void tasks_set_name(struct psid *d, uint64_t tid, const char *name)

@@ -1,7 +1,7 @@
 /*
  * psstat.c - the cluster as one daemon sees it: `psstat nodes` (id, name, address, state,
- * load, tasks, CPUs), `psstat tasks` (every task of every node that is up: task id, job,
- * rank, user, state, command) and `psstat rdp` (the daemon's RDP connections to the other
+ * load, CPUs its tasks hold, CPUs), `psstat tasks` (every task of every node that is up: task id,
+ * job, rank, user, state, command) and `psstat rdp` (the daemon's RDP connections to the other
  * nodes: packets, messages, retransmissions, drops by reason, RTT, windows), as a table or as
  * JSON; `psstat sockets`: the node's connections under the preload library (process, user,
  * local and remote address, path, bytes each way). `psstat jobs`: the running jobs (from the
@@ -30,7 +30,8 @@ static const char usage_text[] =
     "usage: psstat [--json] nodes|tasks|jobs [--done]|rdp|sockets\n"
     "\n"
     "  nodes         every configured node: id, name, address, "
-    "state, load, tasks, CPUs\n"
+    "state, load, CPUs used\n"
+    "                (by its tasks: each counts its -c), CPUs\n"
     "  tasks         every task on the nodes that are up: task id (NODE:PID), job, rank,\n"
     "                user, state, command\n"
     "  jobs          the running jobs: job id, name, user, tasks, nodes; with gang\n"
@@ -85,7 +86,7 @@ static int nodes(struct psi *c, int json)
         printf("{\"self\":%u,\"nodes\":[", t.self);
     else
         printf("%-5s %-16s %-16s %-11s %6s %6s %5s\n", "ID", "NAME", "ADDRESS", "STATE", "LOAD",
-               "TASKS", "CPUS");
+               "USED", "CPUS");
     for (size_t i = 0; i < t.n; i++) {
         const struct psi_node *nd = &t.v[i];
         const char *name = nd->name[0] ? nd->name : "?", *addr = nd->addr[0] ? nd->addr : "?";
@@ -94,13 +95,13 @@ static int nodes(struct psi *c, int json)
             json_str(name);
             printf(",\"address\":");
             json_str(addr);
-            printf(",\"state\":\"%s\",\"load\":%.2f,\"tasks\":%u,\"cpus\":%u",
-                   state_name(nd->state), nd->load / 1000.0, nd->tasks, nd->cpus);
+            printf(",\"state\":\"%s\",\"load\":%.2f,\"cpus_used\":%u,\"cpus\":%u",
+                   state_name(nd->state), nd->load / 1000.0, nd->used, nd->cpus);
             if (nd->has_age) printf(",\"heard_ms_ago\":%u", nd->age_ms);
             printf("}");
         } else {
             printf("%-5u %-16s %-16s %-11s %6.2f %6u %5u\n", nd->id, name, addr,
-                   state_name(nd->state), nd->load / 1000.0, nd->tasks, nd->cpus);
+                   state_name(nd->state), nd->load / 1000.0, nd->used, nd->cpus);
         }
     }
     if (json) printf("]}\n");

@@ -6,7 +6,8 @@
 #  - the default binds (cores) when the job fills the node, and not when it does not;
 #  - two jobs on one node at once get disjoint cores; a third that needs cores waits for none
 #    (no free core, no --overbook: refused with the reason), with --overbook it shares;
-#  - -c counts in placement (-c 2 on 2-CPU nodes: a rank per node);
+#  - -c counts in placement (-c 2 on 2-CPU nodes: a rank per node), for the jobs already
+#    running too (a node whose -c 2 rank holds both CPUs takes no other rank);
 #  - --mem: a rank past the limit is killed by the OOM killer and reported as such (skipped,
 #    with the reason, where psid's cgroup has no memory controller);
 #  - bad values (a CPU outside the node, --mem=0, an unknown binding, -c 0) exit 2 before
@@ -105,6 +106,26 @@ check "-c 2: a rank per node, bound to both CPUs" $? "rc=$RC '$OUT' $ERR"
 run "$PSRUN" -n 3 -c 2 true
 [ $RC -ne 0 ] && [[ $ERR == *"do not fit"* ]]
 check "-c 2 -n 3 on two 2-CPU nodes: does not fit" $? "rc=$RC $ERR"
+
+# ---- another job's -c counts too: a running rank of -c 2 holds both CPUs of node 1
+settle
+timeout 20 "$PSRUN" -n 1 -w 1 -c 2 sh -c "$show >jobc.cpus; exec sleep 30" \
+    </dev/null >/dev/null 2>&1 &
+jc=$!
+STRAY+=("$jc")
+wait_until 5000 test -s jobc.cpus
+wait_until 5000 sh -c "'$BIN/psstat' --json nodes | grep -q '\"id\":1,[^}]*\"cpus_used\":2,'"
+used=$?
+run "$PSRUN" -n 2 sh -c 'echo $PSI_NODE'
+got=$(sort <<<"$OUT" | tr '\n' ' ')
+r2=$RC
+run "$PSRUN" -n 3 true
+[ $used -eq 0 ] && [ $r2 -eq 0 ] && [ "$got" = "0 0 " ] && [ $RC -ne 0 ] &&
+    [[ $ERR == *"do not fit"* ]]
+check "a running -c 2 rank holds 2 CPUs in placement: -n 2 goes to the other node, -n 3 does not fit" \
+    $? "cpus_used seen: $used, -n 2: rc=$r2 nodes '$got', -n 3: rc=$RC $ERR"
+kill -TERM "$jc"
+wait "$jc" 2>/dev/null
 
 # ---- --mem
 cgdir=$(sed -n "s/.*each job's tasks in a cgroup under \([^ ]*\).*/\1/p" psid-0.log | head -1)

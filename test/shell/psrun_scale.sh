@@ -49,7 +49,7 @@ idle 3000 || fail "placement: idle before" "tasks still counted"
 "$PSRUN" -n 2 -w 1 sleep 30 </dev/null >/dev/null 2>&1 &
 BUSY=$!
 PIDS+=("$BUSY")
-until PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" --json nodes | grep -q '"id":1,[^}]*"tasks":2'; do
+until PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" --json nodes | grep -q '"id":1,[^}]*"cpus_used":2'; do
     kill -0 $BUSY 2>/dev/null || break
     sleep 0.02
 done

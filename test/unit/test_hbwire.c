@@ -21,7 +21,7 @@ static void test_hb(void)
                    .incarnation = 0x1122334455667788ull,
                    .seq = 0x1122334455667789ull,
                    .load_milli = 1500,
-                   .tasks = 3,
+                   .used = 3,
                    .cpus = 16},
               d;
     const char *why = NULL;
@@ -31,7 +31,7 @@ static void test_hb(void)
     CU_ASSERT_EQUAL(d.incarnation, h.incarnation);
     CU_ASSERT_EQUAL(d.seq, h.seq);
     CU_ASSERT_EQUAL(d.load_milli, 1500);
-    CU_ASSERT_EQUAL(d.tasks, 3);
+    CU_ASSERT_EQUAL(d.used, 3);
     CU_ASSERT_EQUAL(d.cpus, 16);
     CU_ASSERT_EQUAL(hb_decode(pkt, HB_LEN, &d, other, &why), -1);
     CU_ASSERT_STRING_EQUAL(why, "mac");

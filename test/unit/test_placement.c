@@ -131,6 +131,24 @@ static void test_exclusive(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(why, "--exclusive"));
 }
 
+/* -c: used counts CPUs, and a rank placed adds its K CPUs to its node's use, so that a rank
+ * of -c 2 on an empty node weighs as much as two CPUs already used elsewhere */
+static void test_cpus_per_task(void)
+{
+    struct place_node n[2] = {{0, 8, 2, 0}, {1, 8, 0, 0}};
+    uint32_t out[2];
+    char why[160];
+    struct place_opts o = {.cpt = 2};
+    CU_ASSERT_EQUAL_FATAL(place_job(n, 2, 2, &o, out, why, sizeof why), 0);
+    CU_ASSERT(out[0] == 0 && out[1] == 1); /* block numbering: node 0's rank first */
+    /* a node with 6 of 8 CPUs held takes one more rank of -c 2, not four */
+    struct place_node full[1] = {{0, 8, 6, 0}};
+    uint32_t one[2];
+    CU_ASSERT_EQUAL(place_job(full, 1, 1, &o, one, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(place_job(full, 1, 2, &o, one, why, sizeof why), -1);
+}
+
 UNIT_SUITE(placement, UNIT_TEST(test_spread), UNIT_TEST(test_busy_avoided),
            UNIT_TEST(test_equal_load_spreads), UNIT_TEST(test_ppn_and_order),
-           UNIT_TEST(test_distribution), UNIT_TEST(test_node_count), UNIT_TEST(test_exclusive))
+           UNIT_TEST(test_distribution), UNIT_TEST(test_node_count), UNIT_TEST(test_exclusive),
+           UNIT_TEST(test_cpus_per_task))

@@ -223,7 +223,7 @@ idle() { # idle TIMEOUT_MS: node 0 answers and sees no task anywhere
     while :; do
         # an unreachable psid prints nothing, which must not count as idle
         out=$(PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" --json nodes 2>/dev/null) &&
-            grep -q '"tasks":0' <<<"$out" && ! grep -q '"tasks":[1-9]' <<<"$out" && return 0
+            grep -q '"cpus_used":0' <<<"$out" && ! grep -q '"cpus_used":[1-9]' <<<"$out" && return 0
         [ $(($(now_ms) - t0)) -gt "$1" ] && return 1
         sleep 0.02
     done
