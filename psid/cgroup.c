@@ -12,8 +12,11 @@
  * psid itself may stay in its own cgroup. The memory controller (--mem: a job's memory.max,
  * memory.events, memory.peak) and the io controller (io.stat) are enabled in the base's
  * cgroup.subtree_control when psid's own cgroup has them for its children (cgroup.controllers
- * of the base): the root cgroup, or a parent that enabled them; otherwise --mem is refused
- * with that reason, and the usage of a job comes from its ranks alone.
+ * of the base): the root cgroup, or a parent that enabled them. On a hybrid hierarchy, where
+ * the cgroup2 tree has no controllers, --mem goes through the v1 memory controller instead
+ * (memcg1.c: a second directory of the job's name, limit, OOM kills and peak there);
+ * without either --mem is refused with the reason, and the usage of a job comes from its
+ * ranks alone.
  *
  * A job's directory, job-HOME-NUMBER, is made when its first rank is queued here and held
  * while ranks of it are queued or tasks of it are in the table (cgroup_hold). Each task
@@ -39,6 +42,7 @@
 #include "cgroup.h"
 
 #include "fnv1a.h"
+#include "memcg1.h"
 
 #include "log.h"
 
@@ -59,7 +63,7 @@
 
 struct cg_job {
     uint64_t job;
-    uint64_t mem_max;   /* --mem: memory.max written, 0: none */
+    uint64_t mem_max;   /* --mem: memory.max (or v1's limit) written, 0: none */
     uint64_t oom_kills; /* memory.events oom_kill counted */
     bool made;          /* its directory exists */
     long held;          /* queued ranks and tasks in the table */
@@ -75,7 +79,8 @@ struct cgroups {
     int base_fd; /* the base directory, O_PATH */
     char base[4096];
     struct cg_job *jobs;
-    bool memory, io; /* the controllers are on for the job directories */
+    bool memory, io;     /* the controllers are on for the job directories */
+    struct memcg1 *mem1; /* --mem through cgroup v1 where the v2 tree has no memory */
 };
 
 static int read_line_with(const char *path, const char *prefix, char *out, size_t len)
@@ -231,8 +236,15 @@ struct cgroups *cgroup_open(struct loop *loop, const char *socket_path)
     }
     sweep(cg);
     enable_controllers(cg);
-    log_notice("each job's tasks in a cgroup under %s%s%s", cg->base,
-               cg->memory ? " (memory controller on)" : "", cg->io ? " (io controller on)" : "");
+    const char *v1why = NULL;
+    if (!cg->memory) cg->mem1 = memcg1_open(strrchr(cg->base, '/') + 1, &v1why);
+    if (cg->mem1)
+        log_notice("each job's tasks in a cgroup under %s (memory controller on: cgroup v1, %s)%s",
+                   cg->base, memcg1_path(cg->mem1), cg->io ? " (io controller on)" : "");
+    else
+        log_notice("each job's tasks in a cgroup under %s%s%s%s%s", cg->base,
+                   cg->memory ? " (memory controller on)" : "", cg->io ? " (io controller on)" : "",
+                   v1why ? "; no memory controller: v1: " : "", v1why ? v1why : "");
     return cg;
 }
 
@@ -262,6 +274,7 @@ static void try_remove(void *ctx)
     job_name(j->job, name, sizeof name);
     kill_dir(j->cg->base_fd, name);
     int rc = unlinkat(j->cg->base_fd, name, AT_REMOVEDIR) == 0 ? 0 : errno;
+    if (rc == 0 || rc == ENOENT) rc = memcg1_remove(j->cg->mem1, name);
     if (rc != EBUSY || ++j->tries >= REMOVE_TRIES) {
         if (rc && rc != ENOENT)
             log_warn("cgroup %s/%s: not removed: %s", j->cg->base, name, strerror(rc));
@@ -273,7 +286,32 @@ static void try_remove(void *ctx)
 
 int cgroup_give(struct cgroups *cg, uid_t uid, gid_t gid)
 {
-    return cg ? fchownat(cg->base_fd, "", uid, gid, AT_EMPTY_PATH) : 0;
+    if (!cg) return 0;
+    return fchownat(cg->base_fd, "", uid, gid, AT_EMPTY_PATH) < 0 ? -1
+                                                                  : memcg1_give(cg->mem1, uid, gid);
+}
+
+int cgroup_mem1_fd(const struct cgroups *cg)
+{
+    return cg ? memcg1_fd(cg->mem1) : -1;
+}
+
+const char *cgroup_mem1_path(const struct cgroups *cg)
+{
+    return cg ? memcg1_path(cg->mem1) : NULL;
+}
+
+void cgroup_set_mem1_fd(struct cgroups *cg, int fd)
+{
+    if (cg) memcg1_set_fd(cg->mem1, fd);
+}
+
+int cgroup_open_mem1_procs(const struct cgroups *cg, uint64_t job)
+{
+    char name[64];
+    if (!cg || !cg->mem1) return -1;
+    job_name(job, name, sizeof name);
+    return memcg1_open_procs(cg->mem1, name);
 }
 
 const char *cgroup_base_path(const struct cgroups *cg)
@@ -356,10 +394,19 @@ int cgroup_set_mem(struct cgroups *cg, uint64_t job, uint64_t bytes, char *why, 
         snprintf(why, whylen, "--mem needs a cgroup per job, which psid does not have here");
         return -1;
     }
+    if (!cg->memory && cg->mem1) {
+        char name[64];
+        job_name(job, name, sizeof name);
+        if (memcg1_set(cg->mem1, name, bytes, why, whylen) < 0) return -1;
+        j->mem_max = bytes;
+        j->oom_kills = 0;
+        return 0;
+    }
     if (!cg->memory) {
         snprintf(why, whylen,
                  "--mem: the memory controller is not available to psid's cgroup %s (cgroup v2 "
-                 "with memory in the parent's cgroup.subtree_control)",
+                 "with memory in the parent's cgroup.subtree_control, or a cgroup v1 memory "
+                 "hierarchy)",
                  cg->base);
         return -1;
     }
@@ -414,7 +461,12 @@ uint64_t cgroup_new_oom_kills(struct cgroups *cg, uint64_t job)
 {
     struct cg_job *j = find(cg, job);
     uint64_t n = 0;
-    if (!j || !j->mem_max || read_key(cg, job, "memory.events", "oom_kill", &n) < 0) return 0;
+    char name[64];
+    job_name(job, name, sizeof name);
+    if (!j || !j->mem_max ||
+        (cg->memory ? read_key(cg, job, "memory.events", "oom_kill", &n)
+                    : memcg1_oom_kills(cg->mem1, name, &n)) < 0)
+        return 0;
     uint64_t fresh = n > j->oom_kills ? n - j->oom_kills : 0;
     j->oom_kills = n;
     return fresh;
@@ -442,6 +494,9 @@ int cgroup_usage(struct cgroups *cg, uint64_t job, struct cg_usage *u)
         }
         close(fd);
     }
+    job_name(job, path, 64);
+    if (!(u->have & CG_HAVE_PEAK) && j->mem_max && memcg1_peak(cg->mem1, path, &u->peak) == 0)
+        u->have |= CG_HAVE_PEAK;
     /* io.stat: a line per device, "MAJ:MIN rbytes=N wbytes=N rios=N ..." */
     job_name(job, path, 64);
     strcat(path, "/io.stat");
@@ -494,6 +549,7 @@ void cgroup_close(struct cgroups *cg)
         unlink_job(j);
     }
     sweep(cg);
+    memcg1_close(cg->mem1);
     close(cg->base_fd);
     rmdir(cg->base);
     free(cg);

@@ -30,6 +30,12 @@ int cgroup_base_fd(const struct cgroups *cg);
 const char *cgroup_base_path(const struct cgroups *cg); /* NULL: no cgroups */
 void cgroup_set_base_fd(struct cgroups *cg, int fd);
 int cgroup_open_procs(const struct cgroups *cg, uint64_t job);
+/* The same for the cgroup v1 memory base of --mem on a hybrid hierarchy (memcg1.h): -1 and
+ * NULL where there is none; a job without --mem has no directory there (-1). */
+int cgroup_mem1_fd(const struct cgroups *cg);
+const char *cgroup_mem1_path(const struct cgroups *cg);
+void cgroup_set_mem1_fd(struct cgroups *cg, int fd);
+int cgroup_open_mem1_procs(const struct cgroups *cg, uint64_t job);
 /* A job's queued ranks and tasks: +n when queued or started, -n when started, dropped or
  * gone. The first hold makes the job's directory; when the count falls to 0, what is left
  * in it is killed and the directory removed. NULL cg: nothing. */
@@ -39,9 +45,10 @@ void cgroup_hold(struct cgroups *cg, uint64_t job, long delta);
  * behind); the count left is returned. A job without a hold, or NULL cg: nothing, 0. */
 long cgroup_running(struct cgroups *cg, uint64_t job, long delta);
 
-/* --mem: the job's memory.max here (bytes). The base gets the memory controller for its
- * job directories when the kernel lets it (cgroup.c). 0, or -1 with why (no cgroups, no
- * memory controller for psid's cgroup, the write refused). */
+/* --mem: the job's memory.max here (bytes), or its v1 memory.limit_in_bytes on a hybrid
+ * hierarchy. The base gets the memory controller for its job directories when the kernel
+ * lets it (cgroup.c). 0, or -1 with why (no cgroups, no memory controller for psid's
+ * cgroup, the write refused). */
 int cgroup_set_mem(struct cgroups *cg, uint64_t job, uint64_t bytes, char *why, size_t whylen);
 /* The job's memory.max here, 0 if none was set. */
 uint64_t cgroup_mem(struct cgroups *cg, uint64_t job);

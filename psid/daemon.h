@@ -23,6 +23,7 @@
  *   spawn.c       fork and exec of one task as its user, with its pipes
  *   cgroup.c      a cgroup v2 directory per job: every process of it killed at its end,
  *                 what a crashed predecessor left killed at start
+ *   memcg1.c      --mem through the cgroup v1 memory controller on a hybrid hierarchy
  *   spawnq.c      the spawn queue: requests checked (permission, the uid's task limit),
  *                 their ranks started in bounded batches between the loop's other work
  *   tasks.c       the tasks of this node: table, output with flow control, input, exits

@@ -103,7 +103,7 @@ int privsep_prepare(struct psid *d, char *err, size_t errlen)
     return 0;
 }
 
-/* Close every descriptor but keep[0..n) (the child's end, the cgroup base), moved first
+/* Close every descriptor but keep[0..n) (the child's end, the cgroup bases), moved first
  * to 3, 4, ... so that one close_range ends the rest. New numbers in keep. */
 static int keep_only(int *keep, int n)
 {
@@ -166,9 +166,10 @@ int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool
     if (pid < 0) return -1;
     if (pid == 0) {
         close(sv[0]);
-        int keep[2] = {sv[1], cgroup_base_fd(d->cgroups)};
-        if (keep_only(keep, 2) < 0) _exit(1);
+        int keep[3] = {sv[1], cgroup_base_fd(d->cgroups), cgroup_mem1_fd(d->cgroups)};
+        if (keep_only(keep, 3) < 0) _exit(1);
         cgroup_set_base_fd(d->cgroups, keep[1]);
+        cgroup_set_mem1_fd(d->cgroups, keep[2]);
         char name[48];
         snprintf(name, sizeof name, "%s[priv]", ident);
         log_open(d->conf.log_level, use_syslog, name);
@@ -207,9 +208,10 @@ int privsep_split(struct psid *d, const char *sock_path, const char *ident, bool
                  (unsigned)d->engine_uid, (int)pid);
     }
     if (loop_fd(d->loop, pc->fd, EPOLLIN, on_priv, d) < 0) return -1;
-    const char *writable[2] = {sock_dir(sock_path), cgroup_base_path(d->cgroups)};
+    const char *writable[3] = {sock_dir(sock_path), cgroup_base_path(d->cgroups),
+                               cgroup_mem1_path(d->cgroups)};
     char err[300];
-    if (sandbox_engine(writable, 2, ident, use_syslog, SANDBOX_LOG_TO, err, sizeof err) < 0) {
+    if (sandbox_engine(writable, 3, ident, use_syslog, SANDBOX_LOG_TO, err, sizeof err) < 0) {
         log_err("the engine's sandbox: %s", err);
         errno = EPERM;
         return -1;

@@ -461,7 +461,8 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
     envp[n++] = tid;
     envp[n] = NULL;
     if (root) user_groups(p, s.uid, s.gid);
-    int cgfd = cgroup_open_procs(p->cfg->cg, s.job);
+    int cgfd = cgroup_open_procs(p->cfg->cg, s.job),
+        memfd = cgroup_open_mem1_procs(p->cfg->cg, s.job);
     struct spawn_args a = {.argv = p->argv,
                            .envp = envp,
                            .groups = p->groups,
@@ -473,6 +474,7 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
                            .switch_user = root,
                            .want_stdin = (int)s.want_stdin,
                            .cgroup_fd = cgfd,
+                           .memcg_fd = memfd,
                            .pmi_fd = pmi[0],
                            .cpus = s.bind ? &cpus : NULL,
                            .out_path = s.out_pat ? out_path : NULL,
@@ -484,6 +486,7 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
     int err;
     int rc = spawn_task(&a, &t, &err, why, sizeof why);
     if (cgfd >= 0) close(cgfd);
+    if (memfd >= 0) close(memfd);
     if (pmi[0] >= 0) close(pmi[0]); /* the task has it */
     for (size_t i = 0; i < nrenv; i++) free(renv[i]);
     free(envp);

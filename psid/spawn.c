@@ -65,6 +65,7 @@ __attribute__((noreturn)) static void child(const struct spawn_args *a, int in[2
     setsid();
     int step = STEP_CGROUP; /* while still root: the directory is psid's */
     if (a->cgroup_fd >= 0 && write(a->cgroup_fd, "0", 1) != 1) goto fail;
+    if (a->memcg_fd >= 0 && write(a->memcg_fd, "0", 1) != 1) goto fail;
     step = STEP_CPUS; /* the binding, while still root (the CPUs were checked) */
     if (a->cpus && sched_setaffinity(0, sizeof *a->cpus, a->cpus) < 0) goto fail;
     step = STEP_CRED;

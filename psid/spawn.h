@@ -23,6 +23,7 @@ struct spawn_args {
     int switch_user; /* psid runs as root: become uid/gid (with the user's groups) */
     int want_stdin;  /* a pipe for stdin; else /dev/null */
     int cgroup_fd;   /* a cgroup.procs the child joins first (cgroup.h), or -1 */
+    int memcg_fd;    /* and its job's v1 memory cgroup.procs (--mem, memcg1.h), or -1 */
     int pmi_fd;      /* the task's end of its PMI socket, made its descriptor PMI_FD_NUM, or -1 */
     unsigned node;   /* for PSI_TID */
     const cpu_set_t *cpus; /* the task's CPUs (sched_setaffinity before exec), or NULL */

@@ -8,8 +8,9 @@
 #    (no free core, no --overbook: refused with the reason), with --overbook it shares;
 #  - -c counts in placement (-c 2 on 2-CPU nodes: a rank per node), for the jobs already
 #    running too (a node whose -c 2 rank holds both CPUs takes no other rank);
-#  - --mem: a rank past the limit is killed by the OOM killer and reported as such (skipped,
-#    with the reason, where psid's cgroup has no memory controller);
+#  - --mem: a rank past the limit is killed by the OOM killer and reported as such, through
+#    cgroup v2's memory.max or, on a hybrid hierarchy, a v1 memory cgroup per job (whose
+#    directory goes with the job); skipped, with the reason, where psid has neither;
 #  - bad values (a CPU outside the node, --mem=0, an unknown binding, -c 0) exit 2 before
 #    anything runs.
 # Every psrun runs under timeout; background ones are waited for by pid.
@@ -142,6 +143,14 @@ else
     check "--mem=32M: a rank over it is killed and reported" $? "rc=$RC $ERR"
     run "$PSRUN" -n 1 -w 0 --mem=256M python3 -c 'x = bytearray(16 << 20); print(len(x))'
     check "--mem=256M: a rank within it runs" $RC "rc=$RC $ERR"
+    # on a hybrid hierarchy the limit is a v1 memory cgroup per job: gone with the job
+    v1=$(sed -n "s/.*memory controller on: cgroup v1, \([^)]*\)).*/\1/p" psid-0.log | head -1)
+    if [ -n "$v1" ]; then
+        no_jobs() { ! compgen -G "$v1/job-*" >/dev/null; }
+        wait_until 3000 no_jobs
+        check "--mem through cgroup v1 ($v1): the jobs' directories are removed after them" $? \
+            "$(ls -d "$v1"/job-* 2>/dev/null)"
+    fi
 fi
 
 # ---- bad values: exit 2, nothing runs
