@@ -11,8 +11,9 @@
  * the program's connections, references to them, our own hidden descriptors, per-thread
  * state), negotiate.c (the requests to psid), conn.c (a
  * connection: buffers, credit, messages from RDP), wait.c (blocking and waking), and the
- * wrappers: sock.c (socket calls), io.c (reads and writes), poll.c (poll, select, epoll),
- * exec.c (the exec family), shm.c (the same-node path: a shared-memory channel).
+ * wrappers: sock.c (socket calls), io.c (reads and writes), poll.c (poll, select), epoll.c
+ * (epoll) with bells.c (its doorbells; the three share pollint.h), exec.c (the exec
+ * family), shm.c (the same-node path: a shared-memory channel).
  */
 #ifndef PSCLUSTER_PRELOAD_PSP_H
 #define PSCLUSTER_PRELOAD_PSP_H
@@ -127,7 +128,7 @@ struct waiter {
     bool kicked; /* kicked already */
 };
 
-struct epreg;    /* poll.c: one registration of the connection in an epoll set */
+struct epreg;    /* epoll.c: one registration of the connection in an epoll set */
 struct shm_chan; /* shm.c: a same-node channel */
 
 struct conn {
@@ -215,8 +216,8 @@ struct conn {
                            * namespace of this machine, served by our psid (psid decides) */
     size_t hold_max;      /* bytes that may be held (the window) */
     int shm_slot;         /* a hidden descriptor kept for the doorbell, or -1 */
-    bool bells_later;     /* poll.c: its bells are brought up to date at the next epoll wait */
-    bool lazy;            /* poll.c: in the lazy list (not armed: the epoll waits look) */
+    bool bells_later;     /* bells.c: its bells are brought up to date at the next epoll wait */
+    bool lazy;            /* bells.c: in the lazy list (not armed: the epoll waits look) */
     bool lazy_armed;      /* ... armed for a sleep, to be disarmed after it */
     uint64_t lazy_seen;   /* ... when it was last found ready (or joined) */
     /* alive.c: whether the peer process lives */
@@ -586,7 +587,7 @@ short shm_arm(struct conn *c, short events);
 void shm_want(struct conn *c, short events);
 void shm_disarm(struct conn *c); /* the peer need not ring us (we look ourselves) */
 /* Positions of c's rings as of the last look: bytes (and ends) that came, room that came;
- * each only grows (EPOLLET's edges, poll.c). */
+ * each only grows (EPOLLET's edges, epoll.c). */
 void shm_positions(const struct conn *c, uint64_t *in, uint64_t *out);
 int shm_bell(const struct conn *c);    /* the doorbell to sleep on, or -1 */
 int shm_bell_fd(const struct conn *c); /* the doorbell, to take out of epoll sets, or -1 */
@@ -669,9 +670,8 @@ void psp_spin_fork_child(void);
 void waiters_add(struct conn **cs, int n, struct waiter *w, int fd);
 void waiters_del(struct conn **cs, int n, struct waiter *w);
 
-/* --- poll.c --- */
+/* --- epoll.c --- */
 void epoll_conn_gone(struct conn *c);
-void epoll_fork_child(void);     /* a fork's child: no thread of its own sleeps in a wait */
 void epoll_set_closed(int epfd); /* the program closes a descriptor: if an epoll set, forget it */
 void epoll_sets_closed(unsigned first, unsigned last); /* ... every one in [first, last] */
 bool epoll_sets_held(void); /* whether the program has epoll sets holding connections */
@@ -687,6 +687,9 @@ void epoll_conn_up(struct conn *c);
 int epoll_conn_reserve(struct conn *c);
 void epoll_conn_krx_done(struct conn *c); /* the kernel socket leaves the sets again */
 void epoll_conn_unbell(struct conn *c);   /* and leaves them (before it is closed) */
+
+/* --- bells.c --- */
+void epoll_fork_child(void); /* a fork's child: no thread of its own sleeps in a wait */
 void bells_update(struct conn *c);
 void bells_forget(struct conn *c); /* it is destroyed: not due any more */
 

@@ -13,7 +13,7 @@
  * readiness serve this path as they serve RDP's.
  *
  * Waking: a thread that would sleep (a blocking read or write, poll, select, an epoll set
- * where the connection is not ready: lazily there, poll.c) arms the ring (want_data,
+ * where the connection is not ready: lazily there, bells.c) arms the ring (want_data,
  * want_room), looks once more,
  * and sleeps on its end of the doorbell with whatever else it waits for; the other side,
  * after publishing, takes the flag and rings (sends a byte on its end). A doorbell whose

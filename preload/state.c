@@ -447,9 +447,9 @@ struct conn *psp_conn_of(int fd)
     return fdt_is_conn(c) ? c : NULL;
 }
 
-/* A program thread about to wait on the RDP socket itself (wait.c, poll.c): the progress
- * thread stops listening to the socket while any does (every datagram would wake it for
- * nothing, and it would take the lock from the thread the datagram is for). It listens
+/* A program thread about to wait on the RDP socket itself (wait.c, poll.c, epoll.c): the
+ * progress thread stops listening to the socket while any does (every datagram would wake
+ * it for nothing, and it would take the lock from the thread the datagram is for). It listens
  * again only once no program thread has waited for PSP_DEAF_US (the deaf timer, deaf_tfd):
  * a program that answers and waits again (a request/response loop) is back before a
  * datagram is due, and telling the progress thread at every wait's end was two epoll_ctl

@@ -236,7 +236,7 @@ rc=$?
 check "$N one process: nonblocking connect and accept in one thread, 8 MiB each way in one poll loop, shm=2" \
     $? "rc $rc: $out $(stats "$CDIR/stats.pair")"
 # a busy epoll loop: the writer rings no doorbell while the reader's waits find its bytes
-# (lazy arming, preload/poll.c; an armed ring would cost one per read: about 40 here)
+# (lazy arming, preload/bells.c; an armed ring would cost one per read: about 40 here)
 out=$(PSP_SYNC=1 lib busy timeout 30 "$PLS" busy $((PORT + 17)) 400 10 2>&1)
 rc=$?
 bells=$(grep -o 'shm_bells=[0-9]*' "$CDIR/stats.busy" 2>/dev/null | cut -d= -f2)
