@@ -143,8 +143,8 @@ struct memcg1 *memcg1_open(const char *base_name, const char **why)
         return NULL;
     }
     m->fd = -1;
-    int n = snprintf(m->path, sizeof m->path, "%s%s/%s", mnt, strcmp(rel, "/") ? rel : "",
-                     base_name);
+    int n =
+        snprintf(m->path, sizeof m->path, "%s%s/%s", mnt, strcmp(rel, "/") ? rel : "", base_name);
     if (n < 0 || (size_t)n >= sizeof m->path) {
         *why = "the path is too long";
         free(m);
