@@ -307,6 +307,14 @@ enum psm_type {
      * start answers of ranks of the child's subtree; one once all have answered, or more
      * when they would not fit one message */
     PSM_D_STARTED = 0x101c,
+    /* child -> parent (or the home, its parent lost): {PSF_JOB, PSF_EXIT records...} the
+     * ends of ranks of a launch tree's job in the sender's subtree (spawntree.c): sent when
+     * the whole subtree has ended, at once for an end that ends the job (a status other
+     * than 0, an MPI rank that did not finalize), or when they would not fit one message */
+    PSM_D_EXITS = 0x1020,
+    /* the home -> its children in the launch tree, each to its own: {PSF_JOB} the job has
+     * ended; what the nodes kept of it goes */
+    PSM_D_TREE_DONE = 0x1021,
 };
 
 /* The gang switch record (psid/gangwire.c), the PSF_DATA of PSM_D_GANG_SWITCH: fixed
@@ -499,6 +507,9 @@ enum psf_tag {
     /* record (PSM_D_STARTED): a rank's start: PSF_RANK, PSF_NODE_ID and PSF_TID
      * [PSF_CPU_LIST], or PSF_ERRNO, PSF_TEXT */
     PSF_START = 0x800b,
+    /* record (PSM_D_EXITS): a rank's end: the fields of its PSM_D_EXIT (PSF_JOB, PSF_RANK,
+     * PSF_TID, PSF_STATUS, usage, ...) and PSF_NODE_ID, the node it ran on */
+    PSF_EXIT = 0x8010,
 };
 
 enum psdist { /* PSF_DIST: srun's -m */

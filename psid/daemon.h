@@ -329,10 +329,15 @@ void spawnq_free(struct psid *d);
  * tree is combined into this node's answer to its parent: true if it was taken. */
 bool spawntree_result(struct psid *d, uint64_t job, uint32_t rank, uint64_t tid, int err,
                       const char *why, const char *cpus);
+/* A rank's end (rec: its PSM_D_EXIT's fields) for a job whose spawn came down the tree goes
+ * up the tree with its subtree's: true if it was taken (else it goes to the home). */
+bool spawntree_exit(struct psid *d, uint64_t job, uint32_t rank, const struct psmsg_view *rec);
 /* The job's client is gone (PSM_D_JOB_GONE): nobody waits for its start answers. */
 void spawntree_job_gone(struct psid *d, uint64_t job);
-/* The home's part (jobs.c): a child's PSM_D_STARTED for a job of this node's. */
+/* The home's part (jobs.c): a child's PSM_D_STARTED or PSM_D_EXITS for a job of this
+ * node's. */
 void jobs_tree_started(struct psid *d, uint32_t from, const struct psmsg *m);
+void jobs_tree_exits(struct psid *d, uint32_t from, const struct psmsg *m);
 
 /* pmi.c: the PMI server of MPI jobs, a rank's node's part (pmi.h, docs/pmi.md). A job's
  * PSM_D_SPAWN with PSF_PMI: its state here for its nlocal ranks queued; 0, or -1 (ENOMEM:

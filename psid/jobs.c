@@ -37,6 +37,11 @@ struct rank_info {
     uint32_t node;
     uint64_t tid;
     uint8_t state;
+    uint8_t eof; /* its streams that have ended here: bit 0 stdout, bit 1 stderr */
+    /* its end, come up the launch tree before its output's end (jobs_tree_exits): the
+     * PSF_EXIT record's fields, taken when both streams have ended */
+    uint8_t *parked;
+    uint32_t parked_len;
 };
 
 /* A job's usage so far, from its ranks' ends (copy_usage). */
@@ -153,6 +158,7 @@ static void job_free(struct job *j)
             *pp = j->next;
             break;
         }
+    for (uint32_t r = 0; r < j->np; r++) free(j->ranks[r].parked);
     free(j->ranks);
     free(j->in_racked);
     free(j->held);
@@ -899,6 +905,8 @@ static void rank_done(struct job *j, uint32_t r)
 {
     if (j->ranks[r].state == R_PENDING) inflight_done(j, j->ranks[r].node);
     j->ranks[r].state = R_DONE;
+    free(j->ranks[r].parked);
+    j->ranks[r].parked = NULL;
 }
 
 /* A rank started (PSM_RANK to the client). */
@@ -931,36 +939,52 @@ static void rank_failed(struct job *j, uint32_t r, uint32_t node, uint32_t err, 
     psmsg_buf_free(&b);
 }
 
-void jobs_tree_started(struct psid *d, uint32_t from, const struct psmsg *m)
+/* The job of a message that came up its launch tree from node from, and from's place in
+ * the tree (*pf); NULL (dropped, logged as what) if there is no such job in a tree or from
+ * is not in it. */
+static struct job *tree_sender(struct psid *d, uint32_t from, const struct psmsg *m,
+                               const char *what, int32_t *pf)
 {
     uint64_t id = 0;
     psmsg_get_u64(&m->body, PSF_JOB, &id);
     struct job *j = jobs_find(d, id);
-    int32_t pf = j && j->tree_k ? tree_place(j, from) : -1;
-    if (pf <= 0) {
-        d->tree_dropped++;
-        log_warn("launch tree: start answers from node %u for job %u:%d dropped: no such job in "
-                 "a launch tree, or the sender is not in it",
-                 from, PSTID_NODE(id), PSTID_PID(id));
-        return;
+    *pf = j && j->tree_k ? tree_place(j, from) : -1;
+    if (*pf > 0) return j;
+    d->tree_dropped++;
+    log_warn("launch tree: %s from node %u for job %u:%d dropped: no such job in a launch "
+             "tree, or the sender is not in it",
+             what, from, PSTID_NODE(id), PSTID_PID(id));
+    return NULL;
+}
+
+/* Whether one record (rc from its decoder: 1 decoded, -1 not, with *why) is of rank on
+ * node in the subtree of place pf; if not, dropped and logged as what. */
+static bool tree_record_ok(struct job *j, int rc, uint32_t rank, uint32_t node, int32_t pf,
+                           uint32_t from, const char *what, const char *why)
+{
+    int32_t q = -1;
+    if (rc > 0 && (rank >= j->np || j->ranks[rank].node != node || (q = tree_place(j, node)) <= 0 ||
+                   !tree_under((uint32_t)q, (uint32_t)pf, j->tree_k))) {
+        rc = -1;
+        why = "not of the sender's subtree";
     }
+    if (rc > 0) return true;
+    j->d->tree_dropped++;
+    log_warn("launch tree: %s from node %u dropped: %s", what, from, why);
+    return false;
+}
+
+void jobs_tree_started(struct psid *d, uint32_t from, const struct psmsg *m)
+{
+    int32_t pf;
+    struct job *j = tree_sender(d, from, m, "start answers", &pf);
+    if (!j) return;
     j->n_start++;
     size_t pos = 0;
     struct tree_start s;
     const char *why;
     for (int rc; (rc = tree_start_next(&m->body, &pos, &s, &why)) != 0;) {
-        int32_t q = -1;
-        if (rc > 0 && (s.rank >= j->np || j->ranks[s.rank].node != s.node ||
-                       (q = tree_place(j, s.node)) <= 0 ||
-                       !tree_under((uint32_t)q, (uint32_t)pf, j->tree_k))) {
-            rc = -1;
-            why = "not of the sender's subtree";
-        }
-        if (rc < 0) {
-            d->tree_dropped++;
-            log_warn("launch tree: a start answer from node %u dropped: %s", from, why);
-            continue;
-        }
+        if (!tree_record_ok(j, rc, s.rank, s.node, pf, from, "a start answer", why)) continue;
         if (j->ranks[s.rank].state != R_PENDING) continue; /* its output or end came first */
         if (s.ok)
             rank_started(j, s.rank, s.node, s.tid, s.cpus[0] ? s.cpus : NULL);
@@ -969,7 +993,11 @@ void jobs_tree_started(struct psid *d, uint32_t from, const struct psmsg *m)
     }
 }
 
-void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
+static void release_parked(struct psid *d, struct job *j, uint32_t rank);
+
+/* A message about one rank of a job of this home from the rank's node (relayed: an end
+ * that came up the launch tree, counted with its PSM_D_EXITS). */
+static void rank_message(struct psid *d, uint32_t from, const struct psmsg *m, bool relayed)
 {
     uint64_t id, tid = 0;
     uint32_t rank;
@@ -991,7 +1019,7 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
     if (m->type != PSM_D_RANK && ri->state == R_PENDING && j->tree_k &&
         psmsg_get_u64(&m->body, PSF_TID, &tid) == 0 && PSTID_NODE(tid) == from)
         rank_started(j, rank, from, tid, NULL);
-    if (m->type == PSM_D_RANK || m->type == PSM_D_EXIT) {
+    if (!relayed && (m->type == PSM_D_RANK || m->type == PSM_D_EXIT)) {
         if (from == d->self->id)
             j->n_self++;
         else if (m->type == PSM_D_RANK)
@@ -1031,6 +1059,7 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
         psmsg_put_u32(&b, PSF_RANK, rank);
         if (psmsg_get_u32(&m->body, PSF_STREAM, &u) < 0 || !psmsg_find(&m->body, PSF_DATA, &f))
             return;
+        if (!f.len && (u == 1 || u == 2)) ri->eof |= (uint8_t)u; /* the stream's end */
         psmsg_put_u32(&b, PSF_STREAM, u);
         psmsg_put_bytes(&b, PSF_DATA, f.val, f.len);
         break;
@@ -1072,6 +1101,55 @@ void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
     }
     to_client(j, &b);
     psmsg_buf_free(&b);
+    /* the output's last end: an end that came up the tree first is the client's now */
+    if (m->type == PSM_D_IO && ri->parked && (ri->eof & 3) == 3) release_parked(d, j, rank);
+}
+
+void jobs_from_daemon(struct psid *d, uint32_t from, const struct psmsg *m)
+{
+    rank_message(d, from, m, false);
+}
+
+/* An end from the launch tree: as its node's PSM_D_EXIT */
+static void relayed_end(struct psid *d, uint32_t node, const uint8_t *p, size_t len)
+{
+    struct psmsg sub = {.type = PSM_D_EXIT, .body = {p, len}};
+    rank_message(d, node, &sub, true);
+}
+
+static void release_parked(struct psid *d, struct job *j, uint32_t rank)
+{
+    struct rank_info *ri = &j->ranks[rank];
+    uint8_t *p = ri->parked;
+    ri->parked = NULL;
+    relayed_end(d, ri->node, p, ri->parked_len);
+    free(p);
+}
+
+void jobs_tree_exits(struct psid *d, uint32_t from, const struct psmsg *m)
+{
+    int32_t pf;
+    struct job *j = tree_sender(d, from, m, "rank ends", &pf);
+    if (!j) return;
+    j->n_exit++;
+    size_t pos = 0;
+    struct tree_exit e;
+    const char *why;
+    for (int rc; (rc = tree_exit_next(&m->body, &pos, &e, &why)) != 0;) {
+        if (!tree_record_ok(j, rc, e.rank, e.node, pf, from, "a rank end", why)) continue;
+        struct rank_info *ri = &j->ranks[e.rank];
+        if (ri->state == R_DONE || ri->parked) continue; /* sent again after a loss */
+        if ((ri->eof & 3) == 3) {                        /* its output has all come */
+            relayed_end(d, e.node, e.rec.p, e.rec.len);
+            continue;
+        }
+        if (!(ri->parked = malloc(e.rec.len ? e.rec.len : 1))) { /* no hang: now, then */
+            relayed_end(d, e.node, e.rec.p, e.rec.len);
+            continue;
+        }
+        memcpy(ri->parked, e.rec.p, e.rec.len);
+        ri->parked_len = (uint32_t)e.rec.len;
+    }
 }
 
 void jobs_io_ack(struct psid *d, struct client *c, const struct psmsg *m)
@@ -1239,6 +1317,15 @@ void jobs_client_gone(struct psid *d, struct client *c)
         log_info("job %u:%d: its client is gone; ending its tasks", PSTID_NODE(j->id),
                  PSTID_PID(j->id));
         jobs_foreach_node(j, send_gone, j);
+    } else if (j->tree_k && !held) { /* it has ended: the tree's nodes may forget it */
+        struct psmsg_buf b = {0};
+        psmsg_begin(&b, PSM_D_TREE_DONE, 0);
+        psmsg_put_u64(&b, PSF_JOB, j->id);
+        for (size_t q = 1; q <= j->tree_k && q < j->tree_n; q++) {
+            struct psid_node *pn = psid_node(d, j->tree_order[q]);
+            if (pn && pn->state == PSNODE_UP) psid_send(d, j->tree_order[q], &b);
+        }
+        psmsg_buf_free(&b);
     }
     job_free(j);
 }

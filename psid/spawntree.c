@@ -19,6 +19,21 @@
  * the ranks of its subtree, which the message that brought it held. A malformed or
  * forged message is dropped and counted (d->tree_dropped), and so is an answer for a rank
  * that is not the sender's subtree's, or answered already.
+ *
+ * Ends go up the same way (issue 33: the home hears k messages per job end, not one per
+ * rank). A rank's end (tasks.c, after all its output) becomes a PSF_EXIT record here; a
+ * node sends its subtree's records up in one PSM_D_EXITS once the whole subtree has ended
+ * (a rank that never started, or whose branch was lost, counts as ended), or at once with
+ * an end that ends the job (a status other than 0, an MPI rank that did not finalize), so
+ * that psrun acts on it without waiting for the rest. Output still goes straight to the
+ * home, so an end can overtake its rank's output there: the home holds it until both of
+ * the rank's streams have ended (jobs.c). The job is kept while it runs; every record sent
+ * up is kept too, so that a node whose parent is lost sends them all to the home again
+ * (the home takes each rank's end once), and its subtree's ranks below a lost child send
+ * theirs to the home themselves. The home's PSM_D_TREE_DONE, sent down the tree when the
+ * job has ended, lets the nodes forget it; a job whose subtree has ended is forgotten
+ * after TREE_DONE_TTL_NS in any case, and the oldest such job makes room at
+ * TREE_JOBS_MAX.
  */
 #include "daemon.h"
 #include "log.h"
@@ -31,14 +46,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TREE_JOBS_MAX 1024
-#define TREE_TTL_NS   (300ull * 1000000000ull)
-#define TREE_FLUSH    (PSMSG_MAX / 2)
-#define KID_SELF      UINT32_MAX
+#define TREE_JOBS_MAX    1024
+#define TREE_TTL_NS      (300ull * 1000000000ull)
+#define TREE_DONE_TTL_NS (600ull * 1000000000ull)
+#define TREE_FLUSH       (PSMSG_MAX / 2)
+#define KID_SELF         UINT32_MAX
 
 struct trank {
     uint32_t rank, node, kid; /* kid: an index in kids, KID_SELF: started here */
-    bool done;
+    bool done;                /* its start answered */
+    bool ended;               /* its end gone up (or none will come through here) */
 };
 
 struct tjob {
@@ -50,6 +67,11 @@ struct tjob {
     size_t nkids;
     struct psmsg_buf out; /* the answers not yet sent up */
     bool open;
+    size_t ended;          /* ranks whose trank.ended is set */
+    uint64_t ended_at;     /* loop_now() when the last of them went up, 0 before */
+    struct psmsg_buf ex;   /* end records not yet sent up (PSM_D_EXITS) */
+    struct psmsg_buf kept; /* every end record sent up, for the home if the parent dies */
+    bool ex_open, kept_open;
     struct tjob *next;
 };
 
@@ -63,6 +85,8 @@ static void tjob_free_unlinked(struct tjob *t)
     free(t->ranks);
     free(t->kids);
     psmsg_buf_free(&t->out);
+    psmsg_buf_free(&t->ex);
+    psmsg_buf_free(&t->kept);
     free(t);
 }
 
@@ -110,8 +134,11 @@ static void flush(struct psid *d, struct tjob *t)
     t->open = false;
 }
 
-/* One rank's answer: into the message up; true if that completed (and freed) the job. */
-static bool answer(struct psid *d, struct tjob *t, struct trank *tr, const struct tree_start *s)
+static void no_end(struct psid *d, struct tjob *t, struct trank *tr);
+
+/* One rank's answer: into the message up, which goes when every rank has answered (or it
+ * is full). A rank that did not start sends no end. */
+static void answer(struct psid *d, struct tjob *t, struct trank *tr, const struct tree_start *s)
 {
     tr->done = true;
     t->answered++;
@@ -121,18 +148,12 @@ static bool answer(struct psid *d, struct tjob *t, struct trank *tr, const struc
         t->open = true;
     }
     tree_start_put(&t->out, s);
-    if (t->answered == t->n) {
-        flush(d, t);
-        tjob_free(d, t);
-        return true;
-    }
-    if (t->out.len >= TREE_FLUSH) flush(d, t);
-    return false;
+    if (t->answered == t->n || t->out.len >= TREE_FLUSH) flush(d, t);
+    if (!s->ok) no_end(d, t, tr);
 }
 
-/* The ranks of kid (its whole subtree) that have not answered fail with why; true if that
- * completed the job. */
-static bool fail_kid(struct psid *d, struct tjob *t, uint32_t kid, int err, const char *why)
+/* The ranks of kid (its whole subtree) that have not answered fail with why. */
+static void fail_kid(struct psid *d, struct tjob *t, uint32_t kid, int err, const char *why)
 {
     struct tree_start s = {.err = (uint32_t)err};
     snprintf(s.text, sizeof s.text, "%s", why);
@@ -141,9 +162,95 @@ static bool fail_kid(struct psid *d, struct tjob *t, uint32_t kid, int err, cons
         if (tr->kid != kid || tr->done) continue;
         s.rank = tr->rank;
         s.node = tr->node;
-        if (answer(d, t, tr, &s)) return true;
+        answer(d, t, tr, &s);
     }
-    return false;
+}
+
+/* ---- ends, up the tree ---- */
+
+/* The end records waiting here go up (to the home if the parent is lost). */
+static void exits_flush(struct psid *d, struct tjob *t)
+{
+    if (t->ex_open) {
+        if (psid_send(d, t->parent, &t->ex) < 0 && t->parent != t->home &&
+            psid_send(d, t->home, &t->ex) < 0)
+            log_warn("job %u:%d: rank ends not sent up: %s", PSTID_NODE(t->job), PSTID_PID(t->job),
+                     strerror(errno));
+        psmsg_buf_free(&t->ex);
+        t->ex = (struct psmsg_buf){0};
+        t->ex_open = false;
+    }
+    if (t->ended == t->n && !t->ended_at) t->ended_at = loop_now();
+}
+
+static void record_add(struct psmsg_buf *b, bool *open, uint64_t job, const struct psmsg_view *rec)
+{
+    if (!*open) {
+        psmsg_begin(b, PSM_D_EXITS, 0);
+        psmsg_put_u64(b, PSF_JOB, job);
+        *open = true;
+    }
+    psmsg_put_bytes(b, PSF_EXIT, rec->p, rec->len);
+}
+
+/* A rank's end record: to go up, and kept. */
+static void rank_ended(struct psid *d, struct tjob *t, struct trank *tr,
+                       const struct psmsg_view *rec)
+{
+    tr->ended = true;
+    t->ended++;
+    record_add(&t->ex, &t->ex_open, t->job, rec);
+    record_add(&t->kept, &t->kept_open, t->job, rec);
+    if (t->ex.len >= TREE_FLUSH) exits_flush(d, t);
+}
+
+/* A rank of the subtree whose end will not come through here: it never started, or its
+ * branch was lost (its node sends it to the home itself). */
+static void no_end(struct psid *d, struct tjob *t, struct trank *tr)
+{
+    if (tr->ended) return;
+    tr->ended = true;
+    if (++t->ended == t->n) exits_flush(d, t);
+}
+
+bool spawntree_exit(struct psid *d, uint64_t job, uint32_t rank, const struct psmsg_view *rec)
+{
+    struct tjob *t = tjob_find(d, job);
+    struct trank *tr = t ? trank_find(t, rank) : NULL;
+    if (!tr || tr->kid != KID_SELF || tr->ended) return false;
+    rank_ended(d, t, tr, rec);
+    if (tree_exit_urgent(rec) || t->ended == t->n) exits_flush(d, t);
+    return true;
+}
+
+/* Every end record sent up so far, to the home (the parent was lost with them, maybe), in
+ * messages of at most TREE_FLUSH. */
+static void kept_to_home(struct psid *d, struct tjob *t)
+{
+    struct psmsg all;
+    if (!t->kept_open || psmsg_end(&t->kept) < 0 ||
+        psmsg_parse(t->kept.data, t->kept.len, &all) < 0)
+        return;
+    struct psmsg_buf b = {0};
+    bool open = false;
+    size_t pos = 0, n = 0;
+    struct psmsg_field f;
+    while (psmsg_next(&all.body, &pos, &f)) {
+        if (f.tag != PSF_EXIT) continue;
+        struct psmsg_view rec = {f.val, f.len};
+        record_add(&b, &open, t->job, &rec);
+        n++;
+        if (b.len >= TREE_FLUSH) {
+            psid_send(d, t->home, &b);
+            psmsg_buf_free(&b);
+            b = (struct psmsg_buf){0};
+            open = false;
+        }
+    }
+    if (open) psid_send(d, t->home, &b);
+    psmsg_buf_free(&b);
+    log_info("job %u:%d: its launch tree parent is lost: %zu rank ends sent to the home again",
+             PSTID_NODE(t->job), PSTID_PID(t->job), n);
 }
 
 bool spawntree_result(struct psid *d, uint64_t job, uint32_t rank, uint64_t tid, int err,
@@ -245,17 +352,26 @@ fail:
     return NULL;
 }
 
-/* Jobs whose answers never all came (ended meanwhile): forgotten after TREE_TTL_NS. */
+/* Jobs whose answers never all came (ended meanwhile): forgotten after TREE_TTL_NS; jobs
+ * whose subtree has ended and whose PSM_D_TREE_DONE never came, after TREE_DONE_TTL_NS. At
+ * TREE_JOBS_MAX, the job whose subtree ended first goes now. */
 static void expire(struct psid *d)
 {
     uint64_t now = loop_now();
+    struct tjob *oldest = NULL;
     for (struct tjob *t = d->tree->head, *nx; t; t = nx) {
         nx = t->next;
-        if (now - t->since < TREE_TTL_NS) continue;
-        log_info("job %u:%d: launch tree: %zu of %zu answers never came; forgotten",
-                 PSTID_NODE(t->job), PSTID_PID(t->job), t->n - t->answered, t->n);
-        tjob_free(d, t);
+        if (t->answered < t->n && now - t->since >= TREE_TTL_NS) {
+            log_info("job %u:%d: launch tree: %zu of %zu answers never came; forgotten",
+                     PSTID_NODE(t->job), PSTID_PID(t->job), t->n - t->answered, t->n);
+            tjob_free(d, t);
+        } else if (t->ended_at && now - t->ended_at >= TREE_DONE_TTL_NS) {
+            tjob_free(d, t);
+        } else if (t->ended_at && (!oldest || t->ended_at < oldest->ended_at)) {
+            oldest = t;
+        }
     }
+    if (d->tree->n >= TREE_JOBS_MAX && oldest) tjob_free(d, oldest);
 }
 
 static void spawn_tree(struct psid *d, uint32_t from, const struct psmsg *m)
@@ -344,7 +460,7 @@ static void spawn_tree(struct psid *d, uint32_t from, const struct psmsg *m)
         for (size_t i = 0; i < t->n; i++)
             if (t->ranks[i].kid == KID_SELF && !t->ranks[i].done) {
                 s.rank = t->ranks[i].rank;
-                if (answer(d, t, &t->ranks[i], &s)) break;
+                answer(d, t, &t->ranks[i], &s);
             }
     }
     psmsg_buf_free(&b);
@@ -382,16 +498,81 @@ static void started(struct psid *d, uint32_t from, const struct psmsg *m)
             dropped(d, from, "a start answer", "not of the sender's subtree, or answered already");
             continue;
         }
-        if (answer(d, t, tr, &s)) return;
+        answer(d, t, tr, &s);
     }
+}
+
+/* PSM_D_EXITS from a child: its subtree's ends, on their way up (here: the home's, jobs.c) */
+static void exits(struct psid *d, uint32_t from, const struct psmsg *m)
+{
+    uint64_t job;
+    if (psmsg_get_u64(&m->body, PSF_JOB, &job) < 0) {
+        dropped(d, from, "rank ends", "no job");
+        return;
+    }
+    struct tjob *t = tjob_find(d, job);
+    if (!t) {
+        if (PSTID_NODE(job) == d->self->id) {
+            jobs_tree_exits(d, from, m);
+        } else { /* forgotten here: on to the home, which checks them */
+            struct psmsg_buf b = {0};
+            psmsg_begin(&b, PSM_D_EXITS, 0);
+            size_t pos = 0;
+            struct psmsg_field f;
+            while (psmsg_next(&m->body, &pos, &f)) psmsg_put_bytes(&b, f.tag, f.val, f.len);
+            psid_send(d, PSTID_NODE(job), &b);
+            psmsg_buf_free(&b);
+        }
+        return;
+    }
+    size_t pos = 0;
+    struct tree_exit e;
+    const char *why;
+    bool urgent = false;
+    for (int rc; (rc = tree_exit_next(&m->body, &pos, &e, &why)) != 0;) {
+        if (rc < 0) {
+            dropped(d, from, "a rank end", why);
+            continue;
+        }
+        struct trank *tr = trank_find(t, e.rank);
+        if (!tr || tr->ended || tr->kid == KID_SELF || t->kids[tr->kid] != from ||
+            tr->node != e.node) {
+            dropped(d, from, "a rank end", "not of the sender's subtree, or ended already");
+            continue;
+        }
+        rank_ended(d, t, tr, &e.rec);
+        urgent |= e.urgent;
+    }
+    if (urgent || t->ended == t->n) exits_flush(d, t);
+}
+
+/* PSM_D_TREE_DONE from the parent: the job has ended; on to the children, and forgotten. */
+static void tree_done(struct psid *d, uint32_t from, const struct psmsg *m)
+{
+    uint64_t job;
+    struct tjob *t = psmsg_get_u64(&m->body, PSF_JOB, &job) == 0 ? tjob_find(d, job) : NULL;
+    if (!t || (from != t->parent && from != t->home)) return;
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PSM_D_TREE_DONE, 0);
+    psmsg_put_u64(&b, PSF_JOB, job);
+    for (size_t c = 0; c < t->nkids; c++) {
+        struct psid_node *pn = psid_node(d, t->kids[c]);
+        if (pn && pn->state == PSNODE_UP) psid_send(d, t->kids[c], &b);
+    }
+    psmsg_buf_free(&b);
+    tjob_free(d, t);
 }
 
 static void spawntree_message(struct psid *d, uint32_t from, const struct psmsg *m)
 {
     if (m->type == PSM_D_SPAWN_TREE)
         spawn_tree(d, from, m);
-    else
+    else if (m->type == PSM_D_STARTED)
         started(d, from, m);
+    else if (m->type == PSM_D_EXITS)
+        exits(d, from, m);
+    else
+        tree_done(d, from, m);
 }
 
 static void spawntree_node_lost(struct psid *d, uint32_t node)
@@ -403,7 +584,10 @@ static void spawntree_node_lost(struct psid *d, uint32_t node)
             tjob_free(d, t);
             continue;
         }
-        if (node == t->parent) t->parent = t->home;
+        if (node == t->parent) {
+            t->parent = t->home;
+            kept_to_home(d, t);
+        }
         for (uint32_t kid = 0; kid < t->nkids; kid++) {
             if (t->kids[kid] != node) continue;
             struct psid_node *pn = psid_node(d, node);
@@ -411,6 +595,9 @@ static void spawntree_node_lost(struct psid *d, uint32_t node)
             tree_lost_text(text, sizeof text, node, pn ? pn->conf->name : NULL);
             log_notice("job %u:%d: %s", PSTID_NODE(t->job), PSTID_PID(t->job), text);
             fail_kid(d, t, kid, EHOSTDOWN, text);
+            /* its subtree's ends go to the home from their nodes (their parent is lost) */
+            for (size_t i = 0; i < t->n; i++)
+                if (t->ranks[i].kid == kid) no_end(d, t, &t->ranks[i]);
             break;
         }
     }
@@ -424,7 +611,8 @@ static void spawntree_stop(struct psid *d)
     d->tree = NULL;
 }
 
-static const uint16_t spawntree_messages[] = {PSM_D_SPAWN_TREE, PSM_D_STARTED, 0};
+static const uint16_t spawntree_messages[] = {PSM_D_SPAWN_TREE, PSM_D_STARTED, PSM_D_EXITS,
+                                              PSM_D_TREE_DONE, 0};
 const struct psid_module spawntree_module = {.name = "spawntree",
                                              .messages = spawntree_messages,
                                              .message = spawntree_message,

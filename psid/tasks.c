@@ -170,6 +170,7 @@ static void maybe_finish(struct task *t)
     psmsg_put_u64(&b, PSF_JOB, job);
     psmsg_put_u32(&b, PSF_RANK, rank);
     psmsg_put_u64(&b, PSF_TID, tid);
+    psmsg_put_u32(&b, PSF_NODE_ID, d->self->id);
     psmsg_put_u32(&b, PSF_STATUS, status);
     if (pmi != PSPMI_NONE) psmsg_put_u32(&b, PSF_PMI_STATE, pmi);
     if (oom) psmsg_put_u64(&b, PSF_OOM, oom);
@@ -194,7 +195,13 @@ static void maybe_finish(struct task *t)
         psmsg_record_end(&b);
     }
     tasks_put_count(d, &b);
-    psid_send(d, home, &b);
+    /* a launch tree's job: up the tree with the subtree's ends; else straight home */
+    bool up = false;
+    if (!b.err) {
+        struct psmsg_view rec = {b.data + PSMSG_HDR, b.len - PSMSG_HDR};
+        up = spawntree_exit(d, job, rank, &rec);
+    }
+    if (!up) psid_send(d, home, &b);
     psmsg_buf_free(&b);
 }
 

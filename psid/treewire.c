@@ -167,3 +167,41 @@ void tree_start_put(struct psmsg_buf *b, const struct tree_start *s)
     }
     psmsg_record_end(b);
 }
+
+bool tree_exit_urgent(const struct psmsg_view *rec)
+{
+    uint32_t status = 0, pmi = PSPMI_NONE;
+    psmsg_get_u32(rec, PSF_STATUS, &status);
+    psmsg_get_u32(rec, PSF_PMI_STATE, &pmi);
+    return status != 0 || pmi == PSPMI_INIT;
+}
+
+int tree_exit_decode(const struct psmsg_view *rec, struct tree_exit *e, const char **why)
+{
+    uint64_t tid;
+    *e = (struct tree_exit){.rec = *rec};
+    if (psmsg_get_u32(rec, PSF_RANK, &e->rank) < 0 ||
+        psmsg_get_u32(rec, PSF_NODE_ID, &e->node) < 0 || psmsg_get_u64(rec, PSF_TID, &tid) < 0 ||
+        psmsg_get_u32(rec, PSF_STATUS, &e->status) < 0) {
+        *why = "an end without its rank, node, task id or status";
+        return -1;
+    }
+    if (PSTID_NODE(tid) != e->node) {
+        *why = "an end whose task id is not of its node";
+        return -1;
+    }
+    e->urgent = tree_exit_urgent(rec);
+    return 0;
+}
+
+int tree_exit_next(const struct psmsg_view *body, size_t *pos, struct tree_exit *e,
+                   const char **why)
+{
+    struct psmsg_field f;
+    while (psmsg_next(body, pos, &f))
+        if (f.tag == PSF_EXIT) {
+            struct psmsg_view rec = psmsg_record(&f);
+            return tree_exit_decode(&rec, e, why) < 0 ? -1 : 1;
+        }
+    return 0;
+}

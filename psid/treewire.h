@@ -77,4 +77,21 @@ int tree_start_next(const struct psmsg_view *body, size_t *pos, struct tree_star
 /* Put s into b as a PSF_START record. */
 void tree_start_put(struct psmsg_buf *b, const struct tree_start *s);
 
+/* A PSF_EXIT record of PSM_D_EXITS: a rank's end, as its node's PSM_D_EXIT says it (rec:
+ * those fields, for jobs.c), and whether it ends the job (urgent: a status other than 0,
+ * or an MPI rank that spoke PMI and did not finalize). */
+struct tree_exit {
+    uint32_t rank, node, status;
+    bool urgent;
+    struct psmsg_view rec;
+};
+/* 0, or -1 with why: a field missing (PSF_RANK, PSF_NODE_ID, PSF_TID, PSF_STATUS) or of the
+ * wrong size. */
+int tree_exit_decode(const struct psmsg_view *rec, struct tree_exit *e, const char **why);
+/* The next PSF_EXIT record of body from *pos: 1, 0 at the end, -1 (with why) malformed. */
+int tree_exit_next(const struct psmsg_view *body, size_t *pos, struct tree_exit *e,
+                   const char **why);
+/* Whether a PSM_D_EXIT body (or a PSF_EXIT record) ends the job: see struct tree_exit. */
+bool tree_exit_urgent(const struct psmsg_view *rec);
+
 #endif

@@ -2,7 +2,9 @@
  * fuzz_treewire.c - libFuzzer target for the launch tree's decoders (psid/treewire.c): any
  * bytes as a message; a PSM_D_SPAWN_TREE body is decoded for node 1 and, if it decodes,
  * each part made into a local spawn that must parse; every PSF_START record of it is
- * decoded, and what decodes must encode and decode to the same answer.
+ * decoded, and what decodes must encode and decode to the same answer; every PSF_EXIT
+ * record is decoded, and what decodes has its fields, and is urgent exactly when its
+ * status or PMI state says so.
  */
 #include "../../psid/treewire.h"
 #include "psproto.h"
@@ -51,6 +53,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             strcmp(s2.cpus, s.cpus))
             abort();
         psmsg_buf_free(&b);
+    }
+    pos = 0;
+    struct tree_exit x;
+    for (int rc; (rc = tree_exit_next(&m.body, &pos, &x, &why)) != 0;) {
+        if (rc < 0) {
+            if (!why) abort();
+            continue;
+        }
+        uint32_t st = 1;
+        if (psmsg_get_u32(&x.rec, PSF_STATUS, &st) < 0 || st != x.status ||
+            x.urgent != tree_exit_urgent(&x.rec))
+            abort();
     }
     return 0;
 }

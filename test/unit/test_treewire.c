@@ -270,5 +270,66 @@ static void test_start(void)
     CU_ASSERT_EQUAL(start_decode(f_shorttid, &d, &why), -1);
 }
 
+/* One PSF_EXIT record: rank, node, tid (of node unless tid_node differs), status, [pmi]. */
+static void put_exit(struct psmsg_buf *b, uint32_t rank, uint32_t node, uint32_t tid_node,
+                     uint32_t status, int pmi)
+{
+    psmsg_record_begin(b, PSF_EXIT);
+    psmsg_put_u64(b, PSF_JOB, 0x100000005ull);
+    psmsg_put_u32(b, PSF_RANK, rank);
+    psmsg_put_u64(b, PSF_TID, ((uint64_t)tid_node << 32) | 77);
+    psmsg_put_u32(b, PSF_NODE_ID, node);
+    psmsg_put_u32(b, PSF_STATUS, status);
+    if (pmi >= 0) psmsg_put_u32(b, PSF_PMI_STATE, (uint32_t)pmi);
+    psmsg_record_end(b);
+}
+
+/* PSM_D_EXITS: the records decode with rank, node, status and urgency; malformed ones (no
+ * status, a short field, a task id of another node) are skipped with a reason */
+static void test_exits(void)
+{
+    struct psmsg_buf b = {0};
+    struct psmsg m;
+    psmsg_begin(&b, PSM_D_EXITS, 0);
+    psmsg_put_u64(&b, PSF_JOB, 0x100000005ull);
+    put_exit(&b, 3, 2, 2, 0, -1);              /* ended well: not urgent */
+    put_exit(&b, 4, 2, 2, 0, PSPMI_FINALIZED); /* an MPI rank that finalized */
+    put_exit(&b, 5, 6, 6, 1 << 8, -1);         /* exit status 1: urgent */
+    put_exit(&b, 6, 6, 6, 0, PSPMI_INIT);      /* left MPI without finalizing: urgent */
+    put_exit(&b, 7, 6, 5, 0, -1);              /* a task id of node 5 for node 6: bad */
+    psmsg_record_begin(&b, PSF_EXIT);          /* no status: bad */
+    psmsg_put_u32(&b, PSF_RANK, 8);
+    psmsg_put_u32(&b, PSF_NODE_ID, 6);
+    psmsg_put_u64(&b, PSF_TID, 0x600000001ull);
+    psmsg_record_end(&b);
+    psmsg_record_begin(&b, PSF_EXIT); /* a short status: bad */
+    psmsg_put_u32(&b, PSF_RANK, 9);
+    psmsg_put_u32(&b, PSF_NODE_ID, 6);
+    psmsg_put_u64(&b, PSF_TID, 0x600000001ull);
+    psmsg_put_bytes(&b, PSF_STATUS, "\0\0", 2);
+    psmsg_record_end(&b);
+    CU_ASSERT_EQUAL_FATAL(psmsg_end(&b), 0);
+    CU_ASSERT_EQUAL_FATAL(psmsg_parse(b.data, b.len, &m), 0);
+    size_t pos = 0, good = 0, bad = 0;
+    struct tree_exit e;
+    const char *why = NULL;
+    const bool urgent[4] = {false, false, true, true};
+    for (int rc; (rc = tree_exit_next(&m.body, &pos, &e, &why)) != 0;) {
+        if (rc < 0) {
+            CU_ASSERT_PTR_NOT_NULL(why);
+            bad++;
+            continue;
+        }
+        CU_ASSERT_EQUAL(e.rank, 3 + good);
+        CU_ASSERT_EQUAL(e.node, good < 2 ? 2u : 6u);
+        CU_ASSERT_EQUAL(e.urgent, urgent[good]);
+        CU_ASSERT(e.rec.len > 0);
+        good++;
+    }
+    CU_ASSERT_EQUAL(good, 4);
+    CU_ASSERT_EQUAL(bad, 3);
+    psmsg_buf_free(&b);
+}
+
 UNIT_SUITE(treewire, UNIT_TEST(test_tree_under), UNIT_TEST(test_spawn_decode),
-           UNIT_TEST(test_start))
+           UNIT_TEST(test_start), UNIT_TEST(test_exits))
