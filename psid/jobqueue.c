@@ -1,8 +1,9 @@
 /*
  * jobqueue.c - the spawn requests that wait for a row of the gang matrix (jobqueue.h): a
  * singly linked FIFO of copies of the requests, at most JOBQ_MAX on a node and JOBQ_PER_UID
- * of one user, one per client. Counting a user's entries walks the queue: it holds at most
- * JOBQ_MAX, and is only walked when a spawn is queued.
+ * of one user, one per client, and at most JOBQ_BYTES of request bodies on a node and
+ * JOBQ_BYTES_PER_UID of one user. Counting a user's entries and bytes walks the queue: it
+ * holds at most JOBQ_MAX, and is only walked when a spawn is queued.
  */
 #include "jobqueue.h"
 
@@ -17,10 +18,30 @@ unsigned jobq_of_uid(const struct jobq *q, uint32_t uid)
     return n;
 }
 
+size_t jobq_bytes_of_uid(const struct jobq *q, uint32_t uid)
+{
+    size_t n = 0;
+    for (const struct jobq_entry *e = q->head; e; e = e->next)
+        if (e->uid == uid) n += e->len;
+    return n;
+}
+
+size_t jobq_room(const struct jobq *q, uint32_t uid)
+{
+    size_t mine = jobq_bytes_of_uid(q, uid);
+    size_t user = mine < JOBQ_BYTES_PER_UID ? JOBQ_BYTES_PER_UID - mine : 0;
+    size_t node = q->bytes < JOBQ_BYTES ? JOBQ_BYTES - q->bytes : 0;
+    return user < node ? user : node;
+}
+
 int jobq_add(struct jobq *q, struct client *c, uint32_t uid, const struct psmsg *m, uint64_t now_ns)
 {
     if (q->n >= JOBQ_MAX || jobq_of_uid(q, uid) >= JOBQ_PER_UID) {
         errno = ENOBUFS;
+        return -1;
+    }
+    if (m->body.len > jobq_room(q, uid)) {
+        errno = ENOSPC;
         return -1;
     }
     struct jobq_entry *e = calloc(1, sizeof *e);
@@ -44,6 +65,7 @@ int jobq_add(struct jobq *q, struct client *c, uint32_t uid, const struct psmsg 
     else
         q->head = e;
     q->tail = e;
+    q->bytes += e->len;
     return (int)++q->n;
 }
 
@@ -73,6 +95,7 @@ void jobq_del(struct jobq *q, struct jobq_entry *e)
     *pp = e->next;
     if (q->tail == e) q->tail = prev;
     q->n--;
+    q->bytes -= e->len;
     free(e->body);
     free(e);
 }

@@ -834,6 +834,12 @@ void jobs_spawn(struct psid *d, struct client *c, const struct psmsg *m)
             snprintf(text, sizeof text,
                      "%s, and the queue is full (%u spawns on this node, %u of one user)", why,
                      JOBQ_MAX, JOBQ_PER_UID);
+        else if (errno == ENOSPC)
+            snprintf(text, sizeof text,
+                     "%s, and the queue has no room for its %zu bytes (%zu left of the %u MiB "
+                     "of one user, %u MiB on this node)",
+                     why, m->body.len, jobq_room(&d->jobq, client_uid(c)), JOBQ_BYTES_PER_UID >> 20,
+                     JOBQ_BYTES >> 20);
         else
             snprintf(text, sizeof text, "%s, and no memory to queue it", why);
         client_error(c, m->id, EBUSY, text);

@@ -1,10 +1,12 @@
 #!/bin/bash
 # gang_queue.sh - with gang scheduling, a job that fits no row of the matrix waits in the home
 # node's queue and starts when a row has room (issue 32, docs/gang.md "The queue"). A 2-node
-# cluster of 1 CPU per node, gang.quantum_ms 100, mpl 2: jobs A (5 s) and B (9 s) of a
+# cluster of 1 CPU per node, gang.quantum_ms 100, mpl 2: jobs A (8 s) and B (12 s) of a
 # CPU-bound rank per node fill both rows; then
 #  - one user's 17th queued spawn is refused with the reason (the queue holds 16 of one
 #    user), and the 16 leave the queue when their psruns end;
+#  - spawns of 920 KB each (-x of 8 variables of 115,000 bytes): 4 are queued, the 5th
+#    passes the 4 MiB a user's queued spawns may hold and is refused with that reason;
 #  - C (a rank per node) is queued: psrun says "job queued (place 1)", C starts after A
 #    ends, while B still runs, and exits 0 although it waited longer than its -t 2 (the time
 #    limit counts from the start);
@@ -24,33 +26,47 @@ source "$(dirname "$0")/lib/gang.sh"
 N="gang queue"
 gang_cluster "$N" 1 100
 
-gang_start "$N" A 5 "0 1"
+gang_start "$N" A 8 "0 1"
 A=$GJOB
-gang_start "$N" B 9 "0 1"
+gang_start "$N" B 12 "0 1"
 B=$GJOB
 
 queued() { grep -q "psrun: job queued (place $2): gang scheduling: it fits no row" "$CDIR/$1.out"; }
 gone() { [ "$(grep -c 'left the queue: its client is gone' "$CDIR/psid-0.log")" -ge "$1" ]; }
 
+# fill K WHAT REASON GONE [PSRUN ARGS...]: K psruns of one user (-N 2 ARGS -- true) are
+# queued, the next is refused with REASON (a grep pattern), and the K leave the queue when
+# their psruns end (GONE: psid's count of spawns that left the queue then)
+fill() {
+    local k=$1 what=$2 reason=$3 left=$4 i p out rc ps=()
+    shift 4
+    rm -f "$CDIR"/fill*.out
+    for i in $(seq "$k"); do
+        "$BIN/psrun" -N 2 "$@" -- true >"$CDIR/fill$i.out" 2>&1 &
+        ps+=($!)
+        STRAY+=($!)
+    done
+    nq() { cat "$CDIR"/fill*.out 2>/dev/null | grep -c 'psrun: job queued'; }
+    wait_until 10000 eval "[ \"\$(nq)\" = $k ]"
+    check "$N: $k spawns$what of one user queued" $? "$(nq) queued"
+    out=$(timeout 10 "$BIN/psrun" -N 2 "$@" -- true 2>&1)
+    rc=$?
+    [ $rc -ne 0 ] && grep -q "$reason" <<<"$out"
+    check "$N: a user's next queued spawn$what is refused with the reason" $? "rc $rc: $out"
+    for p in "${ps[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    for p in "${ps[@]}"; do wait "$p" 2>/dev/null; done
+    wait_until 5000 gone "$left"
+    check "$N: the $k psruns ended while queued: their spawns left the queue" $? \
+        "$(grep -c 'left the queue' "$CDIR/psid-0.log") in psid's log"
+}
 # a user's 17th: refused
-qs=()
-for i in $(seq 16); do
-    "$BIN/psrun" -N 2 -- true >"$CDIR/q$i.out" 2>&1 &
-    qs+=($!)
-    STRAY+=($!)
-done
-allq() { [ "$(cat "$CDIR"/q*.out | grep -c 'psrun: job queued')" = 16 ]; }
-wait_until 10000 allq
-check "$N: 16 spawns of one user queued" $? "$(cat "$CDIR"/q*.out | grep -c 'job queued') queued"
-out=$(timeout 10 "$BIN/psrun" -N 2 -- true 2>&1)
-rc=$?
-[ $rc -ne 0 ] && grep -q "the queue is full (256 spawns on this node, 16 of one user)" <<<"$out"
-check "$N: a user's 17th queued spawn is refused with the reason" $? "rc $rc: $out"
-for p in "${qs[@]}"; do kill -TERM "$p" 2>/dev/null; done
-for p in "${qs[@]}"; do wait "$p" 2>/dev/null; done
-wait_until 5000 gone 16
-check "$N: the 16 psruns ended while queued: their spawns left the queue" $? \
-    "$(grep -c 'left the queue' "$CDIR/psid-0.log") in psid's log"
+fill 16 "" "the queue is full (256 spawns on this node, 16 of one user)" 16
+# the bytes a user's queued spawns hold: 4 of 920 KB fit its 4 MiB, the 5th does not
+big=$(head -c 115000 /dev/zero | tr '\0' x)
+xs=()
+for i in $(seq 8); do xs+=(-x "BIG$i=$big"); done
+fill 4 " of 920 KB" "the queue has no room for its 9[0-9]* bytes (.* left of the 4 MiB of one user, 32 MiB on this node)" \
+    20 "${xs[@]}"
 
 # C: queued behind the two rows
 "$BIN/psrun" -N 2 -t 2 -- sh -c 'date +%s%3N; sleep 1' >"$CDIR/C.out" 2>&1 &
@@ -73,7 +89,7 @@ wait_until 5000 queued E 3
 check "$N: a third queued spawn is at place 3" $? "$(cat "$CDIR/E.out")"
 kill -TERM "$E"
 wait "$E" 2>/dev/null
-wait_until 5000 gone 17
+wait_until 5000 gone 21
 check "$N: ... its psrun ended: it left the queue" $? ""
 # psstat jobs shows the matrix: A and B in rows 0 and 1, one running, one frozen, each with
 # its share of the quanta so far, and this node's queue (C and D)
@@ -108,11 +124,9 @@ check "$N: job A ends" $? "psrun $A still runs"
 wait_until 5000 eval "grep -q '^[0-9]' $CDIR/C.out"
 c_start=$(grep -m1 '^[0-9]' "$CDIR/C.out")
 a_end=$(cat "$CDIR/A.0" "$CDIR/A.1" | sort -n | tail -1)
-b_end=$(cat "$CDIR/B.0" "$CDIR/B.1" | sort -n | tail -1)
-[ -n "$c_start" ] && [ "$c_start" -ge "$a_end" ] && [ $((c_start - a_end)) -lt 2000 ] &&
-    [ "$c_start" -lt "$b_end" ]
-check "$N: C starts when A's row empties ($((${c_start:-0} - a_end)) ms after A's last progress), while B runs" \
-    $? "C $c_start, A's last $a_end, B's last $b_end: $(cat "$CDIR/C.out")"
+[ -n "$c_start" ] && [ "$c_start" -ge "$a_end" ] && [ $((c_start - a_end)) -lt 2000 ]
+check "$N: C starts when A's row empties ($((${c_start:-0} - a_end)) ms after A's last progress)" \
+    $? "C $c_start, A's last $a_end: $(cat "$CDIR/C.out")"
 wait "$C"
 rc=$?
 [ $rc = 0 ] && ! grep -q "time limit" "$CDIR/C.out"
@@ -129,4 +143,9 @@ grep -q "spawn of uid .* queued (place 1)" "$CDIR/psid-0.log" &&
     grep -q "a queued spawn of uid .* left the queue after" "$CDIR/psid-0.log"
 check "$N: psid logs the queue" $? "$(grep -i queue "$CDIR/psid-0.log" | head -5)"
 wait "$B"
+# B made progress after C started (B may be frozen the moment C starts: its last stamp then
+# is older; its last of all is not)
+b_end=$(cat "$CDIR/B.0" "$CDIR/B.1" | sort -n | tail -1)
+[ -n "$c_start" ] && [ -n "$b_end" ] && [ "$c_start" -lt "$b_end" ]
+check "$N: C started while B ran" $? "C $c_start, B's last $b_end"
 exit 0

@@ -2,7 +2,7 @@
  * test_jobqueue.c - the queue of spawns that wait for a row of the gang matrix
  * (psid/jobqueue.c): order, a copy of the request that outlives it, lookup by client,
  * removal anywhere (head, middle, tail) with the tail kept right, and the bounds in all and
- * per user.
+ * per user: of the count, and of the bytes held (each at its boundary).
  */
 #include "../../psid/jobqueue.h"
 #include "psproto.h"
@@ -86,4 +86,86 @@ static void test_jobq_bounds(void)
     jobq_free(&q);
 }
 
-UNIT_SUITE(jobqueue, UNIT_TEST(test_jobq_order), UNIT_TEST(test_jobq_bounds))
+/* a request whose body is len bytes (of a shared buffer: the queue copies it) */
+static struct psmsg blob(size_t len)
+{
+    static uint8_t buf[PSMSG_MAX];
+    return (struct psmsg){.type = PSM_SPAWN, .id = 7, .body = {buf, len}};
+}
+
+static void test_jobq_bytes(void)
+{
+    struct jobq q = {0};
+    static int clients[JOBQ_MAX];
+    unsigned k = 0;
+    struct psmsg big = blob(PSMSG_MAX), one = blob(1), two = blob(2), none = blob(0);
+    const size_t per_uid = JOBQ_BYTES_PER_UID;
+    CU_ASSERT_EQUAL(jobq_room(&q, 1000), per_uid);
+    /* one user: up to its share exactly, then not a byte more */
+    CU_ASSERT_EQUAL(jobq_add(&q, (struct client *)&clients[k++], 1000, &big, 0), 1);
+    size_t left = per_uid - PSMSG_MAX;
+    struct psmsg rest = blob(left - 1);
+    CU_ASSERT_EQUAL(jobq_add(&q, (struct client *)&clients[k++], 1000, &rest, 0), 2);
+    CU_ASSERT_EQUAL(q.bytes, per_uid - 1);
+    CU_ASSERT_EQUAL(jobq_bytes_of_uid(&q, 1000), per_uid - 1);
+    CU_ASSERT_EQUAL(jobq_room(&q, 1000), 1);
+    errno = 0;
+    CU_ASSERT_EQUAL(jobq_add(&q, (struct client *)&clients[k], 1000, &two, 0), -1);
+    CU_ASSERT_EQUAL(errno, ENOSPC);
+    CU_ASSERT_EQUAL(q.n, 2);
+    CU_ASSERT_EQUAL(jobq_add(&q, (struct client *)&clients[k++], 1000, &one, 0), 3);
+    CU_ASSERT_EQUAL(jobq_room(&q, 1000), 0);
+    errno = 0;
+    CU_ASSERT_EQUAL(jobq_add(&q, (struct client *)&clients[k], 1000, &one, 0), -1);
+    CU_ASSERT_EQUAL(errno, ENOSPC);
+    /* a body of nothing holds no bytes: only the count bounds it */
+    CU_ASSERT_EQUAL(jobq_add(&q, (struct client *)&clients[k++], 1000, &none, 0), 4);
+    while (jobq_of_uid(&q, 1000) < JOBQ_PER_UID) {
+        int want = (int)q.n + 1;
+        CU_ASSERT_EQUAL_FATAL(jobq_add(&q, (struct client *)&clients[k++], 1000, &none, 0), want);
+    }
+    /* both bounds reached: the count's refusal (its text is psrun's "the queue is full") */
+    errno = 0;
+    CU_ASSERT_EQUAL(jobq_add(&q, (struct client *)&clients[k], 1000, &one, 0), -1);
+    CU_ASSERT_EQUAL(errno, ENOBUFS);
+    /* another user has a share of its own */
+    CU_ASSERT_EQUAL(jobq_room(&q, 1001), per_uid);
+    /* the node: users at their full share until JOBQ_BYTES is held */
+    for (uint32_t uid = 1001; q.bytes + per_uid <= JOBQ_BYTES; uid++)
+        for (size_t b = 0; b < per_uid; b += PSMSG_MAX) {
+            int want = (int)q.n + 1;
+            CU_ASSERT_EQUAL_FATAL(jobq_add(&q, (struct client *)&clients[k++], uid, &big, 0), want);
+        }
+    CU_ASSERT_EQUAL(q.bytes, JOBQ_BYTES);
+    CU_ASSERT_EQUAL(jobq_room(&q, 5000), 0);
+    errno = 0;
+    CU_ASSERT_EQUAL(jobq_add(&q, (struct client *)&clients[k], 5000, &one, 0), -1);
+    CU_ASSERT_EQUAL(errno, ENOSPC);
+    /* an entry's end gives its bytes back, to the node and to its user: uid 1000's byte */
+    struct jobq_entry *e = q.head->next->next;
+    CU_ASSERT_EQUAL_FATAL(e->len, 1);
+    jobq_del(&q, e);
+    CU_ASSERT_EQUAL(q.bytes, JOBQ_BYTES - 1);
+    CU_ASSERT_EQUAL(jobq_room(&q, 5000), 1);
+    CU_ASSERT_EQUAL(jobq_room(&q, 1000), 1);
+    errno = 0;
+    CU_ASSERT_EQUAL(jobq_add(&q, (struct client *)&clients[k], 5000, &two, 0), -1);
+    CU_ASSERT_EQUAL(errno, ENOSPC);
+    int want = (int)q.n + 1;
+    CU_ASSERT_EQUAL(jobq_add(&q, (struct client *)&clients[k++], 5000, &one, 0), want);
+    CU_ASSERT_EQUAL(jobq_room(&q, 5000), 0);
+    CU_ASSERT_EQUAL(jobq_room(&q, 1000), 0);
+    jobq_del(&q, q.head); /* uid 1000's PSMSG_MAX */
+    CU_ASSERT_EQUAL(q.bytes, JOBQ_BYTES - PSMSG_MAX);
+    CU_ASSERT_EQUAL(jobq_room(&q, 1000), PSMSG_MAX);
+    CU_ASSERT_EQUAL(jobq_room(&q, 5000), PSMSG_MAX); /* the node's room, less than its own */
+    want = (int)q.n + 1;
+    CU_ASSERT_EQUAL(jobq_add(&q, (struct client *)&clients[k++], 1000, &big, 0), want);
+    CU_ASSERT_EQUAL(q.bytes, JOBQ_BYTES);
+    jobq_free(&q);
+    CU_ASSERT_EQUAL(q.bytes, 0);
+    CU_ASSERT_EQUAL(q.n, 0);
+}
+
+UNIT_SUITE(jobqueue, UNIT_TEST(test_jobq_order), UNIT_TEST(test_jobq_bounds),
+           UNIT_TEST(test_jobq_bytes))
