@@ -1,15 +1,15 @@
 #!/bin/bash
 # gang_queue.sh - with gang scheduling, a job that fits no row of the matrix waits in the home
 # node's queue and starts when a row has room (issue 32, docs/gang.md "The queue"). A 2-node
-# cluster of 1 CPU per node, gang.quantum_ms 100, mpl 2: jobs A (8 s) and B (12 s) of a
-# CPU-bound rank per node fill both rows; then
+# cluster of 1 CPU per node, gang.quantum_ms 100, mpl 2: jobs A and B of a CPU-bound rank
+# per node fill both rows (each would spin for 60 s; the test ends them); then
 #  - one user's 17th queued spawn is refused with the reason (the queue holds 16 of one
 #    user), and the 16 leave the queue when their psruns end;
 #  - spawns of 920 KB each (-x of 8 variables of 115,000 bytes): 4 are queued, the 5th
 #    passes the 4 MiB a user's queued spawns may hold and is refused with that reason;
-#  - C (a rank per node) is queued: psrun says "job queued (place 1)", C starts after A
-#    ends, while B still runs, and exits 0 although it waited longer than its -t 2 (the time
-#    limit counts from the start);
+#  - C (a rank per node) is queued: psrun says "job queued (place 1)"; when it has waited
+#    longer than its -t 2, A is ended (its psrun gets SIGTERM): C starts then, while B still
+#    runs, and exits 0 (the time limit counts from the start);
 #  - D, the same with -o FILE (psrun holds the spawn for its output files and waits for the
 #    answer on its own): queued too, psrun says so at once, and its output reaches the files;
 #  - E is queued, then its psrun is ended (SIGTERM): its spawn leaves the queue and no rank
@@ -26,9 +26,9 @@ source "$(dirname "$0")/lib/gang.sh"
 N="gang queue"
 gang_cluster "$N" 1 100
 
-gang_start "$N" A 8 "0 1"
+gang_start "$N" A 60 "0 1"
 A=$GJOB
-gang_start "$N" B 12 "0 1"
+gang_start "$N" B 60 "0 1"
 B=$GJOB
 
 queued() { grep -q "psrun: job queued (place $2): gang scheduling: it fits no row" "$CDIR/$1.out"; }
@@ -73,6 +73,7 @@ fill 4 " of 920 KB" "the queue has no room for its 9[0-9]* bytes (.* left of the
 C=$!
 STRAY+=("$C")
 wait_until 5000 queued C 1
+c_queued=$(now_ms)
 check "$N: a job that fits no row is queued, psrun says so (place 1)" $? "$(cat "$CDIR/C.out")"
 # D: the same with an output file (the held spawn's own wait for the answer)
 "$BIN/psrun" -N 2 -o "$CDIR/D.%t" -- echo d-ran >"$CDIR/D.out" 2>&1 &
@@ -118,9 +119,14 @@ rc=$?
 [ $rc -ne 0 ] && grep -q "does not fit the nodes even alone" <<<"$out" && ! grep -q queued <<<"$out"
 check "$N: a job larger than the nodes even alone is refused at once" $? "rc $rc: $out"
 
-# C starts after A ends and before B does; D after it
-wait_until 15000 eval '! kill -0 "$A" 2>/dev/null'
-check "$N: job A ends" $? "psrun $A still runs"
+# C starts when A ends, while B runs; D after it. C waits past its -t 2 first.
+wait_until 5000 eval "[ \$((\$(now_ms) - $c_queued)) -ge 2500 ]"
+! grep -q '^[0-9]' "$CDIR/C.out"
+check "$N: C has not started while both rows are taken" $? "$(cat "$CDIR/C.out")"
+kill -TERM "$A"
+wait_until 10000 eval '! kill -0 "$A" 2>/dev/null'
+check "$N: job A ends (its psrun got SIGTERM)" $? "psrun $A still runs"
+wait "$A" 2>/dev/null
 wait_until 5000 eval "grep -q '^[0-9]' $CDIR/C.out"
 c_start=$(grep -m1 '^[0-9]' "$CDIR/C.out")
 a_end=$(cat "$CDIR/A.0" "$CDIR/A.1" | sort -n | tail -1)
@@ -142,7 +148,8 @@ check "$N: the spawn whose psrun ended while queued never started" $? ""
 grep -q "spawn of uid .* queued (place 1)" "$CDIR/psid-0.log" &&
     grep -q "a queued spawn of uid .* left the queue after" "$CDIR/psid-0.log"
 check "$N: psid logs the queue" $? "$(grep -i queue "$CDIR/psid-0.log" | head -5)"
-wait "$B"
+kill -TERM "$B"
+wait "$B" 2>/dev/null
 # B made progress after C started (B may be frozen the moment C starts: its last stamp then
 # is older; its last of all is not)
 b_end=$(cat "$CDIR/B.0" "$CDIR/B.1" | sort -n | tail -1)
