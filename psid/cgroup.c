@@ -50,6 +50,7 @@
 #include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -530,12 +531,30 @@ int cgroup_freeze(struct cgroups *cg, uint64_t job, bool freeze)
     return w == 1 ? 0 : -1;
 }
 
-int cgroup_frozen(struct cgroups *cg, uint64_t job)
+int cgroup_events_open(struct cgroups *cg, uint64_t job)
 {
-    uint64_t v;
+    char path[100];
     if (!cg || !find(cg, job)) return -1;
-    if (read_key(cg, job, "cgroup.events", "frozen", &v) < 0) return -1;
-    return v ? 1 : 0;
+    job_name(job, path, 64);
+    strcat(path, "/cgroup.events");
+    return openat(cg->base_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+}
+
+int cgroup_events_frozen(int fd, bool *changed)
+{
+    if (changed) {
+        struct pollfd p = {.fd = fd, .events = POLLPRI};
+        *changed = poll(&p, 1, 0) == 1 && (p.revents & POLLPRI);
+    }
+    /* from offset 0 each time: kernfs shows the file anew, and records that this reader
+     * has seen the last change (no POLLPRI until the next) */
+    char buf[256];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    for (const char *p = buf; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, "frozen ", 7) && (p[7] == '0' || p[7] == '1')) return p[7] - '0';
+    return -1;
 }
 
 void cgroup_close(struct cgroups *cg)

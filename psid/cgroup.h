@@ -69,7 +69,14 @@ int cgroup_usage(struct cgroups *cg, uint64_t job, struct cg_usage *u);
  * engine owns the directories, cgroup_give). 0, or -1 (no cgroups, no directory, no
  * freezer: the write failed). */
 int cgroup_freeze(struct cgroups *cg, uint64_t job, bool freeze);
-/* The job directory's state from cgroup.events: 1 "frozen 1", 0 "frozen 0", -1 unknown. */
-int cgroup_frozen(struct cgroups *cg, uint64_t job);
+/* The job directory's cgroup.events, opened to wait for its "frozen" line (-1: no cgroups,
+ * no such job or directory). The kernel marks it modified for each reader (POLLPRI,
+ * EPOLLPRI) when a line changes; cgroup_events_frozen reads it anew, which clears the
+ * mark. The caller closes it. */
+int cgroup_events_open(struct cgroups *cg, uint64_t job);
+/* The state in an open cgroup.events: 1 "frozen 1", 0 "frozen 0", -1 unknown (no freezer,
+ * the directory gone); *changed: the kernel had marked it modified since the last read
+ * (NULL: not asked). */
+int cgroup_events_frozen(int fd, bool *changed);
 
 #endif

@@ -14,12 +14,19 @@
  *
  * At that time each node freezes the jobs of the other rows it has tasks of and thaws the
  * running row's (cgroup v2 cgroup.freeze in the job directory, which the engine owns; the
- * switch counts as done when cgroup.events says frozen 1 / frozen 0, polled each
- * millisecond). Without a cgroup per job it stops and continues the tasks' process groups
- * (SIGSTOP/SIGCONT through the privileged child), said once in the log. A job not in the
- * record (new since) runs. A node that hears no switch for three quanta thaws everything it
- * froze: no job stays frozen because its scheduler is gone; the next scheduler takes over
- * from the nodes' reports once the old one is declared down.
+ * switch counts as done when cgroup.events says frozen 1 / frozen 0). The freezer says
+ * frozen 1 only once every task of the job has run into it, which a task must be scheduled
+ * for, so the node does not poll: it opens the job's cgroup.events before it writes
+ * cgroup.freeze and waits in the loop for the kernel's mark of a change (EPOLLPRI; the file
+ * is open only while its switch waits), at most GANG_WAIT_NS, after which it logs that the
+ * switch was slow and waits no more (a task in D state holds a freeze that long). The
+ * kernel marks one file at most every 10 ms (cgroup_file_notify): at quanta under that, a
+ * switch's end is seen up to that late, which only the log shows. Without a cgroup per job
+ * it stops and continues the tasks' process groups (SIGSTOP/SIGCONT through the privileged
+ * child), said once in the log. A job not in the record (new since) runs. A node that hears
+ * no switch for three quanta thaws everything it froze: no job stays frozen because its
+ * scheduler is gone; the next scheduler takes over from the nodes' reports once the old one
+ * is declared down.
  */
 #include "cgroup.h"
 #include "daemon.h"
@@ -31,14 +38,15 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
-#define GANG_MAX_JOBS   256           /* jobs the matrix holds in this version */
-#define GANG_LEAD_NS    5000000ull    /* a switch takes effect this long after it is sent */
-#define GANG_REPORT_NS  1000000000ull /* a node reports at least this often */
-#define GANG_POLL_NS    1000000ull    /* cgroup.events polled this often after a switch */
-#define GANG_POLL_LIMIT 200           /* and given up after this many polls */
-#define GANG_STALE      3             /* quanta without a switch: thaw everything */
+#define GANG_MAX_JOBS  256           /* jobs the matrix holds in this version */
+#define GANG_LEAD_NS   5000000ull    /* a switch takes effect this long after it is sent */
+#define GANG_REPORT_NS 1000000000ull /* a node reports at least this often */
+#define GANG_WAIT_NS   200000000ull  /* a switch waits for cgroup.events this long at most */
+#define GANG_STALE     3             /* quanta without a switch: thaw everything */
 /* the task table is looked at this many times a quantum: a job that ended (or started)
  * reaches the scheduler's matrix before the next switch, not a quantum later */
 #define GANG_TICKS 4
@@ -58,6 +66,7 @@ struct gview { /* a job of the matrix as the switches showed it (psstat jobs) */
 struct ljob { /* a job this node froze */
     uint64_t job;
     bool frozen;
+    int ev; /* its cgroup.events while the switch waits for it to agree, else -1 */
 };
 
 struct collect {
@@ -77,7 +86,7 @@ struct applyctx {
 struct gang {
     struct psid *d;
     uint64_t quantum_ns;
-    uint64_t tick_timer, apply_timer, poll_timer;
+    uint64_t tick_timer, apply_timer, wait_timer;
     unsigned ticks; /* of the quantum (GANG_TICKS) */
     /* the scheduler's part */
     struct sjob jobs[GANG_MAX_JOBS];
@@ -100,10 +109,11 @@ struct gang {
     uint16_t view_rows, view_row;
     uint32_t view_sched;
     bool said_nofreezer;
-    uint64_t switch_start; /* loop_now() when the switch took effect */
-    int64_t switch_late;   /* ns from the announced time to then (CLOCK_REALTIME) */
-    unsigned polls;
-    uint64_t switches, slow; /* switches applied; those not done within the poll limit */
+    uint64_t switch_start;   /* loop_now() when the switch took effect */
+    int64_t switch_late;     /* ns from the announced time to then (CLOCK_REALTIME) */
+    unsigned waiting;        /* jobs of the switch whose cgroup.events does not agree yet */
+    unsigned by_event;       /* of the switch's jobs, those that came to agree by an event */
+    uint64_t switches, slow; /* switches applied; those not done within GANG_WAIT_NS */
     /* scratch: the record being sent, its bytes, a report, a switch being applied */
     struct gang_switch out;
     uint8_t rec[GANG_WIRE_HEAD + GANG_WIRE_ENTRY * GANG_MAX_JOBS];
@@ -352,36 +362,100 @@ static struct ljob *frozen_find(struct gang *g, uint64_t job)
     return NULL;
 }
 
-static void poll_done(void *ctx)
+/* ---- waiting for the freezer: cgroup.events ---- */
+
+static void wait_close(struct gang *g, struct ljob *l)
 {
-    struct gang *g = ctx;
-    struct psid *d = g->d;
-    g->poll_timer = 0;
-    bool done = true;
-    for (size_t i = 0; i < g->nfrozen && done; i++) {
-        int st = cgroup_frozen(d->cgroups, g->frozen[i].job);
-        if (st >= 0 && st != (int)g->frozen[i].frozen) done = false;
-    }
-    if (done) {
-        /* bench/gang.sh reads it: the switch's skew between nodes is the spread of "done
-         * at" (CLOCK_REALTIME us) over the nodes' lines of one switch */
-        log_debug("gang: switch %llu done in %llu us, %lld us after its time, done at %llu us",
-                  (unsigned long long)g->last_seq,
-                  (unsigned long long)((loop_now() - g->switch_start) / 1000),
-                  (long long)(g->switch_late / 1000), (unsigned long long)(realtime_ns() / 1000));
-    } else if (++g->polls >= GANG_POLL_LIMIT) {
-        g->slow++;
-        log_notice("gang: switch %llu not done after %u ms", (unsigned long long)g->last_seq,
-                   GANG_POLL_LIMIT);
-    } else {
-        g->poll_timer = loop_timer(d->loop, loop_now() + GANG_POLL_NS, poll_done, g);
-        return;
-    }
-    /* thawed jobs are forgotten */
+    if (l->ev < 0) return;
+    loop_fd_del(g->d->loop, l->ev);
+    close(l->ev);
+    l->ev = -1;
+}
+
+/* The end of a switch's wait (done, given up, superseded by the next switch, psid ending):
+ * every cgroup.events closed, the timer cancelled, thawed jobs forgotten. */
+static void wait_end(struct gang *g)
+{
+    for (size_t i = 0; i < g->nfrozen; i++) wait_close(g, &g->frozen[i]);
+    if (g->wait_timer) loop_timer_cancel(g->d->loop, g->wait_timer);
+    g->wait_timer = 0;
+    g->waiting = g->by_event = 0;
     size_t k = 0;
     for (size_t i = 0; i < g->nfrozen; i++)
         if (g->frozen[i].frozen) g->frozen[k++] = g->frozen[i];
     g->nfrozen = k;
+}
+
+/* Each job still waited for whose cgroup.events agrees (or says nothing of a freezer, or
+ * is gone with its directory) is waited for no more; when none is left, the switch is done.
+ * A job counts "by event" when the kernel had marked its file modified (the change came
+ * after psid opened it: psid heard of it, not guessed it). */
+static void wait_check(struct gang *g)
+{
+    for (size_t i = 0; i < g->nfrozen; i++) {
+        struct ljob *l = &g->frozen[i];
+        if (l->ev < 0) continue;
+        bool changed = false;
+        int st = cgroup_events_frozen(l->ev, &changed);
+        if (st >= 0 && st != (int)l->frozen) continue;
+        wait_close(g, l);
+        g->waiting--;
+        g->by_event += changed;
+    }
+    if (g->waiting) return;
+    /* bench/gang.sh reads it: the switch's skew between nodes is the spread of "done at"
+     * (CLOCK_REALTIME us) over the nodes' lines of one switch; test/shell/gang_basic.sh
+     * counts "by event" */
+    log_debug("gang: switch %llu done in %llu us, %lld us after its time, done at %llu us, "
+              "%u by event",
+              (unsigned long long)g->last_seq,
+              (unsigned long long)((loop_now() - g->switch_start) / 1000),
+              (long long)(g->switch_late / 1000), (unsigned long long)(realtime_ns() / 1000),
+              g->by_event);
+    wait_end(g);
+}
+
+static void wait_event(void *ctx, uint32_t events)
+{
+    (void)events; /* EPOLLPRI (and EPOLLERR with it): a line of a cgroup.events changed */
+    wait_check(ctx);
+}
+
+static void wait_timeout(void *ctx)
+{
+    struct gang *g = ctx;
+    g->wait_timer = 0;
+    g->slow++;
+    log_notice("gang: switch %llu not done after %llu ms (%u jobs' cgroup.events do not agree)",
+               (unsigned long long)g->last_seq, GANG_WAIT_NS / 1000000ull, g->waiting);
+    wait_end(g);
+}
+
+/* l's cgroup.events opened, read (so that the kernel's next mark is for a change after
+ * now) and watched, unless it is already. Opened before the job's cgroup.freeze is
+ * written: the change the write makes is marked on this file, and seen by the read after
+ * it (wait_check) or else it wakes the loop. */
+static void wait_open(struct gang *g, struct ljob *l)
+{
+    struct psid *d = g->d;
+    if (l->ev >= 0 || (l->ev = cgroup_events_open(d->cgroups, l->job)) < 0) return;
+    cgroup_events_frozen(l->ev, NULL);
+    if (loop_fd(d->loop, l->ev, EPOLLPRI, wait_event, g) < 0) {
+        close(l->ev);
+        l->ev = -1;
+        return;
+    }
+    g->waiting++;
+}
+
+/* After the switch's writes: every job it froze, kept frozen or thawed is waited for until
+ * its cgroup.events agrees, at most GANG_WAIT_NS. */
+static void wait_begin(struct gang *g)
+{
+    for (size_t i = 0; i < g->nfrozen; i++) wait_open(g, &g->frozen[i]);
+    wait_check(g);
+    if (g->waiting)
+        g->wait_timer = loop_timer(g->d->loop, loop_now() + GANG_WAIT_NS, wait_timeout, g);
 }
 
 static void apply_one(void *ctx, uint64_t job, pid_t pid, uint32_t cpt)
@@ -403,15 +477,17 @@ static void apply_one(void *ctx, uint64_t job, pid_t pid, uint32_t cpt)
     if (freeze && !l) {
         if (g->nfrozen == GANG_MAX_JOBS) return;
         l = &g->frozen[g->nfrozen++];
-        *l = (struct ljob){job, false};
+        *l = (struct ljob){.job = job, .frozen = false, .ev = -1};
     }
     if (!l || l->frozen == freeze) return;
+    if (g->d->cgroups) wait_open(g, l); /* before the write (wait_open) */
     set_frozen(g, job, freeze);
     l->frozen = freeze;
 }
 
 static void thaw_all(struct gang *g)
 {
+    wait_end(g);
     for (size_t i = 0; i < g->nfrozen; i++)
         if (g->frozen[i].frozen) {
             set_frozen(g, g->frozen[i].job, false);
@@ -453,6 +529,7 @@ static void apply(void *ctx)
     g->apply_timer = 0;
     if (!g->have_next) return;
     g->have_next = false;
+    wait_end(g); /* the last switch's wait, if it is not done: this one supersedes it */
     struct applyctx *a = &g->apply;
     a->g = g;
     a->s = g->next;
@@ -471,10 +548,7 @@ static void apply(void *ctx)
     }
     g->nfrozen = k;
     g->switches++;
-    g->polls = 0;
-    if (g->poll_timer) loop_timer_cancel(d->loop, g->poll_timer);
-    g->poll_timer = 0;
-    if (d->cgroups) poll_done(g);
+    if (d->cgroups) wait_begin(g);
 }
 
 static void node_switch(struct gang *g, uint32_t from, const struct psmsg *m)
@@ -562,7 +636,7 @@ static void gang_stop(struct psid *d)
     if (!g) return;
     if (g->tick_timer) loop_timer_cancel(d->loop, g->tick_timer);
     if (g->apply_timer) loop_timer_cancel(d->loop, g->apply_timer);
-    if (g->poll_timer) loop_timer_cancel(d->loop, g->poll_timer);
+    wait_end(g);
     for (size_t k = 0; k < g->njobs; k++) free(g->jobs[k].tasks);
     free(g->next);
     free(g);

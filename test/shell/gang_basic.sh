@@ -8,7 +8,12 @@
 #    itself and the clock's granularity) plus 5 % of the slots;
 #  - each job gets its share: 50 % of the slots in which anything ran, +-15 % (the machine
 #    has 2 CPUs and may run other tests);
-#  - the scheduler says where it put the jobs (row 0 and row 1 of 2).
+#  - the scheduler says where it put the jobs (row 0 and row 1 of 2);
+#  - each node learns that a freeze or thaw took effect from the kernel's mark of a change of
+#    the job's cgroup.events (EPOLLPRI), not by polling it: psid's debug line of a switch's
+#    end counts the jobs that came to agree "by event", and a freeze of a CPU-bound task
+#    always changes the file after psid opened it (the task must run into the freezer);
+#  - when the jobs have ended, psid holds no cgroup.events open.
 # (A third job that fits no row waits in the queue: gang_queue.sh.)
 # Everything started is ended by pid (cluster.sh's trap); waits are bounded polls.
 # shellcheck source-path=SCRIPTDIR source=lib/cluster.sh
@@ -16,7 +21,7 @@ source "$(dirname "$0")/lib/cluster.sh"
 # shellcheck source-path=SCRIPTDIR source=lib/gang.sh
 source "$(dirname "$0")/lib/gang.sh"
 Q=200
-gang_cluster "gang" 1 $Q
+PSID_LOG_LEVEL=debug gang_cluster "gang" 1 $Q
 
 gang_start "gang" A 6 "0 1"
 A=$GJOB
@@ -52,5 +57,23 @@ check "gang: the scheduler (node 0) puts A in row 0 and B in row 1" $? \
     "$(grep "gang:" "$CDIR/psid-0.log" | head -5)"
 wait_until 10000 eval '! kill -0 "$A" 2>/dev/null'
 check "gang: job A ends after B (thawed for good)" $? "psrun $A still runs $(($(now_ms) - t1)) ms after B"
+# the switches' ends, by event: "done in U us, ..., K by event" with K > 0
+for n in 0 1; do
+    ev=$(grep -c "gang: switch [0-9]* done in .* [1-9][0-9]* by event" "$CDIR/psid-$n.log")
+    all=$(grep -c "gang: switch [0-9]* done in " "$CDIR/psid-$n.log")
+    [ "$ev" -ge 1 ]
+    check "gang: node $n: the freezer's changes reach psid as events on cgroup.events" $? \
+        "$ev of $all switches' ends with a job by event: $(grep -m3 'gang: switch' "$CDIR/psid-$n.log")"
+done
+# every cgroup.events psid opened is closed again (each waited switch ends within 200 ms)
+events_open() {
+    local f c=0
+    for f in "/proc/${PIDS[$1]}"/fd/*; do [[ $(readlink "$f") == */cgroup.events ]] && c=$((c + 1)); done
+    echo "$c"
+}
+for n in 0 1; do
+    wait_until 2000 eval "[ \"\$(events_open $n)\" = 0 ]"
+    check "gang: node $n: no cgroup.events left open after the jobs" $? "$(events_open "$n") open"
+done
 echo "gang: B ran $((t1 - t0)) ms of wall time for 4 s of its own"
 exit $((FAILS > 0))

@@ -7,7 +7,8 @@
 #                           expect; psid_grace.sh tests the grace); $PSID_HB_MODE:
 #                           heartbeat.mode (default unicast; psid_swim.sh: swim); $PSID_HB_EXTRA: more keys
 #                           of the heartbeat group; $PSID_CONF_TOP: more top-level lines
-#                           (a gang group); $PSID_CPUS: each node's cpus (default 2)
+#                           (a gang group); $PSID_CPUS: each node's cpus (default 2);
+#                           $PSID_LOG_LEVEL: log_level (default info)
 #   start_node I / kill_node I [SIG]   one daemon, by the pid we recorded ($PSID_BIN, default
 #                           build/bin/psid: a test may run the ASan/UBSan build instead)
 #   state_of OBSERVER NODE  "up", "unreachable" or "down", as OBSERVER's psid sees NODE
@@ -169,7 +170,7 @@ cluster_up() { # cluster_up N [extra rdp/heartbeat lines]
     {
         echo "cluster = \"test\";"
         echo "key_file = \"$CDIR/key\";"
-        echo "log_level = \"info\";"
+        echo "log_level = \"${PSID_LOG_LEVEL:-info}\";"
         echo "rdp = { port = $port; mtu = 65536; };"
         echo "heartbeat = { mode = \"${PSID_HB_MODE:-unicast}\"; port = $((port + 1)); down_grace_ms = ${PSID_DOWN_GRACE_MS:-0}; ${PSID_HB_EXTRA:-} };"
         echo "psid = { socket = \"$CDIR/psid-%n.sock\"; kill_delay_ms = 1000; ${PSID_CONF_EXTRA:-} };"
