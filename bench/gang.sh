@@ -6,7 +6,15 @@
 #     the psids' debug lines "gang: switch S done in U us, L us after its time, done at T us"
 #     of the switches that froze one job and thawed the other: per node, the switch's time
 #     from the scheduler's decision (the 5 ms lead + L + U) p50/p99; per switch, the skew
-#     between the nodes (the spread of T) p50/p99; and the model for 1024 nodes;
+#     between the nodes (the spread of T) p50/p99; and the model for 1024 nodes; then, in the
+#     same run, the platform's floor (test/tools/skewfloor -n N, SWITCH_S/SWITCH_Q rounds
+#     every SWITCH_Q ms): N processes sleeping to common instants (clock_nanosleep
+#     TIMER_ABSTIME) beside N CPU hogs, their lateness and its spread; and, as root with a
+#     writable cgroup2, the switch alone: each of N processes freezes one of its two cgroups
+#     of a hog and thaws the other at each instant and waits for frozen 1 (2N hogs, N
+#     frozen, as the two jobs): the spread of the completions against psid's skew. A switch
+#     a node did not finish before the next (or 200 ms) is cut, in both: it counts as longer
+#     than all others, and a percentile on one shows as ">BOUND";
 #  2. overhead: two jobs of fixed work (test/tools/gangspin --cpu WORK_S: each rank spins for
 #     WORK_S s of its own CPU time) spanning every CPU of 4 nodes; each alone takes T; both at
 #     once, gang-scheduled at 100 and 20 ms: the makespan against 2T (targets 1.02 and 1.05),
@@ -40,6 +48,7 @@ bench_no_args "$0" "$@"
 
 BIN=$ROOT/build/bin
 SPIN=$ROOT/build/test/tools/gangspin
+FLOOR=$ROOT/build/test/tools/skewfloor
 LIB=$ROOT/build/lib/libpspreload.so
 PARTS=${PARTS:-switch overhead cosched preempt}
 SWITCH_NODES=${SWITCH_NODES:-4 8 16}
@@ -50,7 +59,7 @@ COSCHED_S=${COSCHED_S:-4}
 PREEMPT_BYTES=${PREEMPT_BYTES:-1000000000}
 PREEMPT_Q=${PREEMPT_Q:-20}
 PREEMPT_RATE=${PREEMPT_RATE:-40}
-for t in "$BIN/pslocal" "$BIN/psrun" "$SPIN"; do
+for t in "$BIN/pslocal" "$BIN/psrun" "$SPIN" "$FLOOR"; do
     [[ -x $t ]] || {
         echo "bench/gang.sh: $t not built (make build-tests)" >&2
         exit 1
@@ -99,11 +108,36 @@ when="$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loa
 echo "## bench/gang.sh, $when"
 
 # ---- 1. switch time and skew
+# kv PART KEY FILE: skewfloor's value KEY=US on FILE's line of PART (wake, freeze), in ms,
+# ">BOUND" for a cut one (-1), or NA
+kv() {
+    sed -n "/^$1 nodes=/s/.* $2=\(-\{0,1\}[0-9]*\).*/\1/p" "$3" | awk -v b="$CUT_MS" '
+        NR == 1 { if ($1 < 0) print ">" b; else printf "%.1f\n", $1 / 1000; f = 1 }
+        END { if (!f) print "NA" }'
+}
+# ratio A B: A / B to 2 places, NA unless both are numbers and B > 0
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "NA" }'; }
+# floor_row N SKEW50 SKEW99 FILE: the table row of psid's skew beside skewfloor's output FILE
+floor_row() {
+    local n=$1 s50=$2 s99=$3 f=$4 f50 f99 fr
+    f50=$(kv freeze spread_p50_us "$f")
+    f99=$(kv freeze spread_p99_us "$f")
+    fr="$f50 / $f99 ($(sed -n 's/^freeze nodes=.* cut=\([0-9]*\).*/\1/p' "$f") cut)"
+    grep -q '^freeze unavailable' "$f" && fr="NA ($(sed -n 's/^freeze unavailable: //p' "$f"))"
+    echo "| $n | $s50 / $s99 | $(kv wake spread_p50_us "$f") / $(kv wake spread_p99_us "$f") | $fr | $(ratio "$s50" "$f50"), $(ratio "$s99" "$f99") |"
+}
+floor_rows=()
+# a switch that did not end in time (psid: the next switch came first, or 200 ms passed;
+# skewfloor: the same bound) counts as longer than every other; a percentile on one is
+# printed as ">BOUND" (ms)
+CUT=999999
+CUT_MS=$((SWITCH_Q < 200 ? SWITCH_Q : 200))
+uncut() { awk -v cut="$CUT" -v b="$CUT_MS" '{ print ($1 == cut ? ">" b : $1) }'; }
 if [[ " $PARTS " == *" switch "* ]]; then
     echo
     echo "### Switch time and skew (quantum $SWITCH_Q ms, two jobs of one CPU-bound rank per node, nodes of 1 CPU)"
     echo
-    echo "| nodes | switches | per node: decision to done, p50 / p99 (ms) | skew between nodes, p50 / p99 (ms) |"
+    echo "| nodes | switches (cut) | per node: decision to done, p50 / p99 (ms) | skew between nodes, p50 / p99 (ms) |"
     echo "|---:|---:|---:|---:|"
     for n in $SWITCH_NODES; do
         d=$tmp/sw$n
@@ -115,32 +149,55 @@ if [[ " $PARTS " == *" switch "* ]]; then
         job "$d" B -N "$n" -- "$SPIN" /dev/null "$SWITCH_S"
         b=$JOB
         wait "$a" "$b" || true
-        # "SEQ U L T" per node's line; switches that froze or thawed something (U > 0 lines
-        # of seqs seen on every node), while both jobs ran (the middle of the run)
+        # "SEQ U L T" per node's line
         cat "$d"/psid-*.log | sed -n 's/.*gang: switch \([0-9]*\) done in \([0-9]*\) us, \(-\{0,1\}[0-9]*\) us after its time, done at \([0-9]*\) us.*/\1 \2 \3 \4/p' \
             >"$tmp/sw$n.lines"
-        awk -v n="$n" '{ if (!c[$1]++ || $4 < lo[$1]) lo[$1] = $4; if (c[$1] == 1 || $4 > hi[$1]) hi[$1] = $4 }
-            END { for (s in c) if (c[s] == n) print s, (hi[s] - lo[s]) / 1000 }' "$tmp/sw$n.lines" |
-            sort -n >"$tmp/sw$n.skew"
-        # the middle half of the switches: both jobs surely running
-        k=$(wc -l <"$tmp/sw$n.skew")
-        awk -v k="$k" 'NR > k / 4 && NR <= 3 * k / 4' "$tmp/sw$n.skew" >"$tmp/sw$n.mid"
-        awk 'NR == FNR { keep[$1] = 1; next } ($1 in keep) { print (5000 + $3 + $2) / 1000 }' \
+        # the middle half of the run's switches (both jobs surely running), by number: per
+        # switch the skew (the spread of T) if every node logged its end, else CUT (a node's
+        # switch outlasted the next switch or 200 ms: psid logs no end for it); per node and
+        # switch the time from the decision (5 ms lead + L + U), or CUT
+        awk -v n="$n" -v cut="$CUT" '
+            { if (!c[$1]++ || $4 < lo[$1]) lo[$1] = $4; if (c[$1] == 1 || $4 > hi[$1]) hi[$1] = $4
+              if (!min || $1 < min) min = $1; if ($1 > max) max = $1 }
+            END { from = min + int((max - min) / 4); to = min + int(3 * (max - min) / 4)
+                  for (s = from; s <= to; s++) print s, (c[s] == n ? (hi[s] - lo[s]) / 1000 : cut) }' \
+            "$tmp/sw$n.lines" >"$tmp/sw$n.mid"
+        awk -v n="$n" -v cut="$CUT" 'NR == FNR { keep[$1] = 1; next }
+            ($1 in keep) { print (5000 + $3 + $2) / 1000; got[$1]++ }
+            END { for (s in keep) for (i = got[s]; i < n; i++) print cut }' \
             "$tmp/sw$n.mid" "$tmp/sw$n.lines" >"$tmp/sw$n.time"
-        echo "| $n | $(wc -l <"$tmp/sw$n.mid") | $(pct 50 <"$tmp/sw$n.time") / $(pct 99 <"$tmp/sw$n.time") | $(cut -d' ' -f2 "$tmp/sw$n.mid" | pct 50) / $(cut -d' ' -f2 "$tmp/sw$n.mid" | pct 99) |"
+        skew50=$(cut -d' ' -f2 "$tmp/sw$n.mid" | pct 50 | uncut)
+        skew99=$(cut -d' ' -f2 "$tmp/sw$n.mid" | pct 99 | uncut)
+        echo "| $n | $(wc -l <"$tmp/sw$n.mid") ($(grep -c " $CUT$" "$tmp/sw$n.mid") cut) | $(pct 50 <"$tmp/sw$n.time" | uncut) / $(pct 99 <"$tmp/sw$n.time" | uncut) | $skew50 / $skew99 |"
         grep -q "no cgroup freezer" "$d"/psid-*.log && echo "(${n} nodes: no cgroup freezer: SIGSTOP/SIGCONT)"
         down "$d"
+        # the floor, right after, on the same machine
+        log "== switch floor: $n nodes"
+        "$FLOOR" -n "$n" -r $((SWITCH_S * 1000 / SWITCH_Q)) -p "$SWITCH_Q" >"$tmp/floor$n" 2>&1 || true
+        floor_rows+=("$(floor_row "$n" "$skew50" "$skew99" "$tmp/floor$n")")
     done
+
     echo
     echo "Decision to done: the scheduler's 5 ms lead, then the node's lateness after the announced"
     echo "time and its freeze + thaw until cgroup.events agrees. Skew: the spread of the nodes'"
-    echo "completion times (CLOCK_REALTIME: one clock here) of one switch. Model for 1024 nodes:"
+    echo "completion times (CLOCK_REALTIME: one clock here) of one switch. A switch some node did"
+    echo "not finish before the next one (or 200 ms) has no end in psid's log: it is cut and"
+    echo "counts as longer than all others (a percentile on it: >${CUT_MS}). Model for 1024 nodes:"
     echo "each node's part does not depend on N (its own freezer and timer); the scheduler sends"
     echo "N switch records per quantum, which must leave within the lead: at the per-message cost"
     echo "psid's RDP send has here (~10 us), 1024 records take ~10 ms, so the lead must grow to"
     echo "about 2x that (or the record travel a tree), and the skew is then bounded by the nodes'"
     echo "clock agreement (PTP: microseconds; NTP on a LAN: ~0.1-1 ms) plus the per-node freeze"
     echo "time measured above."
+    echo
+    echo "Same run, the platform's floor (test/tools/skewfloor, no psid): \"wake\": N processes"
+    echo "sleeping to the same instants beside N CPU hogs, the spread of their wake-ups;"
+    echo "\"freeze\": each also freezes one cgroup of a hog and thaws another, as a switch does"
+    echo "(2N hogs, N frozen), the spread of its frozen 1, cut as psid's (ms, p50 / p99):"
+    echo
+    echo "| nodes | psid's skew | floor: wake spread | floor: freeze spread | skew / freeze floor, p50 and p99 |"
+    echo "|---:|---:|---:|---:|---:|"
+    printf '%s\n' "${floor_rows[@]}"
 fi
 
 # ---- 2. overhead
