@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #define NO_NODE UINT32_MAX
+#define PUMP_NS 2000000ull /* the most of the daemon's time one pump of a broadcast takes */
 
 enum kid_state { KID_RUN, KID_DONE, KID_FAILED };
 
@@ -92,10 +93,12 @@ struct bx {
     char why[300];
     crypto_generichash_state hash;
     bool hashing;
-    /* chunks [freed, got) are held, chunk i in ring[i % BCAST_WINDOW] */
-    uint8_t *ring[BCAST_WINDOW];
+    /* chunks [freed, got) are held, chunk i in ring[i % BCAST_WINDOW] as the
+     * PSM_D_BCAST_DATA every child gets (built once, its buffer reused) */
+    struct psmsg_buf ring[BCAST_WINDOW];
+    uint8_t *scratch;          /* the home: a chunk as read */
     uint32_t freed, got, told; /* told: the count last acknowledged to the parent */
-    bool end_in;
+    bool end_in, more;         /* more: its last pump ran out of time with chunks left to send */
     uint8_t sum[32];
     uint64_t parent_heard, said;
     struct bkid *kids;
@@ -118,7 +121,8 @@ struct bx {
 
 struct bcast {
     struct bx *head;
-    uint64_t timer;
+    uint64_t timer;  /* tick: lives, silent children */
+    uint64_t resume; /* the pumps cut short go on, after the loop served what came meanwhile */
 };
 
 static struct bcast *state(struct psid *d)
@@ -149,10 +153,9 @@ static void dropped(struct psid *d, uint32_t from, const char *what, const char 
 
 static void ring_free(struct bx *x)
 {
-    for (unsigned i = 0; i < BCAST_WINDOW; i++) {
-        free(x->ring[i]);
-        x->ring[i] = NULL;
-    }
+    for (unsigned i = 0; i < BCAST_WINDOW; i++) psmsg_buf_free(&x->ring[i]);
+    free(x->scratch);
+    x->scratch = NULL;
 }
 
 static void bx_free(struct psid *d, struct bx *x)
@@ -182,13 +185,13 @@ static size_t count(struct psid *d, uint32_t uid, bool running)
 static int over_limit(struct psid *d, uint32_t uid, char *why, size_t whylen)
 {
     if (count(d, NO_NODE, true) >= BCAST_MAX) {
-        snprintf(why, whylen, "node %u (%s) has %u broadcasts under way, its limit",
-                 d->self->id, d->self->name, BCAST_MAX);
+        snprintf(why, whylen, "node %u (%s) has %u broadcasts under way, its limit", d->self->id,
+                 d->self->name, BCAST_MAX);
         return -1;
     }
     if (uid != 0 && count(d, uid, true) >= BCAST_PER_UID) {
-        snprintf(why, whylen, "user %u has %u broadcasts under way on node %u (%s), the limit",
-                 uid, BCAST_PER_UID, d->self->id, d->self->name);
+        snprintf(why, whylen, "user %u has %u broadcasts under way on node %u (%s), the limit", uid,
+                 BCAST_PER_UID, d->self->id, d->self->name);
         return -1;
     }
     if (count(d, NO_NODE, false) >= BCAST_KEPT_MAX) {
@@ -274,13 +277,16 @@ static void local_open(struct psid *d, struct bx *x, uint32_t nodeidx, const uin
     }
 }
 
-/* The next chunk arrived (or was read into its slot, the home): held, written here, hashed.
- * -1 out of memory. */
+/* The next chunk arrived (or was read, the home): held as the message for the children,
+ * written here, hashed. -1 out of memory. */
 static int take(struct psid *d, struct bx *x, const uint8_t *data, size_t len)
 {
-    uint32_t slot = x->got % BCAST_WINDOW;
-    if (!x->ring[slot] && !(x->ring[slot] = malloc(x->chunk))) return -1;
-    if (x->ring[slot] != data) memcpy(x->ring[slot], data, len);
+    struct psmsg_buf *b = &x->ring[x->got % BCAST_WINDOW];
+    psmsg_begin(b, PSM_D_BCAST_DATA, 0);
+    psmsg_put_u64(b, PSF_BCAST_ID, x->id);
+    psmsg_put_u32(b, PSF_N, x->got);
+    psmsg_put_bytes(b, PSF_DATA, data, len);
+    if (psmsg_end(b) < 0) return -1;
     if (x->hashing) crypto_generichash_update(&x->hash, data, len);
     if (x->fd >= 0) {
         off_t at = (off_t)x->got * x->chunk;
@@ -391,16 +397,8 @@ static void fail_kid(struct psid *d, struct bx *x, size_t c, int err, const char
 static void send_data(struct psid *d, struct bx *x, size_t c)
 {
     struct bkid *k = &x->kids[c];
-    uint32_t idx = k->sent;
-    struct psmsg_buf b = {0};
-    psmsg_begin(&b, PSM_D_BCAST_DATA, 0);
-    psmsg_put_u64(&b, PSF_BCAST_ID, x->id);
-    psmsg_put_u32(&b, PSF_N, idx);
-    psmsg_put_bytes(&b, PSF_DATA, x->ring[idx % BCAST_WINDOW],
-                    bcast_chunk_len(x->size, x->chunk, idx));
     x->n_sent++;
-    int rc = psid_send(d, k->node, &b);
-    psmsg_buf_free(&b);
+    int rc = psid_send(d, k->node, &x->ring[k->sent % BCAST_WINDOW]); /* RDP copies it */
     k->sent++;
     if (rc < 0) {
         char why[200];
@@ -429,12 +427,11 @@ static bool read_source(struct psid *d, struct bx *x)
     bool moved = false;
     while (x->running && x->got < x->nchunks && x->got - x->freed < BCAST_WINDOW) {
         size_t len = bcast_chunk_len(x->size, x->chunk, x->got);
-        uint32_t slot = x->got % BCAST_WINDOW;
-        if (!x->ring[slot] && !(x->ring[slot] = malloc(x->chunk))) {
+        if (!x->scratch && !(x->scratch = malloc(x->chunk))) {
             source_failed(d, x, ENOMEM, "out of memory for a chunk");
             return false;
         }
-        uint8_t *p = x->ring[slot];
+        uint8_t *p = x->scratch;
         off_t at = (off_t)x->got * x->chunk;
         for (size_t done = 0; done < len;) {
             ssize_t r = pread(x->src, p + done, len - done, at + (off_t)done);
@@ -448,7 +445,10 @@ static bool read_source(struct psid *d, struct bx *x)
             }
             done += (size_t)r;
         }
-        take(d, x, p, len); /* already in its slot */
+        if (take(d, x, p, len) < 0) {
+            source_failed(d, x, ENOMEM, "out of memory for a chunk");
+            return false;
+        }
         moved = true;
     }
     if (x->running && x->got == x->nchunks && !x->end_in) {
@@ -461,23 +461,30 @@ static bool read_source(struct psid *d, struct bx *x)
         }
         crypto_generichash_final(&x->hash, x->sum, sizeof x->sum);
         x->hashing = false;
-        x->end_in = true;
-        local_finish(d, x);
+        x->end_in = true; /* pump puts the copy here in place, after the children's ends */
         moved = true;
     }
     return moved;
 }
 
+static void resume_soon(struct psid *d);
+
 /* Send what each child may take, free what all have, read more (the home), acknowledge
- * (elsewhere); then see whether the broadcast is settled. true if x was freed. */
-static bool pump(struct psid *d, struct bx *x)
+ * (elsewhere), until loop_now() passes end (then the rest is resumed); then see whether the
+ * broadcast is settled. true if x was freed. */
+static bool pump_until(struct psid *d, struct bx *x, uint64_t end)
 {
-    for (bool moved = true; moved && x->running;) {
+    x->more = false;
+    for (bool moved = true; moved && x->running && !x->more;) {
         moved = x->parent == NO_NODE && read_source(d, x);
         if (!x->running) break;
-        for (size_t c = 0; c < x->nkids; c++) {
+        for (size_t c = 0; c < x->nkids && !x->more; c++) {
             struct bkid *k = &x->kids[c];
             while (k->state == KID_RUN && k->sent < x->got && k->sent < k->acked + BCAST_WINDOW) {
+                if (moved && loop_now() > end) { /* the loop's other work first */
+                    x->more = true;
+                    break;
+                }
                 send_data(d, x, c);
                 moved = true;
             }
@@ -492,6 +499,10 @@ static bool pump(struct psid *d, struct bx *x)
             moved = true;
         }
     }
+    if (x->more) resume_soon(d);
+    /* the copy here is put in place once the children that have every chunk have their
+     * end: their checks and renames run beside this one, not one after the other */
+    if (x->running && x->end_in && !x->more) local_finish(d, x);
     if (x->running && x->parent != NO_NODE && x->freed > x->told) {
         struct psmsg_buf b = {0};
         psmsg_begin(&b, PSM_D_BCAST_ACK, 0);
@@ -503,6 +514,20 @@ static bool pump(struct psid *d, struct bx *x)
         x->said = loop_now();
     }
     return maybe_done(d, x);
+}
+
+static bool pump(struct psid *d, struct bx *x)
+{
+    return pump_until(d, x, loop_now() + PUMP_NS);
+}
+
+/* Chunks arrived or were acknowledged: the sending they allow waits for the resume timer,
+ * once per round of the loop whatever came in it (an acknowledgement of each of 63
+ * children, pumped at once, held a flat broadcast's home for seconds). */
+static void pump_soon(struct psid *d, struct bx *x)
+{
+    x->more = true;
+    resume_soon(d);
 }
 
 static void fail_kid(struct psid *d, struct bx *x, size_t c, int err, const char *why, bool tell)
@@ -604,6 +629,19 @@ static void put_common(struct psmsg_buf *b, const struct bx *x)
     psmsg_put_u32(b, PSF_TREE_WIDTH, x->width);
 }
 
+/* Child c's open (b, built), or c given up: its open does not fit, or it is down. */
+static void send_open(struct psid *d, struct bx *x, size_t c, struct psmsg_buf *b)
+{
+    struct psid_node *pn = psid_node(d, x->kids[c].node);
+    if (b->err)
+        fail_kid(d, x, c, E2BIG, "its subtree's open does not fit a message", false);
+    else if (!pn || pn->state == PSNODE_DOWN)
+        fail_kid(d, x, c, EHOSTDOWN, "is down", false);
+    else
+        send_to(d, x, x->kids[c].node, b);
+    psmsg_buf_free(b);
+}
+
 static struct bx *bx_new(struct psid *d)
 {
     struct bx *x = calloc(1, sizeof *x);
@@ -619,9 +657,29 @@ static struct bx *bx_new(struct psid *d)
 
 static void tick(void *ctx);
 
+/* The broadcasts with sending to do go on, for PUMP_NS of the daemon's time together (a
+ * timer due at once: the loop serves heartbeats, RDP and clients between, as between the
+ * spawn queue's batches). */
+static void resume(void *ctx)
+{
+    struct psid *d = ctx;
+    uint64_t end = loop_now() + PUMP_NS;
+    d->bcast->resume = 0;
+    for (struct bx *x = d->bcast->head, *nx; x; x = nx) {
+        nx = x->next;
+        if (x->running && x->more) pump_until(d, x, end);
+    }
+}
+
+static void resume_soon(struct psid *d)
+{
+    if (!d->bcast->resume) d->bcast->resume = loop_timer(d->loop, loop_now(), resume, d);
+}
+
 static void arm(struct psid *d)
 {
-    if (!d->bcast->timer) d->bcast->timer = loop_timer(d->loop, loop_now() + BCAST_ALIVE_NS, tick, d);
+    if (!d->bcast->timer)
+        d->bcast->timer = loop_timer(d->loop, loop_now() + BCAST_ALIVE_NS, tick, d);
 }
 
 /* ---- a node's part: PSM_D_BCAST_OPEN ---- */
@@ -699,8 +757,7 @@ static void on_open(struct psid *d, uint32_t from, const struct psmsg *m)
                 psmsg_put_bytes(&b, PSF_PART, p->rec.p, p->rec.len);
             }
             at += x->kids[c].nsub;
-            send_to(d, x, x->kids[c].node, &b);
-            psmsg_buf_free(&b);
+            send_open(d, x, c, &b);
         }
         if (o.parts[0].cred)
             local_open(d, x, o.parts[0].nodeidx, o.parts[0].cred, o.parts[0].credlen);
@@ -761,7 +818,7 @@ static void on_data(struct psid *d, uint32_t from, const struct psmsg *m)
         broken_stream(d, x, "out of memory for a chunk");
         return;
     }
-    pump(d, x);
+    pump_soon(d, x);
 }
 
 static void on_end(struct psid *d, uint32_t from, const struct psmsg *m)
@@ -781,8 +838,7 @@ static void on_end(struct psid *d, uint32_t from, const struct psmsg *m)
     }
     memcpy(x->sum, sum, sizeof sum);
     x->end_in = true;
-    local_finish(d, x);
-    pump(d, x);
+    pump(d, x); /* the children's ends first, then the copy here (local_finish) */
 }
 
 /* A message from child `from` of a running broadcast: its index, or -1 (dropped). */
@@ -820,7 +876,7 @@ static void on_ack(struct psid *d, uint32_t from, const struct psmsg *m)
         return;
     }
     k->acked = n;
-    pump(d, x);
+    pump_soon(d, x);
 }
 
 static void on_done(struct psid *d, uint32_t from, const struct psmsg *m)
@@ -847,7 +903,8 @@ static void on_done(struct psid *d, uint32_t from, const struct psmsg *m)
     k->state = KID_DONE;
     x->ok += r.ok;
     x->nfail += r.failed - (uint32_t)r.nfails;
-    for (size_t i = 0; i < r.nfails; i++) add_fail(x, r.fails[i].node, r.fails[i].err, r.fails[i].text);
+    for (size_t i = 0; i < r.nfails; i++)
+        add_fail(x, r.fails[i].node, r.fails[i].err, r.fails[i].text);
     pump(d, x);
 }
 
@@ -903,8 +960,8 @@ static void bcast_message(struct psid *d, uint32_t from, const struct psmsg *m)
 /* ---- the home: PSM_BCAST ---- */
 
 struct home_parts {
-    const uint32_t *node;   /* by place; place 0 the home */
-    const bool *target;     /* by place */
+    const uint32_t *node; /* by place; place 0 the home */
+    const bool *target;   /* by place */
 };
 
 static uint32_t home_node(const void *ctx, size_t i)
@@ -962,7 +1019,8 @@ static void bcast_request(struct psid *d, struct client *c, const struct psmsg *
     }
     if (!psmsg_find(&m->body, PSF_BCAST_DEST, &f) || psmsg_field_str(&f, dest, sizeof dest) < 0 ||
         bcast_dest_check(dest, why, sizeof why) < 0) {
-        request_error(c, m->id, EINVAL, "%s", psmsg_find(&m->body, PSF_BCAST_DEST, &f) ? why : "no destination");
+        request_error(c, m->id, EINVAL, "%s",
+                      psmsg_find(&m->body, PSF_BCAST_DEST, &f) ? why : "no destination");
         goto out;
     }
     psmsg_get_u32(&m->body, PSF_BCAST_FLAGS, &flags);
@@ -1019,8 +1077,8 @@ static void bcast_request(struct psid *d, struct client *c, const struct psmsg *
         goto out;
     }
     if (job && !jobs_client_held(d, c, job)) {
-        request_error(c, m->id, ESRCH, "no held spawn %u:%d of this connection's",
-                      PSTID_NODE(job), PSTID_PID(job));
+        request_error(c, m->id, ESRCH, "no held spawn %u:%d of this connection's", PSTID_NODE(job),
+                      PSTID_PID(job));
         goto out;
     }
     if (job && bx_find(d, job)) {
@@ -1078,12 +1136,8 @@ static void bcast_request(struct psid *d, struct client *c, const struct psmsg *
     x->t0 = loop_now();
     snprintf(x->dest, sizeof x->dest, "%s", dest);
     /* the credentials: the privileged child checks the client's connection itself */
-    struct priv_cred_req q = {.job = x->id,
-                              .uid = x->uid,
-                              .gid = x->gid,
-                              .nodes = nodes,
-                              .nranks = ranks,
-                              .n = n};
+    struct priv_cred_req q = {
+        .job = x->id, .uid = x->uid, .gid = x->gid, .nodes = nodes, .nranks = ranks, .n = n};
     bcast_digest(x->dest, x->flags, x->mode, x->size, q.digest);
     if (priv_cred(d, client_fd(c), &q, creds, why, sizeof why) < 0) {
         int e = errno ? errno : EPERM;
@@ -1096,7 +1150,8 @@ static void bcast_request(struct psid *d, struct client *c, const struct psmsg *
     struct home_parts hp = {place_node, target};
     size_t nkids = home_kids(places, width, kid_of, kid_part);
     size_t *order = calloc(places, sizeof *order);
-    if (!order || make_kids(x, places, kid_of, kid_part, nkids, home_node, home_target, &hp, order) < 0) {
+    if (!order ||
+        make_kids(x, places, kid_of, kid_part, nkids, home_node, home_target, &hp, order) < 0) {
         free(order);
         free(nodeidx);
         bx_free(d, x);
@@ -1114,7 +1169,6 @@ static void bcast_request(struct psid *d, struct client *c, const struct psmsg *
     client_send(c, &b);
     psmsg_buf_free(&b);
     /* each child's open: its subtree's parts, the credentials made for them */
-    bool fits = true;
     for (size_t kc = 0, at = 0; kc < nkids; kc++) {
         psmsg_begin(&b, PSM_D_BCAST_OPEN, 0);
         put_common(&b, x);
@@ -1128,11 +1182,7 @@ static void bcast_request(struct psid *d, struct client *c, const struct psmsg *
             psmsg_record_end(&b);
         }
         at += x->kids[kc].nsub;
-        if (b.err) fits = false;
-        if (fits) send_to(d, x, x->kids[kc].node, &b);
-        psmsg_buf_free(&b);
-        if (!fits) fail_kid(d, x, kc, E2BIG, "its subtree's open does not fit a message", false);
-        fits = true;
+        send_open(d, x, kc, &b);
     }
     if (home_at < n) local_open(d, x, (uint32_t)home_at, creds[home_at], SPAWNCRED_LEN);
     log_info("broadcast %u:%d of %s (%llu bytes) to %zu nodes over a tree of width %u: %zu opens "
@@ -1164,8 +1214,8 @@ static void bcast_client_gone(struct psid *d, struct client *c)
         if (x->parent != NO_NODE || x->client != c) continue;
         x->client = NULL;
         if (x->running || !(x->flags & PSBCAST_F_KEEP)) {
-            log_info("broadcast %u:%d: its client is gone: %s", PSTID_NODE(x->id),
-                     PSTID_PID(x->id), x->running ? "dropped" : "the copies are removed");
+            log_info("broadcast %u:%d: its client is gone: %s", PSTID_NODE(x->id), PSTID_PID(x->id),
+                     x->running ? "dropped" : "the copies are removed");
             drop_here(d, x);
         } else {
             bx_free(d, x);
@@ -1233,7 +1283,8 @@ static void tick(void *ctx)
                 fail_kid(d, x, c, ETIMEDOUT, why, true);
                 silent = true;
             }
-        if ((silent && pump(d, x)) || !x->running || x->parent == NO_NODE || now - x->said < BCAST_ALIVE_NS)
+        if ((silent && pump(d, x)) || !x->running || x->parent == NO_NODE ||
+            now - x->said < BCAST_ALIVE_NS)
             continue;
         struct psmsg_buf b = {0};
         psmsg_begin(&b, PSM_D_BCAST_ACK, 0);
@@ -1251,13 +1302,18 @@ static void bcast_stop(struct psid *d)
     if (!d->bcast) return;
     while (d->bcast->head) bx_free(d, d->bcast->head); /* the child removes the copies */
     if (d->bcast->timer) loop_timer_cancel(d->loop, d->bcast->timer);
+    if (d->bcast->resume) loop_timer_cancel(d->loop, d->bcast->resume);
     free(d->bcast);
     d->bcast = NULL;
 }
 
 static const uint16_t bcast_requests[] = {PSM_BCAST, 0};
-static const uint16_t bcast_messages[] = {PSM_D_BCAST_OPEN, PSM_D_BCAST_DATA, PSM_D_BCAST_END,
-                                          PSM_D_BCAST_ACK,  PSM_D_BCAST_DONE, PSM_D_BCAST_DROP,
+static const uint16_t bcast_messages[] = {PSM_D_BCAST_OPEN,
+                                          PSM_D_BCAST_DATA,
+                                          PSM_D_BCAST_END,
+                                          PSM_D_BCAST_ACK,
+                                          PSM_D_BCAST_DONE,
+                                          PSM_D_BCAST_DROP,
                                           0};
 const struct psid_module bcast_module = {.name = "bcast",
                                          .requests = bcast_requests,
