@@ -337,8 +337,8 @@ enum psm_type {
      * the child's first, in increasing PSF_TREE_POS} */
     PSM_D_BCAST_OPEN = 0x1030,
     /* parent -> child: {PSF_BCAST_ID, PSF_N: the chunk's number from 0, PSF_DATA: its bytes
-     * (PSF_BCAST_CHUNK of them, the last one the rest)}, in order, at most PSBCAST_WINDOW
-     * beyond what the child acknowledged */
+     * (PSF_BCAST_CHUNK of them, the last one the rest)}, in order, at most BCAST_WINDOW
+     * (psid/bcastwire.h) beyond what the child acknowledged */
     PSM_D_BCAST_DATA = 0x1031,
     /* parent -> child, after the last chunk: {PSF_BCAST_ID, PSF_BCAST_SUM} */
     PSM_D_BCAST_END = 0x1032,

@@ -31,7 +31,8 @@ int psi_bcast_result_parse(const struct psmsg_view *body, struct psi_bcast_resul
                            const char **why)
 {
     memset(res, 0, sizeof *res);
-    if (psmsg_get_u32(body, PSF_COUNT, &res->ok) < 0 || psmsg_get_u32(body, PSF_N, &res->failed) < 0)
+    if (psmsg_get_u32(body, PSF_COUNT, &res->ok) < 0 ||
+        psmsg_get_u32(body, PSF_N, &res->failed) < 0)
         return bad(why, "no count of nodes with and without the copy");
     struct psmsg_field f;
     if (psmsg_find(body, PSF_BCAST_ID, &f) && psmsg_field_u64(&f, &res->id) < 0)
@@ -118,10 +119,10 @@ int psi_bcast_dest(const char *dest, const char *name, char *out, size_t n)
     char cwd[PATH_MAX] = "";
     if (dest && dest[0] != '/' && !getcwd(cwd, sizeof cwd)) return -1;
     size_t l = dest ? strlen(dest) : 0;
-    int w = !dest                 ? snprintf(out, n, "/tmp/%s", name)
-            : dest[0] == '/'      ? snprintf(out, n, "%s%s", dest, l && dest[l - 1] == '/' ? name : "")
-                                  : snprintf(out, n, "%s/%s%s", cwd, dest,
-                                             l && dest[l - 1] == '/' ? name : "");
+    int w = !dest ? snprintf(out, n, "/tmp/%s", name)
+            : dest[0] == '/'
+                ? snprintf(out, n, "%s%s", dest, l && dest[l - 1] == '/' ? name : "")
+                : snprintf(out, n, "%s/%s%s", cwd, dest, l && dest[l - 1] == '/' ? name : "");
     if (w < 0 || (size_t)w >= n) {
         errno = ENAMETOOLONG;
         return -1;

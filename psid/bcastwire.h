@@ -18,16 +18,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BCAST_CHUNK       (256u << 10) /* bytes per chunk the home sends */
-#define BCAST_CHUNK_MIN   4096u
-#define BCAST_WINDOW      4u            /* chunks a node holds, and sends a child unacknowledged */
-#define BCAST_SIZE_MAX    (1ull << 40)  /* bytes of a file (chunk numbers stay below 2^32) */
-#define BCAST_PARTS_MAX   65536u        /* nodes in one PSM_D_BCAST_OPEN */
-#define BCAST_PER_UID     4u            /* broadcasts of one uid under way on a node (not root) */
-#define BCAST_MAX         16u           /* broadcasts under way on a node */
-#define BCAST_KEPT_MAX    1024u         /* copies a node remembers to remove after their job */
-#define BCAST_STALL_NS    (15ull * 1000000000ull) /* a child silent so long is given up */
-#define BCAST_ALIVE_NS    (1000000000ull)         /* a running node says it lives this often */
+#define BCAST_CHUNK     (256u << 10) /* bytes per chunk the home sends */
+#define BCAST_CHUNK_MIN 4096u
+#define BCAST_WINDOW    4u           /* chunks a node holds, and sends a child unacknowledged */
+#define BCAST_SIZE_MAX  (1ull << 40) /* bytes of a file (chunk numbers stay below 2^32) */
+#define BCAST_PARTS_MAX 65536u       /* nodes in one PSM_D_BCAST_OPEN */
+#define BCAST_PER_UID   4u           /* broadcasts of one uid under way on a node (not root) */
+#define BCAST_MAX       16u          /* broadcasts under way on a node */
+#define BCAST_KEPT_MAX  1024u        /* copies a node remembers to remove after their job */
+#define BCAST_STALL_NS  (15ull * 1000000000ull) /* a child silent so long is given up */
+#define BCAST_ALIVE_NS  (1000000000ull)         /* a running node says it lives this often */
 
 /* The digest a node's broadcast credential binds (spawncred.h's digest field), under a label
  * of its own (no spawn digest can equal one): the destination pattern, the flags (but

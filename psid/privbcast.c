@@ -130,8 +130,9 @@ static int op_commit(const struct op *op, int *fd)
     int e = 0;
     if (chmod(f->tmp, (mode_t)(f->mode & 0777)) < 0) e = errno;
     if (!e && f->flags & PSBCAST_F_PRESERVE) {
-        struct timespec ts[2] = {{(time_t)(op->atime / 1000000000ull), (long)(op->atime % 1000000000ull)},
-                                 {(time_t)(op->mtime / 1000000000ull), (long)(op->mtime % 1000000000ull)}};
+        struct timespec ts[2] = {
+            {(time_t)(op->atime / 1000000000ull), (long)(op->atime % 1000000000ull)},
+            {(time_t)(op->mtime / 1000000000ull), (long)(op->mtime % 1000000000ull)}};
         if (utimensat(AT_FDCWD, f->tmp, ts, AT_SYMLINK_NOFOLLOW) < 0) e = errno;
     }
     if (!e && f->flags & PSBCAST_F_FORCE) {
@@ -278,8 +279,8 @@ void privbcast_open(struct privbcast *pb, const struct privbcast_env *env, const
     answer(b, 0, " ");
 }
 
-void privbcast_commit(struct privbcast *pb, const struct privbcast_env *env,
-                      const struct psmsg *m, struct psmsg_buf *b)
+void privbcast_commit(struct privbcast *pb, const struct privbcast_env *env, const struct psmsg *m,
+                      struct psmsg_buf *b)
 {
     uint64_t id;
     struct bfile *f = NULL;

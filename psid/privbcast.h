@@ -46,8 +46,8 @@ void privbcast_open(struct privbcast *pb, const struct privbcast_env *env, const
 /* PRIV_BCAST_COMMIT: its permission bits (and with PSBCAST_F_PRESERVE its times) set, the
  * temporary file renamed to the destination (without PSBCAST_F_FORCE: only if nothing is
  * there); ERRNO (and TEXT) into b. A failure removes the temporary file. */
-void privbcast_commit(struct privbcast *pb, const struct privbcast_env *env,
-                      const struct psmsg *m, struct psmsg_buf *b);
+void privbcast_commit(struct privbcast *pb, const struct privbcast_env *env, const struct psmsg *m,
+                      struct psmsg_buf *b);
 /* PRIV_BCAST_DROP: remove the copy or temporary file of a broadcast (JOB), or of every
  * broadcast of a home node (HOME), and forget them. */
 void privbcast_drop(struct privbcast *pb, const struct privbcast_env *env, const struct psmsg *m);

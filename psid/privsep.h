@@ -75,10 +75,11 @@
  *
  * What a compromised engine can still do (docs/security.md): start tasks as a user whose
  * client is connected to it at the time, on any node, running what it likes (it is the
- * engine's word what the client asked); signal the tasks this child started and their
- * process groups, and a process by a pidfd it holds (not root's where psid.root_jobs is
- * false); read and forge the cluster's traffic as this node. It cannot start a task as a
- * user who has no connection to it, nor alter or replay another node's credentials, nor
+ * engine's word what the client asked), and write files as that user where the user may
+ * (a file broadcast's copy, privbcast.c, on the same kind of credential); signal the tasks this
+ * child started and their process groups, and a process by a pidfd it holds (not root's where
+ * psid.root_jobs is false); read and forge the cluster's traffic as this node. It cannot start a
+ * task as a user who has no connection to it, nor alter or replay another node's credentials, nor
  * write outside its run directory and cgroups, nor execute anything. The engine never gets
  * root back: it cannot signal, trace or reach the child.
  */

@@ -109,14 +109,11 @@ static int nodes_of(struct psi *c, const char *wopt, uint32_t nmax, struct psi_n
 int main(int argc, char **argv)
 {
     if (psc_version_asked(argc, argv, "psbcast")) return 0;
-    static const struct option opts[] = {{"nodelist", required_argument, 0, 'w'},
-                                         {"nodes", required_argument, 0, 'N'},
-                                         {"force", no_argument, 0, 'f'},
-                                         {"preserve", no_argument, 0, 'p'},
-                                         {"fanout", required_argument, 0, 'F'},
-                                         {"verbose", no_argument, 0, 'v'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"nodelist", required_argument, 0, 'w'}, {"nodes", required_argument, 0, 'N'},
+        {"force", no_argument, 0, 'f'},          {"preserve", no_argument, 0, 'p'},
+        {"fanout", required_argument, 0, 'F'},   {"verbose", no_argument, 0, 'v'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
     const char *wopt = NULL;
     uint32_t nmax = 0, width = 0, flags = PSBCAST_F_KEEP;
     bool verbose = false;
@@ -154,7 +151,8 @@ int main(int argc, char **argv)
         }
     }
     if (argc - optind != 2) {
-        fprintf(stderr, "psbcast: %s\n", argc - optind < 2 ? "FILE and DEST are needed" : "too many arguments");
+        fprintf(stderr, "psbcast: %s\n",
+                argc - optind < 2 ? "FILE and DEST are needed" : "too many arguments");
         return usage(stderr, 2);
     }
     const char *file = argv[optind], *arg = argv[optind + 1];
@@ -175,7 +173,8 @@ int main(int argc, char **argv)
     }
     struct psi c;
     if (psi_open(&c, NULL) < 0) {
-        fprintf(stderr, "psbcast: cannot reach psid at %s: %s\n", psi_socket_path(), strerror(errno));
+        fprintf(stderr, "psbcast: cannot reach psid at %s: %s\n", psi_socket_path(),
+                strerror(errno));
         close(fd);
         return 1;
     }
@@ -189,7 +188,8 @@ int main(int argc, char **argv)
     struct psi_bcast_result res;
     uint64_t t0 = loop_now();
     if (psi_bcast(&c, &r, &res) < 0) {
-        fprintf(stderr, "psbcast: %s: %s\n", file, res.fails[0].text[0] ? res.fails[0].text : strerror(errno));
+        fprintf(stderr, "psbcast: %s: %s\n", file,
+                res.fails[0].text[0] ? res.fails[0].text : strerror(errno));
         goto out;
     }
     double dt = (double)(loop_now() - t0) / 1e9;

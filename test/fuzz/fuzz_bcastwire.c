@@ -32,7 +32,8 @@ static void check_open(const struct psmsg *m)
         size_t nkids = bcast_kids(&o, kid_of, kids);
         if (nkids > o.width || nkids + 1 > o.n) abort();
         for (size_t i = 1; i < o.n; i++)
-            if (kid_of[i] >= nkids || !tree_under(o.parts[i].pos, o.parts[kids[kid_of[i]]].pos, o.width))
+            if (kid_of[i] >= nkids ||
+                !tree_under(o.parts[i].pos, o.parts[kids[kid_of[i]]].pos, o.width))
                 abort();
     }
     free(kid_of);
@@ -53,11 +54,12 @@ static void check_outcome(const struct psmsg *m)
     psmsg_begin(&b, PSM_D_BCAST_DONE, 0);
     psmsg_put_u32(&b, PSF_COUNT, r.ok);
     psmsg_put_u32(&b, PSF_N, r.failed);
-    for (size_t i = 0; i < r.nfails; i++) psi_bcast_fail_put(&b, r.fails[i].node, r.fails[i].err, r.fails[i].text);
+    for (size_t i = 0; i < r.nfails; i++)
+        psi_bcast_fail_put(&b, r.fails[i].node, r.fails[i].err, r.fails[i].text);
     struct psmsg m2;
     if (psmsg_end(&b) < 0 || psmsg_parse(b.data, b.len, &m2) < 0 ||
-        psi_bcast_result_parse(&m2.body, &r2, &why) < 0 || r2.ok != r.ok ||
-        r2.failed != r.failed || r2.nfails != r.nfails)
+        psi_bcast_result_parse(&m2.body, &r2, &why) < 0 || r2.ok != r.ok || r2.failed != r.failed ||
+        r2.nfails != r.nfails)
         abort();
     for (size_t i = 0; i < r.nfails; i++)
         if (r2.fails[i].node != r.fails[i].node || r2.fails[i].err != r.fails[i].err ||

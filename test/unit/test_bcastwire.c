@@ -22,7 +22,7 @@ static void test_dest_and_digest(void)
     char err[400];
     CU_ASSERT_EQUAL(bcast_dest_check("/tmp/%N/x.%j.%n.%u", err, sizeof err), 0);
     CU_ASSERT_EQUAL(bcast_dest_check("/tmp/100%%", err, sizeof err), 0);
-    CU_ASSERT_EQUAL(bcast_dest_check("tmp/x", err, sizeof err), -1);  /* relative */
+    CU_ASSERT_EQUAL(bcast_dest_check("tmp/x", err, sizeof err), -1);   /* relative */
     CU_ASSERT_EQUAL(bcast_dest_check("/tmp/x/", err, sizeof err), -1); /* a directory */
     CU_ASSERT_EQUAL(bcast_dest_check("/tmp/%t", err, sizeof err), -1); /* a rank */
     CU_ASSERT(strstr(err, "%t") != NULL);
@@ -91,7 +91,9 @@ static int build(struct psmsg_buf *b, struct psmsg *m, enum spoil sp, const stru
     psmsg_put_u32(b, PSF_BCAST_MODE, sp == S_MODE ? 04755 : 0755);
     psmsg_put_u32(b, PSF_BCAST_FLAGS, sp == S_FLAGS ? 8 : PSBCAST_F_FORCE);
     psmsg_put_u32(b, PSF_BCAST_CHUNK,
-                  sp == S_CHUNK_SMALL ? 100 : sp == S_CHUNK_BIG ? PSBCAST_CHUNK_MAX + 1 : 65536);
+                  sp == S_CHUNK_SMALL ? 100
+                  : sp == S_CHUNK_BIG ? PSBCAST_CHUNK_MAX + 1
+                                      : 65536);
     psmsg_put_u32(b, PSF_TREE_WIDTH, sp == S_WIDTH0 ? 0 : 2);
     if (sp == S_SHORT_MTIME) psmsg_put_u32(b, PSF_BCAST_MTIME, 1);
     for (size_t i = 0; i < n; i++) {
@@ -126,8 +128,8 @@ static void test_open_decode(void)
 {
     /* node 11 at place 1 (k = 2): children 3 (node 13) and 4 (node 14); 7, 8 under 3; 9
      * under 4; node 13 relays only (no credential) */
-    const struct part ok[] = {{11, 1, true},  {13, 3, false}, {14, 4, true},
-                              {17, 7, true},  {18, 8, true},  {19, 9, true}};
+    const struct part ok[] = {{11, 1, true}, {13, 3, false}, {14, 4, true},
+                              {17, 7, true}, {18, 8, true},  {19, 9, true}};
     struct psmsg_buf b = {0};
     struct psmsg m;
     struct bcast_open o;
@@ -165,9 +167,9 @@ static void test_open_decode(void)
     }
     psmsg_buf_free(&b);
 
-    const enum spoil bad[] = {S_NO_ID,   S_NO_UID,   S_UID_ALL1,    S_NO_DEST,   S_REL_DEST,
-                              S_NO_SIZE, S_BIG_SIZE, S_FLAGS,       S_MODE,      S_CHUNK_SMALL,
-                              S_CHUNK_BIG, S_WIDTH0, S_NO_INDEX, S_SHORT_MTIME};
+    const enum spoil bad[] = {S_NO_ID,     S_NO_UID,   S_UID_ALL1, S_NO_DEST,    S_REL_DEST,
+                              S_NO_SIZE,   S_BIG_SIZE, S_FLAGS,    S_MODE,       S_CHUNK_SMALL,
+                              S_CHUNK_BIG, S_WIDTH0,   S_NO_INDEX, S_SHORT_MTIME};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CU_ASSERT_EQUAL(decode(bad[i], ok, 6, 11), -1);
     CU_ASSERT_EQUAL(decode(S_NONE, ok, 0, 11), -1); /* no part */
@@ -348,12 +350,12 @@ static void test_priv_open(void)
     CU_ASSERT_EQUAL(o.size, 10);
     CU_ASSERT_EQUAL(o.credlen, 1);
     CU_ASSERT_STRING_EQUAL(o.dest, "/d/%N");
-    CU_ASSERT_EQUAL(priv_open(false, "/d/%N", 0, 0700, 7, &o), -1);          /* no size */
-    CU_ASSERT_EQUAL(priv_open(true, NULL, 0, 0700, 7, &o), -1);              /* no dest */
-    CU_ASSERT_EQUAL(priv_open(true, "d/%N", 0, 0700, 7, &o), -1);            /* relative */
-    CU_ASSERT_EQUAL(priv_open(true, "/d/%t", 0, 0700, 7, &o), -1);           /* a rank */
-    CU_ASSERT_EQUAL(priv_open(true, "/d/%N", 16, 0700, 7, &o), -1);          /* flags */
-    CU_ASSERT_EQUAL(priv_open(true, "/d/%N", 0, 04700, 7, &o), -1);          /* setuid */
+    CU_ASSERT_EQUAL(priv_open(false, "/d/%N", 0, 0700, 7, &o), -1);         /* no size */
+    CU_ASSERT_EQUAL(priv_open(true, NULL, 0, 0700, 7, &o), -1);             /* no dest */
+    CU_ASSERT_EQUAL(priv_open(true, "d/%N", 0, 0700, 7, &o), -1);           /* relative */
+    CU_ASSERT_EQUAL(priv_open(true, "/d/%t", 0, 0700, 7, &o), -1);          /* a rank */
+    CU_ASSERT_EQUAL(priv_open(true, "/d/%N", 16, 0700, 7, &o), -1);         /* flags */
+    CU_ASSERT_EQUAL(priv_open(true, "/d/%N", 0, 04700, 7, &o), -1);         /* setuid */
     CU_ASSERT_EQUAL(priv_open(true, "/d/%N", 0, 0700, UINT32_MAX, &o), -1); /* uid -1 */
 }
 
