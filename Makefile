@@ -344,8 +344,8 @@ install: all
 	fi
 
 # the files of a built tree, no packages asked for (debian/rules calls it after build-all)
-PSI_HEADERS := psi.h psi_hostlist.h psi_nodes.h psi_signames.h psi_tasklist.h psi_tid.h \
-               psmsg.h psproto.h
+PSI_HEADERS := psi.h psi_bcast.h psi_hostlist.h psi_nodes.h psi_signames.h psi_tasklist.h \
+               psi_tid.h psmsg.h psproto.h
 install-files:
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
 	    $(DESTDIR)$(PRELOADDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(UNITDIR) \

@@ -82,6 +82,7 @@ enum conf_key_id {
     CK_MAX_TASKS_UID,
     CK_DONE_JOBS,
     CK_TREE_WIDTH,
+    CK_BCAST_WIDTH,
     CK_USER,
     CK_ROOT_JOBS,
     CK_CGROUPS,

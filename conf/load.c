@@ -57,6 +57,7 @@ void psconf_defaults(struct psconf *c)
     c->max_tasks_uid = 1024;
     c->done_jobs = 100;
     c->tree_width = 32;
+    c->bcast_width = 4;
     strcpy(c->user, "pscluster");
     c->root_jobs = 1;
     c->cgroups = 1;

@@ -259,6 +259,7 @@ static const struct conf_key psid_keys[] = {
     UINT_KEY("max_tasks_per_uid", CK_MAX_TASKS_UID, 1, 1000000, max_tasks_uid),
     UINT_KEY("done_jobs", CK_DONE_JOBS, 0, 100000, done_jobs),
     UINT_KEY("tree_width", CK_TREE_WIDTH, 1, 65536, tree_width),
+    UINT_KEY("bcast_width", CK_BCAST_WIDTH, 1, 65536, bcast_width),
     STR_KEY("user", CK_USER, set_user),
     BOOL_KEY("root_jobs", CK_ROOT_JOBS, root_jobs),
     BOOL_KEY("cgroups", CK_CGROUPS, cgroups),

@@ -78,6 +78,7 @@ struct psconf {
     unsigned max_tasks_uid;     /* tasks of one uid on a node, started and queued (root: none) */
     unsigned done_jobs;         /* records of ended jobs kept (psstat jobs --done); 0: none */
     unsigned tree_width;        /* children per node in a job's launch tree (psid/spawntree.c) */
+    unsigned bcast_width;       /* children per node in a file broadcast's tree (psid/bcast.c) */
     char user[PSCONF_NAME_MAX]; /* the engine's identity when psid starts as root */
     unsigned root_jobs;         /* 1: tasks may run as root */
     unsigned cgroups;           /* 1: a cgroup per job where psid may make one; 0: process

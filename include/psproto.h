@@ -159,6 +159,25 @@
  * A pair key is per pair of endpoints: every connection between the same two processes is
  * carried by the same RDP connection, told apart by PSF_CONN (preload/wire.h).
  *
+ * File broadcast (psbcast, psrun --bcast; psid/bcast.c, docs/psid-design.md "File broadcast"):
+ *   client -> PSM_BCAST {PSF_BCAST_DEST: the destination, an absolute path in which %j (the
+ *             broadcast's id, or its job's), %N (node name), %n (the node's index in the
+ *             list below), %u (user) and %% are expanded on each node (logger/outfile.h;
+ *             no %t), PSF_NODE_ID...: the nodes, in order (none: every node that is up),
+ *             [PSF_BCAST_FLAGS: PSBCAST_F_*], [PSF_TREE_WIDTH: children per node, default
+ *             psid.bcast_width], [PSF_JOB: a held spawn of this connection whose id the
+ *             broadcast takes]} + fd: the file, open for reading (the client's: psid reads
+ *             only what its user could). psid -> PSM_BCAST_REPLY {PSF_BCAST_ID, PSF_BYTES},
+ *             or PSM_ERROR (EINVAL, EBADF: not a regular file open for reading, EHOSTDOWN,
+ *             EAGAIN: over a limit, ESRCH: no such held spawn, EPERM: not vouched for)
+ *   psid   -> PSM_BCAST_DONE (event, the PSM_BCAST's id) {PSF_BCAST_ID, PSF_COUNT: nodes that
+ *             have the copy, PSF_N: nodes that failed, PSF_BCAST_FAIL records {PSF_NODE_ID,
+ *             PSF_ERRNO, PSF_TEXT} (at most PSBCAST_FAILS of them), PSF_ELAPSED_US}
+ *   Each node writes the copy as the user (its privileged child opens a temporary file
+ *   beside the destination as the user), checks the whole file's BLAKE2b and only then
+ *   renames it into place, mode & 0777 of the source. The copies are removed, as the user,
+ *   when the connection closes, unless PSBCAST_F_KEEP.
+ *
  * MPI jobs (PMI, docs/pmi.md): a PSM_SPAWN with {PSF_PMI: enum pspmi_mode} gives each rank
  * a PMI channel served by its node's psid (PMI_FD, PMI_RANK, PMI_SIZE in its environment).
  *   psid   -> PSM_PMI_EVENT {PSF_RANK, PSF_PMI_EVENT, [PSF_STATUS], [PSF_TEXT]} (event, the
@@ -250,6 +269,9 @@ enum psm_type {
      * node's queue)}; anyone may ask, and sees every user's */
     PSM_GANG = 94,
     PSM_GANG_REPLY = 95,
+    PSM_BCAST = 100,       /* copy a file to node-local storage of nodes (above) */
+    PSM_BCAST_REPLY = 101, /* PSF_BCAST_ID, PSF_BYTES: the broadcast is under way */
+    PSM_BCAST_DONE = 102,  /* event: its outcome on every node */
 
     /* daemon to daemon (over RDP) */
     PSM_D_HELLO = 0x1000, /* PSF_NODE_ID, PSF_INCARNATION: sent when a connection comes up */
@@ -315,6 +337,29 @@ enum psm_type {
     /* the home -> its children in the launch tree, each to its own: {PSF_JOB} the job has
      * ended; what the nodes kept of it goes */
     PSM_D_TREE_DONE = 0x1021,
+    /* file broadcast (psid/bcast.c): parent -> child, the start of a broadcast to the
+     * child's subtree: {PSF_BCAST_ID, PSF_UID, PSF_GID, PSF_BCAST_DEST, PSF_BYTES,
+     * PSF_BCAST_MODE, PSF_BCAST_FLAGS, [PSF_BCAST_MTIME, PSF_BCAST_ATIME], PSF_BCAST_CHUNK,
+     * PSF_TREE_WIDTH, a PSF_PART record per node of the subtree (PSF_NODE_ID, PSF_TREE_POS,
+     * PSF_NODE_INDEX, [PSF_CRED: the node's broadcast credential; none: it only relays]),
+     * the child's first, in increasing PSF_TREE_POS} */
+    PSM_D_BCAST_OPEN = 0x1030,
+    /* parent -> child: {PSF_BCAST_ID, PSF_N: the chunk's number from 0, PSF_DATA: its bytes
+     * (PSF_BCAST_CHUNK of them, the last one the rest)}, in order, at most BCAST_WINDOW
+     * (psid/bcastwire.h) beyond what the child acknowledged */
+    PSM_D_BCAST_DATA = 0x1031,
+    /* parent -> child, after the last chunk: {PSF_BCAST_ID, PSF_BCAST_SUM} */
+    PSM_D_BCAST_END = 0x1032,
+    /* child -> parent: {PSF_BCAST_ID, PSF_COUNT: chunks it passed on to every child of its
+     * own (and wrote), so freed}; also once a second while the broadcast runs (it lives) */
+    PSM_D_BCAST_ACK = 0x1033,
+    /* child -> parent: the outcome in its subtree: {PSF_BCAST_ID, PSF_COUNT, PSF_N,
+     * PSF_BCAST_FAIL records}, as PSM_BCAST_DONE */
+    PSM_D_BCAST_DONE = 0x1034,
+    /* parent -> child: {PSF_BCAST_ID}: the broadcast is over (its job ended: its client's
+     * connection closed) or off (its source failed, the child was given up): remove the
+     * copy, or drop the one being made, tell the children, forget it; no answer */
+    PSM_D_BCAST_DROP = 0x1035,
 };
 
 /* The gang switch record (psid/gangwire.c), the PSF_DATA of PSM_D_GANG_SWITCH: fixed
@@ -482,6 +527,18 @@ enum psf_tag {
     PSF_WAITED_MS = 152,  /* u32: a queued spawn waited so long */
     PSF_TREE_POS = 153,   /* u32 (PSF_PART): the node's place in the launch tree, 1.. */
     PSF_TREE_WIDTH = 154, /* u32 (PSM_D_SPAWN_TREE): children per node, psid.tree_width */
+    /* file broadcast (PSM_BCAST, PSM_D_BCAST_*) */
+    PSF_BCAST_ID = 170,    /* u64: home node << 32 | a number (a held job's when it has one) */
+    PSF_BCAST_DEST = 171,  /* string: the destination pattern */
+    PSF_BCAST_FLAGS = 172, /* u32: PSBCAST_F_* */
+    PSF_BCAST_MODE = 173,  /* u32: the source's permission bits (& 0777) */
+    PSF_BCAST_MTIME = 174, /* u64: the source's times, CLOCK_REALTIME ns (PSBCAST_F_PRESERVE) */
+    PSF_BCAST_ATIME = 175,
+    PSF_BCAST_SUM = 176,   /* bytes (32): BLAKE2b-256 of the whole file */
+    PSF_BCAST_CHUNK = 177, /* u32: bytes per chunk, 4096..PSBCAST_CHUNK_MAX */
+    /* u32 1 (PSM_SPAWN, PSM_D_SPAWN): the first PSF_ARG is a pattern like PSF_BCAST_DEST's,
+     * expanded on each node (the copy psrun --bcast made there) */
+    PSF_ARG0_PATTERN = 178,
 
     PSF_NODE = 0x8001,   /* record: PSF_NODE_ID, PSF_NAME, PSF_ADDR, PSF_STATE, ... */
     PSF_TASK = 0x8002,   /* record: PSF_TID, PSF_JOB, PSF_RANK, PSF_UID, PSF_STATE, PSF_CMD */
@@ -510,7 +567,19 @@ enum psf_tag {
     /* record (PSM_D_EXITS): a rank's end: the fields of its PSM_D_EXIT (PSF_JOB, PSF_RANK,
      * PSF_TID, PSF_STATUS, usage, ...) and PSF_NODE_ID, the node it ran on */
     PSF_EXIT = 0x8010,
+    /* record (PSM_BCAST_DONE, PSM_D_BCAST_DONE): a node without its copy: PSF_NODE_ID,
+     * PSF_ERRNO, PSF_TEXT */
+    PSF_BCAST_FAIL = 0x8011,
 };
+
+/* File broadcast (PSM_BCAST) */
+#define PSBCAST_F_FORCE    1u /* replace a file already there (sbcast -f) */
+#define PSBCAST_F_PRESERVE 2u /* the source's modification and access times (sbcast -p) */
+#define PSBCAST_F_KEEP     4u /* leave the copies when the connection closes (psbcast) */
+#define PSBCAST_F_ALL      7u
+#define PSBCAST_CHUNK_MAX  (512u << 10) /* bytes per chunk at most (a message: PSMSG_MAX) */
+#define PSBCAST_FAILS      32u          /* PSF_BCAST_FAIL records at most per answer */
+#define PSBCAST_DEST_MAX   1024u        /* bytes of a destination pattern, and of its expansion */
 
 enum psdist { /* PSF_DIST: srun's -m */
               PSDIST_BLOCK = 0,
@@ -564,7 +633,7 @@ static inline int psm_is_event(unsigned type)
     return type == PSM_RANK || type == PSM_IO || type == PSM_INPUT_ACK || type == PSM_EXIT ||
            type == PSM_DEAD || type == PSM_PL_OUTCOME || type == PSM_PL_QUERY ||
            type == PSM_PL_POKED || type == PSM_PL_ACCEPTED || type == PSM_PL_NODE_LOST ||
-           type == PSM_PMI_EVENT || type == PSM_SPAWN_QUEUED;
+           type == PSM_PMI_EVENT || type == PSM_SPAWN_QUEUED || type == PSM_BCAST_DONE;
 }
 
 /* Task ids */

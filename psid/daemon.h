@@ -104,6 +104,7 @@ struct pmijob;
 struct binding;
 struct doneq;
 struct gang;
+struct bcast;
 
 struct swim; /* swim.h */
 
@@ -133,6 +134,7 @@ struct psid {
     struct spawnq *spawnq;   /* spawn requests whose ranks wait to start (spawnq.c) */
     struct spawntree *tree;  /* launch-tree jobs whose subtree's answers are awaited here */
     uint64_t tree_dropped;   /* launch-tree messages dropped: malformed or forged */
+    uint64_t bcast_dropped;  /* file broadcast messages dropped: malformed or out of place */
     uint64_t excl_job;       /* the job that asked for this node alone (--exclusive); 0: none */
     struct cgroups *cgroups; /* a cgroup per job (cgroup.c); NULL: process groups only */
     struct privcall *priv;   /* the pair to the privileged child (privcall.c) */
@@ -156,6 +158,7 @@ struct psid {
     struct binding *binding; /* this node's CPUs and the tasks bound to them (binding.c) */
     struct doneq *done;      /* the last jobs that ended here (jobs.c, psstat jobs --done) */
     struct gang *gang;       /* gang scheduling (gang.c); NULL: off */
+    struct bcast *bcast;     /* file broadcasts under way or awaiting removal (bcast.c) */
     struct jobq jobq;        /* spawns waiting for a row of the gang matrix (jobs.c) */
     uint64_t jobq_timer;     /* retries the queue's head each quantum while it is not empty */
 };
@@ -281,6 +284,7 @@ struct priv_spawn_req {
     bool append;
     uint32_t nodeidx;
     const char *name;
+    bool arg0_pat; /* argv[0] is a pattern (psrun --bcast's copy), expanded by the child */
 };
 /* What a job's spawn credentials are asked for (spawncred.h): one per target node. */
 struct priv_cred_req {
@@ -313,6 +317,24 @@ void priv_signal_fd(struct psid *d, int pidfd, int sig); /* a client that asked 
  * by the privileged child's user namespace (made by root). 1 yes, 0 no, -1 and errno when
  * the child cannot say (EPERM: psid does not run as root). */
 int priv_netns(struct psid *d, int sock);
+/* A file broadcast's copy on this node (privbcast.c): the child checks the credential, opens
+ * a temporary file beside the destination as the user, and passes it: 0 with *fd, or -1
+ * with errno and why. */
+struct priv_bcast_req {
+    uint64_t id, size;
+    uint32_t uid, gid, nodeidx, flags, mode;
+    const char *dest;
+    const uint8_t *cred;
+    size_t credlen;
+};
+int priv_bcast_open(struct psid *d, const struct priv_bcast_req *r, int *fd, char *why,
+                    size_t whylen);
+/* Put the copy of broadcast id in place (mode, times with mtime or atime, rename): 0, or -1
+ * with errno and why (the temporary file is gone then). */
+int priv_bcast_commit(struct psid *d, uint64_t id, uint64_t mtime, uint64_t atime, char *why,
+                      size_t whylen);
+/* Remove the copy (or temporary file) of broadcast id; id 0: of every broadcast of home. */
+void priv_bcast_drop(struct psid *d, uint64_t id, uint32_t home);
 /* A task's usage at its exit, from the privileged child (PRIV_EXIT). */
 struct task_usage {
     uint64_t user_us, sys_us, maxrss, rchar, wchar;
@@ -338,6 +360,10 @@ void spawntree_job_gone(struct psid *d, uint64_t job);
  * node's. */
 void jobs_tree_started(struct psid *d, uint32_t from, const struct psmsg *m);
 void jobs_tree_exits(struct psid *d, uint32_t from, const struct psmsg *m);
+/* A new job id (also a file broadcast's, bcast.c): never one in use, never reused. */
+uint64_t jobs_new_id(struct psid *d);
+/* Whether job is a held spawn (PSF_HOLD, no PSM_SPAWN_GO yet) of client c. */
+bool jobs_client_held(struct psid *d, const struct client *c, uint64_t job);
 
 /* pmi.c: the PMI server of MPI jobs, a rank's node's part (pmi.h, docs/pmi.md). A job's
  * PSM_D_SPAWN with PSF_PMI: its state here for its nlocal ranks queued; 0, or -1 (ENOMEM:

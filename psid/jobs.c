@@ -21,6 +21,7 @@
 #include "placement.h"
 #include "pmi.h"
 #include "../logger/outfile.h"
+#include "bcastwire.h"
 #include "bebytes.h"
 #include "psmsg.h"
 #include "treewire.h"
@@ -129,7 +130,7 @@ static struct job *job_of_client(struct psid *d, const struct client *c)
 /* A job id is the home node and a number of its own, never a pid: the numbers count up
  * from the node's incarnation in milliseconds (below 2^31, so that NODE:ID reads like a
  * task id), so neither a recycled pid nor a restarted psid gives a living job's id again. */
-static uint64_t new_job_id(struct psid *d)
+uint64_t jobs_new_id(struct psid *d)
 {
     if (!d->next_job) d->next_job = (uint32_t)((d->incarnation / 1000000) % 0x7f000000u) + 1;
     uint64_t id;
@@ -144,6 +145,12 @@ uint32_t jobs_client_ranks(struct psid *d, const struct client *c)
 {
     struct job *j = job_of_client(d, c);
     return j ? j->np : 0;
+}
+
+bool jobs_client_held(struct psid *d, const struct client *c, uint64_t job)
+{
+    struct job *j = job_of_client(d, c);
+    return j && j->id == job && j->held;
 }
 
 bool jobs_client_busy(struct psid *d, const struct client *c)
@@ -260,7 +267,8 @@ static bool copied_to_nodes(uint16_t tag)
            tag == PSF_INPUT || tag == PSF_EXCLUSIVE || tag == PSF_JOB_NAME ||
            tag == PSF_CPUS_PER_TASK || tag == PSF_CPU_BIND || tag == PSF_CPU_MAP ||
            tag == PSF_MEM || tag == PSF_MEM_PER_CPU || tag == PSF_OVERBOOK ||
-           tag == PSF_OUT_PATTERN || tag == PSF_ERR_PATTERN || tag == PSF_OPEN_APPEND;
+           tag == PSF_OUT_PATTERN || tag == PSF_ERR_PATTERN || tag == PSF_OPEN_APPEND ||
+           tag == PSF_ARG0_PATTERN;
 }
 
 /* A job of a user (not root) that would place more ranks on one node than the user may
@@ -327,6 +335,9 @@ static void job_digest(const struct psmsg *m, uint8_t out[32])
         psmsg_get_u32(&m->body, PSF_OPEN_APPEND, &append);
         spawncred_hash_out(&h, has_out ? opat : NULL, has_err ? err : NULL, append, name);
     }
+    uint32_t arg0_pat = 0; /* psrun --bcast: the program is each node's copy */
+    if (psmsg_get_u32(&m->body, PSF_ARG0_PATTERN, &arg0_pat) == 0 && arg0_pat == 1)
+        spawncred_hash_arg0_pattern(&h);
     char cwd[4096];
     uint32_t umask = 022;
     if (psmsg_get_str(&m->body, PSF_CWD, cwd, sizeof cwd) < 0) cwd[0] = 0;
@@ -631,6 +642,16 @@ static enum spawn_res spawn_try(struct psid *d, struct client *c, const struct p
             return SPAWN_DONE;
         }
     }
+    uint32_t arg0_pat = 0;
+    if (psmsg_get_u32(&m->body, PSF_ARG0_PATTERN, &arg0_pat) == 0) {
+        char arg0[PSBCAST_DEST_MAX], perr[300];
+        if (arg0_pat != 1 || !psmsg_find(&m->body, PSF_ARG, &f) ||
+            psmsg_field_str(&f, arg0, sizeof arg0) < 0 ||
+            bcast_dest_check(arg0, perr, sizeof perr) < 0) {
+            client_error(c, m->id, EINVAL, "bad program pattern (psrun --bcast)");
+            return SPAWN_DONE;
+        }
+    }
     po.cpt = cpt;
     if (np == 0 || np > 1000000) {
         client_error(c, m->id, EINVAL, "bad number of ranks");
@@ -706,7 +727,7 @@ static enum spawn_res spawn_try(struct psid *d, struct client *c, const struct p
         client_error(c, m->id, E2BIG, why);
         goto out;
     }
-    uint64_t id = new_job_id(d);
+    uint64_t id = jobs_new_id(d);
     if (vouch(d, c, m, id, where, np, creds) < 0) goto out;
     *j = (struct job){.d = d,
                       .id = id,

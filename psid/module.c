@@ -11,9 +11,9 @@
 
 #include <string.h>
 
-static const struct psid_module *const all[] = {&jobs_module,   &tasks_module,    &signals_module,
-                                                &notify_module, &pmi_module,      &preload_module,
-                                                &gang_module,   &spawntree_module};
+static const struct psid_module *const all[] = {&jobs_module,   &tasks_module,     &signals_module,
+                                                &notify_module, &pmi_module,       &preload_module,
+                                                &gang_module,   &spawntree_module, &bcast_module};
 #define NALL (sizeof all / sizeof all[0])
 
 static int put(const struct psid_module **tab, uint16_t base, const uint16_t *types,

@@ -51,6 +51,6 @@ void modules_stop(struct psid *d);
 
 /* The modules (each defined in its own file). */
 extern const struct psid_module jobs_module, tasks_module, signals_module, notify_module,
-    preload_module, pmi_module, gang_module, spawntree_module;
+    preload_module, pmi_module, gang_module, spawntree_module, bcast_module;
 
 #endif

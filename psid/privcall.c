@@ -2,8 +2,8 @@
  * privcall.c - the engine's side of psid's privilege separation (privsep.h): the split
  * itself (fork, the child to privparent.c with the spawn key, the engine to psid.user
  * without the cluster key and into its sandbox, sandbox.c), and the calls by which the
- * engine asks the privileged child to vouch for a job's user, and to start, signal and reap
- * tasks.
+ * engine asks the privileged child to vouch for a job's user, to start, signal and reap
+ * tasks, and to make, put in place and remove a file broadcast's copies.
  *
  * A call sends its request and reads frames until its answer; a PRIV_EXIT read meanwhile
  * is queued and handed to tasks.c by a timer due at once, never from inside the call
@@ -440,6 +440,13 @@ int priv_spawn(struct psid *d, const struct priv_spawn_req *r, struct spawned *s
         psmsg_put_u32(&b, PRIV_F_NODE_IDX, r->nodeidx);
         psmsg_put_str(&b, PRIV_F_JOB_NAME, r->name ? r->name : "");
     }
+    if (r->arg0_pat) {
+        psmsg_put_u32(&b, PRIV_F_ARG0_PAT, 1);
+        if (!r->out_pat && !r->err_pat) {
+            psmsg_put_u32(&b, PRIV_F_NODE_IDX, r->nodeidx);
+            psmsg_put_str(&b, PRIV_F_JOB_NAME, r->name ? r->name : "");
+        }
+    }
     if (r->cpus) {
         size_t len = PSCPU_BYTES; /* the bytes up to the last CPU */
         while (len > 1 && !r->cpus->b[len - 1]) len--;
@@ -625,6 +632,94 @@ void priv_signal_fd(struct psid *d, int pidfd, int sig)
     psmsg_begin(&b, PRIV_SIGNAL_FD, ++d->priv->next_id);
     psmsg_put_u32(&b, PRIV_F_SIG, (uint32_t)sig);
     tell(d, &b, &pidfd, 1);
+}
+
+/* Send b (begun with id) and take its answer of type `type`: its ERRNO (and TEXT into why),
+ * with fd (not NULL) the one descriptor a good answer brings. 0, or -1 and errno. b is
+ * freed. */
+static int call_answer(struct psid *d, struct psmsg_buf *b, uint32_t id, uint16_t type, int *fd,
+                       char *why, size_t whylen)
+{
+    uint8_t *buf;
+    struct psmsg m;
+    int fds[PRIV_MAX_FDS], nfds;
+    int rc = call(d, b, id, type, &buf, &m, fds, &nfds);
+    psmsg_buf_free(b);
+    if (rc < 0) {
+        snprintf(why, whylen, "psid's privileged child: %s", strerror(errno));
+        return -1;
+    }
+    uint32_t e = EPROTO;
+    psmsg_get_u32(&m.body, PRIV_F_ERRNO, &e);
+    if (e && psmsg_get_str(&m.body, PRIV_F_TEXT, why, whylen) < 0)
+        snprintf(why, whylen, "%s", strerror((int)e));
+    if (!e && fd && nfds != 1) {
+        e = EPROTO;
+        snprintf(why, whylen, "psid's privileged child: a malformed answer");
+    }
+    if (!e && fd) {
+        *fd = fds[0];
+        nfds = 0;
+    }
+    for (int i = 0; i < nfds; i++) close(fds[i]);
+    free(buf);
+    if (e) errno = (int)e;
+    return e ? -1 : 0;
+}
+
+int priv_bcast_open(struct psid *d, const struct priv_bcast_req *r, int *fd, char *why,
+                    size_t whylen)
+{
+    *fd = -1;
+    if (!d->priv) { /* a psid core without the split (tests): nobody to write */
+        snprintf(why, whylen, "no privileged child to write the copy");
+        errno = EPERM;
+        return -1;
+    }
+    struct psmsg_buf b = {0};
+    uint32_t id = ++d->priv->next_id;
+    psmsg_begin(&b, PRIV_BCAST_OPEN, id);
+    psmsg_put_u64(&b, PRIV_F_JOB, r->id);
+    psmsg_put_u32(&b, PRIV_F_UID, FORGE_UID(r->uid));
+    psmsg_put_u32(&b, PRIV_F_GID, r->gid);
+    psmsg_put_str(&b, PRIV_F_DEST, r->dest);
+    psmsg_put_u32(&b, PRIV_F_NODE_IDX, r->nodeidx);
+    psmsg_put_u32(&b, PRIV_F_FLAGS, r->flags);
+    psmsg_put_u32(&b, PRIV_F_MODE, r->mode);
+    psmsg_put_u64(&b, PRIV_F_SIZE, r->size);
+    if (r->credlen) psmsg_put_bytes(&b, PRIV_F_CRED, r->cred, r->credlen);
+    return call_answer(d, &b, id, PRIV_BCAST_OPENED, fd, why, whylen);
+}
+
+int priv_bcast_commit(struct psid *d, uint64_t bid, uint64_t mtime, uint64_t atime, char *why,
+                      size_t whylen)
+{
+    if (!d->priv) {
+        snprintf(why, whylen, "no privileged child to put the copy in place");
+        errno = EPERM;
+        return -1;
+    }
+    struct psmsg_buf b = {0};
+    uint32_t id = ++d->priv->next_id;
+    psmsg_begin(&b, PRIV_BCAST_COMMIT, id);
+    psmsg_put_u64(&b, PRIV_F_JOB, bid);
+    if (mtime || atime) {
+        psmsg_put_u64(&b, PRIV_F_MTIME, mtime);
+        psmsg_put_u64(&b, PRIV_F_ATIME, atime);
+    }
+    return call_answer(d, &b, id, PRIV_BCAST_COMMITTED, NULL, why, whylen);
+}
+
+void priv_bcast_drop(struct psid *d, uint64_t bid, uint32_t home)
+{
+    if (!d->priv) return;
+    struct psmsg_buf b = {0};
+    psmsg_begin(&b, PRIV_BCAST_DROP, ++d->priv->next_id);
+    if (bid)
+        psmsg_put_u64(&b, PRIV_F_JOB, bid);
+    else
+        psmsg_put_u32(&b, PRIV_F_HOME, home);
+    tell(d, &b, NULL, 0);
 }
 
 void privsep_stop(struct psid *d)

@@ -12,6 +12,8 @@
  *   PRIV_RELEASE    reap a task
  *   PRIV_SIGNAL_FD  signal a process by a pidfd the engine passes (a client that asked
  *                   to be signalled); a root process only where psid.root_jobs is true
+ *   PRIV_BCAST_*    make, put in place and remove a file broadcast's copy on this node, as
+ *                   the user, on a broadcast credential it checks (privbcast.c)
  *   PRIV_NETNS      say whether a socket the engine passes is in a network namespace
  *                   owned by this child's user namespace (SIOCGSKNS and NS_GET_USERNS
  *                   need CAP_NET_ADMIN over the namespace, which the engine lacks)
@@ -24,10 +26,12 @@
  * exits.
  */
 #include "../logger/outfile.h"
+#include "bcastwire.h"
 #include "cgroup.h"
 #include "fnv1a.h"
 #include "log.h"
 #include "psloop.h"
+#include "privbcast.h"
 #include "privsep.h"
 #include "spawn.h"
 #include "spawncred.h"
@@ -96,6 +100,7 @@ struct priv {
         uint64_t job, name;
     } opened[OPENED_MAX];
     size_t nopened, next_opened;
+    struct privbcast *bc; /* file broadcasts' copies on this node */
 };
 
 static size_t bucket(pid_t pid)
@@ -362,6 +367,7 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
     struct spawncred_want w = {.node = p->cfg->node, .uid = s.uid, .gid = s.gid, .job = s.job};
     struct spawncred_hash prog = p->prog;
     if (s.out_pat || s.err_pat) spawncred_hash_out(&prog, s.out_pat, s.err_pat, s.append, s.name);
+    if (s.arg0_pat) spawncred_hash_arg0_pattern(&prog);
     spawncred_hash_final(&prog, s.cwd, s.umask, w.digest);
     if (foreign || spawncred_check(s.cred, s.credlen, p->cfg->spawn_key, &w, realtime_ns(),
                                    loop_now(), p->book, why, sizeof why) < 0) {
@@ -378,10 +384,12 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
     }
     /* --output-on-node: the files' names, from the checked patterns and what the child knows
      * itself (the job, the rank, this node's name, the user's name); the first rank of the
-     * job here to open a file truncates it, unless the job appends */
-    char out_path[4096], err_path[4096];
+     * job here to open a file truncates it, unless the job appends. psrun --bcast: the
+     * program is the copy's name, expanded as the broadcast's destination was (privbcast.c:
+     * %x is empty there, so it is here) */
+    char out_path[4096], err_path[4096], prog_path[PSBCAST_DEST_MAX];
     int out_trunc = 0, err_trunc = 0;
-    if (s.out_pat || s.err_pat) {
+    if (s.out_pat || s.err_pat || s.arg0_pat) {
         char job[32], user[64];
         snprintf(job, sizeof job, "%u:%u", PSTID_NODE(s.job), (unsigned)PSTID_PID(s.job));
         struct passwd *pw = getpwuid((uid_t)s.uid);
@@ -396,6 +404,13 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
         if ((s.out_pat && lg_pat_expand(s.out_pat, &pv, out_path, sizeof out_path) < 0) ||
             (s.err_pat && lg_pat_expand(s.err_pat, &pv, err_path, sizeof err_path) < 0)) {
             spawn_failed(p, m->id, ENAMETOOLONG, "an output file name is too long");
+            return;
+        }
+        pv.name = "";
+        char perr[200];
+        if (s.arg0_pat && (!p->argv[0] || bcast_dest_check(p->argv[0], perr, sizeof perr) < 0 ||
+                           lg_pat_expand(p->argv[0], &pv, prog_path, sizeof prog_path) < 0)) {
+            spawn_failed(p, m->id, EINVAL, "the program's pattern (psrun --bcast) is not valid");
             return;
         }
         if (!s.append) {
@@ -463,6 +478,8 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
     if (root) user_groups(p, s.uid, s.gid);
     int cgfd = cgroup_open_procs(p->cfg->cg, s.job),
         memfd = cgroup_open_mem1_procs(p->cfg->cg, s.job);
+    char *arg0 = p->argv[0];
+    if (s.arg0_pat) p->argv[0] = prog_path; /* the copy's name here, for this start only */
     struct spawn_args a = {.argv = p->argv,
                            .envp = envp,
                            .groups = p->groups,
@@ -485,6 +502,7 @@ static void do_spawn(struct priv *p, const struct psmsg *m)
     struct spawned t;
     int err;
     int rc = spawn_task(&a, &t, &err, why, sizeof why);
+    p->argv[0] = arg0;
     if (cgfd >= 0) close(cgfd);
     if (memfd >= 0) close(memfd);
     if (pmi[0] >= 0) close(pmi[0]); /* the task has it */
@@ -638,6 +656,56 @@ static void on_sigchld(void *ctx, uint32_t events)
     for_orphans(p, reap_if_dead);
 }
 
+static void bcast_groups(void *ctx, uint32_t uid, uint32_t gid, const gid_t **g, int *n)
+{
+    struct priv *p = ctx;
+    user_groups(p, uid, gid);
+    *g = p->groups;
+    *n = p->ngroups;
+}
+
+static struct privbcast_env bcast_env(struct priv *p)
+{
+    return (struct privbcast_env){.key = p->cfg->spawn_key,
+                                  .book = p->book,
+                                  .node = p->cfg->node,
+                                  .node_name = p->cfg->node_name,
+                                  .root = geteuid() == 0,
+                                  .root_jobs = p->cfg->root_jobs,
+                                  .groups = bcast_groups,
+                                  .ctx = p,
+                                  .wipe = p->cfg->spawn_key,
+                                  .wipelen = sizeof p->cfg->spawn_key};
+}
+
+static void do_bcast(struct priv *p, const struct psmsg *m)
+{
+    struct privbcast_env env = bcast_env(p);
+    struct psmsg_buf b = {0};
+    int fd = -1;
+    if (!p->bc && !(p->bc = privbcast_new())) {
+        if (m->type == PRIV_BCAST_DROP) return;
+        psmsg_begin(&b, m->type == PRIV_BCAST_OPEN ? PRIV_BCAST_OPENED : PRIV_BCAST_COMMITTED,
+                    m->id);
+        psmsg_put_u32(&b, PRIV_F_ERRNO, ENOMEM);
+        psmsg_put_str(&b, PRIV_F_TEXT, "out of memory");
+        send_or_die(p, &b, NULL, 0);
+        return;
+    }
+    if (m->type == PRIV_BCAST_OPEN) {
+        psmsg_begin(&b, PRIV_BCAST_OPENED, m->id);
+        privbcast_open(p->bc, &env, m, &b, &fd);
+        send_or_die(p, &b, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+        if (fd >= 0) close(fd);
+    } else if (m->type == PRIV_BCAST_COMMIT) {
+        psmsg_begin(&b, PRIV_BCAST_COMMITTED, m->id);
+        privbcast_commit(p->bc, &env, m, &b);
+        send_or_die(p, &b, NULL, 0);
+    } else {
+        privbcast_drop(p->bc, &env, m);
+    }
+}
+
 static void on_engine(void *ctx, uint32_t events)
 {
     struct priv *p = ctx;
@@ -668,6 +736,11 @@ static void on_engine(void *ctx, uint32_t events)
         break;
     case PRIV_CRED:
         do_cred(p, &m, nfds ? fds[0] : -1);
+        break;
+    case PRIV_BCAST_OPEN:
+    case PRIV_BCAST_COMMIT:
+    case PRIV_BCAST_DROP:
+        do_bcast(p, &m);
         break;
     default:
         log_warn("privileged child: unknown request %u from the engine", m.type);
@@ -763,6 +836,8 @@ int privparent_run(struct privparent_cfg *cfg)
         }
     for_orphans(&p, kill_and_reap);
     if (left) log_notice("the engine is gone: %zu tasks killed", left);
+    struct privbcast_env env = bcast_env(&p);
+    privbcast_free(p.bc, &env); /* the copies of broadcasts whose job cannot end otherwise */
     cgroup_close(cfg->cg);
     if (cfg->sock_path && cfg->sock_path[0]) unlink(cfg->sock_path);
     free_strv(p.argv, p.nargv);

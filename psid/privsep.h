@@ -56,6 +56,12 @@
  *   PRIV_SIGNAL {PID, SIG, GROUP}             PRIV_SIGNALED {ERRNO} (0: sent)
  *   PRIV_RELEASE {PID}: reap it               -
  *   PRIV_SIGNAL_FD {SIG} + a pidfd            -
+ *   PRIV_BCAST_OPEN {JOB, UID, GID, DEST,     PRIV_BCAST_OPENED {ERRNO, TEXT?} + the
+ *     NODE_IDX, FLAGS, MODE, SIZE, CRED}        temporary file, open for writing
+ *   PRIV_BCAST_COMMIT {JOB, MTIME?, ATIME?}   PRIV_BCAST_COMMITTED {ERRNO, TEXT?}
+ *   PRIV_BCAST_DROP {JOB | HOME}: remove the  -
+ *     copy (or temporary file) of a broadcast,
+ *     or of every broadcast of a home node
  *   PRIV_NETNS + a socket a client passed     PRIV_NETNS_ANSWER {ERRNO, SERVED}: whether
  *                                               the socket's network namespace is owned by
  *                                               the child's user namespace (made by root,
@@ -69,10 +75,11 @@
  *
  * What a compromised engine can still do (docs/security.md): start tasks as a user whose
  * client is connected to it at the time, on any node, running what it likes (it is the
- * engine's word what the client asked); signal the tasks this child started and their
- * process groups, and a process by a pidfd it holds (not root's where psid.root_jobs is
- * false); read and forge the cluster's traffic as this node. It cannot start a task as a
- * user who has no connection to it, nor alter or replay another node's credentials, nor
+ * engine's word what the client asked), and write files as that user where the user may
+ * (a file broadcast's copy, privbcast.c, on the same kind of credential); signal the tasks this
+ * child started and their process groups, and a process by a pidfd it holds (not root's where
+ * psid.root_jobs is false); read and forge the cluster's traffic as this node. It cannot start a
+ * task as a user who has no connection to it, nor alter or replay another node's credentials, nor
  * write outside its run directory and cgroups, nor execute anything. The engine never gets
  * root back: it cannot signal, trace or reach the child.
  */
@@ -98,6 +105,11 @@ enum priv_type {
     PRIV_NETNS_ANSWER = 0x2009,
     PRIV_CRED = 0x200a,
     PRIV_CRED_ANSWER = 0x200b,
+    PRIV_BCAST_OPEN = 0x2010, /* file broadcast (privbcast.c) */
+    PRIV_BCAST_OPENED = 0x2011,
+    PRIV_BCAST_COMMIT = 0x2012,
+    PRIV_BCAST_COMMITTED = 0x2013,
+    PRIV_BCAST_DROP = 0x2014,
 };
 
 enum priv_tag {
@@ -143,6 +155,17 @@ enum priv_tag {
     PRIV_F_APPEND = 32,   /* u32 0 or 1 */
     PRIV_F_NODE_IDX = 33, /* u32 */
     PRIV_F_JOB_NAME = 34, /* string, at most 63 bytes */
+    /* u32 1: ARG's first is a pattern (logger/outfile.h; psrun --bcast's copy), expanded here
+     * as an output file's; in the credential's digest (spawncred_hash_arg0_pattern) */
+    PRIV_F_ARG0_PAT = 35,
+    /* file broadcast (privbcast.c): PRIV_F_JOB is the broadcast's id */
+    PRIV_F_DEST = 40,  /* string: the destination pattern (bcastwire.h: bcast_dest_check) */
+    PRIV_F_FLAGS = 41, /* u32: PSBCAST_F_* */
+    PRIV_F_MODE = 42,  /* u32: permission bits, & 0777 */
+    PRIV_F_SIZE = 43,  /* u64: bytes */
+    PRIV_F_MTIME = 44, /* u64: CLOCK_REALTIME ns (PSBCAST_F_PRESERVE) */
+    PRIV_F_ATIME = 45,
+    PRIV_F_HOME = 46, /* u32: PRIV_BCAST_DROP of every broadcast of this home node */
 };
 
 #define PRIV_MAX_FDS     4
@@ -173,6 +196,7 @@ struct priv_spawn {
     char out_buf[1024], err_buf[1024];
     uint32_t append, nodeidx;
     char name[64];
+    uint32_t arg0_pat; /* 1: argv[0] is a pattern */
 };
 /* Validate a PRIV_SPAWN: every required field present and in range, strings without NUL,
  * at most PRIV_MAX_ARGS of ARG, ENV, RENV; an ENV or RENV has a '='. 0, or -1 with a
@@ -192,6 +216,19 @@ int priv_decode_cred(const struct psmsg *m, struct priv_cred *c, char *why, size
 /* The next TARGET of a decoded PRIV_CRED from *pos (0 at first): 1 with node and ranks, 0 at
  * the end. */
 int priv_cred_target(const struct psmsg *m, size_t *pos, uint32_t *node, uint32_t *ranks);
+
+/* A decoded PRIV_BCAST_OPEN (cred points into the message). */
+struct priv_bcast_open {
+    uint64_t id, size;
+    uint32_t uid, gid, nodeidx, flags, mode;
+    char dest[1024]; /* PSBCAST_DEST_MAX */
+    const uint8_t *cred;
+    size_t credlen;
+};
+/* Validate a PRIV_BCAST_OPEN: every field present, uid and gid not -1, a destination that
+ * bcast_dest_check takes, flags within PSBCAST_F_ALL, mode within 0777. 0, or -1 with why. */
+int priv_decode_bcast_open(const struct psmsg *m, struct priv_bcast_open *o, char *why,
+                           size_t whylen);
 
 /* The rank's own variables the privileged child allows (RENV): whether s (NAME=VALUE, n
  * bytes) is one of them. */

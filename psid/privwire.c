@@ -1,13 +1,14 @@
 /*
  * privwire.c - the frames between psid's engine and its privileged child (privsep.h):
  * psmsg frames on a stream socketpair with descriptors passed along with a frame's first
- * byte, and the validating decoders of the requests with a body to speak of, PRIV_SPAWN and
- * PRIV_CRED.
+ * byte, and the validating decoders of the requests with a body to speak of, PRIV_SPAWN,
+ * PRIV_CRED and PRIV_BCAST_OPEN.
  * Both processes block on the pair: the child has nothing else to do, and the engine waits
  * only for the answer to its own request, which the child gives at once.
  */
 #include "privsep.h"
 
+#include "bcastwire.h"
 #include "bebytes.h"
 #include "../logger/outfile.h"
 
@@ -182,7 +183,9 @@ int priv_decode_spawn(const struct psmsg *m, struct priv_spawn *s, char *why, si
     }
     psmsg_get_u32(v, PRIV_F_APPEND, &s->append);
     psmsg_get_u32(v, PRIV_F_NODE_IDX, &s->nodeidx);
+    psmsg_get_u32(v, PRIV_F_ARG0_PAT, &s->arg0_pat);
     if (s->append > 1) return bad(why, whylen, "the open mode");
+    if (s->arg0_pat > 1) return bad(why, whylen, "the program pattern flag");
     if (psmsg_find(v, PRIV_F_JOB_NAME, &f) && psmsg_field_str(&f, s->name, sizeof s->name) < 0)
         return bad(why, whylen, "the job name");
     if (psmsg_find(v, PRIV_F_CPUS, &f)) {
@@ -213,6 +216,33 @@ int priv_decode_cred(const struct psmsg *m, struct priv_cred *c, char *why, size
         if (++c->ntargets > PRIV_MAX_TARGETS) return bad(why, whylen, "too many targets");
     }
     if (!c->ntargets) return bad(why, whylen, "no target");
+    return 0;
+}
+
+int priv_decode_bcast_open(const struct psmsg *m, struct priv_bcast_open *o, char *why,
+                           size_t whylen)
+{
+    memset(o, 0, sizeof *o);
+    const struct psmsg_view *v = &m->body;
+    struct psmsg_field f;
+    char err[300];
+    if (m->type != PRIV_BCAST_OPEN) return bad(why, whylen, "not a broadcast's open");
+    if (psmsg_get_u64(v, PRIV_F_JOB, &o->id) < 0 || psmsg_get_u32(v, PRIV_F_UID, &o->uid) < 0 ||
+        psmsg_get_u32(v, PRIV_F_GID, &o->gid) < 0 ||
+        psmsg_get_u32(v, PRIV_F_NODE_IDX, &o->nodeidx) < 0 ||
+        psmsg_get_u32(v, PRIV_F_FLAGS, &o->flags) < 0 ||
+        psmsg_get_u32(v, PRIV_F_MODE, &o->mode) < 0 || psmsg_get_u64(v, PRIV_F_SIZE, &o->size) < 0)
+        return bad(why, whylen, "a field is missing");
+    if (o->uid == UINT32_MAX || o->gid == UINT32_MAX) return bad(why, whylen, "uid or gid");
+    if (o->flags & ~PSBCAST_F_ALL || o->mode & ~0777u || o->size > BCAST_SIZE_MAX)
+        return bad(why, whylen, "flags, mode or size");
+    if (!psmsg_find(v, PRIV_F_DEST, &f) || psmsg_field_str(&f, o->dest, sizeof o->dest) < 0 ||
+        bcast_dest_check(o->dest, err, sizeof err) < 0)
+        return bad(why, whylen, "the destination");
+    if (psmsg_find(v, PRIV_F_CRED, &f)) {
+        o->cred = f.val;
+        o->credlen = f.len;
+    }
     return 0;
 }
 

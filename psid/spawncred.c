@@ -108,6 +108,11 @@ void spawncred_hash_out(struct spawncred_hash *h, const char *out_pat, const cha
     hash_field(h, 'X', name ? name : "", name ? strlen(name) : 0);
 }
 
+void spawncred_hash_arg0_pattern(struct spawncred_hash *h)
+{
+    hash_field(h, 'P', "1", 1);
+}
+
 void spawncred_hash_final(const struct spawncred_hash *h, const char *cwd, uint32_t umask,
                           uint8_t out[32])
 {

@@ -21,7 +21,9 @@
  * environment, each as a tag byte, its length (u32) and its bytes, then the working directory
  * (empty: none) and the umask (& 0777), under a label of its own; a job whose ranks' nodes
  * open its output files (psrun --output-on-node) has its patterns, open mode and name
- * hashed after the variables (spawncred_hash_out). The rank's own variables
+ * hashed after the variables (spawncred_hash_out), and a job whose program is a pattern
+ * (psrun --bcast: the copy's name on each node) a mark after those
+ * (spawncred_hash_arg0_pattern). The rank's own variables
  * (PSI_RANK and the others) are not in it: the checking child allows only their names.
  *
  * A credential is good at its target for SPAWNCRED_TTL_NS after it was issued, and up to
@@ -67,6 +69,9 @@ struct spawncred_hash {
 void spawncred_hash_init(struct spawncred_hash *h);
 void spawncred_hash_arg(struct spawncred_hash *h, const void *p, size_t n);
 void spawncred_hash_env(struct spawncred_hash *h, const void *p, size_t n);
+/* psrun --bcast: the first argument is a pattern each node expands (the job's PSF_ARG0_PATTERN);
+ * a mark after the output files' part, only for such a job. */
+void spawncred_hash_arg0_pattern(struct spawncred_hash *h);
 void spawncred_hash_final(const struct spawncred_hash *h, const char *cwd, uint32_t umask,
                           uint8_t out[32]);
 /* psrun --output-on-node: the output file patterns (NULL: none), the open mode and the job

@@ -46,6 +46,7 @@ struct spawn_req {
     size_t nlocal;                /* the job's ranks here, as requested */
     char *out_pat, *err_pat;      /* --output-on-node; NULL: none */
     uint32_t append, nodeidx;
+    uint32_t arg0_pat; /* psrun --bcast: argv[0] is a pattern */
     uint64_t job;
     char cwd[4096];
     uint32_t id;                 /* this psid's number for it (PRIV_F_REQ) */
@@ -185,7 +186,8 @@ static void start_rank(struct psid *d, struct spawn_req *r, uint32_t rank, uint3
                                .err_pat = r->err_pat,
                                .append = r->append != 0,
                                .nodeidx = r->nodeidx,
-                               .name = r->name};
+                               .name = r->name,
+                               .arg0_pat = r->arg0_pat == 1};
     struct spawned s;
     int err;
     char why[512];
@@ -322,6 +324,8 @@ static int decode(const struct psmsg *m, uint32_t from, struct spawn_req *r)
     if (psmsg_find(&m->body, PSF_ERR_PATTERN, &f) && !(r->err_pat = field_strdup(&f))) bad = 1;
     psmsg_get_u32(&m->body, PSF_OPEN_APPEND, &r->append);
     psmsg_get_u32(&m->body, PSF_NODE_INDEX, &r->nodeidx);
+    psmsg_get_u32(&m->body, PSF_ARG0_PATTERN, &r->arg0_pat);
+    if (r->arg0_pat > 1) bad = 1;
     uint32_t mode = r->bind & PSBIND_MODE_MASK;
     if (r->cpt > PSCPU_MAX || mode > PSBIND_MASK_CPU || (r->bind & ~0x1ffu) ||
         ((mode == PSBIND_MAP_CPU || mode == PSBIND_MASK_CPU) &&

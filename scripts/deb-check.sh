@@ -110,9 +110,10 @@ has() {
 }
 has psid /usr/bin/psid /lib/systemd/system/psid.service /etc/pscluster/psid.conf \
     /usr/share/man/man8/psid.8.gz /usr/share/doc/psid/copyright
-tools=(psrun pskill psstat pswait pslocal psconf pspreload rdpbench)
+tools=(psrun pskill psstat pswait pslocal psconf pspreload rdpbench psbcast)
 has pscluster-tools "${tools[@]/#//usr/bin/}"
-has pscluster-tools /usr/share/man/man1/psrun.1.gz /usr/share/man/man1/pspreload.1.gz
+has pscluster-tools /usr/share/man/man1/psrun.1.gz /usr/share/man/man1/pspreload.1.gz \
+    /usr/share/man/man1/psbcast.1.gz
 has pscluster-preload "/usr/lib/$triplet/pscluster/libpspreload.so"
 has libpsi-dev /usr/include/pscluster/psi.h /usr/include/pscluster/psproto.h \
     "/usr/lib/$triplet/libpsi.a" "/usr/lib/$triplet/pkgconfig/psi.pc"

@@ -83,9 +83,10 @@ static void show_text(const struct psconf *c, const char *fp)
     put_str(stdout, c->socket_fmt, 0);
     printf(";\n  kill_delay_ms = %u;\n  max_clients = %u;\n  max_clients_per_uid = %u;\n"
            "  client_idle_s = %u;\n  max_tasks_per_uid = %u;\n  user = \"%s\";\n"
-           "  done_jobs = %u;\n  tree_width = %u;\n  root_jobs = %s;\n  cgroups = %s;\n};\n",
+           "  done_jobs = %u;\n  tree_width = %u;\n  bcast_width = %u;\n  root_jobs = %s;\n"
+           "  cgroups = %s;\n};\n",
            c->kill_delay_ms, c->max_clients, c->max_clients_uid, c->client_idle_s, c->max_tasks_uid,
-           c->user, c->done_jobs, c->tree_width, c->root_jobs ? "true" : "false",
+           c->user, c->done_jobs, c->tree_width, c->bcast_width, c->root_jobs ? "true" : "false",
            c->cgroups ? "true" : "false");
     printf("pmi = {\n  tree_width = %u;\n  max_kvs_bytes = %zu;\n  max_kvs_keys = %u;\n};\n",
            c->pmi_tree_width, c->pmi_max_kvs_bytes, c->pmi_max_kvs_keys);
@@ -126,9 +127,10 @@ static void show_json(const struct psconf *c, const char *fp)
     put_str(stdout, c->socket_fmt, 1);
     printf(", \"kill_delay_ms\": %u, \"max_clients\": %u, \"max_clients_per_uid\": %u, "
            "\"client_idle_s\": %u, \"max_tasks_per_uid\": %u, \"user\": \"%s\", "
-           "\"done_jobs\": %u, \"tree_width\": %u, \"root_jobs\": %s, \"cgroups\": %s},\n",
+           "\"done_jobs\": %u, \"tree_width\": %u, \"bcast_width\": %u, \"root_jobs\": %s, "
+           "\"cgroups\": %s},\n",
            c->kill_delay_ms, c->max_clients, c->max_clients_uid, c->client_idle_s, c->max_tasks_uid,
-           c->user, c->done_jobs, c->tree_width, c->root_jobs ? "true" : "false",
+           c->user, c->done_jobs, c->tree_width, c->bcast_width, c->root_jobs ? "true" : "false",
            c->cgroups ? "true" : "false");
     printf("  \"pmi\": {\"tree_width\": %u, \"max_kvs_bytes\": %zu, \"max_kvs_keys\": %u},\n",
            c->pmi_tree_width, c->pmi_max_kvs_bytes, c->pmi_max_kvs_keys);

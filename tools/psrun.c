@@ -50,6 +50,7 @@
 #include "../logger/stats.h"
 #include "pscpus.h"
 #include "psi.h"
+#include "psi_bcast.h"
 #include "psi_signames.h"
 #include "bebytes.h"
 #include "psi_tid.h"
@@ -111,6 +112,9 @@ struct opts {
     bool stats;                /* --stats: the accounting table on stderr at the end */
     const char *stats_file;    /* --stats-file: and into this file */
     const char *multi_prog;    /* --multi-prog: the file (the program's place on the line) */
+    bool bcast;                /* --bcast: the program copied to the job's nodes first */
+    const char *bcast_dest;    /* --bcast=DEST; NULL: /tmp/psbcast.%j.%N.NAME */
+    bool bcast_keep;           /* --bcast-keep: the copies stay after the job */
     char *mp_argv[5];          /* then the job runs /bin/sh -c SCRIPT */
     char **argv;
 };
@@ -165,6 +169,10 @@ struct psrun {
     struct lg_routes routes; /* -o/-e: where each rank's output goes */
     struct ofile *files;
     size_t nfiles;
+    /* --bcast: the program here (opened before the spawn) and the copies' name pattern,
+     * which the spawn names as the program (PSF_ARG0_PATTERN) */
+    int bcast_fd;
+    char bcast_pat[PSBCAST_DEST_MAX];
 };
 
 #define NODES_POLL_S 1.0
@@ -220,6 +228,12 @@ static const char usage_text[] =
     "  -v, --verbose           say where each rank runs (rank, node, task id)\n"
     "      --preload           run every rank under libpspreload (pspreload(1)): TCP\n"
     "                          between the ranks' nodes travels over RDP\n"
+    "      --bcast[=DEST]      copy PROGRAM (found by PATH here) to DEST on each of the job's\n"
+    "                          nodes first and run the copies (%j job, %N node name, %n node\n"
+    "                          index, %u user; ending in '/': a directory); default\n"
+    "                          /tmp/psbcast.%j.%N.PROGRAM; removed after the job; a node\n"
+    "                          whose copy fails fails the launch, named; srun's --bcast\n"
+    "      --bcast-keep        leave the copies after the job\n"
     "      --mpi TYPE          the PMI the ranks get from psid: pmi1 (default; MPICH's\n"
     "                          simple PMI), pmi2, or none; default $PSI_MPI. An MPI job ends\n"
     "                          when one of its ranks fails, aborts or exits without\n"
@@ -439,7 +453,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
         O_MEM_PER_CPU,
         O_STATS,
         O_STATS_FILE,
-        O_ON_NODE
+        O_ON_NODE,
+        O_BCAST,
+        O_BCAST_KEEP
     };
     static const struct option lopts[] = {{"np", required_argument, 0, 'n'},
                                           {"nodelist", required_argument, 0, 'w'},
@@ -472,6 +488,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                           {"stats", no_argument, 0, O_STATS},
                                           {"stats-file", required_argument, 0, O_STATS_FILE},
                                           {"output-on-node", no_argument, 0, O_ON_NODE},
+                                          {"bcast", optional_argument, 0, O_BCAST},
+                                          {"bcast-keep", no_argument, 0, O_BCAST_KEEP},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
     o->np = 1;
@@ -559,6 +577,17 @@ static int parse_args(int argc, char **argv, struct opts *o)
             break;
         case O_ON_NODE:
             o->on_node = true;
+            break;
+        case O_BCAST:
+            if (optarg && !*optarg) {
+                fprintf(stderr, "psrun: --bcast=: an empty destination\n");
+                return 2;
+            }
+            o->bcast = true;
+            o->bcast_dest = optarg;
+            break;
+        case O_BCAST_KEEP:
+            o->bcast_keep = true;
             break;
         case O_STATS_FILE:
             if (!*optarg) {
@@ -666,6 +695,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
     if (o->nmin > o->np) {
         fprintf(stderr, "psrun: -N %u: more nodes than the %u ranks (each node gets a rank)\n",
                 o->nmin, o->np);
+        return 2;
+    }
+    if (o->bcast_keep && !o->bcast) {
+        fprintf(stderr, "psrun: --bcast-keep without --bcast\n");
+        return 2;
+    }
+    if (o->bcast && o->multi_prog) {
+        fprintf(stderr, "psrun: --bcast and --multi-prog: the program is a script of lines\n");
         return 2;
     }
     if (o->multi_prog && multi_prog(o) < 0) return 2;
@@ -793,7 +830,9 @@ static int build_spawn(struct psrun *p, const uint32_t *ids, size_t nids, bool h
     if (p->o.node_err) psmsg_put_str(&b, PSF_ERR_PATTERN, p->o.node_err);
     if ((p->o.node_out || p->o.node_err) && p->o.append) psmsg_put_u32(&b, PSF_OPEN_APPEND, 1);
     psmsg_put_str(&b, PSF_JOB_NAME, job_name(&p->o));
-    for (char **a = p->o.argv; *a; a++) psmsg_put_str(&b, PSF_ARG, *a);
+    for (char **a = p->o.argv; *a; a++)
+        psmsg_put_str(&b, PSF_ARG, a == p->o.argv && p->o.bcast ? p->bcast_pat : *a);
+    if (p->o.bcast) psmsg_put_u32(&b, PSF_ARG0_PATTERN, 1);
     for (size_t i = 0; i < env.n; i++) psmsg_put_str(&b, PSF_ENV, env.v[i]);
     psmsg_put_str(&b, PSF_CWD, cwd);
     psmsg_put_u32(&b, PSF_UMASK, (uint32_t)mask);
@@ -899,8 +938,116 @@ static int open_outputs(struct psrun *p, uint64_t jobid, const struct psmsg *rep
     return 0;
 }
 
-/* A held spawn (-o/-e): asked and answered before the loop runs, output files opened, then
- * the go. *id: the spawn's request id, *jobid. 0, or -1 (said). */
+/* --bcast: PROGRAM found by PATH here (as execvp finds it), opened (only what the user can
+ * read is sent), and the copies' name pattern. 0, or psrun's exit status (said): 127 not
+ * found, 126 not executable, 2 a destination that is not one. */
+static int bcast_prepare(struct psrun *p)
+{
+    const char *prog = p->o.argv[0], *dirs = getenv("PATH");
+    char path[PATH_MAX] = "";
+    if (strchr(prog, '/')) {
+        snprintf(path, sizeof path, "%s", prog);
+    } else {
+        if (!dirs || !*dirs) dirs = "/usr/local/bin:/usr/bin:/bin";
+        for (const char *d = dirs; *d;) {
+            size_t l = strcspn(d, ":");
+            struct stat st;
+            if (snprintf(path, sizeof path, "%.*s/%s", (int)l, l ? d : ".", prog) <
+                    (int)sizeof path &&
+                stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0)
+                break;
+            path[0] = 0;
+            d += l + (d[l] == ':');
+        }
+    }
+    struct stat st;
+    int fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd < 0) {
+        fprintf(stderr, "psrun: --bcast: %s: %s\n", prog,
+                path[0] ? strerror(errno) : "command not found");
+        return path[0] && errno != ENOENT ? 126 : 127;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || access(path, X_OK) < 0) {
+        fprintf(stderr, "psrun: --bcast: %s: not an executable file\n", path);
+        close(fd);
+        return 126;
+    }
+    char name[600], base[512];
+    const char *slash = strrchr(path, '/');
+    char perr[300];
+    int deps;
+    if (psi_bcast_escape(slash ? slash + 1 : path, base, sizeof base) < 0 ||
+        snprintf(name, sizeof name, "psbcast.%%j.%%N.%s", base) >= (int)sizeof name ||
+        psi_bcast_dest(p->o.bcast_dest, name, p->bcast_pat, sizeof p->bcast_pat) < 0) {
+        fprintf(stderr, "psrun: --bcast: the destination is too long\n");
+        close(fd);
+        return 2;
+    }
+    if ((deps = lg_pat_check(p->bcast_pat, perr, sizeof perr)) < 0 || deps & LG_PAT_RANK) {
+        fprintf(stderr, "psrun: --bcast=%s: %s\n", p->o.bcast_dest,
+                deps < 0 ? perr : "%t (a rank) has no meaning for a node's copy");
+        close(fd);
+        return 2;
+    }
+    p->bcast_fd = fd;
+    return 0;
+}
+
+/* --bcast, once the held spawn is placed: the program copied to the job's nodes, in the
+ * order of their first ranks (so %n is the node's index in the job), before any rank
+ * starts. 0, or -1 (said: each node without its copy, and why). */
+static int bcast_program(struct psrun *p, uint64_t jobid, const struct psmsg *reply)
+{
+    struct psmsg_field f;
+    if (!psmsg_find(&reply->body, PSF_PLACEMENT, &f) || f.len != (size_t)p->o.np * 4) {
+        fprintf(stderr, "psrun: psid's answer has no placement of the ranks\n");
+        return -1;
+    }
+    uint32_t *nodes = calloc(p->o.np, sizeof *nodes);
+    size_t n = 0;
+    if (!nodes) {
+        fprintf(stderr, "psrun: out of memory\n");
+        return -1;
+    }
+    for (uint32_t r = 0; r < p->o.np; r++) {
+        uint32_t id = be_get32(f.val + 4 * (size_t)r);
+        bool seen = false;
+        for (size_t i = n; i-- > 0 && !seen;) seen = nodes[i] == id;
+        if (!seen) nodes[n++] = id;
+    }
+    struct psi_bcast_req r = {.fd = p->bcast_fd,
+                              .dest = p->bcast_pat,
+                              .nodes = nodes,
+                              .n = n,
+                              .flags = p->o.bcast_keep ? PSBCAST_F_KEEP : 0,
+                              .job = jobid};
+    struct psi_bcast_result res;
+    double t0 = now();
+    int rc = psi_bcast(&p->psi, &r, &res);
+    free(nodes);
+    close(p->bcast_fd);
+    p->bcast_fd = -1;
+    if (rc < 0) {
+        fprintf(stderr, "psrun: --bcast: cannot copy %s: %s\n", p->o.argv[0],
+                res.fails[0].text[0] ? res.fails[0].text : strerror(errno));
+        return -1;
+    }
+    if (res.failed) {
+        psi_bcast_report(stderr, "psrun: --bcast", &res, &p->nodes);
+        fprintf(stderr,
+                "psrun: --bcast: the copy of %s failed on %u of %u nodes: nothing started\n",
+                p->o.argv[0], res.failed, res.ok + res.failed);
+        return -1;
+    }
+    if (p->o.verbose)
+        fprintf(stderr, "psrun: %s (%" PRIu64 " bytes) copied to %u nodes as %s in %.1f ms\n",
+                p->o.argv[0], res.bytes, res.ok, p->bcast_pat, (now() - t0) * 1e3);
+    return 0;
+}
+
+/* A held spawn (-o/-e, --bcast): asked and answered before the loop runs, output files
+ * opened, the program broadcast, then the go. *id: the spawn's request id, *jobid. 0, or -1
+ * (said). */
 /* an event while the held spawn's answer is awaited: with gang scheduling it may be queued */
 static void queued_event(void *ctx, const struct psmsg *m)
 {
@@ -937,7 +1084,8 @@ static int held_spawn(struct psrun *p, const uint32_t *ids, size_t nids, uint32_
         fprintf(stderr, "psrun: psid's answer to the spawn has no job id\n");
         return -1;
     }
-    return open_outputs(p, *jobid, &reply);
+    if (open_outputs(p, *jobid, &reply) < 0) return -1;
+    return p->o.bcast ? bcast_program(p, *jobid, &reply) : 0;
 }
 
 /* send a signal to the job now, or as soon as its id is known */
@@ -1473,6 +1621,8 @@ static int check_cpus(struct psrun *p, const uint32_t *ids, size_t nids)
 
 static int run(struct psrun *p)
 {
+    int brc = p->o.bcast ? bcast_prepare(p) : 0;
+    if (brc) return brc;
     if (setup_signals(p) < 0) {
         fprintf(stderr, "psrun: signalfd: %s\n", strerror(errno));
         return 1;
@@ -1515,8 +1665,9 @@ static int run(struct psrun *p)
         return 2;
     }
 
-    /* -o/-e other than psrun's own streams: the spawn is held until the files are open */
-    bool hold = p->o.out.kind != LG_OUT_ALL || p->o.err.kind != LG_OUT_ALL;
+    /* -o/-e other than psrun's own streams: the spawn is held until the files are open;
+     * --bcast: until the program is on the job's nodes */
+    bool hold = p->o.out.kind != LG_OUT_ALL || p->o.err.kind != LG_OUT_ALL || p->o.bcast;
     uint32_t spawn_id = 0;
     uint64_t jobid = 0;
     if (hold && held_spawn(p, ids, nids, &spawn_id, &jobid) < 0) {
@@ -1578,6 +1729,7 @@ int main(int argc, char **argv)
     struct psrun p;
     memset(&p, 0, sizeof p);
     p.sigfd = -1;
+    p.bcast_fd = -1;
     p.psi.fd = -1;
     p.conn.fd = -1;
     int rc = parse_args(argc, argv, &p.o);
@@ -1596,5 +1748,6 @@ int main(int argc, char **argv)
     free(p.files);
     lg_routes_free(&p.routes);
     if (p.sigfd >= 0) close(p.sigfd);
+    if (p.bcast_fd >= 0) close(p.bcast_fd);
     return rc;
 }

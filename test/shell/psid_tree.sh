@@ -100,16 +100,8 @@ rc=$?
 
 # a node of the tree dies mid-launch: node 3 (under 1, above 7) is stopped before the
 # launch, so that its answers and 7's cannot come, and killed once the launch waits on it
-kill -STOP "${PIDS[3]}"
-t0=$(now_ms)
-timeout 60 "$PSRUN" -N 8 --ppn 1 sleep 30 >"$CDIR/lost.out" 2>&1 &
-RPID=$!
-STRAY+=("$RPID")
-sleep 0.3
-kill_node 3
-wait $RPID
-rc=$?
-ms=$(($(now_ms) - t0))
+kill_midway 3 "$CDIR/lost.out" timeout 60 "$PSRUN" -N 8 --ppn 1 sleep 30
+rc=$RC ms=$MS
 out=$(cat "$CDIR/lost.out")
 [ $rc -ne 0 ] && [ $rc -ne 124 ] && echo "$out" | grep -q "rank 7 .*node 3 (n3) of the launch tree was lost" &&
     [ $ms -lt 30000 ] &&
@@ -120,16 +112,8 @@ idle 8000 || fail "tree: every task gone after the failed launch" "$("$BIN/pssta
 # the home's own child dies mid-launch: node 2 (places 5 and 6 below it) stopped, then
 # killed; the home answers for 5 and 6 itself (7 nodes left: 0, 1, 2, 4..7 up, 3 down)
 wait_state 0 3 down 15000 >/dev/null || true
-kill -STOP "${PIDS[2]}"
-t0=$(now_ms)
-timeout 60 "$PSRUN" -w 0,1,2,4,5,6,7 --ppn 1 -n 7 sleep 30 >"$CDIR/lost2.out" 2>&1 &
-RPID=$!
-STRAY+=("$RPID")
-sleep 0.3
-kill_node 2
-wait $RPID
-rc=$?
-ms=$(($(now_ms) - t0))
+kill_midway 2 "$CDIR/lost2.out" timeout 60 "$PSRUN" -w 0,1,2,4,5,6,7 --ppn 1 -n 7 sleep 30
+rc=$RC ms=$MS
 out=$(cat "$CDIR/lost2.out")
 [ $rc -ne 0 ] && [ $rc -ne 124 ] && echo "$out" | grep -q "node 2 (n2) of the launch tree was lost" &&
     [ $ms -lt 30000 ] &&

@@ -473,6 +473,7 @@ static void test_err_ranges(void)
         {"psid", "client_idle_s", 0, 86400},
         {"psid", "done_jobs", 0, 100000},
         {"psid", "tree_width", 1, 65536},
+        {"psid", "bcast_width", 1, 65536},
         {"pmi", "tree_width", 1, 4096},
         {"pmi", "max_kvs_bytes", 65536, 1073741824},
         {"pmi", "max_kvs_keys", 16, 100000000},

@@ -23,6 +23,9 @@
 #   pids_in FILE            the pids of FILE's lines "pid N" (what a job printed of itself)
 #   procs_gone PID...       none of them runs (a zombie counts as gone: it waits for its
 #                           parent, which for an orphan is whatever reaps for pid 1)
+#   kill_midway NODE OUT CMD...  node NODE stopped, CMD started (output in OUT), NODE killed
+#                           0.3 s later (while CMD waits on it), CMD waited for: RC its
+#                           status, MS the milliseconds from its start
 #   STRAY+=(PID...)         processes a test saw that may outlive it (a job's leftovers):
 #                           killed by pid on exit with the daemons
 # Every daemon started is killed by pid on exit (trap), also when a test fails. The cluster's
@@ -194,6 +197,21 @@ kill_node() { # kill_node I [SIGNAL]
     kill -"${2:-KILL}" "${PIDS[$1]}" 2>/dev/null
     wait "${PIDS[$1]}" 2>/dev/null
     PIDS[$1]=
+}
+
+kill_midway() { # kill_midway NODE OUT CMD...
+    local node=$1 out=$2 t0 pid
+    shift 2
+    kill -STOP "${PIDS[$node]}"
+    t0=$(now_ms)
+    "$@" >"$out" 2>&1 &
+    pid=$!
+    STRAY+=("$pid")
+    sleep 0.3
+    kill_node "$node"
+    wait "$pid"
+    # shellcheck disable=SC2034 # RC, MS: the caller's
+    RC=$? MS=$(($(now_ms) - t0))
 }
 
 state_of() { # state_of OBSERVER NODE
