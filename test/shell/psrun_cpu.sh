@@ -8,7 +8,8 @@
 #    (no free core, no --overbook: refused with the reason), with --overbook it shares;
 #  - -c counts in placement (-c 2 on 2-CPU nodes: a rank per node), for the jobs already
 #    running too (a node whose -c 2 rank holds both CPUs takes no other rank);
-#  - --mem: a rank past the limit is killed by the OOM killer and reported as such, through
+#  - --mem (and --mem-per-cpu, times the CPUs of the job's ranks on the node): a rank past
+#    the limit is killed by the OOM killer and reported as such, through
 #    cgroup v2's memory.max or, on a hybrid hierarchy, a v1 memory cgroup per job (whose
 #    directory goes with the job); skipped, with the reason, where psid has neither;
 #  - bad values (a CPU outside the node, --mem=0, an unknown binding, -c 0) exit 2 before
@@ -143,6 +144,11 @@ else
     check "--mem=32M: a rank over it is killed and reported" $? "rc=$RC $ERR"
     run "$PSRUN" -n 1 -w 0 --mem=256M python3 -c 'x = bytearray(16 << 20); print(len(x))'
     check "--mem=256M: a rank within it runs" $RC "rc=$RC $ERR"
+    # --mem-per-cpu: times the CPUs of the job's ranks on the node (one rank of -c 2: 32 MiB)
+    run "$PSRUN" -n 1 -w 0 -c 2 --mem-per-cpu=16M python3 -c 'x = bytearray(256 << 20)'
+    [ $RC -eq 137 ] && [[ $ERR == *"rank 0 (node n0): out of memory (limit 32 MiB)"* ]]
+    check "--mem-per-cpu=16M with -c 2: the limit is 32 MiB, a rank over it is killed" $? \
+        "rc=$RC $ERR"
     # on a hybrid hierarchy the limit is a v1 memory cgroup per job: gone with the job
     v1=$(sed -n "s/.*memory controller on: cgroup v1, \([^)]*\)).*/\1/p" psid-0.log | head -1)
     if [ -n "$v1" ]; then
