@@ -284,8 +284,12 @@ static const char *find_base(void)
         }
     if (f) fclose(f);
     if (!own[0]) return "this process is in no cgroup2";
-    snprintf(base, sizeof base, "%s%s/skewfloor-%d", mnt, strcmp(own, "/") ? own : "",
-             (int)getpid());
+    int len = snprintf(base, sizeof base, "%s%s/skewfloor-%d", mnt, strcmp(own, "/") ? own : "",
+                       (int)getpid());
+    if (len < 0 || (size_t)len >= sizeof base) {
+        base[0] = 0;
+        return "the cgroup path is too long";
+    }
     if (mkdir(base, 0755) < 0) {
         base[0] = 0;
         return strerror(errno);
