@@ -86,10 +86,12 @@ static void test_jobq_bounds(void)
     jobq_free(&q);
 }
 
-/* a request whose body is len bytes (of a shared buffer: the queue copies it) */
+/* a request whose body is len bytes (of a shared buffer: the queue copies it); a body up
+ * to a user's whole share, more than one message holds, to reach the bound in few steps */
 static struct psmsg blob(size_t len)
 {
-    static uint8_t buf[PSMSG_MAX];
+    static uint8_t buf[JOBQ_BYTES_PER_UID > PSMSG_MAX ? JOBQ_BYTES_PER_UID : PSMSG_MAX];
+    CU_ASSERT_FATAL(len <= sizeof buf);
     return (struct psmsg){.type = PSM_SPAWN, .id = 7, .body = {buf, len}};
 }
 
