@@ -12,6 +12,7 @@
 #   start_node I / kill_node I [SIG]   one daemon, by the pid we recorded ($PSID_BIN, default
 #                           build/bin/psid: a test may run the ASan/UBSan build instead)
 #   state_of OBSERVER NODE  "up", "unreachable" or "down", as OBSERVER's psid sees NODE
+#                           (node_state OBSERVER NODE: the same into $STATE, without a subshell)
 #   wait_state OBS NODE STATE MS   poll until it is so (bounded); prints elapsed ms
 #   pass NAME / fail NAME WHY      result lines for scripts/run-tests.sh
 #   check NAME STATUS WHY   pass NAME if STATUS is 0, else fail NAME WHY
@@ -42,19 +43,28 @@ fail() {
     echo "FAIL: $1: $2"
     FAILS=$((FAILS + 1))
 }
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# the waits below poll without a process of their own (a poll's fork and exec cost more CPU
+# than its look, and a test waits often): the clock is bash's ($EPOCHREALTIME, "s.us" in the
+# locale's notation), the pause read's timeout on a pipe that nobody writes (nap_open opens it
+# for one wait, nap_close closes it: no program the test starts inherits it)
+now_ms() { echo $((${EPOCHREALTIME/[.,]/} / 1000)); }
+nap_open() { exec {NAP_FD}<> <(:); }
+nap() { read -rt "$1" -u "$NAP_FD" _NAP || :; }
+nap_close() { exec {NAP_FD}<&-; }
 check() { if [ "$2" -eq 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
 # json_true TEXT EXPR: TEXT is one JSON value and the jq expression is true of it (jq -e alone
 # succeeds on empty input, so a tool that printed nothing would pass)
 json_true() { jq -e --slurp "length == 1 and (.[0] | $2)" <<<"$1" >/dev/null 2>&1; }
 wait_until() {
-    local ms=$1 t0
+    local end=$((${EPOCHREALTIME/[.,]/} / 1000 + $1)) NAP_FD rc=0
     shift
-    t0=$(now_ms)
-    until "$@"; do
-        [ $(($(now_ms) - t0)) -gt "$ms" ] && return 1
-        sleep 0.05
+    nap_open
+    until "$@" {NAP_FD}<&-; do
+        ((${EPOCHREALTIME/[.,]/} / 1000 > end)) && rc=1 && break
+        nap 0.05
     done
+    nap_close
+    return $rc
 }
 
 pids_in() { sed -n 's/^pid \([0-9]*\)$/\1/p' "$1" | tr '\n' ' '; }
@@ -67,12 +77,14 @@ procs_gone() {
 }
 
 wait_line() { # FILE PATTERN MS: 0 once FILE has a line matching PATTERN, 1 after MS
-    local t0
-    t0=$(now_ms)
-    until grep -qs "$2" "$1"; do
-        [ $(($(now_ms) - t0)) -gt "$3" ] && return 1
-        sleep 0.01
+    local end=$((${EPOCHREALTIME/[.,]/} / 1000 + $3)) NAP_FD rc=0
+    nap_open
+    until grep -qs "$2" "$1" {NAP_FD}<&-; do
+        ((${EPOCHREALTIME/[.,]/} / 1000 > end)) && rc=1 && break
+        nap 0.01
     done
+    nap_close
+    return $rc
 }
 
 require_built() { # require_built NAME FILE...
@@ -214,45 +226,66 @@ kill_midway() { # kill_midway NODE OUT CMD...
     RC=$? MS=$(($(now_ms) - t0))
 }
 
+# node_state OBSERVER NODE: STATE is what OBSERVER's psid says of NODE ("" if it does not
+# answer); one process (psstat)
+node_state() {
+    local js re="\"id\":$2,[^}]*\"state\":\"([a-z]*)\""
+    js=$(PSID_SOCKET=$CDIR/psid-$1.sock "$BIN/psstat" --json nodes 2>/dev/null)
+    STATE=
+    if [[ $js =~ $re ]]; then STATE=${BASH_REMATCH[1]}; fi
+}
 state_of() { # state_of OBSERVER NODE
-    PSID_SOCKET=$CDIR/psid-$1.sock "$BIN/psstat" --json nodes 2>/dev/null |
-        grep -o "\"id\":$2,[^}]*\"state\":\"[a-z]*\"" | sed 's/.*"state":"\([a-z]*\)"/\1/'
+    local STATE
+    node_state "$1" "$2"
+    [ -z "$STATE" ] || echo "$STATE"
 }
 
 wait_state() { # wait_state OBSERVER NODE STATE TIMEOUT_MS -> prints elapsed ms, status 0/1
-    local t0 t
-    t0=$(now_ms)
+    local t0=$((${EPOCHREALTIME/[.,]/} / 1000)) t STATE NAP_FD rc=0
+    nap_open
     while :; do
-        [ "$(state_of "$1" "$2")" = "$3" ] && {
-            echo $(($(now_ms) - t0))
-            return 0
-        }
-        t=$(($(now_ms) - t0))
-        [ "$t" -gt "$4" ] && {
-            echo "$t"
-            return 1
-        }
-        sleep 0.01
+        node_state "$1" "$2"
+        t=$((${EPOCHREALTIME/[.,]/} / 1000 - t0))
+        [ "$STATE" = "$3" ] && break
+        ((t > $4)) && rc=1 && break
+        nap 0.01
     done
+    nap_close
+    echo "$t"
+    return $rc
 }
 
 idle() { # idle TIMEOUT_MS: node 0 answers and sees no task anywhere
-    local t0 out
-    t0=$(now_ms)
+    local end=$((${EPOCHREALTIME/[.,]/} / 1000 + $1)) out NAP_FD rc=0
+    nap_open
     while :; do
         # an unreachable psid prints nothing, which must not count as idle
         out=$(PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" --json nodes 2>/dev/null) &&
-            grep -q '"cpus_used":0' <<<"$out" && ! grep -q '"cpus_used":[1-9]' <<<"$out" && return 0
-        [ $(($(now_ms) - t0)) -gt "$1" ] && return 1
-        sleep 0.02
+            [[ $out == *'"cpus_used":0'* && ! $out =~ \"cpus_used\":[1-9] ]] && break
+        ((${EPOCHREALTIME/[.,]/} / 1000 > end)) && rc=1 && break
+        nap 0.02
     done
+    nap_close
+    return $rc
 }
 
-all_up() { # all_up TIMEOUT_MS: every node sees every node up
-    local o n
+all_up() { # all_up TIMEOUT_MS: every node sees every node up (one psstat a look)
+    local o js rest n end NAP_FD rc=0
+    nap_open
     for o in $(seq 0 $((NNODES - 1))); do
-        for n in $(seq 0 $((NNODES - 1))); do
-            wait_state "$o" "$n" up "$1" >/dev/null || return 1
+        end=$((${EPOCHREALTIME/[.,]/} / 1000 + $1))
+        while :; do
+            js=$(PSID_SOCKET=$CDIR/psid-$o.sock "$BIN/psstat" --json nodes 2>/dev/null)
+            rest=$js n=0
+            while [[ $rest == *'"state":"up"'* ]]; do
+                rest=${rest#*'"state":"up"'}
+                n=$((n + 1))
+            done
+            ((n == NNODES)) && break
+            ((${EPOCHREALTIME/[.,]/} / 1000 > end)) && rc=1 && break 2
+            nap 0.01
         done
     done
+    nap_close
+    return $rc
 }
