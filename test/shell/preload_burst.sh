@@ -145,9 +145,13 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     mkfifo "$CDIR/go"
     exec {go}<>"$CDIR/go" # holds the clients until all are connected
     many=()
+    # (500 starts: nobody's group asked once, and the environment set by the shell, not env,
+    # which would be one program more to start each time; $! is still the program's pid)
+    gid=$(id -g nobody)
     for i in $(seq 500); do
-        lib PSP_STATS="$CDIR/many/s.$i" setpriv --reuid=nobody --regid="$(id -g nobody)" \
-            --clear-groups "$HOLD" 127.0.0.1 "$PORT" <"$CDIR/go" {go}>&- >"$CDIR/many/o.$i" 2>&1 &
+        PSID_SOCKET=$SOCK LD_PRELOAD=$LIB PSP_STATS=$CDIR/many/s.$i setpriv --reuid=nobody \
+            --regid="$gid" --clear-groups "$HOLD" 127.0.0.1 "$PORT" <"$CDIR/go" {go}>&- \
+            >"$CDIR/many/o.$i" 2>&1 &
         many+=($!)
         PIDS+=($!)
     done
