@@ -13,13 +13,18 @@
 #   g. style                            clang-format (the tree's one C style) and shellcheck
 #                                       (warnings and worse) over the tracked sources
 # Every suite runs on its own (its own cluster, ports, directories and namespaces), so all of
-# them go into one pool that runs CHECK_JOBS at a time (default: the CPUs, at most 4), each
-# in a session of its own under STEP_TIMEOUT, its output shown whole when it ends. The few in
-# SOLO (below: CPU hogs, floods, the timing of failure detection and of RDP's protocol tests,
-# the tree's own make) run first, each alone; the rest follow longest first, by the times of the last run
-# (build/check-times) or, on a fresh tree, by the hints in HINT below. The suites of LONG
-# (the preload semantics suites, the demo, the spawn flood and the stress run: 30-100 s
-# each) run in `make soak`, not here (SOAK=1 runs them here too).
+# them go into one pool, each in a session of its own under STEP_TIMEOUT, its output shown
+# whole when it ends. The few in SOLO (below: CPU hogs, floods and the latencies they are
+# measured against, the tree's own make, the timing of RDP's protocol tests) run first, each
+# alone. Then the pool: CHECK_JOBS suites at a time (default: the CPUs, at most 4), and
+# beside them up to CHECK_LIGHT more (default 2) of those in LIGHT (below: suites that wait
+# for clusters, timers and peers, their CPU time a third of their wall time or less); and
+# beside all of those, one at a time, the suites of QUIET (the timing of failure detection),
+# at nice -10, so that the others' work does not delay them (as root; without root they run
+# alone, as SOLO's). Each takes the longest suite first, by the times of the last run
+# (build/check-times) or, on a fresh tree, by those committed in test/check-times. The suites
+# of LONG (the preload semantics suites, the demo, the spawn flood and the stress run: 30-100
+# s each) run in `make soak`, not here (SOAK=1 runs them here too).
 # CUnit binaries are counted from their "Run Summary" table, scripts from their
 # PASS:/FAIL:/SKIP: lines, fuzz targets as one test each. A suite that is not built is
 # skipped. The summary lists every suite, then the slowest, the wall time and (under make
@@ -31,9 +36,9 @@
 # (the kinds to run, by letter, e.g. "f" for `make fuzz`; default abcdeg, make check's: the
 # fuzz tree is built and run by make soak and make fuzz), FUZZ_MERGE=1
 # (`make fuzz`: after a passing run, the inputs that reach new code are merged into the seed
-# corpus test/fuzz/corpus/NAME, to be committed), CHECK_JOBS, SOAK=1 (the LONG suites too),
-# ONLY="NAME..." (only the scripts of test/shell and test/netns of these base names, LONG or
-# not: `make soak` runs the LONG ones so).
+# corpus test/fuzz/corpus/NAME, to be committed), CHECK_JOBS, CHECK_LIGHT, SOAK=1 (the LONG
+# suites too), ONLY="NAME..." (only the scripts of test/shell and test/netns of these base
+# names, LONG or not: `make soak` runs the LONG ones so).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,23 +54,29 @@ STEPS=${STEPS:-abcdeg}
 want() { [[ $STEPS == *"$1"* ]]; } # want LETTER: whether that kind of suite runs
 SAN_ENV=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
 
-# The pool's lanes. SOLO: run alone, first (matched by the first word of the name). LONG:
-# make soak's (scripts/soak.sh), not make check's (a namespace test as netns/NAME). HINT: seconds a suite took on this 2-CPU machine, to start the long ones first
-# when build/check-times (written at the end of every run) is not there yet.
+# The pool's lanes (matched by the first word of a suite's base name). SOLO: run alone,
+# first. QUIET: one at a time beside the pool, at nice QUIET_NICE (root only: else they join
+# SOLO). LIGHT: up to LIGHT_LANES of them beside the LANES others (their CPU time, measured in
+# a cpuacct cgroup per suite on 2 CPUs, at most a third of their wall time). LONG: make soak's
+# (scripts/soak.sh), not make check's (a namespace test as netns/NAME).
 LANES=${CHECK_JOBS:-$(nproc)}
 ((LANES > 4)) && LANES=4
 ((LANES < 1)) && LANES=1
-SOLO=" psid_spawnflood psid_stress psid_busy psid_grace psid_swim make_targets rdp-tests preload_flood preload_burst psid_plhostile preload_cosched "
+LIGHT_LANES=${CHECK_LIGHT:-2}
+SOLO=" psid_spawnflood psid_stress psid_busy make_targets rdp-tests preload_flood psid_plhostile preload_cosched "
+QUIET=" psid_grace psid_swim "
+QUIET_NICE=-10
+if ((EUID != 0)); then # (only root may raise a priority)
+    SOLO="$SOLO${QUIET# }"
+    QUIET=" "
+fi
+LIGHT=" preload_errors psid_leftovers preload_claim psid_limits preload_reason rdp_loss"
+LIGHT+=" preload_epoll0 preload_forge psid_preload preload_lowfd psid_replay psid_hostile "
 LONG=" preload_semantics preload_same demo psid_spawnflood psid_stress netns/mpi_preload "
-declare -A HINT=(
-    [style/shellcheck]=37 [netns/preload]=37 [shell/preload_same_programs]=36
-    [shell/preload_errors]=35 [shell/psrun]=31 [shell/preload_nc]=25 [shell/psrun_scale]=23
-    [shell/preload_programs]=20 [shell/psid_preload]=15 [shell/psid_limits]=14
-    [shell/psid_membership]=14 [shell/preload_forge]=13 [shell/psid_replay]=12
-    [shell/psid_hostile]=12 [rdp-tests]=12 [netns/psid_linkcut]=11 [shell/install_deps]=11
-    [netns/rdp_loss]=10
-)
+# The seconds each suite took in the last run (written at the end of every run), and in a
+# run on a 2-CPU machine, committed, for a tree that has not run yet: the order, longest first.
 TIMES=build/check-times
+HINTS=test/check-times
 
 passed=0 failed=0 skipped=0
 finished=0 # 1 once every suite has ended (a group found at exit is one being reaped)
@@ -171,7 +182,9 @@ bg_start() {
     local key=$1 log=$2
     shift 2
     : >"$log"
-    setsid timeout -k 10 "$STEP_TIMEOUT" "$@" </dev/null >"$log" 2>&1 &
+    local prio=()
+    is_quiet "$key" && prio=(nice -n "$QUIET_NICE")
+    ${prio[@]+"${prio[@]}"} setsid timeout -k 10 "$STEP_TIMEOUT" "$@" </dev/null >"$log" 2>&1 &
     bg_pid[$key]=$!
     bg_log[$key]=$log
     bg_t0[$key]=$EPOCHREALTIME
@@ -436,42 +449,70 @@ done_one() {
     esac
 }
 
-# weight NAME: seconds it took last time (build/check-times), else its HINT, else 5
-weight() {
-    local w
-    w=$(awk -F'\t' -v n="$1" '$1 == n { w = $2 } END { if (w != "") print w }' "$TIMES" \
-        2>/dev/null || true)
-    [[ -n $w ]] || w=${HINT[$1]:-5}
-    printf '%s\n' "$w"
-}
+# WALL[NAME]: the seconds a suite took (HINTS, then TIMES over them)
+declare -A WALL=()
+while IFS=$'\t' read -r n w _; do WALL[$n]=$w; done < <(cat "$HINTS" "$TIMES" 2>/dev/null)
 
-# is_solo NAME: whether NAME runs alone (its base name's first word is in SOLO: both
-# rdp-tests binaries)
-is_solo() {
-    local base
-    base=$(basename "$1")
-    [[ $SOLO == *" ${base%% *} "* ]]
+# is_solo NAME / is_quiet NAME / is_light NAME: whether NAME is in SOLO / QUIET / LIGHT (its
+# base name's first word: both rdp-tests binaries)
+in_list() { # in_list LIST NAME
+    local base=${2##*/}
+    [[ $1 == *" ${base%% *} "* ]]
 }
+is_solo() { in_list "$SOLO" "$1"; }
+is_quiet() { in_list "$QUIET" "$1"; }
+is_light() { in_list "$LIGHT" "$1"; }
 
-# pool ITEM...: start_one ITEM for each, LANES at once, and done_one for each as it ends
-# (bg_key, step_rc, step_secs set, its output shown); an item whose base name is in SOLO
-# runs alone.
+# pool ITEM...: start_one ITEM for each, and done_one for each as it ends (bg_key, step_rc,
+# step_secs set, its output shown). An item whose base name is in SOLO runs alone, and the
+# items after it wait for it. The others start in their order while fewer than LANES run
+# that are not light; beyond that, a light one may start out of its order while fewer than
+# LANES + LIGHT_LANES run in all.
 pool() {
-    local item
-    for item in "$@" ""; do
-        # a lane free (all of them before a solo item, and at the end)
-        while ((${#bg_pid[@]} > 0)) &&
-            { [[ -z $item ]] || is_solo "$item" || ((${#bg_pid[@]} >= LANES)); }; do
-            bg_next || break
-            done_one "$bg_key"
+    local pending=("$@") i item heavy busy solo_on=0 quiet_on=0 started
+    while :; do
+        started=
+        heavy=0 busy=0 # the pool's suites running (not solo or quiet), and those not light
+        for item in "${!bg_pid[@]}"; do
+            is_quiet "$item" && continue
+            busy=$((busy + 1))
+            is_light "$item" || heavy=$((heavy + 1))
         done
-        [[ -z $item ]] && break
-        start_one "$item"
-        if is_solo "$item" && bg_next; then done_one "$bg_key"; fi
+        for i in "${!pending[@]}"; do
+            item=${pending[$i]}
+            if is_solo "$item"; then
+                ((${#bg_pid[@]} == 0)) && started=$item
+                break
+            fi
+            ((solo_on)) && break
+            if is_quiet "$item"; then
+                ((quiet_on)) && continue
+                started=$item
+                break
+            fi
+            ((busy >= LANES + LIGHT_LANES)) && break
+            if is_light "$item" || ((heavy < LANES)); then
+                started=$item
+                break
+            fi
+        done
+        if [[ -n $started ]]; then
+            unset "pending[$i]"
+            is_solo "$started" && solo_on=1
+            is_quiet "$started" && quiet_on=1
+            start_one "$started"
+            continue
+        fi
+        ((${#bg_pid[@]})) || break
+        bg_next || break
+        is_solo "$bg_key" && solo_on=0
+        is_quiet "$bg_key" && quiet_on=0
+        done_one "$bg_key"
     done
 }
 
-echo "run-tests: $(uname -sr), $(nproc) cpus, $LANES suites at a time, timeout ${STEP_TIMEOUT} s each"
+echo "run-tests: $(uname -sr), $(nproc) cpus, $LANES suites at a time and $LIGHT_LANES light" \
+    "ones, timeout ${STEP_TIMEOUT} s each"
 
 want a && queue_cunit "unit-tests" build/test/unit-tests
 want b && queue_cunit "unit-tests (asan+ubsan)" build/san/test/unit-tests "${SAN_ENV[@]}"
@@ -483,17 +524,27 @@ want e && queue_netns
 want f && queue_fuzz
 want g && queue_style
 
-# the order: SOLO first, then the longest first
-solo=() rest=()
+# the order: SOLO first, then QUIET and the rest, each longest first
+solo=() quiet=() rest=()
+longest_first() { # longest_first NAME...: by WALL, longest first
+    (($#)) || return 0
+    for k; do printf '%s\t%s\n' "${WALL[$k]:-5}" "$k"; done |
+        sort -t$'\t' -k1,1 -g -r | cut -f2-
+}
 for k in "${QUEUE[@]}"; do
-    if is_solo "$k"; then solo+=("$k"); else rest+=("$k"); fi
+    if is_solo "$k"; then
+        solo+=("$k")
+    elif is_quiet "$k"; then
+        quiet+=("$k")
+    else
+        rest+=("$k")
+    fi
 done
-if ((${#rest[@]})); then
-    mapfile -t rest < <(for k in "${rest[@]}"; do printf '%s\t%s\n' "$(weight "$k")" "$k"; done |
-        sort -t$'\t' -k1,1 -g -r | cut -f2-)
-fi
-header "${#QUEUE[@]} suites: ${#solo[@]} alone first, then $LANES at a time, longest first"
-pool ${solo[@]+"${solo[@]}"} ${rest[@]+"${rest[@]}"}
+mapfile -t quiet < <(longest_first ${quiet[@]+"${quiet[@]}"})
+mapfile -t rest < <(longest_first ${rest[@]+"${rest[@]}"})
+header "${#QUEUE[@]} suites: ${#solo[@]} alone first; then the rest, $LANES at a time and" \
+    "$LIGHT_LANES light ones, with ${#quiet[@]} quiet ones beside them one at a time, longest first"
+pool ${solo[@]+"${solo[@]}"} ${quiet[@]+"${quiet[@]}"} ${rest[@]+"${rest[@]}"}
 finished=1
 
 # the times of this run, for the next one's order (merged: suites not run keep theirs)
@@ -511,7 +562,7 @@ if [[ -f $tmp/times ]]; then
         awk -F'\t' '{ printf "    %8.1f  %s\n", $2, $1 }'
 fi
 wall=$(awk -v a="$t_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
-echo "  tests: ${wall} s wall, $LANES at a time"
+echo "  tests: ${wall} s wall, $LANES at a time and up to $LIGHT_LANES light ones beside them"
 # make check's own time, the build included: the make that runs this script (its parent, or
 # the shell between them) has been running that long. The budget is 8 minutes on 2 CPUs.
 if [[ $STEPS == abcdeg && -z ${ONLY:-} ]]; then
