@@ -240,18 +240,25 @@ c=$!
 exec {hold}>"$CDIR/in.fifo"
 echo hi >&"$hold"
 wait_until 5000 grep -q hi "$CDIR/out.bin"
-j0=$(PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" --json sockets)
-j1=$(PSID_SOCKET=$CDIR/psid-1.sock "$BIN/psstat" --json sockets)
-t=$(PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" sockets)
-json_true "$j0" ".sockets | length == 1 and .[0].path == \"rdp\" and
-    .[0].remote == \"127.0.0.2:$((PORT + 10))\" and .[0].tx_bytes == 3 and .[0].uid == $(id -u)" &&
-    json_true "$j1" ".sockets | length == 1 and .[0].local == \"127.0.0.2:$((PORT + 10))\" and
-    .[0].rx_bytes == 3" && [[ $(wc -l <<<"$t") == 2 && $t == *" rdp "* ]]
+# (the bytes can arrive before each end's psid has the connection's record: a bounded wait)
+listed() {
+    j0=$(PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" --json sockets)
+    j1=$(PSID_SOCKET=$CDIR/psid-1.sock "$BIN/psstat" --json sockets)
+    t=$(PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" sockets)
+    json_true "$j0" ".sockets | length == 1 and .[0].path == \"rdp\" and
+        .[0].remote == \"127.0.0.2:$((PORT + 10))\" and .[0].tx_bytes == 3 and .[0].uid == $(id -u)" &&
+        json_true "$j1" ".sockets | length == 1 and .[0].local == \"127.0.0.2:$((PORT + 10))\" and
+        .[0].rx_bytes == 3" && [[ $(wc -l <<<"$t") == 2 && $t == *" rdp "* ]]
+}
+wait_until 5000 listed
 check "preload nc: psstat sockets lists the connection on both nodes" $? "$j0 / $j1 / $t"
 exec {hold}>&-
 finish "$c" "$s"
-j0=$(PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" --json sockets)
-json_true "$j0" '.sockets | length == 0'
+unlisted() {
+    j0=$(PSID_SOCKET=$CDIR/psid-0.sock "$BIN/psstat" --json sockets)
+    json_true "$j0" '.sockets | length == 0'
+}
+wait_until 5000 unlisted
 check "preload nc: ... and nothing once it is closed" $? "$j0"
 # rules: from the environment, and from a file (a bad line names file:line)
 fresh
