@@ -109,17 +109,26 @@ while (($#)); do
     shift
 done
 
-installed() { # installed PKG -> 0 if dpkg says it is installed
-    [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true) == "install ok installed" ]]
+# not_installed PKG...: those of the PKGs dpkg does not say are installed, one a line (one
+# dpkg-query for all of them: make check asks first, each time)
+not_installed() {
+    local p st
+    local -A have=()
+    (($#)) || return 0
+    while read -r p st; do
+        [[ $st == "install ok installed" ]] && have[$p]=1
+    done < <(dpkg-query -W -f='${Package} ${Status}\n' "$@" 2>/dev/null || true)
+    for p; do [[ -n ${have[$p]:-} ]] || echo "$p"; done
 }
 
-missing=()
+asked=()
 declare -A seen=()
 for p in "${want[@]}"; do
     [[ -n ${seen[$p]:-} ]] && continue
     seen[$p]=1
-    installed "$p" || missing+=("$p")
+    asked+=("$p")
 done
+mapfile -t missing < <(not_installed "${asked[@]}")
 
 if ((list_only)); then
     ((${#missing[@]})) && echo "${missing[*]}"
@@ -184,8 +193,7 @@ if ! run_apt install "${apt_opts[@]}" "${missing[@]}"; then
     run_apt install "${apt_opts[@]}" "${missing[@]}"
 fi
 
-still=()
-for p in "${missing[@]}"; do installed "$p" || still+=("$p"); done
+mapfile -t still < <(not_installed "${missing[@]}")
 if ((${#still[@]})); then
     echo "install-deps: still missing after install: ${still[*]}" >&2
     exit 1

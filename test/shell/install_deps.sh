@@ -26,18 +26,30 @@ chmod 755 "$F" "$F/install-deps.sh"
 
 # The fakes' state: installed (one package a line), arch, version-PKG (dpkg's ${Version}),
 # nocandidate (packages apt-cache has no candidate for), apt.log (every apt-get call).
+# dpkg-query -W -f=FORMAT PKG...: FORMAT (\${Package}, \${Status}, \${Version}, backslash
+# escapes) for each PKG installed; "no packages found" and exit 1 for the others
 cat >"$F/bin/dpkg-query" <<EOF
 #!/bin/bash
-fmt= pkg=
-for a; do case \$a in -W) ;; -f=*) fmt=\${a#-f=} ;; *) pkg=\$a ;; esac; done
-if ! grep -qxF -- "\$pkg" "$F/installed"; then
-    echo "dpkg-query: no packages found matching \$pkg" >&2
-    exit 1
-fi
-case \$fmt in
-'\${Status}') printf 'install ok installed' ;;
-'\${Version}') cat "$F/version-\$pkg" 2>/dev/null || printf '1.0-1' ;;
-esac
+fmt= pkgs=() rc=0
+for a; do case \$a in -W) ;; -f=*) fmt=\${a#-f=} ;; *) pkgs+=("\$a") ;; esac; done
+declare -A inst=()
+while read -r p; do [[ -n \$p ]] && inst[\$p]=1; done <"$F/installed"
+for pkg in "\${pkgs[@]}"; do
+    if [[ -z \${inst[\$pkg]:-} ]]; then
+        echo "dpkg-query: no packages found matching \$pkg" >&2
+        rc=1
+        continue
+    fi
+    out=\${fmt//'\${Package}'/\$pkg}
+    out=\${out//'\${Status}'/install ok installed}
+    if [[ \$out == *'\${Version}'* ]]; then
+        ver=1.0-1
+        [[ -f "$F/version-\$pkg" ]] && ver=\$(<"$F/version-\$pkg")
+        out=\${out//'\${Version}'/\$ver}
+    fi
+    printf '%b' "\$out"
+done
+exit \$rc
 EOF
 cat >"$F/bin/dpkg" <<EOF
 #!/bin/bash
