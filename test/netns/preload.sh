@@ -27,6 +27,8 @@ set -u
 
 # shellcheck disable=SC1091 # the helpers beside this script
 . "$(dirname "$0")/lib/netns.sh"
+# shellcheck source=../shell/lib/wait.sh
+. "$(dirname "$0")/../shell/lib/wait.sh" # wait_until
 ns_require_root
 
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -82,22 +84,12 @@ on() {
     "$PSLOCAL" exec "$node" --dir "$D" -- env "${env[@]}" "$@" <"$in" >"$out" 2>>"$TMP/err.$node" &
     PIDS+=($!)
 }
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-until_ms() { # until_ms MS CMD...: poll CMD every 50 ms, at most MS
-    local t0 ms=$1
-    shift
-    t0=$(now_ms)
-    until "$@"; do
-        (($(now_ms) - t0 > ms)) && return 1
-        sleep 0.05
-    done
-}
 listening() { "$PSLOCAL" exec 1 --dir "$D" -- ss -Hltn "sport = :$1" | grep -q .; }
 gone() { ! kill -0 "$1" 2>/dev/null; }
 finish() { # finish PID...: wait for each, 90 s at most, then kill it
     local p
     for p; do
-        until_ms 90000 gone "$p" || kill -KILL "$p" 2>/dev/null
+        wait_until 90000 gone "$p" || kill -KILL "$p" 2>/dev/null
         wait "$p" 2>/dev/null
     done
 }
@@ -107,7 +99,7 @@ nc_run() { # nc_run PORT SERVER_LIB CLIENT_LIB: IN from node 0 to node 1
     fresh
     on 1 "$2" /dev/null "$TMP/out.bin" nc -l 198.18.0.2 "$1"
     local s=$!
-    until_ms 5000 listening "$1"
+    wait_until 5000 listening "$1"
     on 0 "$3" "$TMP/in.bin" /dev/null nc -N 198.18.0.2 "$1"
     finish $! "$s"
 }
@@ -136,7 +128,7 @@ check "nc, library on the client only: TCP (no_library), byte-exact" $? \
 fresh
 on 1 no /dev/null "$TMP/out.bin" nc -l 198.18.0.99 6004
 s=$!
-until_ms 5000 listening 6004
+wait_until 5000 listening 6004
 on 0 yes "$TMP/in.bin" /dev/null nc -N 198.18.0.99 6004
 finish $! "$s"
 [[ $(sha256sum <"$TMP/out.bin") == "$SUM" && $(stat 0 accelerated) == 0 &&
@@ -179,7 +171,7 @@ xns_run() { # xns_run PORT LISTEN-ADDR SERVER-NODE CLIENT-NODE [SOURCE-ADDR]: XI
     on "$3" yes /dev/null "$TMP/out.bin" env PSID_SOCKET="$S0" PSP_STATS="$TMP/stats.xs" \
         nc -l "$2" "$1"
     local s=$!
-    until_ms 5000 "listening$3" "$1"
+    wait_until 5000 "listening$3" "$1"
     # the data 0.5 s after the connect: its negotiation is done by then, however loaded
     # the machine (nc on its own sends 5 MB within the first millisecond, on TCP)
     on "$4" no "$XIN" /dev/null sh -c '{ sleep 0.5; cat; } | env LD_PRELOAD="$3" \
@@ -208,7 +200,7 @@ mkdir -p "$TMP/www"
 head -c $((5 << 20)) /dev/urandom >"$TMP/www/f.bin"
 on 1 yes /dev/null /dev/null python3 -m http.server 6003 --bind 198.18.0.2 --directory "$TMP/www"
 s=$!
-until_ms 10000 listening 6003
+wait_until 10000 listening 6003
 on 0 yes /dev/null "$TMP/out.bin" curl -s --max-time 60 http://198.18.0.2:6003/f.bin
 finish $!
 kill "$s" 2>/dev/null
@@ -242,7 +234,7 @@ PY
 fresh
 on 1 sync /dev/null /dev/null python3 "$TMP/many.py" server
 s=$!
-until_ms 10000 listening 6006
+wait_until 10000 listening 6006
 on 0 sync /dev/null "$TMP/out.bin" python3 "$TMP/many.py" client
 finish $! "$s"
 [[ $(cat "$TMP/out.bin") == "done" && $(stat 0 accelerated) == 18 && $(stat 0 error) == 0 ]]
@@ -255,7 +247,7 @@ fresh
 on 1 yes /dev/null "$TMP/redis.log" redis-server --bind 198.18.0.2 --port 6007 --save '' \
     --appendonly no --protected-mode no
 rs=$!
-until_ms 10000 listening 6007
+wait_until 10000 listening 6007
 on 0 yes /dev/null "$TMP/bench.out" timeout 60 redis-benchmark -h 198.18.0.2 -p 6007 -q \
     -n 10000 -c 50 -t set,get
 wait $!
@@ -270,7 +262,7 @@ check "redis-benchmark, 50 connections, SET and GET: every one accelerated" $? \
 fresh
 on 1 yes /dev/null "$TMP/iperfs.out" timeout 30 iperf3 -s -1 -B 198.18.0.2 -p 6008
 is=$!
-until_ms 10000 listening 6008
+wait_until 10000 listening 6008
 on 0 yes /dev/null "$TMP/iperfc.out" timeout 30 iperf3 -c 198.18.0.2 -p 6008 -t 2
 wait $!
 rc=$?
@@ -284,7 +276,7 @@ check "iperf3 -t 2: control and data connection accelerated on both sides" $? \
 fresh
 on 1 yes /dev/null "$TMP/sps.out" sockperf sr --tcp -i 198.18.0.2 -p 6009
 ss_pid=$!
-until_ms 10000 listening 6009
+wait_until 10000 listening 6009
 on 0 yes /dev/null "$TMP/spc.out" timeout 30 sockperf pp --tcp -i 198.18.0.2 -p 6009 -t 2
 wait $!
 rc=$?
@@ -326,11 +318,11 @@ fresh
 ST=$TOP/build/test/tools/plstream
 on 1 sync /dev/null "$TMP/stop.srv" "$ST" listen 198.18.0.2 6013 recv 0 --progress "$TMP/stop.prog"
 s=$!
-until_ms 10000 listening 6013
+wait_until 10000 listening 6013
 on 0 sync /dev/null "$TMP/stop.cli" "$ST" connect 198.18.0.2 6013 send 200000000 --rate 40
 c=$!
 moved() { [ "$(tail -1 "$TMP/stop.prog" 2>/dev/null | cut -d' ' -f2)" -ge 16000000 ] 2>/dev/null; }
-until_ms 20000 moved
+wait_until 20000 moved
 kill -STOP "$s"
 sleep 6 # the stop is the point: nothing may end meanwhile
 up=0
@@ -373,13 +365,13 @@ else:
 PY
 fresh
 on 1 sync /dev/null "$TMP/lost.srv" python3 "$TMP/lost.py" server
-until_ms 10000 listening 6012
+wait_until 10000 listening 6012
 on 0 sync /dev/null "$TMP/lost.cli" python3 "$TMP/lost.py" client
 c=$!
-until_ms 10000 grep -q reading "$TMP/lost.cli"
+wait_until 10000 grep -q reading "$TMP/lost.cli"
 sleep 0.5 # (in its read)
 "$PSLOCAL" exec 1 --dir "$D" -- ip link set eth0 down
-until_ms 60000 gone "$c"
+wait_until 60000 gone "$c"
 ended=$?
 finish "$c"
 grep -Eq "^(ETIMEDOUT|ECONNRESET) after [0-9]+ s" "$TMP/lost.cli" && [ $ended -eq 0 ] &&

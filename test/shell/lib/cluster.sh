@@ -16,9 +16,8 @@
 #   wait_state OBS NODE STATE MS   poll until it is so (bounded); prints elapsed ms
 #   pass NAME / fail NAME WHY      result lines for scripts/run-tests.sh
 #   check NAME STATUS WHY   pass NAME if STATUS is 0, else fail NAME WHY
-#   wait_until MS CMD...    poll CMD every 50 ms until it succeeds (0) or MS have passed (1)
+#   now_ms, wait_until MS CMD..., wait_line FILE PATTERN MS   wait.sh's (bounded polls)
 #   check_usage NAME CMD... pass NAME if CMD exits 2 and prints a usage text
-#   wait_line FILE PATTERN MS   poll until FILE has a line matching PATTERN (bounded)
 #   require_built NAME FILE...  fail NAME's build check and exit unless every FILE exists
 #   cluster_ready N NAME    cluster_up N and wait until all are up, or fail NAME and exit
 #   pids_in FILE            the pids of FILE's lines "pid N" (what a job printed of itself)
@@ -33,6 +32,8 @@
 # directory (configuration, logs) is removed then, unless PSTEST_KEEP is set.
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+# shellcheck source=wait.sh
+source "$TOP/test/shell/lib/wait.sh" # now_ms, wait_until, wait_line
 BIN=$TOP/build/bin
 FAILS=0
 PIDS=()
@@ -43,29 +44,10 @@ fail() {
     echo "FAIL: $1: $2"
     FAILS=$((FAILS + 1))
 }
-# the waits below poll without a process of their own (a poll's fork and exec cost more CPU
-# than its look, and a test waits often): the clock is bash's ($EPOCHREALTIME, "s.us" in the
-# locale's notation), the pause read's timeout on a pipe that nobody writes (nap_open opens it
-# for one wait, nap_close closes it: no program the test starts inherits it)
-now_ms() { echo $((${EPOCHREALTIME/[.,]/} / 1000)); }
-nap_open() { exec {NAP_FD}<> <(:); }
-nap() { read -rt "$1" -u "$NAP_FD" _NAP || :; }
-nap_close() { exec {NAP_FD}<&-; }
 check() { if [ "$2" -eq 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
 # json_true TEXT EXPR: TEXT is one JSON value and the jq expression is true of it (jq -e alone
 # succeeds on empty input, so a tool that printed nothing would pass)
 json_true() { jq -e --slurp "length == 1 and (.[0] | $2)" <<<"$1" >/dev/null 2>&1; }
-wait_until() {
-    local end=$((${EPOCHREALTIME/[.,]/} / 1000 + $1)) NAP_FD rc=0
-    shift
-    nap_open
-    until "$@" {NAP_FD}<&-; do
-        ((${EPOCHREALTIME/[.,]/} / 1000 > end)) && rc=1 && break
-        nap 0.05
-    done
-    nap_close
-    return $rc
-}
 
 pids_in() { sed -n 's/^pid \([0-9]*\)$/\1/p' "$1" | tr '\n' ' '; }
 procs_gone() {
@@ -76,16 +58,6 @@ procs_gone() {
     return 0
 }
 
-wait_line() { # FILE PATTERN MS: 0 once FILE has a line matching PATTERN, 1 after MS
-    local end=$((${EPOCHREALTIME/[.,]/} / 1000 + $3)) NAP_FD rc=0
-    nap_open
-    until grep -qs "$2" "$1" {NAP_FD}<&-; do
-        ((${EPOCHREALTIME/[.,]/} / 1000 > end)) && rc=1 && break
-        nap 0.01
-    done
-    nap_close
-    return $rc
-}
 
 require_built() { # require_built NAME FILE...
     local name=$1 f
@@ -270,6 +242,7 @@ idle() { # idle TIMEOUT_MS: node 0 answers and sees no task anywhere
 }
 
 all_up() { # all_up TIMEOUT_MS: every node sees every node up (one psstat a look)
+    # shellcheck disable=SC2034 # NAP_FD: nap_open's, for this function
     local o js rest n end NAP_FD rc=0
     nap_open
     for o in $(seq 0 $((NNODES - 1))); do
