@@ -80,7 +80,8 @@ HINTS=test/check-times
 
 passed=0 failed=0 skipped=0
 finished=0 # 1 once every suite has ended (a group found at exit is one being reaped)
-summary=() # one line per suite, repeated at the end
+summary=()       # one line per suite, repeated at the end
+failed_suites=() # the suites with failures, named again last (with their FAIL: lines)
 t_start=$EPOCHREALTIME
 
 tmp=$(mktemp -d)
@@ -124,6 +125,7 @@ skip() { # skip NAME WHY
 
 record() { # record NAME PASS FAIL SKIP
     passed=$((passed + $2)) failed=$((failed + $3)) skipped=$((skipped + $4))
+    (($3 == 0)) || failed_suites+=("$1")
     summary+=("$(printf '%-32s %3d passed %3d failed %3d skipped  %7s s' "$1" "$2" "$3" "$4" "$step_secs")")
     printf '%s\t%s\n' "$1" "$step_secs" >>"$tmp/times"
     printf -- '---- %s: %d passed, %d failed, %d skipped, exit %d, %s s\n' \
@@ -202,6 +204,8 @@ bg_next() {
     step_secs=$(awk -v a="${bg_t0[$bg_key]}" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
     printf '\n-- %s\n' "$bg_key"
     cat "${bg_log[$bg_key]}"
+    # (its failures again at the end, where CI's short excerpt of the output shows them)
+    grep -E '^(FAIL|TIMEOUT):' "${bg_log[$bg_key]}" | cut -c1-300 >>"$tmp/fails" || true
     if ((step_rc == 124)) || { ((step_rc == 137)) &&
         awk -v s="$step_secs" -v t="$STEP_TIMEOUT" 'BEGIN { exit !(s >= t) }'; }; then
         echo "TIMEOUT: no result after ${STEP_TIMEOUT} s"
@@ -581,6 +585,10 @@ if [[ $STEPS == abcdeg && -z ${ONLY:-} ]]; then
     done
 fi
 echo
+if ((${#failed_suites[@]})); then
+    echo "  failed: ${failed_suites[*]}"
+    head -20 "$tmp/fails" 2>/dev/null | sed 's/^/    /'
+fi
 if ((passed + failed == 0)); then
     echo "run-tests: no test ran"
 fi

@@ -19,12 +19,14 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 unset MAKEFLAGS MFLAGS MAKELEVEL # make fuzz below: a make of its own, not a child of soak's
 passed=0 failed=0
+fails=() # every FAIL: line, repeated last: CI shows the end of the output
 result() { # result NAME STATUS
     if [ "$2" -eq 0 ]; then
         echo "PASS: soak: $1"
         passed=$((passed + 1))
     else
         echo "FAIL: soak: $1 (exit status $2)"
+        fails+=("FAIL: soak: $1 (exit status $2)")
         failed=$((failed + 1))
     fi
 }
@@ -37,6 +39,7 @@ counted() {
     shift 2
     "$@" 2>&1 | tee "$LOG"
     rc=${PIPESTATUS[0]}
+    mapfile -t -O "${#fails[@]}" fails < <(grep -E '^(FAIL|TIMEOUT):' "$LOG" | cut -c1-300)
     line=$(grep -E '^check: [0-9]+ passed, [0-9]+ failed' "$LOG" | tail -1)
     if [[ $line =~ ^check:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
         passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
@@ -50,13 +53,23 @@ counted() {
     fi
 }
 
-BUSY_SECONDS=${BUSY_SECONDS:-60} timeout 300 bash test/shell/psid_busy.sh
-result "psid_busy, ${BUSY_SECONDS:-60} s" $?
+# direct NAME CMD...: a test script run here, its output shown, its FAIL: lines kept
+direct() {
+    local name=$1 rc
+    shift
+    "$@" 2>&1 | tee "$LOG"
+    rc=${PIPESTATUS[0]}
+    mapfile -t -O "${#fails[@]}" fails < <(grep -E '^FAIL:' "$LOG" | cut -c1-300)
+    result "$name" "$rc"
+}
+
+direct "psid_busy, ${BUSY_SECONDS:-60} s" \
+    env BUSY_SECONDS="${BUSY_SECONDS:-60}" timeout 300 bash test/shell/psid_busy.sh
 # the stops and freezes of preload_stop.sh at 60 s (make check: 6 s and 12 s): receiver,
 # sender, and both at once, both paths, byte-exact
-PRELOAD_STOP_S=60 PRELOAD_FREEZE_S=60 PRELOAD_STOP_PARTS="stop frozen" timeout 420 \
+direct "preload_stop, SIGSTOP 60 s, both ends frozen 60 s" \
+    env PRELOAD_STOP_S=60 PRELOAD_FREEZE_S=60 PRELOAD_STOP_PARTS="stop frozen" timeout 420 \
     bash test/shell/preload_stop.sh
-result "preload_stop, SIGSTOP 60 s, both ends frozen 60 s" $?
 out=$(RDP_TEST_SOAK=1 timeout 600 build/test/rdp-tests rdp_delivery 2>&1)
 rc=$?
 echo "$out" | tail -8
@@ -64,8 +77,8 @@ echo "$out" | tail -8
 echo "$out" | awk '$1 == "tests" && NF == 6 && $5 == 0 && $4 > 0 { ok = 1 } END { exit !ok }'
 ok=$?
 result "rdp_delivery, 10,000 messages through faults" $((rc | ok))
-EPOLL0_RUNS=200 timeout 600 bash test/shell/preload_epoll0.sh | tail -3
-result "preload same-node epoll0, 200 runs under load" "${PIPESTATUS[0]}"
+direct "preload same-node epoll0, 200 runs under load" \
+    env EPOLL0_RUNS=200 timeout 600 bash test/shell/preload_epoll0.sh
 
 # the suites make check leaves to soak (run-tests.sh's LONG)
 long=$(sed -n 's/^LONG=" \(.*\) "$/\1/p' scripts/run-tests.sh)
@@ -79,6 +92,11 @@ if command -v clang >/dev/null; then
         env FUZZ_SECONDS=5 FUZZ_MERGE=0 make --no-print-directory fuzz
 else
     echo "SKIP: soak: make fuzz (needs clang)"
+fi
+if ((${#fails[@]})); then
+    echo
+    echo "soak's failures:"
+    printf '  %s\n' "${fails[@]:0:20}"
 fi
 echo "soak: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
