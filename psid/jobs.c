@@ -85,13 +85,12 @@ struct job {
      * enforced here, not only trusted to psrun. in_racked: per rank, when every rank takes
      * input (PSI_ALL_RANKS), the way psrun counts it (logger/input.c) */
     uint64_t in_sent, in_acked, *in_racked;
-    /* a held spawn (PSF_HOLD): the request's body, its owner's gid and the nodes'
-     * credentials, fanned out on the client's PSM_SPAWN_GO; NULL once sent */
+    /* a held spawn (PSF_HOLD): the request's body and its owner's gid, fanned out on the
+     * client's PSM_SPAWN_GO with credentials made then; NULL once sent */
     uint8_t *held;
     size_t held_len;
     uint16_t held_type;
     uint32_t gid;
-    uint8_t (*held_creds)[SPAWNCRED_LEN];
     struct pmi_plan held_plan; /* and its PMI plan (pmihome.c) */
     /* the launch tree (spawntree.c), if the job went down one: its width (0: sent to each
      * node), place -> node (place 0 the home), node (configured index) -> place or -1 */
@@ -169,7 +168,6 @@ static void job_free(struct job *j)
     free(j->ranks);
     free(j->in_racked);
     free(j->held);
-    free(j->held_creds);
     pmi_plan_free(&j->held_plan);
     if (j->n_spawn || j->n_self) {
         char how[48] = "flat";
@@ -769,9 +767,7 @@ static enum spawn_res spawn_try(struct psid *d, struct client *c, const struct p
         if (j->held) memcpy(j->held, m->body.p, m->body.len);
         j->held_len = m->body.len;
         j->held_type = m->type;
-        j->gid = client_gid(c);
-        j->held_creds = creds;
-        creds = NULL;
+        j->gid = client_gid(c); /* (the credentials of now are a check; GO makes its own) */
     }
     if (hold && (!j->held || !placed)) {
         /* the job cannot be held: it is dropped before anything started */
@@ -1395,13 +1391,29 @@ static void jobs_go(struct psid *d, struct client *c, const struct psmsg *m)
         return;
     }
     struct psmsg req = {.type = j->held_type, .id = j->cid, .body = {j->held, j->held_len}};
-    struct fanout fo = {j, &req, j->uid, j->gid, &d->conf, j->held_creds, &j->held_plan, 0};
-    fan_out(d, j, &fo);
-    free(j->held);
-    free(j->held_creds);
-    pmi_plan_free(&j->held_plan);
-    j->held = NULL;
-    j->held_creds = NULL;
+    /* The credentials are made now, not at the placement: what the client did meanwhile
+     * (psrun --bcast copies the program to the nodes, however long that takes) does not
+     * eat their life (SPAWNCRED_TTL_NS). The privileged child vouches again, for the same
+     * connection. */
+    uint8_t(*creds)[SPAWNCRED_LEN] = calloc(d->conf.nnodes, SPAWNCRED_LEN);
+    uint32_t *where = calloc(j->np, sizeof *where);
+    if (!creds || !where) client_error(c, j->cid, ENOMEM, "out of memory");
+    for (uint32_t r = 0; where && r < j->np; r++) where[r] = j->ranks[r].node;
+    if (!creds || !where || vouch(d, c, &req, j->id, where, j->np, creds) < 0) {
+        /* the client has its answer: the job is dropped, nothing of it started */
+        log_info("job %u:%d: dropped at its go: no credentials", PSTID_NODE(j->id),
+                 PSTID_PID(j->id));
+        for (uint32_t r = 0; r < j->np; r++) rank_done(j, r);
+        job_free(j);
+    } else {
+        struct fanout fo = {j, &req, j->uid, j->gid, &d->conf, creds, &j->held_plan, 0};
+        fan_out(d, j, &fo);
+        free(j->held);
+        pmi_plan_free(&j->held_plan);
+        j->held = NULL;
+    }
+    free(creds);
+    free(where);
 }
 
 static void jobs_request(struct psid *d, struct client *c, const struct psmsg *m)

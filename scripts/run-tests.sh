@@ -70,7 +70,7 @@ if ((EUID != 0)); then # (only root may raise a priority)
     SOLO="$SOLO${QUIET# }"
     QUIET=" "
 fi
-LIGHT=" preload_errors psid_leftovers preload_claim psid_limits preload_reason rdp_loss"
+LIGHT=" preload_errors psid_leftovers preload_claim psid_limits preload_reason rdp_loss psid_hold"
 LIGHT+=" preload_epoll0 preload_forge psid_preload preload_lowfd psid_replay psid_hostile "
 LONG=" preload_semantics preload_same demo psid_spawnflood psid_stress netns/mpi_preload "
 # The seconds each suite took in the last run (written at the end of every run), and in a

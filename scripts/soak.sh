@@ -4,6 +4,7 @@
 #   - psid_busy for 60 s with every CPU saturated (make check runs it short);
 #   - preload_stop's stops and freezes of 60 s (make check: 6 s and 12 s);
 #   - RDP's fault run with 10,000 messages;
+#   - psid_hold with a spawn held 125 s (make check: 1 s);
 #   - the same-node epoll0 scenario 200 times under CPU load (make check runs it 20 times);
 #   - preload_lowfd with every scenario (make check: those that make, copy, close or inherit
 #     descriptors) and preload_burst's 10 bursts of 300 (make check: 4), with SOAK=1;
@@ -77,6 +78,8 @@ echo "$out" | tail -8
 echo "$out" | awk '$1 == "tests" && NF == 6 && $5 == 0 && $4 > 0 { ok = 1 } END { exit !ok }'
 ok=$?
 result "rdp_delivery, 10,000 messages through faults" $((rc | ok))
+# a held spawn let go after 125 s, longer than a spawn credential lives (make check: 1 s)
+direct "psid_hold, a spawn held 125 s" env PSID_HOLD_LONG=1 timeout 300 bash test/shell/psid_hold.sh
 direct "preload same-node epoll0, 200 runs under load" \
     env EPOLL0_RUNS=200 timeout 600 bash test/shell/preload_epoll0.sh
 

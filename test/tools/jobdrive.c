@@ -14,7 +14,9 @@
  * Environment: JOBDRIVE_NO_ACK=1 never acknowledges output (flow-control tests);
  * JOBDRIVE_ACK_DELAY_MS=N holds the acknowledgements back until N ms after the spawn (a
  * reader that is slow at first), then sends what was held and acknowledges as it goes;
- * JOBDRIVE_OVERBOOK=1 lets ranks exceed the nodes' CPUs; JOBDRIVE_NODES=0,2 is the partition.
+ * JOBDRIVE_OVERBOOK=1 lets ranks exceed the nodes' CPUs; JOBDRIVE_NODES=0,2 is the partition;
+ * JOBDRIVE_HOLD_MS=N holds the spawn (PSF_HOLD, as psrun does for output files and --bcast)
+ * and lets it go (PSM_SPAWN_GO) N ms after psid's answer.
  */
 #include "psi.h"
 
@@ -88,6 +90,8 @@ static int do_run(struct psi *c, int np, char **argv)
     if (getenv("JOBDRIVE_OVERBOOK")) psmsg_put_u32(&b, PSF_OVERBOOK, 1);
     for (const char *p = getenv("JOBDRIVE_NODES"); p && *p; p += strcspn(p, ","), p += !!*p)
         psmsg_put_u32(&b, PSF_NODE_ID, (uint32_t)strtoul(p, NULL, 10));
+    const char *hold = getenv("JOBDRIVE_HOLD_MS");
+    if (hold) psmsg_put_u32(&b, PSF_HOLD, 1);
     if (psi_call(c, &b, &m) < 0) {
         printf("spawn error: %s\n", strerror(errno));
         return 1;
@@ -96,6 +100,20 @@ static int do_run(struct psi *c, int np, char **argv)
     psmsg_get_u64(&m.body, PSF_JOB, &job);
     printf("job %u:%d\n", PSTID_NODE(job), PSTID_PID(job));
     fflush(stdout);
+    if (hold) { /* the client's part of a held spawn takes this long, then: go */
+        unsigned long ms = strtoul(hold, NULL, 10);
+        nanosleep(&(struct timespec){(time_t)(ms / 1000), (long)(ms % 1000) * 1000000}, NULL);
+        psmsg_buf_free(&b);
+        psmsg_begin(&b, PSM_SPAWN_GO, 0);
+        psmsg_put_u64(&b, PSF_JOB, job);
+        if (!psi_send(c, &b)) {
+            printf("go error: %s\n", strerror(errno));
+            return 1;
+        }
+        psmsg_buf_free(&b);
+        printf("go after %lu ms\n", ms);
+        fflush(stdout);
+    }
     int done = 0, ack = !getenv("JOBDRIVE_NO_ACK");
     const char *delay = getenv("JOBDRIVE_ACK_DELAY_MS");
     uint64_t ack_from = delay ? now_ms() + strtoull(delay, NULL, 10) : 0;
