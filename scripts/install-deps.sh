@@ -67,7 +67,7 @@ check_pkgs=(
 demo_pkgs=(curl python3 sockperf)
 # make bench: the peers, and the tools of the namespace paths (bench/rdp.sh, bench/psid.sh).
 bench_pkgs=(
-    sockperf iperf3 hyperfine mpich linux-perf valgrind
+    sockperf iperf3 hyperfine mpich linux-perf valgrind stress-ng
     iproute2 nftables iputils-ping procps jq
 )
 # make deb / make deb-check: dpkg-buildpackage (dpkg-dev), debhelper, lintian, and what

@@ -10,8 +10,9 @@
 #   e. test/netns/*.sh                  namespace tests (root only)
 #   f. build/fuzz/*                     each fuzz target for FUZZ_SECONDS (clang only; not in
 #                                       the default STEPS: make fuzz and make soak ask for it)
-#   g. style                            clang-format (the tree's one C style) and shellcheck
-#                                       (warnings and worse) over the tracked sources
+#   g. style                            clang-format (the tree's one C style) over the tracked
+#                                       sources, and with SOAK=1 (make soak) shellcheck
+#                                       (warnings and worse) over the tracked scripts
 # Every suite runs on its own (its own cluster, ports, directories and namespaces), so all of
 # them go into one pool, each in a session of its own under STEP_TIMEOUT, its output shown
 # whole when it ends. The few in SOLO (below: CPU hogs, floods and the latencies they are
@@ -390,7 +391,11 @@ queue_style() {
     printf '%s\n' "${c[@]}" >"$tmp/style-c.list"
     printf '%s\n' "${sh[@]}" >"$tmp/style-sh.list"
     queue_style_one style/clang-format clang-format "$tmp/style-c.list"
-    queue_style_one style/shellcheck shellcheck "$tmp/style-sh.list"
+    # (the script linter over the 100-odd scripts takes 40 s of CPU, 60-100 s of a lane in make
+    # check: make soak runs it, SOAK=1, and CI runs make soak too)
+    if [[ ${SOAK:-0} == 1 ]]; then
+        queue_style_one style/shellcheck shellcheck "$tmp/style-sh.list"
+    fi
 }
 queue_style_one() { # NAME TOOL LIST
     if ! command -v "$2" >/dev/null; then

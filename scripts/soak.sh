@@ -8,6 +8,7 @@
 #   - the same-node epoll0 scenario 200 times under CPU load (make check runs it 20 times);
 #   - preload_lowfd with every scenario (make check: those that make, copy, close or inherit
 #     descriptors) and preload_burst's 10 bursts of 300 (make check: 4), with SOAK=1;
+#   - shellcheck over the tracked scripts (run-tests.sh's style step with SOAK=1);
 #   - the suites of run-tests.sh's LONG list (the preload semantics suites over RDP and over
 #     shared memory, the demo, the spawn flood and the stress run: 30-100 s each), through
 #     run-tests.sh (ONLY=...), as many at a time as make check runs, each test counted;
@@ -88,6 +89,8 @@ long=$(sed -n 's/^LONG=" \(.*\) "$/\1/p' scripts/run-tests.sh)
 counted "the suites $long" "" env STEPS=e ONLY="$long" scripts/run-tests.sh
 counted "preload_lowfd and preload_burst in full" "" \
     env SOAK=1 STEPS=e ONLY="preload_lowfd preload_burst" scripts/run-tests.sh
+# the style step with shellcheck (make check runs clang-format alone)
+counted "clang-format and shellcheck" "" env SOAK=1 STEPS=g scripts/run-tests.sh
 
 if command -v clang >/dev/null; then
     targets=$(find test/fuzz -maxdepth 1 -name 'fuzz_*.c' | wc -l)
