@@ -1,7 +1,8 @@
 /*
  * loop.c - the event loop of psid, rdpbench and psrun (see psloop.h): epoll for descriptors, a
  * binary min-heap of timers.
- * Timers are cancelled lazily: a cancelled entry stays in the heap and is skipped. The wait
+ * Timers are cancelled lazily: a cancelled entry stays in the heap and is skipped (and
+ * dropped before the loop sleeps when it is the earliest, so that it wakes nobody). The wait
  * has no timeout: a timerfd in the epoll set, armed at the earliest deadline before the loop
  * sleeps and left alone when that moves a little later (lazytimer.h), wakes the loop, which
  * saves reprogramming a timer at every wait.
@@ -283,6 +284,8 @@ int loop_step(struct loop *l, uint64_t until)
     run_timers(l);
     if (l->before_wait) l->before_wait(l->before_ctx);
     if (l->stop) return 0;
+    /* a cancelled timer on top would set the wake-up for nothing (cancelled is lazy) */
+    while (l->nheap && l->ncancel && take_cancelled(l, l->heap[0].id)) heap_pop(l);
     uint64_t d = l->nheap && l->heap[0].at < until ? l->heap[0].at : until;
     uint64_t src = l->src_deadline ? l->src_deadline(l->src_ctx) : UINT64_MAX;
     if (src < d) d = src;

@@ -249,26 +249,36 @@ static void check_nodes(struct psid *d, uint64_t now, bool late)
                 !silent, now);
         else if (n->state == PSNODE_UNREACHABLE && !silent && !rdp)
             set_up(d, n);
-        else if (n->state == PSNODE_UNREACHABLE && now - n->unreachable_since >= grace)
+        else if (n->state == PSNODE_UNREACHABLE && now >= n->unreachable_since &&
+                 now - n->unreachable_since >= grace)
             set_down(d, n, "unreachable for down_grace_ms", true);
     }
 }
 
-static void tick(void *ctx)
+/* The periodic work: our beat (or SWIM's piggybacked info), then every node judged.
+ * d->hb_next: when this round was due. */
+static void beat(struct psid *d, uint64_t now)
 {
-    struct psid *d = ctx;
-    if (d->stopping) return;
     if (d->swim)
         swim_info(d);
     else
         send_beat(d, HB_BEAT);
-    uint64_t now = loop_now();
     bool late = now > d->hb_next && now - d->hb_next > interval_ns(d) * d->conf.hb_dead_limit / 2;
     if (late)
         log_info("heartbeat tick %llu ms late (this daemon was stopped or blocked): no node is "
                  "judged by it",
                  (unsigned long long)((now - d->hb_next) / 1000000));
     check_nodes(d, now, late);
+}
+
+/* Heartbeat modes: beat on a timer of its own (swim: at the start of each of SWIM's
+ * periods, in swim_timer's wake-up) */
+static void tick(void *ctx)
+{
+    struct psid *d = ctx;
+    if (d->stopping) return;
+    uint64_t now = loop_now();
+    beat(d, now);
     /* a fixed rhythm: the next beat is due one interval after the last one was */
     d->hb_next += interval_ns(d);
     if (d->hb_next <= now) d->hb_next = now + interval_ns(d);
@@ -450,15 +460,25 @@ static void swim_timer(void *ctx)
     struct psid *d = ctx;
     d->swim_timer = 0;
     if (d->stopping || !d->swim) return;
-    swim_tick(d->swim, loop_now());
+    uint64_t now = loop_now(), due = swim_period_next(d->swim);
+    swim_tick(d->swim, now);
+    /* a period began: the daemon's own round in the same wake-up (on a timer of its own, at
+     * another phase, it was a second wake-up each period) */
+    if (swim_period_next(d->swim) != due) {
+        d->hb_next = due;
+        beat(d, loop_now()); /* (not now: swim_tick's verdicts are stamped later) */
+    }
     swim_arm(d);
 }
 
-/* The timer at swim_next, moved earlier when a packet made something due sooner. */
+/* The timer at swim_next: moved earlier when a packet made something due sooner, and later
+ * when one made the earliest unnecessary (the ack of our probe, which comes well before its
+ * timeout): a timer left there woke the loop for nothing once a period, a quarter of an idle
+ * daemon's wake-ups. */
 static void swim_arm(struct psid *d)
 {
     uint64_t at = swim_next(d->swim);
-    if (d->swim_timer && at >= d->swim_timer_at) return;
+    if (d->swim_timer && at == d->swim_timer_at) return;
     if (d->swim_timer) loop_timer_cancel(d->loop, d->swim_timer);
     d->swim_timer_at = at;
     d->swim_timer = loop_timer(d->loop, at, swim_timer, d);
@@ -611,7 +631,7 @@ int membership_start(struct psid *d)
                  d->conf.hb_interval_ms, 3 * d->conf.hb_interval_ms,
                  d->conf.hb_dead_limit * d->conf.hb_interval_ms, d->conf.hb_down_grace_ms);
         d->hb_next = loop_now();
-        tick(d);
+        beat(d, d->hb_next); /* then at each period's start (swim_timer) */
         return 0;
     }
     log_info("heartbeats every %u ms (%s), unreachable after %u silent intervals, down after "

@@ -572,6 +572,11 @@ void swim_tick(struct swim *s, uint64_t now)
     s->due = swim_next(s);
 }
 
+uint64_t swim_period_next(const struct swim *s)
+{
+    return s->next_period;
+}
+
 uint64_t swim_next(const struct swim *s)
 {
     uint64_t t = s->next_period;

@@ -125,6 +125,9 @@ void swim_free(struct swim *s);
 void swim_tick(struct swim *s, uint64_t now);
 /* When swim_tick is next due. */
 uint64_t swim_next(const struct swim *s);
+/* When the next protocol period starts (a probe is sent): the daemon's own periodic work
+ * shares that wake-up. */
+uint64_t swim_period_next(const struct swim *s);
 /* A packet that arrived; 0, or -1 when dropped (counted in the stats by reason). */
 int swim_recv(struct swim *s, const uint8_t *buf, size_t len, uint64_t now);
 /* The caller was stopped or blocked until now: silence over that time says nothing of the

@@ -281,6 +281,42 @@ static void test_loop_step(void)
     rec_close(&r, p);
 }
 
+struct stopper {
+    struct loop *l;
+    int ran;
+};
+
+static void ran_and_stop(void *ctx)
+{
+    struct stopper *s = ctx;
+    s->ran++;
+    loop_stop(s->l);
+}
+
+/* A cancelled timer that was the earliest wakes nobody: the round sleeps until the next
+ * live one (cancelling is lazy: the entry stays in the heap, and the wake-up timer used to
+ * be set at it, a round for nothing; SWIM's ack timeout, cancelled by the ack, was a
+ * quarter of an idle psid's wake-ups). */
+static void test_loop_cancelled_wakes_nobody(void)
+{
+    alarm(20);
+    struct loop *l = loop_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+    struct stopper s = {l, 0};
+    uint64_t t0 = loop_now();
+    uint64_t early = loop_timer(l, t0 + 20 * MS, ran_and_stop, &s);
+    CU_ASSERT(loop_timer(l, t0 + 60 * MS, ran_and_stop, &s) > 0);
+    loop_timer_cancel(l, early);
+    CU_ASSERT(loop_step(l, t0 + 5000 * MS) >= 0); /* sleeps until the live one is due */
+    CU_ASSERT(loop_now() - t0 >= 60 * MS);
+    CU_ASSERT_EQUAL(s.ran, 0);
+    CU_ASSERT_EQUAL(loop_step(l, t0 + 5000 * MS), 0); /* runs it (which stops the loop) */
+    CU_ASSERT_EQUAL(s.ran, 1);
+    CU_ASSERT(loop_now() - t0 < 5000 * MS);
+    alarm(0);
+    loop_free(l);
+}
+
 static void count_calls(void *ctx, uint32_t events)
 {
     int *n = ctx;
@@ -319,4 +355,4 @@ UNIT_SUITE(lazytimer, UNIT_TEST(test_later_keeps_earlier),
            UNIT_TEST(test_later_moves_past_half_span), UNIT_TEST(test_earlier_moves),
            UNIT_TEST(test_past_and_spurious), UNIT_TEST(test_wait_arms_only_to_sleep),
            UNIT_TEST(test_loop_wakes_by_timer), UNIT_TEST(test_loop_step),
-           UNIT_TEST(test_loop_always_ready))
+           UNIT_TEST(test_loop_always_ready), UNIT_TEST(test_loop_cancelled_wakes_nobody))
