@@ -224,7 +224,7 @@ $(BUILD)/bin/pslocal: $(BUILD)/obj/tools/pslocal.o $(LIBPSL) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $< $(LIBPSL) $(LIBS) $(SYS_LIBS) -lm -o $@
 
-UNIT_OBJ := $(call obj,$(UNIT_SRC) $(TLIB_SRC) preload/wire.c preload/spinrule.c)
+UNIT_OBJ := $(call obj,$(UNIT_SRC) $(TLIB_SRC) preload/wire.c preload/spinrule.c preload/lifecycle.c)
 $(UNIT_BIN): $(UNIT_OBJ) $(LIBPSIDC) $(LIBRDPB) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) $(UNIT_OBJ) $(LIBPSIDC) $(LIBRDPB) $(LIBS) $(SYS_LIBS) -lcunit -lm -o $@

@@ -114,7 +114,7 @@ struct conn *conn_new(int kfd, enum conn_state st)
     struct conn *c = fdt_conn_alloc();
     if (!c) return NULL;
     c->kfd = kfd;
-    c->st = st;
+    conn_enter(c, st);
     c->rxq_tail = &c->rxq;
     c->hold_tail = &c->hold;
     c->bell_in = c->bell_out = c->bell_hup = -1;
@@ -602,7 +602,7 @@ static int rdp_begin(struct conn *c, const struct neg_peer *p)
 {
     if (!psp.rdp || add_peer(p, &c->peer) < 0) return -1;
     c->id = p->conn;
-    c->st = CS_RDP;
+    conn_enter(c, CS_RDP);
     c->credit = psp.window;
     hash_add(c);
     if (c->zombie) {
@@ -707,7 +707,7 @@ static void plain_add(struct conn *c)
 int conn_plain(struct conn *c)
 {
     if (__atomic_load_n(&c->doomed, __ATOMIC_RELAXED)) return 0; /* closed meanwhile */
-    c->st = CS_PLAIN;
+    conn_enter(c, CS_PLAIN);
     if (psp.sync || !psp.upgrade_ns) {
         fdt_ref(c); /* conn_negotiate's, at once */
         return -1;
@@ -734,7 +734,7 @@ void conn_plain_to_tcp(struct conn *c)
     plain_del(c);
     if (!c->counted) psp_count_tcp(psp_short_reason(c));
     c->counted = true;
-    c->st = CS_TCP;
+    conn_enter(c, CS_TCP);
     epoll_conn_to_tcp(c);
     kids_tell(c, 0);
     conn_changed(c);
@@ -765,7 +765,7 @@ void conn_negotiate(struct conn *c)
     uint32_t id = 0;
     bool connector = c->connector, same = c->same, xns = c->xns;
     if (go) {
-        c->st = CS_CONNECTING;
+        conn_enter(c, CS_CONNECTING);
         if (!connector) c->tag = ++psp.next_conn_id ? psp.next_conn_id : ++psp.next_conn_id;
         id = connector ? c->id : c->tag;
     }
@@ -857,7 +857,7 @@ void conn_fallback(struct conn *c, enum psp_reason r)
                                     "resource limit",
                                     "error"};
         fprintf(stderr, "pspreload: strict: a connection stays on TCP: %s\n", why[r]);
-        c->st = CS_RDP; /* with no peer: every call fails */
+        conn_enter(c, CS_RDP); /* with no peer: every call fails */
         c->peer = 0;
         c->err = ENETUNREACH;
         conn_changed(c);
@@ -866,7 +866,7 @@ void conn_fallback(struct conn *c, enum psp_reason r)
     if (drain_hold(c)) {
         to_tcp(c);
     } else {
-        c->st = CS_DRAIN; /* conn_guard_event ends it with to_tcp */
+        conn_enter(c, CS_DRAIN); /* conn_guard_event ends it with to_tcp */
         guard_out(c);
     }
     conn_changed(c);
@@ -922,7 +922,7 @@ static void to_tcp(struct conn *c)
 {
     alive_end(c); /* the program's keepalive settings are the socket's again */
     psp_guard_del(c);
-    c->st = CS_TCP;
+    conn_enter(c, CS_TCP);
     epoll_conn_to_tcp(c);
     /* a SHUT_WR made before (while it moved, or waited for its outcome) carries over */
     if (c->tx_fin && c->nfds) real.shutdown(c->kfd, SHUT_WR);
@@ -933,7 +933,7 @@ static void to_tcp(struct conn *c)
 
 static void sw_fail(struct conn *c, int err)
 {
-    c->st = c->shm ? CS_SHM : CS_RDP; /* its error is the program's answer from now on */
+    conn_enter(c, c->shm ? CS_SHM : CS_RDP); /* its error is the program's answer from now on */
     c->sw_failed = true;
     if (!c->err) c->err = err;
     c->rx_fin = c->peer_closed = true;
@@ -996,7 +996,7 @@ static void sw_progress_shm(struct conn *c)
     c->rx_bytes = 0;
     c->rx_fin = c->fin_seen = c->peer_closed = false; /* the kernel socket says from now on */
     if (c->hold && !drain_hold(c)) {
-        c->st = CS_DRAIN; /* conn_guard_event ends it with to_tcp */
+        conn_enter(c, CS_DRAIN); /* conn_guard_event ends it with to_tcp */
         guard_out(c);
         conn_changed(c);
         return;
@@ -1046,7 +1046,7 @@ static void sw_progress(struct conn *c)
     if (tx_ready && c->hold && !drain_hold(c)) guard_out(c);
     if (!tx_ready || !rx_done) return;
     if (c->hold) {
-        c->st = CS_DRAIN; /* conn_guard_event ends it with to_tcp */
+        conn_enter(c, CS_DRAIN); /* conn_guard_event ends it with to_tcp */
         guard_out(c);
         conn_changed(c);
         return;
@@ -1058,7 +1058,7 @@ static void sw_progress(struct conn *c)
 static void sw_begin(struct conn *c, enum conn_sw role)
 {
     psp_guard_del(c);
-    c->st = CS_SWITCH;
+    conn_enter(c, CS_SWITCH);
     c->sw = role;
     c->sw_at = rdp_now_ns();
     c->sw_ack_owed = true; /* SWITCH or SWITCH_ACK */
@@ -1274,7 +1274,7 @@ static void conn_close(struct conn *c)
         plain_del(c);
         psp_count_tcp(psp_short_reason(c));
         c->counted = true;
-        c->st = CS_TCP;
+        conn_enter(c, CS_TCP);
         destroy(c); /* (or conn_negotiate, when it lets it go) */
         return;
     }
@@ -1984,7 +1984,7 @@ int conn_claim(struct conn *c)
         int r = fork_ask_switch(c);
         pthread_mutex_lock(&psp.lock);
         if (r == 0 && c->st == CS_ORPHAN) {
-            c->st = CS_TCP; /* its epoll registrations were the parent's: not ours */
+            conn_enter(c, CS_TCP); /* its epoll registrations were the parent's: not ours */
             c->regs = NULL;
         }
         conn_changed(c);
@@ -2023,6 +2023,6 @@ void conn_fork_child(void)
         for (int i = 0; i < 4; i++) c->sw_kids[i] = -1;
         if (c->st == CS_RDP || c->st == CS_CONNECTING || c->st == CS_DRAIN || c->st == CS_SWITCH ||
             c->st == CS_PLAIN || c->st == CS_SHM)
-            c->st = CS_ORPHAN;
+            conn_enter(c, CS_ORPHAN);
     }
 }

@@ -48,7 +48,7 @@ static void inherited_to_tcp(void)
         int kfd = -1;
         bool kept = !(real.fcntl(fd, F_GETFD) & FD_CLOEXEC);
         if (kept && c->st == CS_ACCEPTED) {
-            c->st = CS_TCP; /* whatever psid says: the new image reads the kernel socket */
+            conn_enter(c, CS_TCP); /* whatever psid says: the new image reads the kernel socket */
             kfd = c->kfd;
         }
         pthread_mutex_unlock(&psp.lock);

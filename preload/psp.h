@@ -9,11 +9,12 @@
  * Modules: real.c (the C library's functions under ours), state.c (the endpoint, the
  * progress thread, fork, exit, statistics), fdtable.c (what each descriptor number is to us:
  * the program's connections, references to them, our own hidden descriptors, per-thread
- * state), negotiate.c (the requests to psid), conn.c (a
- * connection: buffers, credit, messages from RDP), wait.c (blocking and waking), and the
- * wrappers: sock.c (socket calls), io.c (reads and writes), poll.c (poll, select), epoll.c
- * (epoll) with bells.c (its doorbells; the three share pollint.h), exec.c (the exec
- * family), shm.c (the same-node path: a shared-memory channel).
+ * state), negotiate.c (the requests to psid), lifecycle.c (a connection's states and the
+ * transitions between them: lifecycle.h), conn.c (a connection: buffers, credit, messages
+ * from RDP), wait.c (blocking and waking), and the wrappers: sock.c (socket calls), io.c
+ * (reads and writes), poll.c (poll, select), epoll.c (epoll) with bells.c (its doorbells;
+ * the three share pollint.h), exec.c (the exec family), shm.c (the same-node path: a
+ * shared-memory channel).
  */
 #ifndef PSCLUSTER_PRELOAD_PSP_H
 #define PSCLUSTER_PRELOAD_PSP_H
@@ -21,6 +22,7 @@
 #include "psi_nodes.h"
 #include "psi.h"
 #include "rdp.h"
+#include "lifecycle.h"
 
 #include <netinet/in.h>
 #include <poll.h>
@@ -92,22 +94,7 @@ enum psp_reason {
     PSP_R__COUNT
 };
 
-/* --- conn.c: one TCP connection of the program --- */
-enum conn_state {
-    CS_PLAIN,      /* ours, on the kernel socket; its negotiation starts once it lived
-                    * PSP_UPGRADE_US (conn.c, "The TCP phase"): a short one never asks */
-    CS_CONNECTING, /* negotiating: psid was asked (the connector's request, or the acceptor's
-                    * claim), the answer is not here yet; the bytes travel on the kernel
-                    * socket meanwhile (conn.c, "The TCP phase") */
-    CS_ACCEPTED,   /* acceptor: accepted on a registered listener, not yet claimed (the
-                    * kernel socket's, until the first use claims it) */
-    CS_RDP,        /* bytes travel over RDP */
-    CS_DRAIN,      /* fell back to TCP; held bytes are still being written to the socket */
-    CS_TCP,        /* plain TCP from now on */
-    CS_ORPHAN,     /* inherited over fork from a process whose endpoint this is not */
-    CS_SWITCH,     /* moving back to TCP (fork, exec): see conn.c, "The move to TCP" */
-    CS_SHM,        /* bytes travel through shared memory (same node, shm.c) */
-};
+/* --- conn.c: one TCP connection of the program (its states: lifecycle.h) --- */
 
 enum conn_sw {
     SW_NONE,
@@ -134,8 +121,9 @@ struct shm_chan; /* shm.c: a same-node channel */
 struct conn {
     int kfd;                    /* our own descriptor of the kernel socket (hidden): the guard */
     int nfds;                   /* the program's descriptors of it */
-    _Atomic enum conn_state st; /* written under psp.lock; read without it in the wrappers
-                                 * (a look, checked again under it) */
+    _Atomic enum conn_state st; /* lifecycle.h: written by conn_enter only, under psp.lock;
+                                 * read without it in the wrappers (a look, checked again
+                                 * under it) */
     uint32_t peer;              /* RDP_PEER(node, endpoint) of the other process */
     uint32_t id;                /* the connector's id */
     bool connector;
@@ -271,7 +259,8 @@ struct psp {
     uint32_t next_conn_id;
     int hidden_base; /* hidden descriptors are placed at or above this */
     uint64_t stats_tcp[PSP_R__COUNT];
-    uint64_t bad_msgs; /* malformed messages from a peer, dropped */
+    uint64_t bad_msgs;        /* malformed messages from a peer, dropped */
+    uint64_t bad_transitions; /* state changes the lifecycle's table does not list (lifecycle.c) */
     uint64_t accelerated, rdp_tx, rdp_rx, tcp_tx, tcp_rx;        /* bytes per path */
     uint64_t rdp_tx_msgs, rdp_rx_msgs, tcp_tx_msgs, tcp_rx_msgs; /* DATA messages; calls */
     char *stats; /* PSP_STATS: NULL, "1" (stderr) or a file */

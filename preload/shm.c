@@ -180,7 +180,7 @@ int shm_attach(struct conn *c, bool connector, uint32_t ring, const int fds[2])
             real.close(fds[1]);
         psp_in--;
         c->shm = NULL;
-        c->st = CS_SHM;
+        conn_enter(c, CS_SHM);
         c->err = ECONNRESET;
         c->rx_fin = c->peer_closed = true;
         return -1;
@@ -199,7 +199,7 @@ int shm_attach(struct conn *c, bool connector, uint32_t ring, const int fds[2])
     s->bell = bell;
     s->spin.ns = psp.shm_spin_ns;
     c->shm = s;
-    c->st = CS_SHM;
+    conn_enter(c, CS_SHM);
     c->credit = ring;
     shm_sync(c);
     return 0;

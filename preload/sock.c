@@ -185,7 +185,7 @@ static void untrack(int fd)
     pthread_mutex_lock(&psp.lock);
     struct conn *c = psp_conn_of(fd);
     if (c) {
-        c->st = CS_TCP; /* destroyed without a word to a peer */
+        conn_enter(c, CS_TCP); /* destroyed without a word to a peer */
         conn_detach(fd);
     }
     pthread_mutex_unlock(&psp.lock);

@@ -220,7 +220,8 @@ void psp_print_stats(void)
     for (int i = 0; i < PSP_R__COUNT; i++) tcp += psp.stats_tcp[i];
     if (!psp.accelerated && !tcp && !psp.inited) return;
     /* datagrams RDP dropped (forged, replayed, unknown sender, ...), and of them those whose
-     * MAC did not verify; the library's own malformed messages */
+     * MAC did not verify; the library's own malformed messages; and the moves of a
+     * connection's state the lifecycle's table does not list (lifecycle.c) */
     uint64_t dropped = 0, bad_mac = 0, retrans = 0;
     pthread_mutex_lock(&psp.lock);
     if (psp.rdp) {
@@ -238,8 +239,8 @@ void psp_print_stats(void)
         "no_library=%llu not_accepted=%llu same_node=%llu rule=%llu limit=%llu "
         "error=%llu short=%llu rdp_tx_bytes=%llu rdp_rx_bytes=%llu tcp_tx_bytes=%llu "
         "tcp_rx_bytes=%llu rdp_tx_msgs=%llu rdp_rx_msgs=%llu tcp_tx_msgs=%llu tcp_rx_msgs=%llu "
-        "rdp_dropped=%llu rdp_bad_mac=%llu bad_msgs=%llu switched=%llu shm=%llu "
-        "shm_tx_bytes=%llu shm_rx_bytes=%llu shm_tx_msgs=%llu rdp_retransmits=%llu "
+        "rdp_dropped=%llu rdp_bad_mac=%llu bad_msgs=%llu bad_transitions=%llu switched=%llu "
+        "shm=%llu shm_tx_bytes=%llu shm_rx_bytes=%llu shm_tx_msgs=%llu rdp_retransmits=%llu "
         "shm_bells=%llu rdp_sleeps=%llu spin_samples=%llu spin_skipped=%llu\n",
         (int)getpid(), (unsigned long long)psp.accelerated, (unsigned long long)tcp,
         (unsigned long long)psp.stats_tcp[PSP_R_NOT_CLUSTER],
@@ -255,9 +256,10 @@ void psp_print_stats(void)
         (unsigned long long)psp.rdp_rx_msgs, (unsigned long long)psp.tcp_tx_msgs,
         (unsigned long long)psp.tcp_rx_msgs, (unsigned long long)dropped,
         (unsigned long long)bad_mac, (unsigned long long)psp.bad_msgs,
-        (unsigned long long)psp.switched, (unsigned long long)psp.shm_conns,
-        (unsigned long long)psp.shm_tx, (unsigned long long)psp.shm_rx,
-        (unsigned long long)psp.shm_tx_msgs, (unsigned long long)retrans,
+        (unsigned long long)psp.bad_transitions, (unsigned long long)psp.switched,
+        (unsigned long long)psp.shm_conns, (unsigned long long)psp.shm_tx,
+        (unsigned long long)psp.shm_rx, (unsigned long long)psp.shm_tx_msgs,
+        (unsigned long long)retrans,
         (unsigned long long)__atomic_load_n(&psp.shm_bells, __ATOMIC_RELAXED),
         (unsigned long long)psp.rdp_sleeps,
         (unsigned long long)__atomic_load_n(&psp.spin_samples, __ATOMIC_RELAXED),

@@ -11,7 +11,9 @@
 #   f. build/fuzz/*                     each fuzz target for FUZZ_SECONDS (clang only; not in
 #                                       the default STEPS: make fuzz and make soak ask for it)
 #   g. style                            clang-format (the tree's one C style) over the tracked
-#                                       sources, and with SOAK=1 (make soak) shellcheck
+#                                       sources; scripts/check-lifecycle.sh (the preload
+#                                       library's connection state: written in lifecycle.c
+#                                       only); and with SOAK=1 (make soak) shellcheck
 #                                       (warnings and worse) over the tracked scripts
 # Every suite runs on its own (its own cluster, ports, directories and namespaces), so all of
 # them go into one pool, each in a session of its own under STEP_TIMEOUT, its output shown
@@ -396,6 +398,7 @@ queue_style() {
     if [[ ${SOAK:-0} == 1 ]]; then
         queue_style_one style/shellcheck shellcheck "$tmp/style-sh.list"
     fi
+    queue style/lifecycle style scripts/check-lifecycle.sh
 }
 queue_style_one() { # NAME TOOL LIST
     if ! command -v "$2" >/dev/null; then
@@ -406,15 +409,17 @@ queue_style_one() { # NAME TOOL LIST
 }
 style_start() {
     local files=()
-    mapfile -t files <"${WHAT[$1]}"
+    [[ $1 == style/lifecycle ]] || mapfile -t files <"${WHAT[$1]}" # (a script, not a list)
     case $1 in
     style/clang-format) bg_start "$1" "$tmp/style-cf.log" clang-format --dry-run -Werror "${files[@]}" ;;
     style/shellcheck) bg_start "$1" "$tmp/style-sc.log" shellcheck -x -S warning "${files[@]}" ;;
+    style/lifecycle) bg_start "$1" "$tmp/style-lc.log" bash "${WHAT[$1]}" ;;
     esac
 }
 style_done() {
     local hint="'make format' fixes it"
     [[ $1 == style/shellcheck ]] && hint="shellcheck -x -S warning FILE says where"
+    [[ $1 == style/lifecycle ]] && hint="its output above says what"
     if ((step_rc == 0)); then
         echo "PASS: $1"
         record "$1" 1 0 0
