@@ -96,7 +96,7 @@ static void ka_theirs(struct conn *c)
 /* Put the question to c's guard (again: the probes start over, the first one now). */
 static void doubt(struct conn *c)
 {
-    if (c->kfd < 0 || (c->st != CS_RDP && c->st != CS_SWITCH) || c->err || !c->peer) return;
+    if (c->kfd < 0 || !cs_rdp_or_switch(c->st) || c->err || !c->peer) return;
     if (!c->ka_mine) {
         for (int i = 0; i < 4; i++) {
             socklen_t l = sizeof c->ka[i];
@@ -124,7 +124,7 @@ void alive_end(struct conn *c)
 /* A connection RDP still has to serve: on the fast path and not ended. */
 static bool needs_peer(const struct conn *c, uint32_t peer)
 {
-    return c->peer == peer && (c->st == CS_RDP || c->st == CS_SWITCH) && !c->err;
+    return c->peer == peer && cs_rdp_or_switch(c->st) && !c->err;
 }
 
 void alive_stalled(void *ctx, uint32_t peer, bool on)
@@ -166,8 +166,7 @@ void alive_peer_lost(uint32_t peer)
 void alive_node_lost(uint32_t node)
 {
     for (struct conn *c = psp.all; c; c = c->lnext)
-        if (c->peer && RDP_PEER_NODE(c->peer) == node && (c->st == CS_RDP || c->st == CS_SWITCH))
-            doubt(c);
+        if (c->peer && RDP_PEER_NODE(c->peer) == node && cs_rdp_or_switch(c->st)) doubt(c);
 }
 
 /* Whether c's peer's kernel answered since the doubt began. */
@@ -186,7 +185,7 @@ void alive_check(uint64_t now)
     next_check = ndoubts || nstalled ? now + ALIVE_CHECK_NS : UINT64_MAX;
     for (struct conn *c = ndoubts ? psp.all : NULL; c; c = c->lnext) {
         if (!c->doubt_at) continue;
-        bool over = c->err || (c->st != CS_RDP && c->st != CS_SWITCH);
+        bool over = c->err || !cs_rdp_or_switch(c->st);
         if (over || (!alive_is_stalled(c->peer) && answered(c, now))) alive_end(c);
     }
     for (unsigned i = 0; i < nstalled;) { /* stalled peers nobody needs: given up */

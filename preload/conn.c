@@ -216,7 +216,7 @@ static void destroy(struct conn *c)
     __atomic_sub_fetch(&psp.nconns, 1, __ATOMIC_RELAXED);
     if (c->guard_fired) psp.guards--;
     if (c->st == CS_PLAIN) plain_del(c);
-    if (!c->counted && (c->st == CS_CONNECTING || c->st == CS_PLAIN))
+    if (!c->counted && cs_tcp_phase(c->st))
         psp_count_tcp(psp_short_reason(c)); /* it ended before its negotiation, or its answer */
     if (c->cork_until) psp.corks--;
     alive_end(c);
@@ -1112,7 +1112,7 @@ void conn_to_tcp_now(struct conn *c)
     pthread_mutex_lock(&psp.lock);
     if (c->st == CS_PLAIN) conn_plain_to_tcp(c); /* not negotiated yet: never */
     for (int i = 0; c->st == CS_CONNECTING && i < 100; i++) wait_conns(&c, 1, 100);
-    if (c->st == CS_RDP || c->st == CS_SHM) conn_switch(c);
+    if (cs_fast(c->st)) conn_switch(c);
     for (int i = 0; c->st == CS_SWITCH && i < 100; i++) wait_conns(&c, 1, 100);
     pthread_mutex_unlock(&psp.lock);
     if (c->st == CS_ORPHAN) conn_claim(c); /* a fork's child: the owner moves it */
@@ -1120,13 +1120,13 @@ void conn_to_tcp_now(struct conn *c)
 
 bool conn_switched(const struct conn *c)
 {
-    return c->st == CS_TCP || c->st == CS_DRAIN || c->sw_failed;
+    return cs_on_tcp(c->st) || c->sw_failed;
 }
 
 void conn_switch_notify(struct conn *c, int kid)
 {
     if (conn_switched(c) || (c->st != CS_SWITCH && c->st != CS_CONNECTING)) {
-        uint8_t e = c->st == CS_TCP || c->st == CS_DRAIN ? 0 : EIO;
+        uint8_t e = cs_on_tcp(c->st) ? 0 : EIO;
         (void)!real.send(kid, &e, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
         return;
     }
@@ -1162,7 +1162,7 @@ void conn_guard_event(struct conn *c)
         conn_changed(c);
         return;
     }
-    if ((c->st != CS_RDP && c->st != CS_SHM) || c->guard_fired) return;
+    if (!cs_fast(c->st) || c->guard_fired) return;
     c->guard_fired = true; /* once is enough: EPOLLRDHUP stays up */
     psp.guards++;
     c->guard_at = rdp_now_ns();
@@ -1210,13 +1210,12 @@ void conn_timers(void)
          * it died: writes fail (reads take what is left first, then the kernel's end); a
          * peer not yet up closed it before moving, or died: its CLOSE will come, or the
          * doorbell's other end is gone */
-        if ((c->st == CS_RDP || c->st == CS_SHM) && c->guard_fired && c->krx && !c->rx_fin &&
-            !c->peer_closed && now - c->guard_at > GUARD_GRACE_NS && (c->peer_up || shm_hup(c))) {
+        if (cs_fast(c->st) && c->guard_fired && c->krx && !c->rx_fin && !c->peer_closed &&
+            now - c->guard_at > GUARD_GRACE_NS && (c->peer_up || shm_hup(c))) {
             c->peer_closed = true;
             conn_changed(c);
         }
-        if ((c->st == CS_RDP || c->st == CS_SHM) && c->guard_eof && !c->rx_fin &&
-            now - c->guard_at > GUARD_GRACE_NS) {
+        if (cs_fast(c->st) && c->guard_eof && !c->rx_fin && now - c->guard_at > GUARD_GRACE_NS) {
             /* the peer process is gone without its CLOSE: what it wrote last may have died
              * with it (under the kernel's TCP it was in the peer's kernel), so the stream is
              * not known whole: an error, never a clean end (ETIMEDOUT: its kernel is gone) */
@@ -1531,7 +1530,7 @@ void conn_rdp_lost(void *ctx, uint32_t peer, enum rdp_lost_reason why)
     alive_peer_lost(peer);
     if (why == RDP_LOST_RESTART) return;
     for (struct conn *c = psp.all; c; c = c->lnext)
-        if ((c->st == CS_RDP || c->st == CS_SWITCH) && c->peer == peer)
+        if (cs_rdp_or_switch(c->st) && c->peer == peer)
             reset(c, why == RDP_LOST_TIMEOUT ? ETIMEDOUT : ECONNRESET);
 }
 
@@ -1681,9 +1680,10 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
         if (!c->nfds || __atomic_load_n(&c->doomed, __ATOMIC_RELAXED))
             return io_end(done, EBADF); /* closed under this call, by another thread */
         if (c->shm) conn_shm_sync(c);
-        if (c->st == CS_TCP || c->st == CS_DRAIN || c->st == CS_ORPHAN || c->st == CS_ACCEPTED) {
+        enum conn_state st = c->st;
+        if (cs_on_tcp(st) || cs_unclaimed(st)) {
             pthread_mutex_unlock(&psp.lock);
-            errno = c->st == CS_ORPHAN ? EIO : EXDEV; /* EXDEV: the caller passes through */
+            errno = st == CS_ORPHAN ? EIO : EXDEV; /* EXDEV: the caller passes through */
             return done ? (ssize_t)done : -1;
         }
         kwait = 0;
@@ -1691,7 +1691,7 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
          * (up to the peer's UP count, once it is known); then, in the same call, what the
          * fast path has, as one receive queue would give it (kpast: a peek saw all of the
          * kernel's part) */
-        bool kphase = c->st == CS_CONNECTING || c->st == CS_PLAIN;
+        bool kphase = cs_tcp_phase(c->st);
         if ((kphase || c->krx) && want && !kpast) {
             size_t lim = want - done;
             bool upto = !kphase && c->peer_up;
@@ -1773,13 +1773,13 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
         if (!c->nfds || __atomic_load_n(&c->doomed, __ATOMIC_RELAXED))
             return io_end(done, EBADF); /* closed under this call, by another thread */
         if (c->shm) conn_shm_sync(c);
-        if (c->st == CS_TCP || c->st == CS_ORPHAN || c->st == CS_ACCEPTED) {
+        enum conn_state st = c->st;
+        if (st == CS_TCP || cs_unclaimed(st)) {
             pthread_mutex_unlock(&psp.lock);
-            errno = c->st == CS_ORPHAN ? EIO : EXDEV;
+            errno = st == CS_ORPHAN ? EIO : EXDEV;
             return done ? (ssize_t)done : -1;
         }
-        if (c->st == CS_CONNECTING || c->st == CS_PLAIN) { /* the TCP phase: the kernel's,
-                                                            * without blocking there */
+        if (cs_tcp_phase(c->st)) { /* the TCP phase: the kernel's, without blocking there */
             if (done == want) break;
             ssize_t r = kernel_io(c, true, iov, iovcnt, done, want - done,
                                   flags & (MSG_NOSIGNAL | MSG_MORE));
@@ -1796,7 +1796,7 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
             continue;
         }
         if (c->kmore && !(flags & MSG_MORE)) kernel_push(c);
-        bool on = c->st == CS_RDP || c->st == CS_SHM; /* connected, not negotiating */
+        bool on = cs_fast(c->st); /* connected, not negotiating */
         if (done && on && (c->err || c->tx_fin || c->peer_closed)) {
             /* some of it went before the end showed: that much, as the kernel returns a
              * short count; the end is the next call's (its write after the close, or its
@@ -1920,7 +1920,7 @@ int conn_shutdown(struct conn *c, int how)
     pthread_mutex_lock(&psp.lock);
     /* the kernel's socket is CLOSED once both FINs went (or a reset came): ENOTCONN, after
      * the shutdown flags are set all the same */
-    if (c->st == CS_CONNECTING || c->st == CS_PLAIN) { /* the kernel's; a FIN follows UP */
+    if (cs_tcp_phase(c->st)) { /* the kernel's; a FIN follows UP */
         int r = real.shutdown(c->kfd, how);
         int e = errno;
         if (r == 0 && how != SHUT_RD) c->tx_fin = true;
@@ -1930,7 +1930,7 @@ int conn_shutdown(struct conn *c, int how)
         return r;
     }
     if (c->shm) conn_shm_sync(c);
-    bool closed = (c->st == CS_RDP || c->st == CS_SHM) && ((c->rx_fin && c->tx_fin) || c->err);
+    bool closed = cs_fast(c->st) && ((c->rx_fin && c->tx_fin) || c->err);
     if (how == SHUT_RD || how == SHUT_RDWR) c->rd_shut = true;
     if ((how == SHUT_WR || how == SHUT_RDWR) && !c->tx_fin) {
         c->tx_fin = true;
@@ -1955,7 +1955,8 @@ static short kernel_poll(const struct conn *c, short events)
 short conn_poll(struct conn *c)
 {
     short r = 0;
-    if (c->st == CS_CONNECTING || c->st == CS_ACCEPTED || c->st == CS_PLAIN)
+    enum conn_state st = c->st;
+    if (cs_tcp_phase(st) || st == CS_ACCEPTED)
         return kernel_poll(c, POLLIN | POLLOUT | POLLRDHUP | POLLPRI);
     if (c->shm) conn_shm_sync(c);
     if (c->st == CS_DRAIN) return 0;
@@ -2021,8 +2022,7 @@ void conn_fork_child(void)
         c->forked = false;
         c->nb_shared = true; /* the parent's open file: it may change its flags */
         for (int i = 0; i < 4; i++) c->sw_kids[i] = -1;
-        if (c->st == CS_RDP || c->st == CS_CONNECTING || c->st == CS_DRAIN || c->st == CS_SWITCH ||
-            c->st == CS_PLAIN || c->st == CS_SHM)
-            conn_enter(c, CS_ORPHAN);
+        enum conn_state st = c->st;
+        if (cs_endpoint_bound(st) || st == CS_DRAIN) conn_enter(c, CS_ORPHAN);
     }
 }

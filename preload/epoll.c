@@ -369,9 +369,9 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 static int ep_ctl(struct conn *c, int epfd, int op, int fd, struct epoll_event *ev)
 {
-    if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
+    if (cs_unclaimed(c->st)) conn_claim(c);
     conn_settle(c);
-    if (c->st == CS_TCP || c->st == CS_ORPHAN) return real.epoll_ctl(epfd, op, fd, ev);
+    if (cs_kernel_only(c->st)) return real.epoll_ctl(epfd, op, fd, ev);
     if (psp_is_hidden(epfd)) {
         errno = EBADF;
         return -1;
@@ -382,7 +382,7 @@ static int ep_ctl(struct conn *c, int epfd, int op, int fd, struct epoll_event *
         return real.epoll_ctl(epfd, op, fd, ev);
     }
     int ret = -1;
-    if (c->st == CS_CONNECTING || c->st == CS_PLAIN) {
+    if (cs_tcp_phase(c->st)) {
         ret = kern_ctl(c, epfd, op, fd, ev);
         pthread_mutex_unlock(&psp.lock);
         return ret;

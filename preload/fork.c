@@ -40,9 +40,7 @@ void fork_prepare(void)
 {
     if (!psp.rdp || psp.epfd < 0 || nkids >= KIDS_MAX) return;
     bool any = false;
-    for (struct conn *c = psp.all; c && !any; c = c->lnext)
-        any = c->st == CS_RDP || c->st == CS_SWITCH || c->st == CS_CONNECTING || c->st == CS_SHM ||
-              c->st == CS_PLAIN;
+    for (struct conn *c = psp.all; c && !any; c = c->lnext) any = cs_endpoint_bound(c->st);
     int sp[2];
     if (!any || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) return;
     pending[0] = psp_hide(sp[0]);
@@ -57,9 +55,7 @@ void fork_parent(void)
         if (real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, pending[0], &ev) == 0) {
             kids[nkids++] = pending[0];
             for (struct conn *c = psp.all; c; c = c->lnext)
-                if (c->st == CS_RDP || c->st == CS_SWITCH || c->st == CS_CONNECTING ||
-                    c->st == CS_SHM || c->st == CS_PLAIN)
-                    c->forked = true;
+                if (cs_endpoint_bound(c->st)) c->forked = true;
         } else {
             fdt_close_hidden(pending[0]);
         }
@@ -143,7 +139,7 @@ void fork_kid_ready(int fd)
         (void)!real.send(fd, &ok, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
         return;
     }
-    if (c->st == CS_RDP || c->st == CS_SHM) conn_switch(c); /* CS_CONNECTING: at its outcome */
-    if (c->st == CS_PLAIN) conn_plain_to_tcp(c);            /* not negotiated: never now */
+    if (cs_fast(c->st)) conn_switch(c);          /* CS_CONNECTING: at its outcome */
+    if (c->st == CS_PLAIN) conn_plain_to_tcp(c); /* not negotiated: never now */
     conn_switch_notify(c, fd);
 }

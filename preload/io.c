@@ -47,10 +47,10 @@ static ssize_t tcp_out(int fd, const struct msghdr *mh, int flags)
  * moved it, the connection is moving or moved too, and the kernel answers. */
 static ssize_t rd_conn(int fd, struct conn *c, struct iovec *iov, int n, int flags)
 {
-    if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
+    if (cs_unclaimed(c->st)) conn_claim(c);
     conn_settle(c);
-    if ((flags & MSG_OOB) && c->st != CS_TCP && c->st != CS_SWITCH && c->st != CS_CONNECTING &&
-        c->st != CS_PLAIN) {
+    enum conn_state st = c->st;
+    if ((flags & MSG_OOB) && st != CS_TCP && st != CS_SWITCH && !cs_tcp_phase(st)) {
         errno = EINVAL;
         return -1;
     }
@@ -65,7 +65,7 @@ static ssize_t rd_conn(int fd, struct conn *c, struct iovec *iov, int n, int fla
 
 static ssize_t wr_conn(int fd, struct conn *c, const struct iovec *iov, int n, int flags)
 {
-    if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
+    if (cs_unclaimed(c->st)) conn_claim(c);
     conn_settle(c);
     if ((flags & MSG_OOB) && c->st != CS_TCP) conn_to_tcp_now(c);
     if (c->st != CS_TCP) {
@@ -214,7 +214,7 @@ ssize_t recvmsg(int fd, struct msghdr *mh, int flags)
 {
     struct conn *c = get_cp(fd);
     if (!c) return real.recvmsg(fd, mh, flags);
-    if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) {
+    if (cs_unclaimed(c->st)) {
         int cancel = psp_cancel_off(); /* the claim asks psid */
         conn_claim(c);
         psp_cancel_on(cancel);
@@ -312,7 +312,7 @@ static ssize_t copy_to_conn(int out, struct conn *c, int in, off_t *off, size_t 
  * it asks psid) */
 static void claim(struct conn *c)
 {
-    if (!c || (c->st != CS_ACCEPTED && c->st != CS_ORPHAN)) return;
+    if (!c || !cs_unclaimed(c->st)) return;
     int cancel = psp_cancel_off();
     conn_claim(c);
     psp_cancel_on(cancel);

@@ -26,7 +26,7 @@ static void psi_drop(void)
     if (!psp.psi_open) return;
     pthread_mutex_lock(&psp.lock);
     for (struct conn *c = psp.all; c; c = c->lnext)
-        if (c->st == CS_CONNECTING || c->st == CS_PLAIN) {
+        if (cs_tcp_phase(c->st)) {
             if (c->st == CS_PLAIN)
                 conn_plain_to_tcp(c);
             else

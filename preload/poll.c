@@ -83,9 +83,9 @@ static int conns_in(struct pollfd *fds, nfds_t n, struct conn **cs, bool *in)
     for (nfds_t i = 0; i < n; i++) {
         struct conn *c = fdt_find(fds[i].fd);
         if (!c) continue;
-        if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
+        if (cs_unclaimed(c->st)) conn_claim(c);
         conn_settle(c);
-        if (c->st == CS_TCP || c->st == CS_ORPHAN) {
+        if (cs_kernel_only(c->st)) {
             fdt_unfind(c);
             continue;
         }
@@ -98,8 +98,7 @@ static int conns_in(struct pollfd *fds, nfds_t n, struct conn **cs, bool *in)
 /* Whether the library answers for c's readiness (else the kernel socket's is the answer). */
 static bool ours(const struct conn *c)
 {
-    return c && c->st != CS_TCP && c->st != CS_ORPHAN && c->st != CS_ACCEPTED &&
-           c->st != CS_CONNECTING && c->st != CS_PLAIN;
+    return c && !cs_kernel_ready(c->st);
 }
 
 static int poll_any_in(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask, void *extra)

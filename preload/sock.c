@@ -708,8 +708,8 @@ int shutdown(int fd, int how)
     if (!c) return real.shutdown(fd, how);
     int cancel = psp_cancel_off(); /* its claim asks psid (psi_lock), and psp.lock */
     int r;
-    if (c->st == CS_ACCEPTED || c->st == CS_ORPHAN) conn_claim(c);
-    if (c->st == CS_TCP || c->st == CS_ORPHAN) {
+    if (cs_unclaimed(c->st)) conn_claim(c);
+    if (cs_kernel_only(c->st)) {
         r = real.shutdown(fd, how);
     } else if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
         errno = EINVAL;
@@ -758,8 +758,8 @@ int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
 int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 {
     struct conn *c = fdt_get(fd);
-    if (c && (c->st == CS_RDP || c->st == CS_SHM) && level == SOL_SOCKET && opt == SO_ERROR &&
-        val && len && *len >= sizeof(int)) {
+    if (c && cs_fast(c->st) && level == SOL_SOCKET && opt == SO_ERROR && val && len &&
+        *len >= sizeof(int)) {
         pthread_mutex_lock(&psp.lock);
         if (c->st == CS_SHM) shm_sync(c);
         int e = c->err && !c->err_reported ? c->err : 0;
@@ -785,7 +785,7 @@ int ioctl(int fd, unsigned long req, ...)
     void *arg = va_arg(ap, void *);
     va_end(ap);
     struct conn *c = req == FIONREAD || req == SIOCOUTQ ? fdt_get(fd) : NULL;
-    if (c && (c->st == CS_RDP || c->st == CS_SHM)) {
+    if (c && cs_fast(c->st)) {
         pthread_mutex_lock(&psp.lock);
         if (c->st == CS_SHM) shm_sync(c);
         size_t n = c->rx_bytes;

@@ -307,7 +307,7 @@ static void exit_wait(bool may_block)
         for (int fd = 0, top = fdt_top(); fd < top; fd++)
             if (psp_conn_of(fd)) conn_detach(fd);
         for (struct conn *c = psp.all; c; c = c->lnext)
-            if ((c->st == CS_CONNECTING || c->st == CS_PLAIN) && !c->counted) {
+            if (cs_tcp_phase(c->st) && !c->counted) {
                 /* it ends before its negotiation, or its answer */
                 c->counted = true;
                 psp_count_tcp(psp_short_reason(c));
@@ -578,8 +578,7 @@ void psp_arm_timer(void)
     uint64_t d = psp.rdp ? rdp_next_deadline(psp.rdp) : UINT64_MAX; /* same-node only: none */
     bool guards = false; /* the walk only when a guard saw EOF: not once per send */
     for (struct conn *c = psp.guards ? psp.all : NULL; c && !guards; c = c->lnext)
-        guards = c->guard_fired && (c->st == CS_RDP || c->st == CS_SHM) && !c->rx_fin &&
-                 !(c->krx && c->peer_closed);
+        guards = c->guard_fired && cs_fast(c->st) && !c->rx_fin && !(c->krx && c->peer_closed);
     if (guards) {
         uint64_t g = rdp_now_ns() + 50000000ull;
         if (g < d) d = g;

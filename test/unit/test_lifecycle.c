@@ -2,7 +2,8 @@
  * test_lifecycle.c - the lifecycle of a connection of the preload library
  * (preload/lifecycle.h): every transition the library's code makes is in the table, and
  * the table holds nothing else; one not in it is counted (PSP_STATS bad_transitions), made
- * all the same, and under PSP_STRICT aborts with both states named.
+ * all the same, and under PSP_STRICT aborts with both states named; the predicates hold
+ * exactly their sets of states.
  *
  * lifecycle.c is linked alone: this file gives it the process-wide state it counts in.
  */
@@ -147,6 +148,36 @@ static void test_lifecycle_strict(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "CS_SWITCH -> CS_CONNECTING"));
 }
 
+/* each predicate holds exactly its states */
+static void test_lifecycle_predicates(void)
+{
+    static const struct {
+        const char *name;
+        bool (*fn)(enum conn_state);
+        unsigned set;
+    } preds[] = {
+#define S(x) (1u << (x))
+        {"cs_fast", cs_fast, S(CS_RDP) | S(CS_SHM)},
+        {"cs_tcp_phase", cs_tcp_phase, S(CS_PLAIN) | S(CS_CONNECTING)},
+        {"cs_unclaimed", cs_unclaimed, S(CS_ACCEPTED) | S(CS_ORPHAN)},
+        {"cs_on_tcp", cs_on_tcp, S(CS_TCP) | S(CS_DRAIN)},
+        {"cs_kernel_only", cs_kernel_only, S(CS_TCP) | S(CS_ORPHAN)},
+        {"cs_rdp_or_switch", cs_rdp_or_switch, S(CS_RDP) | S(CS_SWITCH)},
+        {"cs_endpoint_bound", cs_endpoint_bound,
+         S(CS_PLAIN) | S(CS_CONNECTING) | S(CS_RDP) | S(CS_SHM) | S(CS_SWITCH)},
+        {"cs_kernel_ready", cs_kernel_ready,
+         S(CS_TCP) | S(CS_ORPHAN) | S(CS_ACCEPTED) | S(CS_PLAIN) | S(CS_CONNECTING)},
+#undef S
+    };
+    for (size_t i = 0; i < sizeof preds / sizeof preds[0]; i++)
+        for (int s = 0; s < CS__COUNT; s++)
+            if (preds[i].fn(s) != !!(preds[i].set & (1u << s))) {
+                fprintf(stderr, "lifecycle: %s(%s) is %d\n", preds[i].name, conn_state_name(s),
+                        preds[i].fn(s));
+                CU_FAIL("a predicate's set");
+            }
+}
+
 static void test_lifecycle_names(void)
 {
     CU_ASSERT_STRING_EQUAL(conn_state_name(CS_NEW), "CS_NEW");
@@ -157,4 +188,4 @@ static void test_lifecycle_names(void)
 
 UNIT_SUITE(lifecycle, UNIT_TEST(test_lifecycle_made), UNIT_TEST(test_lifecycle_table),
            UNIT_TEST(test_lifecycle_refused), UNIT_TEST(test_lifecycle_strict),
-           UNIT_TEST(test_lifecycle_names));
+           UNIT_TEST(test_lifecycle_predicates), UNIT_TEST(test_lifecycle_names));
