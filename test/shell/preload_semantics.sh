@@ -3,8 +3,9 @@
 # libpspreload or without: each scenario of test/tools/plsem runs on a 2-node loopback
 # cluster (server on node 1 at 127.0.0.2, client on node 0) once on kernel TCP and once with
 # the library on both sides, and the two transcripts (client and server) must be the same,
-# and the library run's client accelerated (PSP_STATS). Scenarios: echo, halfclose, peek (MSG_PEEK,
-# MSG_WAITALL, MSG_DONTWAIT, FIONREAD), poll (poll, select, ppoll, POLLRDHUP), epoll (two
+# and the library run's client accelerated (PSP_STATS), every state change of a connection
+# one the library's lifecycle lists (PSP_STATS bad_transitions=0). Scenarios: echo,
+# halfclose, peek (MSG_PEEK, MSG_WAITALL, MSG_DONTWAIT, FIONREAD), poll (poll, select, ppoll, POLLRDHUP), epoll (two
 # sets, EPOLLET, EPOLLONESHOT and MOD, events 0, nested, EPOLLOUT, EPOLLRDHUP, DEL), sigpipe,
 # linger0 (RST), nonblock (EINPROGRESS, SO_ERROR, a closed port), timeo (SO_RCVTIMEO,
 # SO_SNDTIMEO), eintr (SA_RESTART or not), dup (dup, dup2, F_DUPFD_CLOEXEC), names (getsockname, SO_TYPE, fstat),
@@ -140,6 +141,10 @@ for s in $SCEN; do
         fail "$NAME: $s" "client transcripts differ (< kernel, > library): $d"
     elif ! d=$(diff "$CDIR/$s.tcp.srv" "$CDIR/$s.lib.srv"); then
         fail "$NAME: $s" "server transcripts differ: $d"
+    elif grep -q ' bad_transitions=[1-9]' "$CDIR/$s".{lib,async}.stats 2>/dev/null; then
+        # a connection's state moved where the lifecycle's table says it cannot
+        # (preload/lifecycle.c)
+        fail "$NAME: $s" "a state change not in the lifecycle's table: $(cat "$CDIR/$s".*.stats)"
     elif [ "$s" != names ] && [ "${acc:-0}" -lt "$want" ]; then
         # the client's line (the server is killed, and prints none): accelerated, so the
         # server took it under the library too; names sends no byte, so its outcome may
