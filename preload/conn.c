@@ -67,7 +67,6 @@ static size_t orphan_bytes;
 static void orphans_adopt(struct conn *c);
 static void kids_tell(struct conn *c, uint8_t err);
 static void to_tcp(struct conn *c);
-static void guard_out(struct conn *c);
 static void guard_check(struct conn *c);
 static void plain_del(struct conn *c);
 static void gather(uint8_t *out, const struct iovec *iov, int iovcnt, size_t skip);
@@ -176,7 +175,7 @@ static struct chunk *chunk_new(size_t n)
     return ch;
 }
 
-static void chunk_free(struct chunk *ch)
+void chunk_free(struct chunk *ch)
 {
     int k = pool_class(ch->len);
     size_t cap = k >= 0 ? (size_t)1 << (POOL_MIN_SHIFT + k) : 0;
@@ -189,7 +188,7 @@ static void chunk_free(struct chunk *ch)
     pool_bytes += cap;
 }
 
-static void free_chunks(struct chunk *ch)
+void free_chunks(struct chunk *ch)
 {
     while (ch) {
         struct chunk *n = ch->next;
@@ -448,8 +447,6 @@ static void flush_hold_shm(struct conn *c)
     }
 }
 
-static short kernel_poll(const struct conn *c, short events);
-
 /* --- The TCP phase ---
  *
  * A connection starts on its kernel socket, whatever the library decides for it: connect
@@ -474,8 +471,8 @@ static short kernel_poll(const struct conn *c, short events);
 
 /* The slice [off, off+n) of the program's iov in out[0..max): the number of entries; *got
  * the bytes they hold (fewer than n when max entries do not reach). */
-static int iov_slice(const struct iovec *iov, int iovcnt, size_t off, size_t n, struct iovec *out,
-                     int max, size_t *got)
+int iov_slice(const struct iovec *iov, int iovcnt, size_t off, size_t n, struct iovec *out, int max,
+              size_t *got)
 {
     int vi = 0, nv = 0;
     size_t left = n;
@@ -488,37 +485,6 @@ static int iov_slice(const struct iovec *iov, int iovcnt, size_t off, size_t n, 
     }
     *got = n - left;
     return nv;
-}
-
-/* Bytes on the kernel socket (TCP phase, or the peer's still to read), never blocking:
- * what recvmsg or sendmsg returned, counted. */
-static ssize_t kernel_io(struct conn *c, bool out, const struct iovec *iov, int iovcnt, size_t done,
-                         size_t n, int flags)
-{
-    struct iovec v[64];
-    size_t got;
-    int nv = iov_slice(iov, iovcnt, done, n, v, 64, &got);
-    struct msghdr mh = {.msg_iov = v, .msg_iovlen = (size_t)nv};
-    ssize_t r;
-    if (out) {
-        r = real.sendmsg(c->kfd, &mh, flags | MSG_DONTWAIT);
-        if (r > 0) {
-            c->k_tx += (uint64_t)r;
-            c->tx_bytes += (uint64_t)r;
-            c->kmore = flags & MSG_MORE;
-            psp.tcp_tx += (uint64_t)r;
-            psp.tcp_tx_msgs++;
-        }
-    } else {
-        r = real.recvmsg(c->kfd, &mh, flags | MSG_DONTWAIT);
-        if (r > 0 && !(flags & MSG_PEEK)) {
-            c->k_rx += (uint64_t)r;
-            c->rx_total += (uint64_t)r;
-            psp.tcp_rx += (uint64_t)r;
-            psp.tcp_rx_msgs++;
-        }
-    }
-    return r;
 }
 
 void conn_krx_check(struct conn *c)
@@ -547,19 +513,6 @@ static void on_up(struct conn *c, const struct iovec *iov, int iovcnt)
     c->peer_up = true;
     c->peer_ktx = k;
     conn_krx_check(c);
-}
-
-/* Bytes the kernel socket holds back for a MSG_MORE of the TCP phase go out when the next
- * write without it comes, as the kernel would send them then: nothing more is written
- * there to push them, so a cork set and cleared does. (A cork the program set stays on the
- * kernel socket too: its uncork, which the kernel sees as well, pushes them.) */
-static void kernel_push(struct conn *c)
-{
-    if (!c->kmore) return;
-    c->kmore = false;
-    int on = 1, off = 0;
-    real.setsockopt(c->kfd, IPPROTO_TCP, TCP_CORK, &on, sizeof on);
-    if (!c->cork_on) real.setsockopt(c->kfd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
 }
 
 /* c has its fast path (its RDP peer, or its channel mapped): our bytes go there from now on,
@@ -814,35 +767,6 @@ void conn_settle(struct conn *c)
     pthread_mutex_unlock(&psp.lock);
 }
 
-/* Write what is held to the kernel socket, without blocking; true when all is out. */
-static bool drain_hold(struct conn *c)
-{
-    while (c->hold) {
-        struct chunk *ch = c->hold;
-        ssize_t w =
-            real.send(c->kfd, ch->data + ch->off, ch->len - ch->off, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EAGAIN || errno == EINTR) return false;
-            c->err = errno;
-            free_chunks(c->hold);
-            c->hold = NULL;
-            c->hold_tail = &c->hold;
-            c->hold_bytes = 0;
-            return true;
-        }
-        psp.tcp_tx += (uint64_t)w;
-        psp.tcp_tx_msgs++;
-        ch->off += (size_t)w;
-        c->hold_bytes -= (size_t)w;
-        if (ch->off == ch->len) {
-            c->hold = ch->next;
-            if (!c->hold) c->hold_tail = &c->hold;
-            chunk_free(ch);
-        }
-    }
-    return true;
-}
-
 void conn_fallback(struct conn *c, enum psp_reason r)
 {
     if (!c->counted) psp_count_tcp(r);
@@ -898,15 +822,6 @@ void conn_fallback(struct conn *c, enum psp_reason r)
  * first. The responder reads its ring to the end, then the kernel socket. While it moves,
  * the progress thread watches the doorbell, so that an idle program does not stall it. */
 #define SWITCH_NS 5000000000ull
-
-/* the guard's EPOLLOUT, once, for writing held bytes to the kernel socket */
-static void guard_out(struct conn *c)
-{
-    if (psp.epfd < 0) return;
-    struct epoll_event ev = {.events = EPOLLOUT | EPOLLONESHOT, .data.u64 = 16u + (uint64_t)c->kfd};
-    if (real.epoll_ctl(psp.epfd, EPOLL_CTL_MOD, c->kfd, &ev) < 0 && errno == ENOENT)
-        real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, c->kfd, &ev);
-}
 
 static void kids_tell(struct conn *c, uint8_t err)
 {
@@ -1943,13 +1858,6 @@ int conn_shutdown(struct conn *c, int how)
         return -1;
     }
     return 0;
-}
-
-/* The kernel socket's readiness now (the TCP phase, the peer's bytes still there). */
-static short kernel_poll(const struct conn *c, short events)
-{
-    struct pollfd p = {.fd = c->kfd, .events = events};
-    return c->kfd >= 0 && real.poll(&p, 1, 0) == 1 ? p.revents : 0;
 }
 
 short conn_poll(struct conn *c)

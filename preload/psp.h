@@ -11,10 +11,10 @@
  * the program's connections, references to them, our own hidden descriptors, per-thread
  * state), negotiate.c (the requests to psid), lifecycle.c (a connection's states and the
  * transitions between them: lifecycle.h), conn.c (a connection: buffers, credit, messages
- * from RDP), wait.c (blocking and waking), and the wrappers: sock.c (socket calls), io.c
- * (reads and writes), poll.c (poll, select), epoll.c (epoll) with bells.c (its doorbells;
- * the three share pollint.h), exec.c (the exec family), shm.c (the same-node path: a
- * shared-memory channel).
+ * from RDP) over xkernel.c (its kernel socket; xport.h), wait.c (blocking and waking), and the
+ * wrappers: sock.c (socket calls), io.c (reads and writes), poll.c (poll, select), epoll.c (epoll)
+ * with bells.c (its doorbells; the three share pollint.h), exec.c (the exec family), shm.c (the
+ * same-node path: a shared-memory channel).
  */
 #ifndef PSCLUSTER_PRELOAD_PSP_H
 #define PSCLUSTER_PRELOAD_PSP_H
@@ -681,5 +681,8 @@ void epoll_conn_unbell(struct conn *c);   /* and leaves them (before it is close
 void epoll_fork_child(void); /* a fork's child: no thread of its own sleeps in a wait */
 void bells_update(struct conn *c);
 void bells_forget(struct conn *c); /* it is destroyed: not due any more */
+
+/* --- a connection's transport: what the transports share --- */
+#include "xport.h"
 
 #endif
