@@ -5,8 +5,10 @@
  * it claims it (so that a child of a prefork server takes what its parent accepted); a
  * connector's, and a claimed one, negotiate in CS_CONNECTING while their bytes travel on the
  * kernel socket ("The TCP phase" below); then CS_RDP or CS_SHM, or CS_TCP when the answer is
- * no. The messages (wire.h) arrive in conn_rdp_recv, from the progress thread or from an
- * rdp_send in a program thread, always under psp.lock.
+ * no (the states and their moves: lifecycle.c). What differs by the path the bytes take is
+ * the transport's (xport.h), called through c->ops: the kernel socket's (xkernel.c), RDP's
+ * messages (xrdp.c), the same-node rings (shm.c); here is what is common: the receive queue
+ * and what is held, credit, corks, the read and write loops, readiness, the moves.
  *
  * Flow control is per connection: the sender may have at most psp.window bytes that the
  * receiving program has not read yet; the receiver returns credit as the program reads. So
@@ -22,10 +24,8 @@
  * the connection's. A peer that stops answering is kept (alive.c).
  */
 #include "psp.h"
-#include "psshm.h"
 #include "wire.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
@@ -36,77 +36,15 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#define HASH_SIZE      4096u
 #define LINGER_NS      10000000000ull
 #define GUARD_GRACE_NS 200000000ull
 
 extern __thread int psp_in;
 
-struct pl_peer {
-    uint32_t id;
-    uint8_t key[32];
-    struct pl_peer *next;
-};
-static struct pl_peer *peers; /* the RDP peers we added, with their keys (psp.lock) */
-
-/* Messages for a connection this side does not know yet: the two psids tell the two
- * processes in turn, so the first bytes of one may arrive before the other learned of the
- * connection. They wait here (bounded) for it, and are answered with RST after ORPHAN_NS. */
-struct orphan {
-    uint32_t peer, id;
-    bool connector; /* the side the message is for */
-    uint64_t at;
-    size_t len;
-    struct orphan *next;
-    uint8_t msg[]; /* the whole message, header first */
-};
-#define ORPHAN_NS  2000000000ull
-#define ORPHAN_MAX (8u << 20) /* bytes held in all */
-static struct orphan *orphans, **orphans_tail = &orphans;
-static size_t orphan_bytes;
-static void orphans_adopt(struct conn *c);
 static void kids_tell(struct conn *c, uint8_t err);
 static void to_tcp(struct conn *c);
 static void guard_check(struct conn *c);
 static void plain_del(struct conn *c);
-static void gather(uint8_t *out, const struct iovec *iov, int iovcnt, size_t skip);
-
-static unsigned hash_of(uint32_t peer, uint32_t id, bool connector)
-{
-    return ((peer * 0x9e3779b1u) ^ (id * 0x85ebca6bu) ^ connector) & (HASH_SIZE - 1);
-}
-
-bool conn_rdp_peers(void)
-{
-    return __atomic_load_n(&peers, __ATOMIC_ACQUIRE) != NULL;
-}
-
-struct conn *conn_find(uint32_t peer, uint32_t id, bool connector)
-{
-    if (!psp.hash) return NULL;
-    for (struct conn *c = psp.hash[hash_of(peer, id, connector)]; c; c = c->hnext)
-        if (c->peer == peer && c->id == id && c->connector == connector) return c;
-    return NULL;
-}
-
-static void hash_add(struct conn *c)
-{
-    if (!psp.hash) psp.hash = calloc(HASH_SIZE, sizeof *psp.hash);
-    if (!psp.hash) return;
-    unsigned h = hash_of(c->peer, c->id, c->connector);
-    c->hnext = psp.hash[h];
-    psp.hash[h] = c;
-}
-
-static void hash_del(struct conn *c)
-{
-    if (!psp.hash) return;
-    for (struct conn **p = &psp.hash[hash_of(c->peer, c->id, c->connector)]; *p; p = &(*p)->hnext)
-        if (*p == c) {
-            *p = c->hnext;
-            return;
-        }
-}
 
 struct conn *conn_new(int kfd, enum conn_state st)
 {
@@ -157,7 +95,7 @@ static int pool_class(size_t n)
     return k < POOL_CLASSES ? k : -1;
 }
 
-static struct chunk *chunk_new(size_t n)
+struct chunk *chunk_new(size_t n)
 {
     int k = pool_class(n);
     struct chunk *ch;
@@ -200,13 +138,13 @@ void free_chunks(struct chunk *ch)
 /* The connection ends: out of every list, its descriptors closed, its buffers freed. Its
  * memory goes once nobody holds it (conn_release): a call of the program still inside it
  * (another thread's, which the program's close raced with) is woken and finds it ended. */
-static void destroy(struct conn *c)
+void conn_destroy(struct conn *c)
 {
     if (__atomic_load_n(&c->doomed, __ATOMIC_ACQUIRE)) return;
     /* (sequentially consistent, as fdt_put's count then flag: of the destroy's look at the
      * count and the last put's look at the flag, one sees the other's) */
     __atomic_store_n(&c->doomed, true, __ATOMIC_SEQ_CST);
-    hash_del(c);
+    xrdp_unhash(c);
     for (struct conn **p = &psp.all; *p; p = &(*p)->lnext)
         if (*p == c) {
             *p = c->lnext;
@@ -250,31 +188,6 @@ void conn_release(struct conn *c)
         fdt_conn_free(c);
 }
 
-static uint8_t flags_of(const struct conn *c)
-{
-    return c->connector ? PLW_FROM_CONNECTOR : 0;
-}
-
-/* Every message to a peer goes through here: a send may arm an RDP timer earlier than the
- * progress thread's (a retransmission), which must then be told. -1 with EAGAIN when RDP's
- * queue to the peer is full: the connection waits for can_send. */
-static int sendv(struct conn *c, const struct iovec *iov, int n)
-{
-    int r = rdp_sendv(psp.rdp, c->peer, iov, n);
-    if (r < 0 && errno == EAGAIN) c->rdp_full = true;
-    if (rdp_next_deadline(psp.rdp) < psp.armed) psp_arm_timer();
-    return r;
-}
-
-/* A message without bytes. */
-static int send_ctl(struct conn *c, uint8_t type, uint32_t aux)
-{
-    uint8_t h[PLW_HDR];
-    plw_encode(h, type, flags_of(c), c->id, aux);
-    struct iovec v = {h, sizeof h};
-    return sendv(c, &v, 1);
-}
-
 /* TCP_CORK and MSG_MORE, as the kernel does them: what the program writes while corked
  * waits in c->hold until the cork is taken off, a write comes without MSG_MORE (and
  * without TCP_CORK), CORK_FULL bytes wait (a full segment goes out), CORK_NS passed since
@@ -283,16 +196,17 @@ static int send_ctl(struct conn *c, uint8_t type, uint32_t aux)
 #define CORK_NS   200000000ull /* the kernel's ceiling */
 #define CORK_FULL (64u << 10)
 
-static void flush_hold_rdp(struct conn *c);
-static void flush_hold_shm(struct conn *c);
-
-static void conn_uncork(struct conn *c)
+void conn_uncork(struct conn *c)
 {
     if (!c->cork_until) return;
     c->cork_until = 0;
     psp.corks--;
-    if (c->st == CS_RDP) flush_hold_rdp(c);
-    if (c->st == CS_SHM) flush_hold_shm(c);
+    if (cs_fast(c->st)) c->ops->flush(c);
+}
+
+void conn_send_owed(struct conn *c)
+{
+    c->ops->send_owed(c);
 }
 
 void conn_cork(struct conn *c, bool on)
@@ -306,83 +220,14 @@ void conn_cork(struct conn *c, bool on)
     pthread_mutex_unlock(&psp.lock);
 }
 
-static void send_owed(struct conn *c)
-{
-    if (c->up_owed && !c->shm && psp.rdp) { /* before anything else of ours */
-        uint8_t h[PLW_HDR], n[PLW_UP_LEN];
-        plw_encode(h, PLW_UP, flags_of(c), c->id, 0);
-        for (int i = 0; i < PLW_UP_LEN; i++) n[i] = (uint8_t)(c->k_tx >> (56 - 8 * i));
-        struct iovec v[2] = {{h, PLW_HDR}, {n, PLW_UP_LEN}};
-        if (sendv(c, v, 2) < 0) return; /* RDP full: can_send comes back here */
-        c->up_owed = false;
-    }
-    if (c->up_owed) return;
-    if (c->tx_fin) conn_uncork(c);                         /* the end goes after what a cork held */
-    if (c->st == CS_SHM && c->tx_fin && !c->tx_fin_sent) { /* flags in the ring */
-        shm_end(c, c->nfds ? PSHM_FIN : (c->linger0 ? PSHM_RST : PSHM_CLOSE));
-        c->tx_fin_sent = true;
-    }
-    if (c->st != CS_RDP || !psp.rdp) return;
-    if (c->credit_owed && c->rx_unacked) {
-        if (send_ctl(c, PLW_CREDIT, (uint32_t)c->rx_unacked) == 0) {
-            c->rx_unacked = 0;
-            c->credit_owed = false;
-        }
-    }
-    if (c->tx_fin && !c->tx_fin_sent && !c->hold) {
-        uint8_t t = c->nfds ? PLW_FIN : (c->linger0 ? PLW_RST : PLW_CLOSE);
-        if (send_ctl(c, t, t == PLW_RST ? ECONNRESET : 0) == 0) c->tx_fin_sent = true;
-    }
-}
-
 void conn_changed(struct conn *c)
 {
     wake_conn(c);
     bells_update(c);
 }
 
-static int add_peer(const struct neg_peer *p, uint32_t *id)
-{
-    *id = RDP_PEER(p->node, p->ep);
-    struct pl_peer *e;
-    for (e = peers; e; e = e->next)
-        if (e->id == *id) break;
-    if (e && !memcmp(e->key, p->key, 32)) return 0;
-    if (e) /* the same endpoint id, another process: its connections are gone */
-        rdp_remove_peer(psp.rdp, *id);
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
-    socklen_t len;
-    struct sockaddr_in *in = (void *)&ss;
-    struct sockaddr_in6 *in6 = (void *)&ss;
-    if (inet_pton(AF_INET, p->addr, &in->sin_addr) == 1) {
-        in->sin_family = AF_INET;
-        in->sin_port = htons((uint16_t)p->udp_port);
-        len = sizeof *in;
-    } else if (inet_pton(AF_INET6, p->addr, &in6->sin6_addr) == 1) {
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons((uint16_t)p->udp_port);
-        len = sizeof *in6;
-    } else {
-        return -1;
-    }
-    if (rdp_add_peer_key(psp.rdp, *id, (struct sockaddr *)&ss, len, p->key) < 0) return -1;
-    if (!e) {
-        e = calloc(1, sizeof *e);
-        if (!e) {
-            rdp_remove_peer(psp.rdp, *id);
-            return -1;
-        }
-        e->id = *id;
-        e->next = peers;
-        __atomic_store_n(&peers, e, __ATOMIC_RELEASE); /* (conn_rdp_peers looks without lock) */
-    }
-    memcpy(e->key, p->key, 32);
-    return 0;
-}
-
 /* n bytes of c->hold went out: off the chunks. */
-static void hold_consume(struct conn *c, size_t n)
+void hold_consume(struct conn *c, size_t n)
 {
     while (n) {
         struct chunk *ch = c->hold;
@@ -396,55 +241,6 @@ static void hold_consume(struct conn *c, size_t n)
         chunk_free(ch);
     }
     if (!c->hold) c->hold_tail = &c->hold;
-}
-
-/* Send what was held while the connection waited for its outcome (or a cork held): as
- * much in one message as credit and the message size allow, over chunks. */
-static void flush_hold_rdp(struct conn *c)
-{
-    if (c->cork_until || c->up_owed) return; /* corked: conn_uncork sends it; UP first */
-    while (c->hold && c->credit) {
-        size_t lim = c->credit < PLW_MAX_DATA ? c->credit : PLW_MAX_DATA, n = 0;
-        struct iovec iov[1 + 16];
-        int nv = 1;
-        for (struct chunk *ch = c->hold; ch && nv < 17 && n < lim; ch = ch->next) {
-            size_t off = ch == c->hold ? ch->off : 0, l = ch->len - off;
-            if (l > lim - n) l = lim - n;
-            iov[nv++] = (struct iovec){ch->data + off, l};
-            n += l;
-        }
-        uint8_t h[PLW_HDR];
-        plw_encode(h, PLW_DATA, flags_of(c), c->id, 0);
-        iov[0] = (struct iovec){h, PLW_HDR};
-        if (sendv(c, iov, nv) < 0) return;
-        c->credit -= n;
-        c->hold_bytes -= n; /* counted in tx_bytes when the program wrote them */
-        psp.rdp_tx += n;
-        psp.rdp_tx_msgs++;
-        hold_consume(c, n);
-    }
-}
-
-/* What the program wrote while the connection waited for its outcome (or a cork held)
- * goes into the ring first, in one write (it fits: a same-node connection holds at most a
- * ring, and a cork only what the ring's free space takes). */
-static void flush_hold_shm(struct conn *c)
-{
-    if (c->cork_until) return; /* corked: conn_uncork sends it */
-    while (c->hold && c->credit) {
-        struct iovec v[16];
-        int nv = 0;
-        size_t want = 0;
-        for (struct chunk *ch = c->hold; ch && nv < 16; ch = ch->next) {
-            size_t off = ch == c->hold ? ch->off : 0;
-            v[nv++] = (struct iovec){ch->data + off, ch->len - off};
-            want += ch->len - off;
-        }
-        size_t n = shm_write(c, v, nv, 0, want);
-        if (!n) return;
-        c->hold_bytes -= n;
-        hold_consume(c, n);
-    }
 }
 
 /* --- The TCP phase ---
@@ -496,76 +292,19 @@ void conn_krx_check(struct conn *c)
     conn_changed(c);
 }
 
-/* The peer's UP over RDP: its count of kernel bytes. */
-static void on_up(struct conn *c, const struct iovec *iov, int iovcnt)
-{
-    uint8_t n[PLW_UP_LEN];
-    gather(n, iov, iovcnt, PLW_HDR);
-    uint64_t k = 0;
-    for (int i = 0; i < PLW_UP_LEN; i++) k = k << 8 | n[i];
-    if (c->peer_up || c->k_rx > k) { /* a second one, or fewer than we read: broken */
-        psp.bad_msgs++;
-        c->err = ECONNRESET;
-        c->rx_fin = c->peer_closed = true;
-        send_ctl(c, PLW_RST, ECONNRESET);
-        return;
-    }
-    c->peer_up = true;
-    c->peer_ktx = k;
-    conn_krx_check(c);
-}
-
 /* c has its fast path (its RDP peer, or its channel mapped): our bytes go there from now on,
  * after UP; the peer's are read from the kernel socket until its UP's count. */
-static void conn_up(struct conn *c)
+void conn_up(struct conn *c)
 {
     c->counted = true;
     c->krx = true;
     psp.accelerated++;
-    if (c->st == CS_SHM) {
-        psp.shm_conns++;
-        shm_up(c, c->k_tx);
-        epoll_conn_up(c);
-        epoll_conn_to_shm(c);
-        shm_sync(c);       /* the peer's UP may be there already */
-        conn_krx_check(c); /* (and shm_attach's look saw it before krx was set) */
-    } else {
-        c->up_owed = true;
-        epoll_conn_up(c);
-    }
+    c->ops->up(c);
     psp_guard_add(c);
-    send_owed(c); /* UP, and a FIN the program made on the kernel socket before */
+    conn_send_owed(c); /* UP, and a FIN the program made on the kernel socket before */
     if (c->sw_kids[0] >= 0 || (!c->nfds && c->forked) || c->sw_epoll)
         conn_switch(c); /* a child needs it; or its epoll sets could not take it */
     conn_changed(c);
-}
-
-/* A zombie's answer was yes: the peer hears CLOSE (or RST), with no UP: the kernel's
- * stream, which ended with our close, is the whole of ours. */
-static void zombie_end(struct conn *c)
-{
-    c->counted = true;
-    psp_count_tcp(PSP_R_SHORT); /* it could have been accelerated, had it lived */
-    if (c->peer) send_ctl(c, c->linger0 ? PLW_RST : PLW_CLOSE, c->linger0 ? ECONNRESET : 0);
-    destroy(c);
-}
-
-/* RDP for c: the peer's endpoint and key from the answer. */
-static int rdp_begin(struct conn *c, const struct neg_peer *p)
-{
-    if (!psp.rdp || add_peer(p, &c->peer) < 0) return -1;
-    c->id = p->conn;
-    conn_enter(c, CS_RDP);
-    c->credit = psp.window;
-    hash_add(c);
-    if (c->zombie) {
-        zombie_end(c);
-        return 1;
-    }
-    conn_up(c);       /* our UP first: anything we answer goes after it */
-    orphans_adopt(c); /* the peer's UP (and more) may have come first */
-    conn_changed(c);
-    return 0;
 }
 
 /* The negotiation's answer for c (connector or acceptor): the fast path, or TCP. */
@@ -577,19 +316,19 @@ static void conn_answer(struct conn *c, int err, const struct neg_peer *p, enum 
             shm_refuse(p->shm_fds, c->connector, c->linger0);
             c->counted = true;
             psp_count_tcp(PSP_R_SHORT);
-            destroy(c);
+            conn_destroy(c);
             return;
         }
         if (shm_attach(c, c->connector, p->shm_ring, p->shm_fds) == 0) conn_up(c);
         conn_changed(c);
         return;
     }
-    if (!err && p && rdp_begin(c, p) >= 0) return;
+    if (!err && p && xrdp_begin(c, p) >= 0) return;
     if (c->zombie) { /* closed on TCP, and on TCP it would have stayed (an error now is
                       * most likely of its closing: its socket was gone) */
         c->counted = true;
         psp_count_tcp(err && why != PSP_R_ERROR ? why : PSP_R_SHORT);
-        destroy(c);
+        conn_destroy(c);
         return;
     }
     conn_fallback(c, err ? why : PSP_R_ERROR);
@@ -846,131 +585,20 @@ static void to_tcp(struct conn *c)
     conn_changed(c);
 }
 
-static void sw_fail(struct conn *c, int err)
+/* A move back failed: the fast path it was on again, reset (the peer told too). */
+void conn_sw_fail(struct conn *c, int err)
 {
-    conn_enter(c, c->shm ? CS_SHM : CS_RDP); /* its error is the program's answer from now on */
+    conn_enter(c, c->ops->state); /* its error is the program's answer from now on */
     c->sw_failed = true;
     if (!c->err) c->err = err;
     c->rx_fin = c->peer_closed = true;
     kids_tell(c, EIO);
-    if (c->shm)
-        shm_end(c, PSHM_RST);
-    else
-        send_ctl(c, PLW_RST, ECONNRESET);
+    c->ops->reset(c);
     conn_changed(c);
 }
 
-/* What the peer did not read of ours, taken back out of the ring: to the kernel socket
- * first (before anything held). */
-static int shm_return(struct conn *c)
-{
-    size_t n = shm_unread(c), at = 0;
-    if (n == SIZE_MAX) return -1;
-    struct chunk *head = NULL, **tp = &head;
-    while (at < n) {
-        size_t k = n - at > PLW_MAX_DATA ? PLW_MAX_DATA : n - at;
-        struct chunk *ch = chunk_new(k);
-        if (!ch) {
-            free_chunks(head);
-            return -1;
-        }
-        shm_unread_copy(c, at, ch->data, k);
-        *tp = ch;
-        tp = &ch->next;
-        at += k;
-    }
-    if (head) {
-        *tp = c->hold;
-        if (!c->hold) c->hold_tail = tp;
-        c->hold = head;
-        c->hold_bytes += n;
-    }
-    return 0;
-}
-
-/* The same-node path's move (above). */
-static void sw_progress_shm(struct conn *c)
-{
-    uint32_t peer = shm_peer_switch(c);
-    if (!peer) return;                            /* the peer has not seen ours yet */
-    if ((peer & PSHM_SWITCH) && !c->sw_ret_end) { /* it reads no more: take ours back */
-        if (shm_return(c) < 0) {
-            sw_fail(c, ECONNRESET);
-            return;
-        }
-        c->sw_ret_end = true;
-    }
-    if (c->sw == SW_RESP && !c->sw_returned) { /* our answer, after our last byte */
-        shm_end(c, PSHM_SWITCH_ACK);
-        c->sw_returned = true;
-    }
-    shm_sync(c);
-    /* the responder reads its ring to the end (the initiator reads it no more) */
-    if (c->sw == SW_RESP && c->rx_bytes) return;
-    shm_free(c);
-    c->rx_bytes = 0;
-    c->rx_fin = c->fin_seen = c->peer_closed = false; /* the kernel socket says from now on */
-    if (c->hold && !drain_hold(c)) {
-        conn_enter(c, CS_DRAIN); /* conn_guard_event ends it with to_tcp */
-        guard_out(c);
-        conn_changed(c);
-        return;
-    }
-    to_tcp(c);
-}
-
-static void sw_progress(struct conn *c)
-{
-    if (c->st == CS_SWITCH && c->shm) {
-        sw_progress_shm(c);
-        return;
-    }
-    if (c->st != CS_SWITCH || !psp.rdp) return;
-    if (c->up_owed) send_owed(c); /* UP goes first */
-    if (c->up_owed) return;
-    if (c->sw_ack_owed) {
-        if (send_ctl(c, c->sw == SW_INIT ? PLW_SWITCH : PLW_SWITCH_ACK, 0) < 0) return;
-        c->sw_ack_owed = false; /* RDP full: can_send comes back here */
-    }
-    if (c->sw == SW_INIT && c->sw_peer_end && !c->sw_returned) {
-        while (c->rxq) {
-            struct chunk *ch = c->rxq;
-            uint8_t h[PLW_HDR];
-            plw_encode(h, PLW_RETURN, flags_of(c), c->id, 0);
-            struct iovec iov[2] = {{h, PLW_HDR}, {ch->data + ch->off, ch->len - ch->off}};
-            if (sendv(c, iov, 2) < 0) return;
-            c->rx_bytes -= ch->len - ch->off;
-            c->rxq = ch->next;
-            chunk_free(ch);
-        }
-        c->rxq_tail = &c->rxq;
-        if (send_ctl(c, PLW_RETURN_END, 0) < 0) return;
-        c->sw_returned = true;
-    }
-    if (c->sw_ret_end && c->ret) { /* what the peer returned goes out first */
-        *c->ret_tail = c->hold;
-        if (!c->hold) c->hold_tail = c->ret_tail;
-        c->hold = c->ret;
-        c->hold_bytes += c->ret_bytes;
-        c->ret = NULL;
-        c->ret_tail = &c->ret;
-        c->ret_bytes = 0;
-    }
-    bool tx_ready = !c->sw_ret_due || c->sw_ret_end;
-    bool rx_done = c->sw == SW_INIT ? c->sw_returned : !c->rx_bytes;
-    if (tx_ready && c->hold && !drain_hold(c)) guard_out(c);
-    if (!tx_ready || !rx_done) return;
-    if (c->hold) {
-        conn_enter(c, CS_DRAIN); /* conn_guard_event ends it with to_tcp */
-        guard_out(c);
-        conn_changed(c);
-        return;
-    }
-    to_tcp(c);
-}
-
 /* Into CS_SWITCH as the side that asks (SW_INIT) or answers (SW_RESP). */
-static void sw_begin(struct conn *c, enum conn_sw role)
+void conn_sw_begin(struct conn *c, enum conn_sw role)
 {
     psp_guard_del(c);
     conn_enter(c, CS_SWITCH);
@@ -981,45 +609,25 @@ static void sw_begin(struct conn *c, enum conn_sw role)
     psp_kick(); /* its timer: SWITCH_NS */
 }
 
-/* The rings' state into c; a move to TCP goes on (under way, or the peer's SWITCH). */
-static void conn_shm_sync(struct conn *c)
+void conn_sw_progress(struct conn *c)
 {
-    if (c->st == CS_SWITCH)
-        sw_progress(c);
-    else
-        shm_sync(c);
+    if (c->st == CS_SWITCH) c->ops->sw_progress(c);
 }
 
-void conn_shm_look(struct conn *c)
+void conn_sw_end(struct conn *c)
 {
-    conn_shm_sync(c);
-    if (shm_hup(c)) shm_watch(c, false); /* the peer is gone: the flags or the guard tell */
-    conn_changed(c);
-}
-
-/* The peer's SWITCH came: we answer (SW_RESP). Under psp.lock. */
-void conn_shm_switched(struct conn *c)
-{
-    sw_begin(c, SW_RESP);
-    shm_watch(c, true);
-    sw_progress(c);
+    if (c->hold) {
+        conn_enter(c, CS_DRAIN); /* conn_guard_event ends it with to_tcp */
+        guard_out(c);
+        conn_changed(c);
+        return;
+    }
+    to_tcp(c);
 }
 
 void conn_switch(struct conn *c)
 {
-    if (c->st == CS_SHM && c->shm && !c->err) { /* SWITCH after our last byte */
-        sw_begin(c, SW_INIT);
-        shm_end(c, PSHM_SWITCH);
-        psp_poke(shm_peer_pid(c)); /* its program may not look: its progress thread will */
-        shm_watch(c, true);
-        sw_progress(c);
-        conn_changed(c);
-        return;
-    }
-    if (c->st != CS_RDP || c->err || !c->peer || !psp.rdp) return;
-    sw_begin(c, SW_INIT);
-    sw_progress(c);
-    conn_changed(c);
+    if (cs_fast(c->st) && !c->err) c->ops->sw_init(c);
 }
 
 void conn_to_tcp_now(struct conn *c)
@@ -1073,7 +681,7 @@ void conn_guard_event(struct conn *c)
     }
     if (c->st == CS_SWITCH) { /* the responder writes what it held */
         if (c->hold && !drain_hold(c)) guard_out(c);
-        sw_progress(c);
+        conn_sw_progress(c);
         conn_changed(c);
         return;
     }
@@ -1110,16 +718,17 @@ void conn_timers(void)
 {
     uint64_t now = rdp_now_ns();
     alive_check(now);
-    if (orphans && now - orphans->at >= ORPHAN_NS) orphans_adopt(NULL);
+    xrdp_timers(now);
     for (struct conn *c = psp.all, *n; c; c = n) {
         n = c->lnext;
-        if (c->st == CS_SWITCH && now - c->sw_at > SWITCH_NS) sw_fail(c, ECONNRESET);
+        if (c->st == CS_SWITCH && now - c->sw_at > SWITCH_NS) conn_sw_fail(c, ECONNRESET);
         if (c->st == CS_SWITCH) continue;
         if (c->cork_until && now >= c->cork_until) {
             conn_uncork(c);
             conn_changed(c);
         }
-        if (c->st == CS_SHM && c->guard_fired) shm_sync(c); /* a clean end shows there */
+        if (cs_fast(c->st) && c->guard_fired && c->ops->sync)
+            c->ops->sync(c); /* a clean end shows in the rings */
         /* the peer's kernel socket closed while its kernel bytes are still to read here: a
          * peer on the fast path closes it only after its CLOSE (or FIN) went, so without one
          * it died: writes fail (reads take what is left first, then the kernel's end); a
@@ -1145,14 +754,12 @@ void conn_timers(void)
          * shows on the guard), LINGER_STALLED_NS, about as long as Linux keeps a closed
          * socket's bytes for a peer that does not take them (its persist timer with
          * tcp_orphan_retries' 8 probes): the peer takes them when it runs again */
-        struct rdp_peer_stats st;
         uint64_t linger = alive_is_stalled(c->peer) ? LINGER_STALLED_NS : LINGER_NS;
         bool done = c->st != CS_RDP || !c->peer || c->err || now - c->closed_at > linger ||
-                    (c->tx_fin_sent && rdp_peer_stats(psp.rdp, c->peer, &st) == 0 &&
-                     (st.state != RDP_ESTABLISHED || !st.queued));
+                    xrdp_delivered(c);
         if ((c->st == CS_CONNECTING || c->st == CS_DRAIN) && now - c->closed_at < LINGER_NS)
             done = false; /* bytes the program wrote are still to go out */
-        if (done) destroy(c);
+        if (done) conn_destroy(c);
     }
 }
 
@@ -1160,36 +767,14 @@ void conn_timers(void)
 static void conn_close(struct conn *c)
 {
     c->closed_at = rdp_now_ns();
-    if (c->st == CS_RDP && c->forked && c->peer && !c->err) {
-        conn_switch(c); /* a child holds the socket: it goes on there */
-        return;
-    }
-    if (c->st == CS_SWITCH) return; /* conn_timers destroys it once it is over */
-    if (c->st == CS_SHM && c->forked && c->shm && !c->err) {
-        conn_switch(c); /* a child holds the socket: it goes on there */
-        return;
-    }
-    if (c->st == CS_SHM) { /* the peer reads the rest from the mapping it holds */
-        c->tx_fin = true;
-        c->tx_fin_sent = false;
-        send_owed(c);
-        shm_free(c);
-        destroy(c); /* (or the last call inside, once it is out) */
-        return;
-    }
-    if (c->st == CS_RDP && c->peer && !c->err) {
-        c->tx_fin = true;
-        c->tx_fin_sent = false;
-        send_owed(c);
-        psp_kick();
-        return; /* conn_timers destroys it once delivered */
-    }
-    if (c->st == CS_PLAIN) { /* never negotiated: as the kernel's close */
+    if (cs_fast(c->st) && c->ops->close(c)) return; /* its transport's end */
+    if (c->st == CS_SWITCH) return;                 /* conn_timers destroys it once it is over */
+    if (c->st == CS_PLAIN) {                        /* never negotiated: as the kernel's close */
         plain_del(c);
         psp_count_tcp(psp_short_reason(c));
         c->counted = true;
         conn_enter(c, CS_TCP);
-        destroy(c); /* (or conn_negotiate, when it lets it go) */
+        conn_destroy(c); /* (or conn_negotiate, when it lets it go) */
         return;
     }
     if (c->st == CS_CONNECTING && c->forked) return; /* a child goes on: moved at the answer */
@@ -1200,7 +785,7 @@ static void conn_close(struct conn *c)
         c->zombie = true;
         return;
     }
-    destroy(c);
+    conn_destroy(c);
 }
 
 void conn_detach(int fd)
@@ -1210,274 +795,6 @@ void conn_detach(int fd)
     fdt_clear(fd, c);
     epoll_fd_closed(c, fd);
     if (--c->nfds == 0) conn_close(c);
-}
-
-/* --- messages from RDP --- */
-
-/* The bytes of a message after its first skip bytes, into out. */
-static void gather(uint8_t *out, const struct iovec *iov, int iovcnt, size_t skip)
-{
-    size_t at = 0;
-    for (int i = 0; i < iovcnt; i++) {
-        const uint8_t *p = iov[i].iov_base;
-        size_t l = iov[i].iov_len;
-        if (skip >= l) {
-            skip -= l;
-            continue;
-        }
-        memcpy(out + at, p + skip, l - skip);
-        at += l - skip;
-        skip = 0;
-    }
-}
-
-static void on_data(struct conn *c, const struct iovec *iov, int iovcnt, size_t len)
-{
-    size_t n = len - PLW_HDR;
-    if (c->rx_bytes + n > psp.window || c->rx_fin) { /* beyond its credit: a broken peer */
-        c->err = ECONNRESET;
-        send_ctl(c, PLW_RST, ECONNRESET);
-        return;
-    }
-    struct chunk *ch = chunk_new(n);
-    if (!ch) {
-        c->err = ENOMEM;
-        send_ctl(c, PLW_RST, ECONNRESET);
-        return;
-    }
-    gather(ch->data, iov, iovcnt, PLW_HDR);
-    *c->rxq_tail = ch;
-    c->rxq_tail = &ch->next;
-    c->rx_bytes += n;
-    c->rx_total += n;
-    psp.rdp_rx += n;
-    psp.rdp_rx_msgs++;
-}
-
-static void deliver(struct conn *c, const struct plw_msg *m, const struct iovec *iov, int iovcnt,
-                    size_t len);
-
-static void send_rst(uint32_t peer, const struct plw_msg *m)
-{
-    uint8_t r[PLW_HDR];
-    plw_encode(r, PLW_RST, m->flags ^ PLW_FROM_CONNECTOR, m->conn, ECONNRESET);
-    rdp_send(psp.rdp, peer, r, sizeof r);
-}
-
-static void orphan_keep(uint32_t peer, const struct plw_msg *m, const struct iovec *iov, int iovcnt,
-                        size_t len)
-{
-    struct orphan *o = orphan_bytes + len <= ORPHAN_MAX ? malloc(sizeof *o + len) : NULL;
-    if (!o) {
-        if (m->type == PLW_DATA) send_rst(peer, m);
-        return;
-    }
-    *o = (struct orphan){.peer = peer,
-                         .id = m->conn,
-                         .connector = !(m->flags & PLW_FROM_CONNECTOR),
-                         .at = rdp_now_ns(),
-                         .len = len};
-    size_t at = 0;
-    for (int i = 0; i < iovcnt; i++) {
-        memcpy(o->msg + at, iov[i].iov_base, iov[i].iov_len);
-        at += iov[i].iov_len;
-    }
-    *orphans_tail = o;
-    orphans_tail = &o->next;
-    orphan_bytes += len;
-}
-
-/* c became known: the messages that came first, in order; and the old ones answered. */
-static void orphans_adopt(struct conn *c)
-{
-    uint64_t now = rdp_now_ns();
-    for (struct orphan **pp = &orphans; *pp;) {
-        struct orphan *o = *pp;
-        bool mine = c && o->peer == c->peer && o->id == c->id && o->connector == c->connector;
-        if (!mine && now - o->at < ORPHAN_NS) {
-            pp = &o->next;
-            continue;
-        }
-        *pp = o->next;
-        if (!*pp) orphans_tail = pp;
-        orphan_bytes -= o->len;
-        struct plw_msg m;
-        plw_decode(o->msg, o->len, &m);
-        struct iovec v = {o->msg, o->len};
-        if (mine)
-            deliver(c, &m, &v, 1, o->len);
-        else if (m.type == PLW_DATA)
-            send_rst(o->peer, &m);
-        free(o);
-    }
-}
-
-void conn_rdp_recv(void *ctx, uint32_t peer, const struct iovec *iov, int iovcnt, size_t len)
-{
-    (void)ctx;
-    uint8_t h[PLW_HDR];
-    size_t got = 0;
-    for (int i = 0; i < iovcnt && got < PLW_HDR; i++) {
-        size_t l = iov[i].iov_len < PLW_HDR - got ? iov[i].iov_len : PLW_HDR - got;
-        memcpy(h + got, iov[i].iov_base, l);
-        got += l;
-    }
-    struct plw_msg m;
-    if (plw_decode(h, len, &m) < 0) {
-        psp.bad_msgs++;
-        return;
-    }
-    /* a message from the connector is for the acceptor's side, and the other way round */
-    struct conn *c = conn_find(peer, m.conn, !(m.flags & PLW_FROM_CONNECTOR));
-    if (!c) {
-        orphan_keep(peer, &m, iov, iovcnt, len);
-        return;
-    }
-    if (!c->nfds && m.type == PLW_DATA && c->st != CS_SWITCH) { /* nobody reads it: reset */
-        send_rst(peer, &m);
-        return;
-    }
-    deliver(c, &m, iov, iovcnt, len);
-}
-
-static void deliver(struct conn *c, const struct plw_msg *mp, const struct iovec *iov, int iovcnt,
-                    size_t len)
-{
-    struct plw_msg m = *mp;
-    bool sw = c->st == CS_SWITCH;
-    switch (m.type) {
-    case PLW_DATA:
-        if ((sw && c->sw_peer_end) || !c->peer_up) { /* nothing after its switch, or before UP */
-            psp.bad_msgs++;
-            break;
-        }
-        on_data(c, iov, iovcnt, len);
-        break;
-    case PLW_UP:
-        on_up(c, iov, iovcnt);
-        break;
-    case PLW_CREDIT:
-        if (sw) break; /* what is held goes to the kernel socket */
-        c->credit += m.aux;
-        if (c->credit > psp.window) c->credit = psp.window;
-        flush_hold_rdp(c);
-        break;
-    case PLW_FIN:
-        c->rx_fin = c->fin_seen = true;
-        break;
-    case PLW_CLOSE:
-        c->rx_fin = c->peer_closed = c->fin_seen = true;
-        break;
-    case PLW_RST:
-        if (sw) {
-            sw_fail(c, ECONNRESET);
-            return;
-        }
-        c->rx_fin = c->peer_closed = true;
-        if (!c->err) c->err = ECONNRESET;
-        break;
-    case PLW_SWITCH:
-        if (c->st == CS_RDP && !c->err) { /* the peer asks: we answer */
-            sw_begin(c, SW_RESP);
-        } else if (!sw || c->sw != SW_INIT) {
-            psp.bad_msgs++;
-            break;
-        }
-        c->sw_peer_end = c->sw_ret_due = true; /* (both asked: each returns) */
-        sw_progress(c);
-        break;
-    case PLW_SWITCH_ACK:
-        if (!sw || c->sw != SW_INIT) {
-            psp.bad_msgs++;
-            break;
-        }
-        c->sw_peer_end = true;
-        sw_progress(c);
-        break;
-    case PLW_RETURN: {
-        size_t n = len - PLW_HDR;
-        if (!sw || !c->sw_ret_due || c->sw_ret_end || c->ret_bytes + n > psp.window) {
-            sw ? sw_fail(c, ECONNRESET) : (void)psp.bad_msgs++;
-            return;
-        }
-        struct chunk *ch = chunk_new(n);
-        if (!ch) {
-            sw_fail(c, ENOMEM);
-            return;
-        }
-        gather(ch->data, iov, iovcnt, PLW_HDR);
-        *c->ret_tail = ch;
-        c->ret_tail = &ch->next;
-        c->ret_bytes += n;
-        break;
-    }
-    case PLW_RETURN_END:
-        if (!sw || !c->sw_ret_due) {
-            psp.bad_msgs++;
-            break;
-        }
-        c->sw_ret_end = true;
-        sw_progress(c);
-        break;
-    }
-    conn_changed(c);
-}
-
-static void reset(struct conn *c, int err)
-{
-    if (c->st == CS_SWITCH) {
-        sw_fail(c, err);
-        return;
-    }
-    if (c->err) return;
-    c->err = err;
-    c->rx_fin = c->peer_closed = true;
-    conn_changed(c);
-}
-
-/* RDP lost its connection to the peer. A timeout (the node or the process is unreachable)
- * or the peer removed: every connection over it ends. A restart (a new RDP connection
- * replaced the old one, as when both ends opened one at once) loses nothing by itself:
- * what was not delivered comes back as undeliverable, and only those connections end. */
-void conn_rdp_lost(void *ctx, uint32_t peer, enum rdp_lost_reason why)
-{
-    (void)ctx;
-    alive_peer_lost(peer);
-    if (why == RDP_LOST_RESTART) return;
-    for (struct conn *c = psp.all; c; c = c->lnext)
-        if (cs_rdp_or_switch(c->st) && c->peer == peer)
-            reset(c, why == RDP_LOST_TIMEOUT ? ETIMEDOUT : ECONNRESET);
-}
-
-/* A message of ours that may not have arrived: its connection's stream has a hole, so it
- * ends, and the peer is told (it may have lost ours, or we its answer). */
-void conn_rdp_undeliverable(void *ctx, uint32_t peer, const void *msg, size_t len)
-{
-    (void)ctx;
-    struct plw_msg m;
-    if (plw_decode(msg, len, &m) < 0) return;
-    struct conn *c = conn_find(peer, m.conn, m.flags & PLW_FROM_CONNECTOR);
-    if (!c || c->err) return;
-    if (m.type == PLW_RST) return;
-    reset(c, ECONNRESET);
-    send_ctl(c, PLW_RST, ECONNRESET);
-}
-
-void conn_rdp_can_send(void *ctx, uint32_t peer)
-{
-    (void)ctx;
-    for (struct conn *c = psp.all; c; c = c->lnext)
-        if (c->st == CS_SWITCH && c->peer == peer) {
-            c->rdp_full = false;
-            sw_progress(c);
-            conn_changed(c);
-        } else if (c->st == CS_RDP && c->peer == peer) {
-            c->rdp_full = false;
-            send_owed(c); /* UP first, if owed */
-            flush_hold_rdp(c);
-            send_owed(c);
-            conn_changed(c);
-        }
 }
 
 /* --- the data path --- */
@@ -1535,14 +852,14 @@ static void give_credit(struct conn *c, size_t n)
     c->rx_unacked += n;
     if (c->rx_unacked >= psp.window / 4 || (!c->rx_bytes && c->rx_unacked >= 16384)) {
         c->credit_owed = true;
-        send_owed(c);
+        conn_send_owed(c);
     }
 }
 
 /* Copy up to want bytes from the receive queue into iov at offset done. */
 /* MSG_PEEK leaves the bytes; MSG_TRUNC takes them without copying (TCP's discard). */
-static size_t copy_out(struct conn *c, const struct iovec *iov, int iovcnt, size_t done,
-                       size_t want, int flags)
+size_t conn_rxq_read(struct conn *c, const struct iovec *iov, int iovcnt, size_t done, size_t want,
+                     int flags)
 {
     bool peek = flags & MSG_PEEK, trunc = flags & MSG_TRUNC;
     size_t got = 0, vi_off = done;
@@ -1594,7 +911,7 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
     for (;;) {
         if (!c->nfds || __atomic_load_n(&c->doomed, __ATOMIC_RELAXED))
             return io_end(done, EBADF); /* closed under this call, by another thread */
-        if (c->shm) conn_shm_sync(c);
+        if (c->ops->sync) c->ops->sync(c);
         enum conn_state st = c->st;
         if (cs_on_tcp(st) || cs_unclaimed(st)) {
             pthread_mutex_unlock(&psp.lock);
@@ -1640,8 +957,7 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
         if (sw_wait && done) break;
         if (sw_wait) goto wait;
         if (c->rx_bytes && want) {
-            size_t n = c->shm ? shm_read(c, iov, iovcnt, done, want - done, flags)
-                              : copy_out(c, iov, iovcnt, done, want - done, flags);
+            size_t n = c->ops->read(c, iov, iovcnt, done, want - done, flags);
             done += n;
             if (done == want || !(flags & MSG_WAITALL) || (flags & MSG_PEEK)) break;
             continue;
@@ -1658,15 +974,15 @@ ssize_t conn_read(int fd, struct conn *c, const struct iovec *iov, int iovcnt, i
         if (done && !(flags & MSG_WAITALL)) break;
     wait:
         if (nonblocking(c, fd, flags)) return io_end(done, EAGAIN);
-        if (c->st == CS_SHM && !kwait && shm_spin(c, true)) continue;
-        if (c->st == CS_SHM && shm_arm(c, POLLIN)) continue; /* (UP, if kwait) */
+        if (cs_fast(c->st) && c->ops->await && c->ops->await(c, POLLIN, !kwait))
+            continue; /* (UP, if kwait) */
         if (tmo == -2) tmo = timeout_of(c, SO_RCVTIMEO);
         if (wait_conns_k(&c, 1, tmo, kwait ? c->kfd : -1, kwait) < 0) return io_end(done, errno);
     }
     if (done && !(flags & MSG_PEEK)) {
         c->rx_read += done;
-        if (c->st == CS_SWITCH && !c->rx_bytes) sw_progress(c); /* read up to the switch */
-        bells_update(c);                                        /* no longer readable, perhaps */
+        if (c->st == CS_SWITCH && !c->rx_bytes) conn_sw_progress(c); /* read up to the switch */
+        bells_update(c); /* no longer readable, perhaps */
     }
     pthread_mutex_unlock(&psp.lock);
     return (ssize_t)done;
@@ -1687,7 +1003,7 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
     for (;;) {
         if (!c->nfds || __atomic_load_n(&c->doomed, __ATOMIC_RELAXED))
             return io_end(done, EBADF); /* closed under this call, by another thread */
-        if (c->shm) conn_shm_sync(c);
+        if (c->ops->sync) c->ops->sync(c);
         enum conn_state st = c->st;
         if (st == CS_TCP || cs_unclaimed(st)) {
             pthread_mutex_unlock(&psp.lock);
@@ -1767,53 +1083,41 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
             room = c->st == CS_DRAIN ? 0 : c->hold_max - c->hold_bytes;
         else
             room = c->credit;
-        if (room && c->st == CS_SHM && !c->hold && !corking) { /* straight into the ring */
-            done += shm_write(c, iov, iovcnt, done, want - done);
-            continue;
-        }
-        if (room) {
+        if (room && on && !c->hold && !corking) { /* straight to the transport */
+            ssize_t r =
+                c->ops->write(c, iov, iovcnt, done, want - done < room ? want - done : room);
+            if (r >= 0) {
+                done += (size_t)r;
+                continue;
+            }
+            if (errno != EAGAIN) return io_end(done, errno);
+        } else if (room) { /* held: a cork's, or for the kernel socket (a move back) */
             size_t n = want - done;
             if (n > room) n = room;
             if (n > PLW_MAX_DATA) n = PLW_MAX_DATA;
             /* the slice [done, done+n) of the program's iov (found from done each time: the
-             * kernel's part of this call, before a move up, counts too), after the header */
-            struct iovec v[1 + 64];
-            int nv = 1 + iov_slice(iov, iovcnt, done, n, v + 1, 64, &n);
-            int r;
-            if (c->st == CS_RDP && !c->hold && !corking) {
-                uint8_t h[PLW_HDR];
-                plw_encode(h, PLW_DATA, flags_of(c), c->id, 0);
-                v[0] = (struct iovec){h, PLW_HDR};
-                r = sendv(c, v, nv);
-                if (r == 0) {
-                    c->credit -= n;
-                    psp.rdp_tx += n;
-                    psp.rdp_tx_msgs++;
+             * kernel's part of this call, before a move up, counts too) */
+            struct iovec v[64];
+            int nv = iov_slice(iov, iovcnt, done, n, v, 64, &n);
+            struct chunk *ch = chunk_new(n);
+            if (ch) {
+                ch->next = NULL;
+                ch->len = n;
+                ch->off = 0;
+                size_t at = 0;
+                for (int k = 0; k < nv; k++) {
+                    memcpy(ch->data + at, v[k].iov_base, v[k].iov_len);
+                    at += v[k].iov_len;
                 }
-            } else {
-                struct chunk *ch = chunk_new(n);
-                r = ch ? 0 : -1;
-                if (ch) {
-                    ch->next = NULL;
-                    ch->len = n;
-                    ch->off = 0;
-                    size_t at = 0;
-                    for (int k = 1; k < nv; k++) {
-                        memcpy(ch->data + at, v[k].iov_base, v[k].iov_len);
-                        at += v[k].iov_len;
-                    }
-                    *c->hold_tail = ch;
-                    c->hold_tail = &ch->next;
-                    c->hold_bytes += n;
-                    if (c->st == CS_SWITCH) sw_progress(c); /* to the socket, when it may */
-                    if (corking && !c->cork_until) {        /* the first byte a cork holds */
-                        c->cork_until = rdp_now_ns() + CORK_NS;
-                        psp.corks++;
-                        psp_kick(); /* the progress thread's timer: its deadline */
-                    }
+                *c->hold_tail = ch;
+                c->hold_tail = &ch->next;
+                c->hold_bytes += n;
+                if (c->st == CS_SWITCH) conn_sw_progress(c); /* to the socket, when it may */
+                if (corking && !c->cork_until) {             /* the first byte a cork holds */
+                    c->cork_until = rdp_now_ns() + CORK_NS;
+                    psp.corks++;
+                    psp_kick(); /* the progress thread's timer: its deadline */
                 }
-            }
-            if (r == 0) {
                 done += n;
                 c->tx_bytes += n;
                 continue;
@@ -1822,7 +1126,7 @@ ssize_t conn_write(int fd, struct conn *c, const struct iovec *iov, int iovcnt, 
         }
         /* no room: credit, RDP's queue, the ring, or the hold */
         if (nonblocking(c, fd, flags)) return io_end(done, EAGAIN);
-        if (c->st == CS_SHM && (shm_spin(c, false) || shm_arm(c, POLLOUT))) continue;
+        if (cs_fast(c->st) && c->ops->await && c->ops->await(c, POLLOUT, true)) continue;
         if (tmo == -2) tmo = timeout_of(c, SO_SNDTIMEO);
         if (wait_conns(&c, 1, tmo) < 0) return io_end(done, errno);
     }
@@ -1844,12 +1148,12 @@ int conn_shutdown(struct conn *c, int how)
         errno = e;
         return r;
     }
-    if (c->shm) conn_shm_sync(c);
+    if (c->ops->sync) c->ops->sync(c);
     bool closed = cs_fast(c->st) && ((c->rx_fin && c->tx_fin) || c->err);
     if (how == SHUT_RD || how == SHUT_RDWR) c->rd_shut = true;
     if ((how == SHUT_WR || how == SHUT_RDWR) && !c->tx_fin) {
         c->tx_fin = true;
-        send_owed(c);
+        conn_send_owed(c);
     }
     conn_changed(c);
     pthread_mutex_unlock(&psp.lock);
@@ -1866,7 +1170,7 @@ short conn_poll(struct conn *c)
     enum conn_state st = c->st;
     if (cs_tcp_phase(st) || st == CS_ACCEPTED)
         return kernel_poll(c, POLLIN | POLLOUT | POLLRDHUP | POLLPRI);
-    if (c->shm) conn_shm_sync(c);
+    if (c->ops->sync) c->ops->sync(c);
     if (c->st == CS_DRAIN) return 0;
     /* the peer's bytes on the kernel socket come first: its data or its end there */
     short k = c->krx ? kernel_poll(c, POLLIN | POLLRDHUP) : 0;
@@ -1924,7 +1228,7 @@ int conn_claim(struct conn *c)
 /* In a fork's child: our endpoint stays the parent's. */
 void conn_fork_child(void)
 {
-    for (struct pl_peer *p = peers; p; p = p->next) p->id = 0xffffffffu; /* none is ours */
+    xrdp_fork_child();
     for (struct conn *c = psp.all; c; c = c->lnext) {
         c->waiters = NULL;
         c->forked = false;

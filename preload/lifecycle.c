@@ -59,8 +59,9 @@
  * a fallback because psid went away): the record ends without a word to a peer.
  * conn_fallback writes DRAIN for held bytes, which a connection in the TCP phase or
  * unclaimed does not have (its writes went to the kernel): from CONNECTING and ACCEPTED it
- * gives TCP. conn_enter checks each move against the table; one not there is counted
- * (PSP_STATS bad_transitions) and, under PSP_STRICT, aborts (test_lifecycle.c;
+ * gives TCP. conn_enter checks each move against the table, and sets the transport's
+ * operations with the state (xport.h); a move not there is counted (PSP_STATS
+ * bad_transitions) and, under PSP_STRICT, aborts (test_lifecycle.c;
  * scripts/check-lifecycle.sh keeps this table, the code's and docs/preload-design.md's the
  * same).
  */
@@ -99,6 +100,24 @@ const char *conn_state_name(enum conn_state st)
     return (unsigned)st < CS__COUNT ? names[st] : "CS_?";
 }
 
+/* The transport of a connection in state to (xport.h): the fast path's on it; a move back
+ * and an orphan keep the one they move off; the rest is the kernel's, but while a channel is
+ * still mapped (a fork's child's, moved to TCP by its owner). */
+static const struct conn_ops *conn_ops_for(const struct conn *c, enum conn_state to)
+{
+    switch (to) {
+    case CS_RDP:
+        return &xrdp_ops;
+    case CS_SHM:
+        return &xshm_ops;
+    case CS_SWITCH:
+    case CS_ORPHAN:
+        return c->ops;
+    default:
+        return c->shm ? &xshm_ops : &xkernel_ops;
+    }
+}
+
 bool conn_enter(struct conn *c, enum conn_state to)
 {
     enum conn_state from = c->st;
@@ -112,5 +131,6 @@ bool conn_enter(struct conn *c, enum conn_state to)
         }
     }
     c->st = to;
+    c->ops = conn_ops_for(c, to);
     return ok;
 }

@@ -36,7 +36,8 @@ struct conn;
 /* Move c to state to (under psp.lock). A transition the table does not list is made all
  * the same (the caller relies on it: refusing would leave the connection half-moved), and
  * counted (psp.bad_transitions, PSP_STATS bad_transitions); under PSP_STRICT it aborts,
- * naming both states, so that the tests catch it. Whether it was in the table. */
+ * naming both states, so that the tests catch it. With the state, c->ops: its transport's
+ * operations (xport.h). Whether it was in the table. */
 bool conn_enter(struct conn *c, enum conn_state to);
 /* Whether the table lists from -> to. */
 bool conn_transition_ok(enum conn_state from, enum conn_state to);

@@ -441,7 +441,7 @@ static void report(uint32_t num)
         psmsg_record_begin(&b, PSF_SOCKET);
         psmsg_put_str(&b, PSF_LOCAL, ls);
         psmsg_put_str(&b, PSF_REMOTE, rs);
-        psmsg_put_str(&b, PSF_PATH, c->st == CS_SHM ? "shm" : "rdp");
+        psmsg_put_str(&b, PSF_PATH, c->ops->name);
         psmsg_put_u64(&b, PSF_TX_BYTES, c->tx_bytes);
         psmsg_put_u64(&b, PSF_RX_BYTES, c->rx_total);
         psmsg_record_end(&b);

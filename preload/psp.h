@@ -10,11 +10,12 @@
  * progress thread, fork, exit, statistics), fdtable.c (what each descriptor number is to us:
  * the program's connections, references to them, our own hidden descriptors, per-thread
  * state), negotiate.c (the requests to psid), lifecycle.c (a connection's states and the
- * transitions between them: lifecycle.h), conn.c (a connection: buffers, credit, messages
- * from RDP) over xkernel.c (its kernel socket; xport.h), wait.c (blocking and waking), and the
- * wrappers: sock.c (socket calls), io.c (reads and writes), poll.c (poll, select), epoll.c (epoll)
- * with bells.c (its doorbells; the three share pollint.h), exec.c (the exec family), shm.c (the
- * same-node path: a shared-memory channel).
+ * transitions between them: lifecycle.h), conn.c (a connection: buffers, credit, the read
+ * and write loops, the lifecycle's moves) over its transport (xport.h: xkernel.c, the kernel
+ * socket; xrdp.c, RDP and its messages; shm.c, the same-node path: a shared-memory channel),
+ * wait.c (blocking and waking), and the wrappers: sock.c (socket calls), io.c (reads and
+ * writes), poll.c (poll, select), epoll.c (epoll) with bells.c (its doorbells; the three
+ * share pollint.h), exec.c (the exec family).
  */
 #ifndef PSCLUSTER_PRELOAD_PSP_H
 #define PSCLUSTER_PRELOAD_PSP_H
@@ -124,6 +125,7 @@ struct conn {
     _Atomic enum conn_state st; /* lifecycle.h: written by conn_enter only, under psp.lock;
                                  * read without it in the wrappers (a look, checked again
                                  * under it) */
+    const struct conn_ops *ops; /* its transport's operations (xport.h), set by conn_enter */
     uint32_t peer;              /* RDP_PEER(node, endpoint) of the other process */
     uint32_t id;                /* the connector's id */
     bool connector;
@@ -682,7 +684,7 @@ void epoll_fork_child(void); /* a fork's child: no thread of its own sleeps in a
 void bells_update(struct conn *c);
 void bells_forget(struct conn *c); /* it is destroyed: not due any more */
 
-/* --- a connection's transport: what the transports share --- */
+/* --- a connection's transport: its operations and what the transports share --- */
 #include "xport.h"
 
 #endif

@@ -10,7 +10,8 @@
  * in and publishes the head, a read copies them out and publishes the tail; no system call and no
  * thread of ours in between. The connection's state in struct conn (rx_bytes, credit, rx_fin,
  * peer_closed, err) is refreshed from the rings by shm_sync, so conn.c's reads, writes and
- * readiness serve this path as they serve RDP's.
+ * readiness serve this path as they serve RDP's; what differs is this path's operations
+ * (xshm_ops, xport.h), at the end of the file.
  *
  * Waking: a thread that would sleep (a blocking read or write, poll, select, an epoll set
  * where the connection is not ready: lazily there, bells.c) arms the ring (want_data,
@@ -37,6 +38,7 @@
 #include "psp.h"
 #include "psshm.h"
 #include "spinrule.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -533,3 +535,198 @@ void shm_free(struct conn *c)
     else
         bury(s);
 }
+
+/* --- the same-node path as a connection's transport (xport.h) --- */
+
+/* What the peer did not read of ours, taken back out of the ring: to the kernel socket
+ * first (before anything held). */
+static int shm_return(struct conn *c)
+{
+    size_t n = shm_unread(c), at = 0;
+    if (n == SIZE_MAX) return -1;
+    struct chunk *head = NULL, **tp = &head;
+    while (at < n) {
+        size_t k = n - at > PLW_MAX_DATA ? PLW_MAX_DATA : n - at;
+        struct chunk *ch = chunk_new(k);
+        if (!ch) {
+            free_chunks(head);
+            return -1;
+        }
+        shm_unread_copy(c, at, ch->data, k);
+        *tp = ch;
+        tp = &ch->next;
+        at += k;
+    }
+    if (head) {
+        *tp = c->hold;
+        if (!c->hold) c->hold_tail = tp;
+        c->hold = head;
+        c->hold_bytes += n;
+    }
+    return 0;
+}
+
+/* The move back on the same-node path (conn.c, "The move to TCP"): SWITCH and SWITCH_ACK
+ * are flags after the last byte of each ring; the side that sees the peer's SWITCH takes
+ * back from its own ring what the peer did not read and writes it to its kernel socket
+ * first. */
+static void sw_progress_shm(struct conn *c)
+{
+    uint32_t peer = shm_peer_switch(c);
+    if (!peer) return;                            /* the peer has not seen ours yet */
+    if ((peer & PSHM_SWITCH) && !c->sw_ret_end) { /* it reads no more: take ours back */
+        if (shm_return(c) < 0) {
+            conn_sw_fail(c, ECONNRESET);
+            return;
+        }
+        c->sw_ret_end = true;
+    }
+    if (c->sw == SW_RESP && !c->sw_returned) { /* our answer, after our last byte */
+        shm_end(c, PSHM_SWITCH_ACK);
+        c->sw_returned = true;
+    }
+    shm_sync(c);
+    /* the responder reads its ring to the end (the initiator reads it no more) */
+    if (c->sw == SW_RESP && c->rx_bytes) return;
+    shm_free(c);
+    c->rx_bytes = 0;
+    c->rx_fin = c->fin_seen = c->peer_closed = false; /* the kernel socket says from now on */
+    if (c->hold) drain_hold(c);
+    conn_sw_end(c);
+}
+
+/* The rings' state into c; a move to TCP goes on (under way, or the peer's SWITCH). */
+static void shm_look(struct conn *c)
+{
+    if (c->st == CS_SWITCH)
+        conn_sw_progress(c);
+    else
+        shm_sync(c);
+}
+
+/* (conn_ops.sync) */
+static void xshm_sync(struct conn *c)
+{
+    if (c->shm) shm_look(c);
+}
+
+void conn_shm_look(struct conn *c)
+{
+    shm_look(c);
+    if (shm_hup(c)) shm_watch(c, false); /* the peer is gone: the flags or the guard tell */
+    conn_changed(c);
+}
+
+/* The peer's SWITCH came: we answer (SW_RESP). Under psp.lock. */
+void conn_shm_switched(struct conn *c)
+{
+    conn_sw_begin(c, SW_RESP);
+    shm_watch(c, true);
+    conn_sw_progress(c);
+}
+
+static ssize_t xshm_write(struct conn *c, const struct iovec *iov, int iovcnt, size_t done,
+                          size_t n)
+{
+    return (ssize_t)shm_write(c, iov, iovcnt, done, n);
+}
+
+/* What the program wrote while the connection waited for its outcome (or a cork held)
+ * goes into the ring first, in one write (it fits: a same-node connection holds at most a
+ * ring, and a cork only what the ring's free space takes). */
+static void flush_hold_shm(struct conn *c)
+{
+    if (c->cork_until) return; /* corked: conn_uncork sends it */
+    while (c->hold && c->credit) {
+        struct iovec v[16];
+        int nv = 0;
+        size_t want = 0;
+        for (struct chunk *ch = c->hold; ch && nv < 16; ch = ch->next) {
+            size_t off = ch == c->hold ? ch->off : 0;
+            v[nv++] = (struct iovec){ch->data + off, ch->len - off};
+            want += ch->len - off;
+        }
+        size_t n = shm_write(c, v, nv, 0, want);
+        if (!n) return;
+        c->hold_bytes -= n;
+        hold_consume(c, n);
+    }
+}
+
+/* The end: flags in the ring, after what a cork held. */
+static void xshm_send_owed(struct conn *c)
+{
+    if (c->tx_fin) conn_uncork(c); /* the end goes after what a cork held */
+    if (c->st == CS_SHM && c->tx_fin && !c->tx_fin_sent) {
+        shm_end(c, c->nfds ? PSHM_FIN : (c->linger0 ? PSHM_RST : PSHM_CLOSE));
+        c->tx_fin_sent = true;
+    }
+}
+
+/* A blocking read or write spins on the ring first (the answer of a request/response peer
+ * comes within microseconds), then arms it and sleeps on the doorbell. */
+static bool xshm_await(struct conn *c, short events, bool spin)
+{
+    return (spin && shm_spin(c, events & POLLIN)) || shm_arm(c, events);
+}
+
+/* Our UP in the ring's header; the peer's may be there already. */
+static void xshm_up(struct conn *c)
+{
+    psp.shm_conns++;
+    shm_up(c, c->k_tx);
+    epoll_conn_up(c);
+    epoll_conn_to_shm(c);
+    shm_sync(c);       /* the peer's UP may be there already */
+    conn_krx_check(c); /* (and shm_attach's look saw it before krx was set) */
+}
+
+/* The move back, asked by us: SWITCH after our last byte; the peer's program may not look
+ * at its ring, its progress thread will (psid pokes it). */
+static void xshm_sw_init(struct conn *c)
+{
+    if (!c->shm) return;
+    conn_sw_begin(c, SW_INIT);
+    shm_end(c, PSHM_SWITCH);
+    psp_poke(shm_peer_pid(c)); /* its program may not look: its progress thread will */
+    shm_watch(c, true);
+    conn_sw_progress(c);
+    conn_changed(c);
+}
+
+static void xshm_reset(struct conn *c)
+{
+    shm_end(c, PSHM_RST);
+}
+
+/* The last close: a child holds the socket and goes on there (the move back); else CLOSE
+ * (or RST) in the ring, and the peer reads the rest from the mapping it holds. */
+static bool xshm_close(struct conn *c)
+{
+    if (c->forked && c->shm && !c->err) {
+        conn_switch(c); /* a child holds the socket: it goes on there */
+        return true;
+    }
+    c->tx_fin = true;
+    c->tx_fin_sent = false;
+    xshm_send_owed(c);
+    shm_free(c);
+    conn_destroy(c); /* (or the last call inside, once it is out) */
+    return true;
+}
+
+const struct conn_ops xshm_ops = {
+    .name = "shm",
+    .state = CS_SHM,
+    .sync = xshm_sync,
+    .read = shm_read,
+    .write = xshm_write,
+    .flush = flush_hold_shm,
+    .send_owed = xshm_send_owed,
+    .await = xshm_await,
+    .up = xshm_up,
+    .sw_init = xshm_sw_init,
+    .sw_progress = sw_progress_shm,
+    .reset = xshm_reset,
+    .close = xshm_close,
+};

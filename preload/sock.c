@@ -761,7 +761,7 @@ int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
     if (c && cs_fast(c->st) && level == SOL_SOCKET && opt == SO_ERROR && val && len &&
         *len >= sizeof(int)) {
         pthread_mutex_lock(&psp.lock);
-        if (c->st == CS_SHM) shm_sync(c);
+        if (c->ops->sync) c->ops->sync(c);
         int e = c->err && !c->err_reported ? c->err : 0;
         if (e) c->err_reported = true;
         pthread_mutex_unlock(&psp.lock);
@@ -787,7 +787,7 @@ int ioctl(int fd, unsigned long req, ...)
     struct conn *c = req == FIONREAD || req == SIOCOUTQ ? fdt_get(fd) : NULL;
     if (c && cs_fast(c->st)) {
         pthread_mutex_lock(&psp.lock);
-        if (c->st == CS_SHM) shm_sync(c);
+        if (c->ops->sync) c->ops->sync(c);
         size_t n = c->rx_bytes;
         int k = 0; /* the peer's bytes still on the kernel socket come first */
         if (c->krx && real.ioctl(c->kfd, FIONREAD, &k) == 0) {

@@ -8,7 +8,8 @@
  * itself: the TCP phase's reads and writes, counted (conn.c, "The TCP phase"), and the
  * peer's bytes still there after the move up; the readiness of the socket; the bytes the
  * move back held for it (CS_DRAIN, and the responder of a move), written as the guard's
- * EPOLLOUT allows.
+ * EPOLLOUT allows. xkernel_ops is the transport of every state but the fast path's: its
+ * bytes go through the program's own calls, so it sends nothing owed but the end of a cork.
  */
 #include "psp.h"
 
@@ -103,3 +104,17 @@ void guard_out(struct conn *c)
     if (real.epoll_ctl(psp.epfd, EPOLL_CTL_MOD, c->kfd, &ev) < 0 && errno == ENOENT)
         real.epoll_ctl(psp.epfd, EPOLL_CTL_ADD, c->kfd, &ev);
 }
+
+/* Nothing is owed to a peer on the kernel's path; the end goes after what a cork held. */
+static void kernel_send_owed(struct conn *c)
+{
+    if (c->up_owed) return;
+    if (c->tx_fin) conn_uncork(c);
+}
+
+const struct conn_ops xkernel_ops = {
+    .name = "tcp",
+    .state = CS_TCP,
+    .read = conn_rxq_read, /* (its queue is empty: the program reads the kernel's) */
+    .send_owed = kernel_send_owed,
+};

@@ -2,10 +2,11 @@
  * test_lifecycle.c - the lifecycle of a connection of the preload library
  * (preload/lifecycle.h): every transition the library's code makes is in the table, and
  * the table holds nothing else; one not in it is counted (PSP_STATS bad_transitions), made
- * all the same, and under PSP_STRICT aborts with both states named; the predicates hold
- * exactly their sets of states.
+ * all the same, and under PSP_STRICT aborts with both states named; each state gets its
+ * transport's operations (xport.h); the predicates hold exactly their sets of states.
  *
- * lifecycle.c is linked alone: this file gives it the process-wide state it counts in.
+ * lifecycle.c is linked alone: this file gives it the process-wide state it counts in, and
+ * stand-ins for the three transports' operations (xkernel.c, xrdp.c, shm.c).
  */
 #include "../../preload/psp.h"
 #include "unit.h"
@@ -17,6 +18,8 @@
 #include <unistd.h>
 
 struct psp psp; /* lifecycle.c's counter and PSP_STRICT (state.c's in the library) */
+const struct conn_ops xkernel_ops = {.name = "tcp"}, xrdp_ops = {.name = "rdp"},
+                      xshm_ops = {.name = "shm"};
 
 /* Every transition the library makes, from reading each conn_enter call and what leads
  * to it; the table must allow these and nothing else. */
@@ -148,6 +151,57 @@ static void test_lifecycle_strict(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "CS_SWITCH -> CS_CONNECTING"));
 }
 
+/* the transport follows the state: the fast path's own; a move back and an orphan keep the
+ * one they move off; the kernel's otherwise, but while a channel is still mapped */
+static void test_lifecycle_ops(void)
+{
+    psp.strict = false;
+    static char chan; /* (only whether there is one) */
+    struct conn c;
+    memset(&c, 0, sizeof c);
+    conn_enter(&c, CS_PLAIN);
+    CU_ASSERT_PTR_EQUAL(c.ops, &xkernel_ops);
+    conn_enter(&c, CS_CONNECTING);
+    CU_ASSERT_PTR_EQUAL(c.ops, &xkernel_ops);
+    conn_enter(&c, CS_RDP);
+    CU_ASSERT_PTR_EQUAL(c.ops, &xrdp_ops);
+    conn_enter(&c, CS_SWITCH);
+    CU_ASSERT_PTR_EQUAL(c.ops, &xrdp_ops);
+    conn_enter(&c, CS_RDP); /* a move back that failed */
+    CU_ASSERT_PTR_EQUAL(c.ops, &xrdp_ops);
+    conn_enter(&c, CS_ORPHAN);
+    CU_ASSERT_PTR_EQUAL(c.ops, &xrdp_ops);
+    conn_enter(&c, CS_TCP);
+    CU_ASSERT_PTR_EQUAL(c.ops, &xkernel_ops);
+
+    memset(&c, 0, sizeof c);
+    conn_enter(&c, CS_CONNECTING);
+    c.shm = (struct shm_chan *)&chan;
+    conn_enter(&c, CS_SHM);
+    CU_ASSERT_PTR_EQUAL(c.ops, &xshm_ops);
+    conn_enter(&c, CS_SWITCH);
+    CU_ASSERT_PTR_EQUAL(c.ops, &xshm_ops);
+    c.shm = NULL; /* the move's end frees the channel */
+    conn_enter(&c, CS_DRAIN);
+    CU_ASSERT_PTR_EQUAL(c.ops, &xkernel_ops);
+    conn_enter(&c, CS_TCP);
+    CU_ASSERT_PTR_EQUAL(c.ops, &xkernel_ops);
+
+    memset(&c, 0, sizeof c); /* a channel that could not be mapped: reset, on shm's */
+    conn_enter(&c, CS_CONNECTING);
+    conn_enter(&c, CS_SHM);
+    CU_ASSERT_PTR_EQUAL(c.ops, &xshm_ops);
+
+    memset(&c, 0, sizeof c); /* a fork's child: the owner moves its orphan to TCP */
+    conn_enter(&c, CS_CONNECTING);
+    c.shm = (struct shm_chan *)&chan;
+    conn_enter(&c, CS_SHM);
+    conn_enter(&c, CS_ORPHAN);
+    CU_ASSERT_PTR_EQUAL(c.ops, &xshm_ops);
+    conn_enter(&c, CS_TCP);
+    CU_ASSERT_PTR_EQUAL(c.ops, &xshm_ops); /* its mapping is still there */
+}
+
 /* each predicate holds exactly its states */
 static void test_lifecycle_predicates(void)
 {
@@ -188,4 +242,5 @@ static void test_lifecycle_names(void)
 
 UNIT_SUITE(lifecycle, UNIT_TEST(test_lifecycle_made), UNIT_TEST(test_lifecycle_table),
            UNIT_TEST(test_lifecycle_refused), UNIT_TEST(test_lifecycle_strict),
-           UNIT_TEST(test_lifecycle_predicates), UNIT_TEST(test_lifecycle_names));
+           UNIT_TEST(test_lifecycle_ops), UNIT_TEST(test_lifecycle_predicates),
+           UNIT_TEST(test_lifecycle_names));
