@@ -32,12 +32,15 @@ P2=$((P1 + 1))
 # rank 0 sends both streams, ranks 1 and 2 receive them, rank 3 has nothing to do
 cat >"$CDIR/stream.sh" <<SCRIPT
 #!/bin/sh
-up() { ss -Hltn "sport = :\$1" | grep -q .; }
+# a listener is up once plstream said so: its listen() returned, so psid knows it too (the
+# kernel's listening socket, which ss shows, comes a moment earlier: a connect then, under
+# PSP_SYNC, found no listener registered and stayed on TCP)
+up() { grep -qs '^listening' "$CDIR/\$1.out"; }
 echo "rank \$PSI_RANK node \$PSI_NODE" >$CDIR/where.\$PSI_RANK
 case \$PSI_RANK in
 0)
     n=0
-    until up $P1 && up $P2; do
+    until up r.s && up s.s; do
         n=\$((n + 1)); [ \$n -gt 400 ] && exit 3; sleep 0.05
     done
     PSP_STATS=$CDIR/r.c.stats $ST connect 127.0.0.2 $P1 send $BYTES --rate $RATE --progress $CDIR/r.c.prog >$CDIR/r.c.out 2>&1 &
