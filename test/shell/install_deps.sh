@@ -81,8 +81,8 @@ BUILD+=" libnl-route-3-dev libseccomp-dev"
 CHECK="libcunit1-dev iproute2 nftables iputils-ping procps jq clang libclang-rt-14-dev"
 CHECK+=" clang-format shellcheck netcat-openbsd socat curl python3 redis-server redis-tools"
 CHECK+=" iperf3 sockperf mpich libmpich-dev openmpi-bin libopenmpi-dev"
-BENCH="sockperf iperf3 hyperfine mpich linux-perf valgrind iproute2 nftables iputils-ping"
-BENCH+=" procps jq"
+BENCH="sockperf iperf3 hyperfine mpich linux-perf valgrind stress-ng iproute2"
+BENCH+=" nftables iputils-ping procps jq"
 DEB="dpkg-dev debhelper lintian procps jq"
 
 # state ARCH [PKG...]: a fresh fake system of ARCH with PKG... installed
