@@ -91,7 +91,7 @@ if [[ ${1:-} == --row ]]; then
         k=$(((n + 4) / 5))
         for ((i = 0; i < k; i++)); do
             v=$((1 + i * (n - 1) / k))
-            p=$("$BIN/pslocal" status --dir "$dir" | awk -v v="$v" '$1 == v { print $4 }')
+            p=$({ "$BIN/pslocal" status --dir "$dir" || true; } | awk -v v="$v" '$1 == v { print $4 }')
             PAUSED+=("$p")
             (
                 end=$((SECONDS + PAUSE_SECS))
@@ -105,9 +105,9 @@ if [[ ${1:-} == --row ]]; then
             ) &
             PAUSERS+=($!)
         done
-        wait "${PAUSERS[@]}" "$sp"
+        wait "${PAUSERS[@]}" "$sp" || true
         PAUSERS=()
-        kill -CONT "${PAUSED[@]}" 2>/dev/null
+        kill -CONT "${PAUSED[@]}" 2>/dev/null || true
         sleep 2
         false_pause=$(($(cat "$dir"/psid-*.log | grep -c ") unreachable: " || true) - false_unr))
     fi
